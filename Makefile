@@ -1,0 +1,34 @@
+# densim: two commands on a fresh clone.
+#   make demo   # creates .venv, installs densim, runs the built-in demo, prints the report path
+#   make test   # creates .venv, installs test tools and Chromium, runs the whole test suite
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.densim-installed
+PYTEST_ARGS ?=
+
+.PHONY: demo test bench bench-io bench-peers docs clean setup browser
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@bash scripts/bootstrap.sh "$(PYTHON)" "$(VENV)"
+	@touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/densim demo --out out/demo
+
+browser: $(STAMP)
+	@bash scripts/install-browser.sh
+
+test: $(STAMP) browser
+	$(BIN)/python -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/ladder.py
+
+docs: $(STAMP)
+	$(BIN)/python -m densim.reports.docgen docs/reference
+
+clean:
+	rm -rf $(VENV) out .pytest_cache

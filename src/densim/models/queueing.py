@@ -1,0 +1,194 @@
+"""Closed-form queueing results shared by every resource model.
+
+Sources: Lazowska et al., *Quantitative System Performance* (1984) ch. 6-7 (MVA, bounds);
+Kleinrock, *Queueing Systems* vol. 1 (M/M/1, M/M/c, Erlang C); Kingman (1961) for G/G/1;
+Allen-Cunneen for G/G/c; Seidmann et al. (1987) for the multi-server MVA approximation.
+All functions take and return plain floats or numpy arrays; times are seconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import special, stats
+
+
+def mm1_response_s(arrival_per_s, service_s):
+    """M/M/1 (and M/G/1-PS) mean response time ``R = S / (1 - rho)``; ``inf`` when saturated."""
+    lam = np.asarray(arrival_per_s, dtype=float)
+    s = np.asarray(service_s, dtype=float)
+    rho = lam * s
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.where(rho < 1.0, s / (1.0 - rho), np.inf)
+    return r[()] if r.ndim == 0 else r
+
+
+def erlang_c(servers, offered_load):
+    """Probability that an arrival waits in M/M/c with ``c`` servers and ``A = lambda * S``.
+
+    Uses the identity ``C(c, A) = B / (1 - rho (1 - B))`` with the Erlang B formula computed from
+    the regularised incomplete gamma function, so it is vectorised and stable for large ``c``.
+    Returns 1 where ``A >= c``.
+    """
+    c = np.asarray(servers, dtype=float)
+    a = np.asarray(offered_load, dtype=float)
+    rho = np.divide(a, c, out=np.full(np.broadcast(a, c).shape, np.inf), where=c > 0)
+    # Erlang B via Poisson tail: B = P(N=c) / P(N<=c) for N ~ Poisson(A)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_pmf = c * np.log(np.where(a > 0, a, 1.0)) - a - special.gammaln(c + 1.0)
+        cdf = special.gammaincc(c + 1.0, a)  # P(N <= c)
+        b = np.where(a > 0, np.exp(log_pmf) / cdf, 0.0)
+        pw = np.where(rho < 1.0, b / (1.0 - rho * (1.0 - b)), 1.0)
+    pw = np.clip(pw, 0.0, 1.0)
+    return pw[()] if pw.ndim == 0 else pw
+
+
+def mmc_wait_s(arrival_per_s, service_s, servers):
+    """Mean queueing delay W_q in M/M/c: ``C(c, A) * S / (c - A)``; ``inf`` when saturated."""
+    lam = np.asarray(arrival_per_s, dtype=float)
+    s = np.asarray(service_s, dtype=float)
+    c = np.asarray(servers, dtype=float)
+    a = lam * s
+    pw = erlang_c(c, a)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        w = np.where(a < c, pw * s / (c - a), np.inf)
+    return w[()] if w.ndim == 0 else w
+
+
+def mmc_response_s(arrival_per_s, service_s, servers):
+    """Mean response time in M/M/c: ``S + W_q``."""
+    return np.asarray(service_s, dtype=float) + mmc_wait_s(arrival_per_s, service_s, servers)
+
+
+def ggc_wait_s(arrival_per_s, service_s, servers, ca2=1.0, cs2=1.0):
+    """Allen-Cunneen G/G/c wait: Erlang-C wait times ``(ca^2 + cs^2) / 2``.
+
+    With ``servers = 1`` this is Kingman's formula ``((ca2+cs2)/2) * rho/(1-rho) * S``.
+    """
+    return mmc_wait_s(arrival_per_s, service_s, servers) * (np.asarray(ca2) + np.asarray(cs2)) / 2.0
+
+
+def mmc_wait_quantile_s(arrival_per_s, service_s, servers, q):
+    """Quantile ``q`` of the M/M/c waiting time: P(W > t) = C e^{-(c mu - lambda) t}."""
+    lam = float(arrival_per_s)
+    s = float(service_s)
+    c = float(servers)
+    a = lam * s
+    if a >= c:
+        return float("inf")
+    pw = float(erlang_c(c, a))
+    if 1.0 - q >= pw:
+        return 0.0
+    rate = (c - a) / s
+    return float(np.log(pw / (1.0 - q)) / rate)
+
+
+def mmc_response_quantile_s(arrival_per_s, service_s, servers, q, tol=1e-9):
+    """Quantile ``q`` of M/M/c response time (exponential service + Erlang-C wait), by bisection."""
+    lam = float(arrival_per_s)
+    s = float(service_s)
+    c = float(servers)
+    a = lam * s
+    if a >= c:
+        return float("inf")
+    pw = float(erlang_c(c, a))
+    mu = 1.0 / s
+    theta = c * mu - lam  # rate of the conditional wait
+
+    def tail(t: float) -> float:
+        # P(R > t) = (1-pw) e^{-mu t} + pw * P(W' + S > t), W' ~ Exp(theta), S ~ Exp(mu)
+        if abs(theta - mu) < 1e-12 * mu:
+            conv = np.exp(-mu * t) * (1 + mu * t)
+        else:
+            conv = (theta * np.exp(-mu * t) - mu * np.exp(-theta * t)) / (theta - mu)
+        return (1 - pw) * np.exp(-mu * t) + pw * conv
+
+    lo, hi = 0.0, s
+    while tail(hi) > 1 - q:
+        hi *= 2
+    while hi - lo > tol * max(hi, 1e-12):
+        mid = (lo + hi) / 2
+        if tail(mid) > 1 - q:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+def expected_excess(mean, var, threshold):
+    """``E[(K - c)^+]`` for K normal with ``mean`` and ``var`` (vectorised).
+
+    ``sigma * phi(z) + (mu - c) * (1 - Phi(z))`` with ``z = (c - mu) / sigma``; with zero
+    variance it is ``max(mu - c, 0)``.
+    """
+    mu = np.asarray(mean, dtype=np.float64)
+    sd = np.sqrt(np.maximum(np.asarray(var, dtype=np.float64), 0.0))
+    c = np.asarray(threshold, dtype=np.float64)
+    det = np.maximum(mu - c, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = (c - mu) / sd
+        out = sd * np.exp(-0.5 * z * z) / np.sqrt(2 * np.pi) + (mu - c) * 0.5 * special.erfc(z / np.sqrt(2))
+    out = np.where(sd > 0, np.maximum(out, det), det)
+    return out
+
+
+def binomial_expected_excess(n: int, p: float, c: int) -> float:
+    """Exact ``E[(K - c)^+]`` for ``K ~ Binomial(n, p)`` (for tests and small hosts)."""
+    k = np.arange(int(c) + 1, int(n) + 1)
+    return float(np.sum((k - c) * stats.binom.pmf(k, n, p)))
+
+
+@dataclass(frozen=True)
+class MvaResult:
+    """Result of exact MVA for a single-class closed network at population ``n``."""
+
+    throughput_per_s: float
+    response_s: float  # total time at the stations (excludes think time)
+    station_response_s: np.ndarray
+    station_queue: np.ndarray
+    station_utilisation: np.ndarray
+
+    def little_population(self, think_s: float = 0.0) -> float:
+        """``X * (R + Z)``: equals the population by Little's law."""
+        return self.throughput_per_s * (self.response_s + think_s)
+
+
+def mva(
+    demands_s: Sequence[float] | np.ndarray,
+    population: int,
+    think_s: float = 0.0,
+    servers: Sequence[float] | np.ndarray | None = None,
+    delay: Sequence[bool] | np.ndarray | None = None,
+) -> MvaResult:
+    """Exact single-class Mean Value Analysis (Reiser & Lavenberg 1980).
+
+    ``servers[k] > 1`` uses the Seidmann approximation: a queueing station of demand ``D/c`` in
+    series with a delay station of demand ``D (c-1)/c``. ``delay[k]`` marks pure delay stations.
+    Utilisation of a multi-server station is ``X D / c``.
+    """
+    d = np.asarray(demands_s, dtype=float)
+    k = d.size
+    c = np.ones(k) if servers is None else np.maximum(np.asarray(servers, dtype=float), 1.0)
+    is_delay = np.zeros(k, dtype=bool) if delay is None else np.asarray(delay, dtype=bool)
+    if population < 0:
+        raise ValueError("population must be >= 0")
+    dq = np.where(is_delay, 0.0, d / c)  # queueing part
+    dd = np.where(is_delay, d, d * (c - 1.0) / c)  # delay part
+    q = np.zeros(k)
+    x = 0.0
+    r = dq + dd
+    for n in range(1, int(population) + 1):
+        r = dq * (1.0 + q) + dd
+        x = n / (think_s + r.sum())
+        q = x * dq * (1.0 + q)  # queue at the queueing part only
+    if population == 0:
+        r = dq + dd
+    return MvaResult(
+        throughput_per_s=float(x),
+        response_s=float(r.sum()) if population else 0.0,
+        station_response_s=r,
+        station_queue=x * r,
+        station_utilisation=x * d / c,
+    )

@@ -1,0 +1,122 @@
+"""Unit strings at the edges: the only place where ``"256 GiB"`` becomes a number.
+
+Every quantity in a scenario, catalog or inventory may be written as a string with a unit
+(``"256 GiB"``, ``"2.3 GHz"``, ``"95 W"``, ``"5 min"``, ``"10 Gbit/s"``) or as a bare number in
+the field's canonical unit. :func:`parse` converts with pint; the engine only ever sees floats
+whose unit is in the variable's name (``_bytes``, ``_mhz``, ``_w``, ``_s``).
+
+pint is imported lazily (it costs ~0.7 s) and only when a string actually carries a unit.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, WithJsonSchema
+
+# canonical unit of each kind, as pint spells it
+CANONICAL = {
+    "bytes": "byte",
+    "mhz": "MHz",
+    "hz": "Hz",
+    "w": "W",
+    "s": "s",
+    "j": "J",
+    "bytes_per_s": "byte/s",
+    "per_s": "1/s",
+}
+
+_NUMBER = re.compile(r"^\s*[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?\s*$")
+
+
+@lru_cache(maxsize=1)
+def _registry():  # pragma: no cover - trivial
+    import pint
+
+    ureg = pint.UnitRegistry(cache_folder=":auto:")
+    # storage and network people say "IOPS", "KB/s"; pint knows kB, KiB, byte, bit
+    ureg.define("IOPS = 1 / second")
+    ureg.define("IO = 1 = io")
+    ureg.define("rpm_disk = 1 / minute")
+    return ureg
+
+
+class UnitError(ValueError):
+    pass
+
+
+@lru_cache(maxsize=4096)
+def _parse_str(text: str, unit: str) -> float:
+    if _NUMBER.match(text):
+        return float(text)
+    cleaned = text.strip().replace(",", "")
+    # "1.5k" style counts are not units; let pint report them
+    ureg = _registry()
+    try:
+        q = ureg.Quantity(cleaned)
+    except Exception as exc:  # pint raises several types
+        raise UnitError(f"cannot parse {text!r} as a quantity ({type(exc).__name__}: {exc})") from None
+    if not hasattr(q, "to"):
+        return float(q)
+    try:
+        return float(q.to(unit).magnitude)
+    except Exception:
+        raise UnitError(f"{text!r} is not convertible to {unit}") from None
+
+
+def parse(value: Any, unit: str) -> float:
+    """``value`` (number or string with a unit) as a float in ``unit`` (a pint unit string)."""
+    if isinstance(value, bool):
+        raise UnitError(f"expected a quantity in {unit}, got a boolean")
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        return _parse_str(value, unit)
+    raise UnitError(f"expected a number or a string with a unit ({unit}), got {type(value).__name__}")
+
+
+def _validator(unit: str, *, positive: bool = False, nonnegative: bool = True):
+    def check(v: Any) -> float:
+        x = parse(v, unit)
+        if x != x:  # NaN
+            raise ValueError("must be a number, got NaN")
+        if positive and not x > 0:
+            raise ValueError(f"must be > 0, got {v!r}")
+        if nonnegative and x < 0:
+            raise ValueError(f"must be >= 0, got {v!r}")
+        return x
+
+    return check
+
+
+def _schema(unit: str, example: str) -> dict:
+    return {
+        "anyOf": [
+            {"type": "number"},
+            {"type": "string", "description": f"a quantity with a unit convertible to {unit}, e.g. {example!r}"},
+        ],
+        "description": f"canonical unit: {unit}",
+    }
+
+
+def quantity(unit: str, example: str, *, positive: bool = False):
+    """An Annotated float type for pydantic fields that accepts unit strings."""
+    return Annotated[float, BeforeValidator(_validator(unit, positive=positive)), WithJsonSchema(_schema(unit, example))]
+
+
+Bytes = quantity("byte", "256 GiB")
+PosBytes = quantity("byte", "256 GiB", positive=True)
+MHz = quantity("MHz", "2.3 GHz")
+PosMHz = quantity("MHz", "2.3 GHz", positive=True)
+Watts = quantity("W", "95 W")
+Seconds = quantity("s", "5 min")
+PosSeconds = quantity("s", "5 min", positive=True)
+BytesPerSecond = quantity("byte/s", "10 Gbit/s")
+PerSecond = quantity("1/s", "75000 IOPS")
+Joules = quantity("J", "1 kWh")
+
+GIB = 1024.0**3
+MIB = 1024.0**2
+KIB = 1024.0
