@@ -381,36 +381,35 @@ def _p99(visits, resp, var_resp, q=0.99) -> float:
 
 
 def solve_open(stations: list[Station], iops: float, pattern: IoPattern = IoPattern()) -> IoResult:
-    """Open workload at ``iops`` arrivals per second: per-station M/M/c or G/G/c (Allen-Cunneen)."""
+    """Open workload at ``iops`` arrivals per second: per-station M/M/c or G/G/c (Allen-Cunneen).
+
+    Vectorised over stations: station ``k`` sees ``lambda_k = iops * visits_k`` arrivals with
+    service ``S_k`` on ``c_k`` servers; its response per visit is ``S_k + W_k`` and the I/O's
+    latency is ``sum_k visits_k (S_k + W_k)``.
+    """
     if iops < 0:
         raise ValueError("iops must be >= 0")
     max_x, bottleneck = _bound(stations)
-    res: list[StationResult] = []
-    resp = []
-    varr = []
-    vis = []
+    v = np.array([s.visits for s in stations])
+    svc = np.array([s.service_s for s in stations])
+    c = np.array([s.servers for s in stations])
+    lam = iops * v
+    a = lam * svc
+    util = a / c
+    saturated = bool(np.any(util >= 1.0))
     ca2 = pattern.arrival_cv2
     cs2 = pattern.service_cv2
-    saturated = iops >= max_x
-    for s in stations:
-        lam = iops * s.visits
-        a = lam * s.service_s
-        util = a / s.servers
-        if util >= 1.0:
-            w = math.inf
-            var_w = math.inf
-        else:
-            w = float(ggc_wait_s(lam, s.service_s, s.servers, ca2, cs2))
-            pw = float(erlang_c(s.servers, a))
-            # conditional wait treated as exponential with mean w / pw
-            var_w = (2.0 * w * w / pw - w * w) if pw > 0 else 0.0
-        r_visit = s.service_s + w
-        resp.append(r_visit)
-        varr.append(cs2 * s.service_s**2 + var_w)
-        vis.append(s.visits)
-        res.append(StationResult(s.name, s.kind, s.component, util, s.visits * r_visit, lam * r_visit))
-    mean = float(sum(x.residence_s for x in res))
-    p99 = _p99(vis, resp, varr) if not saturated else math.inf
+    w = np.asarray(ggc_wait_s(lam, svc, c, ca2, cs2), float)
+    pw = np.asarray(erlang_c(c, a), float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        var_w = np.where(pw > 0, 2.0 * w * w / pw - w * w, 0.0)  # conditional wait ~ exponential
+    r_visit = svc + w
+    res = [
+        StationResult(s.name, s.kind, s.component, float(util[i]), float(v[i] * r_visit[i]), float(lam[i] * r_visit[i]))
+        for i, s in enumerate(stations)
+    ]
+    mean = float(np.sum(v * r_visit))
+    p99 = _p99(v, r_visit, cs2 * svc**2 + var_w) if not saturated else math.inf
     return IoResult(
         mode="open",
         throughput_iops=float(iops) if not saturated else max_x,
