@@ -17,13 +17,24 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from densim.units import Bytes, PerSecond, PosBytes, PosMHz, PosSeconds, Seconds
 
 _CFG = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
 RaidName = Literal["jbod", "raid0", "raid1", "raid10", "raid5", "raid6"]
+
+
+def _check_drives(v: int, info: ValidationInfo) -> int:
+    from densim.models.storage import raid_check
+
+    raid = info.data.get("raid")
+    if raid is not None:
+        problem = raid_check(raid, v)
+        if problem:
+            raise ValueError(problem)
+    return v
 
 
 # --------------------------------------------------------------------------------------------
@@ -37,13 +48,18 @@ class DatastoreSpec(BaseModel):
 
     name: str
     device: str = Field(description="catalog device name")
-    drives: int = Field(default=1, gt=0)
     raid: RaidName = "jbod"
+    drives: int = Field(default=1, gt=0)
     controller: str | None = Field(default=None, description="catalog controller model (none: direct attach)")
     controllers: int = Field(default=1, gt=0)
     scope: Literal["shared", "per-host"] = Field(
         default="shared", description="one array for all VMs naming it (SAN/NAS) or one per host (local disks)"
     )
+
+    @field_validator("drives")
+    @classmethod
+    def _raid_drives(cls, v: int, info: ValidationInfo) -> int:
+        return _check_drives(v, info)
 
 
 class StorageSettings(BaseModel):
@@ -106,10 +122,15 @@ class ArraySpec(BaseModel):
 
     name: str
     device: str = Field(description="catalog device")
-    drives: int = Field(gt=0)
     raid: RaidName = "jbod"
+    drives: int = Field(gt=0)
     controllers: str | None = Field(default=None, description="name of a controller group (none: direct attach)")
     share: float = Field(default=1.0, ge=0.0, description="relative share of the workload's I/Os")
+
+    @field_validator("drives")
+    @classmethod
+    def _raid_drives(cls, v: int, info: ValidationInfo) -> int:
+        return _check_drives(v, info)
 
 
 class EnclosureGroupSpec(BaseModel):
