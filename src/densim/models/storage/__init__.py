@@ -88,10 +88,11 @@ def raid_usable_bytes(level: str, drives: int, capacity_bytes: float) -> float:
 
 
 def raid_functional_iops(level: str, raw_iops, read_fraction):
-    """Front-end IOPS a set sustains from raw back-end IOPS: ``raw / (r + (1-r) P_w)`` ([S35]).
+    """Front-end IOPS a set sustains from raw back-end IOPS: ``raw / (r + (1-r) P_w)``.
 
-    (The quoted form ``raw (r + (1-r)/P_w)`` is the same to first order; this one is exact when
-    every back-end I/O costs the same.)
+    Every front-end write costs ``P_w`` back-end I/Os (EMC's form, [S35]). The shorthand
+    ``raw (r + (1-r)/P_w)`` quoted in [S35] is more optimistic (it scales IOPS instead of I/O
+    time) and is not used.
     """
     r = np.asarray(read_fraction, float)
     return np.asarray(raw_iops, float) / (r + (1.0 - r) * raid_write_penalty(level))

@@ -180,7 +180,7 @@ def evaluate(
         response_s=response,
         cpu_utilisation=cpu_util,
         max_iops=res.max_iops,
-        bottleneck=f"{worst.kind}:{worst.component}" if worst.kind != "device" else f"device:{device.name}",
+        bottleneck=f"{worst.kind}:{worst.name.split('/')[-1]}" if worst.kind != "device" else f"device:{device.name}",
         bottleneck_utilisation=worst.utilisation,
         breakdown={"drives_usd": dev_cost, "controllers_usd": ctl_cost, "enclosures_usd": encl_cost, "server_usd": srv_cost},
     )
