@@ -75,3 +75,17 @@ def test_mva_with_think_time_by_hand():
     assert res.mean_latency_s == pytest.approx(0.012)
     assert res.throughput_iops == pytest.approx(2 / 0.052)
     assert res.little_residual() == pytest.approx(0.0, abs=1e-12)
+
+
+def test_mva_multiplicity_equals_expanded_stations():
+    # 3 identical disks (D = 4 ms each) + one controller (D = 1 ms): classes with multiplicity give
+    # exactly the same answer as listing every station (and the numpy path for > 16 stations agrees)
+    from densim.models.queueing import mva
+
+    full = mva([0.004, 0.004, 0.004, 0.001], 50, servers=[1.6, 1.6, 1.6, 1])
+    cls = mva([0.004, 0.001], 50, servers=[1.6, 1], multiplicity=[3, 1])
+    assert cls.throughput_per_s == pytest.approx(full.throughput_per_s, rel=1e-12)
+    assert cls.response_s == pytest.approx(full.response_s, rel=1e-12)
+    big = mva([0.004] * 20 + [0.001], 50, servers=[1.6] * 20 + [1])
+    big_cls = mva([0.004, 0.001], 50, servers=[1.6, 1], multiplicity=[20, 1])
+    assert big_cls.throughput_per_s == pytest.approx(big.throughput_per_s, rel=1e-12)
