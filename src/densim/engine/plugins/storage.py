@@ -10,7 +10,7 @@ latency of every datastore is solved for all steps at once (:mod:`densim.models.
 VMs on one datastore slow each other.
 
 Metrics: ``io_iops`` and ``io_latency_s`` per VM, ``io_saturated`` (share of steps whose datastore
-was saturated), ``io_iops`` per host; ``summary["storage"]`` per datastore.
+was saturated), ``vm_io_iops`` per host; ``summary["storage"]`` per datastore.
 """
 
 from __future__ import annotations
@@ -46,6 +46,10 @@ class StorageStage(BaseStage):
                 raise InputError(ctx.scenario.name, f"storage.datastores[{i}].controller", str(exc.args[0])) from None
             self.models.append(DatastoreModel.build(d.name, dev, d.drives, d.raid, ctl, d.controllers, st.block_size_bytes))
         self.ds_index = {d.name: i for i, d in enumerate(st.datastores)}
+        for i, g in enumerate(ctx.scenario.vms):
+            if g.datastore is not None and g.datastore not in self.ds_index:
+                raise InputError(ctx.scenario.name, f"vms[{i}].datastore",
+                                 f"unknown datastore {g.datastore!r}; storage.datastores: {', '.join(self.ds_index)}")
 
     def prepare(self, ctx) -> None:
         from scipy import sparse
@@ -95,7 +99,7 @@ class StorageStage(BaseStage):
         ctx.declare("io_iops", level="vm", agg="mean", unit="1/s", doc="I/Os per second the VM issues (incl. swap)")
         ctx.declare("io_latency_s", level="vm", agg="mean", unit="s", doc="mean I/O latency on the VM's datastore")
         ctx.declare("io_saturated", level="vm", agg="mean", unit="", doc="1 when the VM's datastore was saturated")
-        ctx.declare("io_iops", level="host", agg="mean", unit="1/s", doc="I/Os per second of the host's VMs")
+        ctx.declare("vm_io_iops", level="host", agg="mean", unit="1/s", doc="I/Os per second of the host's VMs")
 
     def _vm_io(self, chunk):
         n = chunk.n_steps
@@ -159,7 +163,7 @@ class StorageStage(BaseStage):
         chunk.vm_out["io_iops"] = total.astype(np.float32)
         chunk.vm_out["io_latency_s"] = vm_lat.astype(np.float32)
         chunk.vm_out["io_saturated"] = vm_sat.astype(np.float32)
-        chunk.host_out["io_iops"] = np.asarray(self.host_onehot.T.dot(total.T).T, dtype=np.float32)
+        chunk.host_out["vm_io_iops"] = np.asarray(self.host_onehot.T.dot(total.T).T, dtype=np.float32)
 
     def finish(self, ctx, summary: dict) -> None:
         out = {}
