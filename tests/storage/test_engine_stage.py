@@ -89,3 +89,25 @@ def test_unknown_device_is_an_input_error():
 def test_unknown_datastore_of_a_vm_names_the_field():
     with pytest.raises(InputError, match=r"vms\[0\].datastore: unknown datastore 'nas'"):
         simulate(_scenario([("a", 1, 1.0, "nas")], [SHARED]))
+
+
+def test_bitbrains_example_disk_traffic_lands_on_datastores(repo, traces, tmp_path):
+    import yaml
+
+    from densim.scenario import load_scenario
+
+    doc = yaml.safe_load((repo / "examples/storage/bitbrains-datastores.yaml").read_text())
+    for g in doc["vms"]:
+        g["trace"]["path"] = str(traces / "gwa-t-12-rnd-2013-8-first250")
+        g["trace"]["limit"] = 10
+    doc["simulation"]["horizon"] = "1 d"
+    p = tmp_path / "bb.yaml"
+    p.write_text(yaml.safe_dump(doc))
+    res = simulate(load_scenario(p))
+    st = res.summary["storage"]["datastores"]
+    # the same 10 traces drive both groups: equal I/O, but the HDD array is ~100x slower
+    assert st["hdd-array"]["mean_iops"] == pytest.approx(st["ssd-array"]["mean_iops"], rel=1e-9)
+    assert st["hdd-array"]["mean_iops"] > 0
+    assert st["hdd-array"]["mean_latency_s"] > 20 * st["ssd-array"]["mean_latency_s"]
+    vms = res.vms
+    assert (vms.filter(vms["group"] == "on-hdd")["io_latency_s_mean"] > 1e-3).all()
