@@ -179,10 +179,6 @@ class IoWorkloadSpec(IoPatternSpec):
         return self.workers * self.queue_depth
 
 
-class Parts(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="allow")
-
-
 class IoScenario(BaseModel):
     """A storage-only scenario for ``densim io``."""
 

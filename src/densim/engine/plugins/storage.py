@@ -102,16 +102,18 @@ class StorageStage(BaseStage):
         ctx.declare("vm_io_iops", level="host", agg="mean", unit="1/s", doc="I/Os per second of the host's VMs")
 
     def _vm_io(self, chunk):
+        """(read, write) IOPS per VM, float32 (steps x VMs), fresh arrays the caller may modify."""
         n = chunk.n_steps
-        bs = self.settings.block_size_bytes
-        rd = chunk.vm.get("disk_read_Bps")
-        wr = chunk.vm.get("disk_write_Bps")
+        inv_bs = np.float32(1.0 / self.settings.block_size_bytes)
         V = self.wl_iops.size
-        read = np.zeros((n, V)) if rd is None else np.asarray(rd, dtype=np.float64) / bs
-        write = np.zeros((n, V)) if wr is None else np.asarray(wr, dtype=np.float64) / bs
-        read = read + (self.wl_iops * self.wl_rf)[None, :]
-        write = write + (self.wl_iops * (1.0 - self.wl_rf))[None, :]
-        return read, write
+        out = []
+        for key, wl in (("disk_read_Bps", self.wl_iops * self.wl_rf), ("disk_write_Bps", self.wl_iops * (1.0 - self.wl_rf))):
+            src = chunk.vm.get(key)
+            arr = np.zeros((n, V), dtype=np.float32) if src is None else np.asarray(src, dtype=np.float32) * inv_bs
+            if np.any(wl):
+                arr += wl.astype(np.float32)[None, :]
+            out.append(arr)
+        return out[0], out[1]
 
     def before_cpu(self, ctx, chunk) -> None:
         cyc = self.settings.cycles_per_io
@@ -125,11 +127,13 @@ class StorageStage(BaseStage):
 
         read, write = self._vm_io(chunk)
         if "swap_read_iops" in chunk.vm:
-            read = read + chunk.vm["swap_read_iops"]
+            read += chunk.vm["swap_read_iops"].astype(np.float32, copy=False)
         if "swap_write_iops" in chunk.vm:
-            write = write + chunk.vm["swap_write_iops"]
-        total = read + write
-        total[:, ~self.vm_ok] = 0.0
+            write += chunk.vm["swap_write_iops"].astype(np.float32, copy=False)
+        read[:, ~self.vm_ok] = 0.0
+        write[:, ~self.vm_ok] = 0.0
+        total = write
+        total += read  # write is not used on its own below
         S = self.M.shape[1]
         n = chunk.n_steps
         lat = np.zeros((n, S))
@@ -137,7 +141,8 @@ class StorageStage(BaseStage):
         util = np.zeros((n, S))
         if S:
             slot_total = np.asarray(self.M.T.dot(total.T).T)  # (steps, S)
-            slot_read = np.asarray(self.M.T.dot(np.where(self.vm_ok[None, :], read, 0.0).T).T)
+            slot_read = np.asarray(self.M.T.dot(read.T).T)
+            del read
             with np.errstate(invalid="ignore", divide="ignore"):
                 rf = np.where(slot_total > 0, slot_read / np.maximum(slot_total, 1e-300), self.settings.read_fraction)
             for d, model in enumerate(self.models):  # loop over datastores, vectorised over steps and slots
@@ -154,15 +159,15 @@ class StorageStage(BaseStage):
             self.acc["steps"] += n
             self.peak_iops = np.maximum(self.peak_iops, slot_total.max(axis=0))
             self.peak_util = np.maximum(self.peak_util, util.max(axis=0))
-        vm_lat = np.zeros_like(total)
-        vm_sat = np.zeros_like(total)
+        vm_lat = np.zeros(total.shape, dtype=np.float32)
+        vm_sat = np.zeros(total.shape, dtype=np.float32)
         okv = self.vm_ok
         if S:
-            vm_lat[:, okv] = lat[:, self.vm_slot]
+            vm_lat[:, okv] = lat.astype(np.float32)[:, self.vm_slot]
             vm_sat[:, okv] = sat[:, self.vm_slot]
-        chunk.vm_out["io_iops"] = total.astype(np.float32)
-        chunk.vm_out["io_latency_s"] = vm_lat.astype(np.float32)
-        chunk.vm_out["io_saturated"] = vm_sat.astype(np.float32)
+        chunk.vm_out["io_iops"] = total
+        chunk.vm_out["io_latency_s"] = vm_lat
+        chunk.vm_out["io_saturated"] = vm_sat
         chunk.host_out["vm_io_iops"] = np.asarray(self.host_onehot.T.dot(total.T).T, dtype=np.float32)
 
     def finish(self, ctx, summary: dict) -> None:

@@ -24,8 +24,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from densim.models.devices import DeviceSpec, block_service
 from densim.models.queueing import mmc_response_s
 from densim.models.storage import (
@@ -272,7 +270,3 @@ def distinct(cands: list[Candidate], top: int) -> list[Candidate]:
             break
     return out
 
-
-def summarise(cands: list[Candidate]) -> np.ndarray:
-    """Costs of the candidates (for tests)."""
-    return np.array([c.cost_usd for c in cands])
