@@ -128,3 +128,30 @@ def test_unknown_names_and_too_many_drives(tmp_path):
 def test_open_workload_needs_iops(tmp_path):
     lines = _lines(_io(tmp_path, workload={"mode": "open"}))
     assert lines == [f"{tmp_path / 'io.yaml'}:workload: an open workload needs 'iops' (the arrival rate)"]
+
+
+def test_enclosure_bays_are_checked(tmp_path):
+    system = {"enclosures": [{"model": "hp-msa60", "count": 1}],
+              "arrays": [{"name": "d", "device": "sas-7k2-1tb-3.5in", "drives": 14, "raid": "raid10"}]}
+    assert _lines(_io(tmp_path, system=system)) == [f"{tmp_path / 'io.yaml'}:system.enclosures: 14 drives need more than the enclosures' 12 bays"]
+
+
+def test_users_target(tmp_path):
+    # 12,000 users x 0.12 IOPS = 1,440 IOPS; requests 0.01/user/s x 15 ms CPU = 1.8 cores busy
+    data = {
+        "target": {"users": 12000, "iops_per_user": 0.12, "requests_per_user_per_s": 0.01, "ios_per_request": 4,
+                   "cpu_per_request": "15 ms", "max_response": "60 ms", "max_cpu_utilisation": 0.5},
+        "workload": {"read_fraction": 0.6, "block_size": "8 KiB"},
+        "candidates": {"devices": ["sas-10k-900gb", "intel-dc-s3700-400gb"], "raid": ["raid10"],
+                       "controllers": ["lsi-9211-8i"], "cores": [2, 4, 8, 12], "stack": "windows-storport-2010"},
+    }
+    f = tmp_path / "users.yaml"
+    f.write_text(yaml.safe_dump(data))
+    out = run_size(f)
+    win = out["winner"]
+    assert win["response_s"] <= 0.060 and win["cpu_utilisation"] <= 0.5
+    # 2 cores would be 90 % busy with requests alone, so the winner has more
+    assert win["cores"] >= 4
+    hdd = [c for c in [win, *out["runners_up"]] if c["device"] == "sas-10k-900gb"]
+    # HDDs must keep 4 I/Os in series under ~11 ms each: they need many spindles for 1,440 IOPS at RAID 10
+    assert not hdd or hdd[0]["drives"] >= 1440 * (0.6 + 0.4 * 2) / 228

@@ -382,6 +382,11 @@ def resolve_system(sc: IoScenario, source: str | Path = "<io>"):
         spec = _get(catalog, "enclosures", e.model, EnclosureSpec, f"system.enclosures[{i}].model", issues)
         if spec is not None:
             encl.append((spec, e.count))
+    if encl:
+        bays = sum(e.bays * n for e, n in encl)
+        drives = sum(a.drives for a in sc.system.arrays)
+        if drives > bays:
+            issues.append(("system.enclosures", f"{drives} drives need more than the enclosures' {bays} bays"))
     cpu, server = resolve_host(sc.system.host, catalog, issues)
     if sum(a.share for a in sc.system.arrays) <= 0:
         issues.append(("system.arrays", "shares must add up to more than 0"))
