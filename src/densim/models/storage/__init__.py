@@ -335,7 +335,7 @@ def build_stations(arrays: list[ArrayUnit], cpu: HostCpuIo | None, pattern: IoPa
             entry[4] += a.drives
             host_ios += f * through
         else:
-            host_ios += f * (be if a.device.kind == "nvme_ssd" else 1.0)
+            host_ios += f * be  # direct attach (NVMe, onboard ports): the host does the RAID work
     for key, (ctl, n, be_ios, link_ios, drives) in ctrl_load.items():
         if drives > n * ctl.devices_limit:
             raise ValueError(
