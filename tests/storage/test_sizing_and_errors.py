@@ -167,3 +167,8 @@ def test_mail_howto_users_example(tmp_path):
     # 10K HDDs meet 60 ms only with many lightly loaded spindles; 7.2K ones not at all
     hdd = [r for r in rows if r["device"].startswith("sas-")]
     assert all(r["device"] == "sas-10k-300gb-2.5in" and r["drives"] >= 30 for r in hdd)
+
+
+def test_part_without_a_name(tmp_path):
+    lines = _lines(_io(tmp_path, parts={"devices": [{"kind": "hdd"}]}))
+    assert lines == [f"{tmp_path / 'io.yaml'}:parts.devices[0].name: every part needs a name"]

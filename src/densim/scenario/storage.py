@@ -285,9 +285,15 @@ def _load(path: str | Path, model: type[BaseModel]):
         raise ScenarioInvalid(path, validation_issues(exc)) from None
 
 
-def _catalog(parts: dict[str, list[dict[str, Any]]]):
+def _catalog(parts: dict[str, list[dict[str, Any]]], source: str | Path = "<io>"):
+    from densim.errors import ScenarioInvalid
     from densim.scenario.catalog import builtin_catalog
 
+    issues = [(f"parts.{sec}[{i}].name", "every part needs a name")
+              for sec, entries in (parts or {}).items() for i, e in enumerate(entries or [])
+              if not isinstance(e, dict) or not e.get("name")]
+    if issues:
+        raise ScenarioInvalid(source, issues)
     return builtin_catalog().layered(parts)
 
 
@@ -341,7 +347,7 @@ def resolve_system(sc: IoScenario, source: str | Path = "<io>"):
     from densim.models.devices import DeviceSpec
     from densim.models.storage import ArrayUnit, ControllerSpec, EnclosureSpec, raid_check
 
-    catalog = _catalog(sc.parts)
+    catalog = _catalog(sc.parts, source)
     issues: list[tuple[str, str]] = []
     groups: dict[str, tuple[Any, int]] = {}
     for i, g in enumerate(sc.system.controllers):
@@ -409,7 +415,7 @@ def load_sizing(path: str | Path) -> SizingScenario:
     from densim.models.storage import ControllerSpec, EnclosureSpec, IoStack
 
     sc = _load(path, SizingScenario)
-    catalog = _catalog(sc.parts)
+    catalog = _catalog(sc.parts, path)
     issues: list[tuple[str, str]] = []
     for i, d in enumerate(sc.candidates.devices):
         _get(catalog, "devices", d, DeviceSpec, f"candidates.devices[{i}]", issues)

@@ -99,7 +99,7 @@ def run_size(path: str | Path) -> dict[str, Any]:
     from densim.scenario.storage import _catalog, load_sizing
 
     sc = load_sizing(path)
-    cat = _catalog(sc.parts)
+    cat = _catalog(sc.parts, path)
     cand = sc.candidates
     devices = [cat.get("devices", d, DeviceSpec) for d in cand.devices]
     ctls = [cat.get("controllers", c, ControllerSpec) for c in cand.controllers]
