@@ -89,3 +89,10 @@ def test_mva_multiplicity_equals_expanded_stations():
     big = mva([0.004] * 20 + [0.001], 50, servers=[1.6] * 20 + [1])
     big_cls = mva([0.004, 0.001], 50, servers=[1.6, 1], multiplicity=[20, 1])
     assert big_cls.throughput_per_s == pytest.approx(big.throughput_per_s, rel=1e-12)
+
+
+@pytest.mark.parametrize("rho,expected_ms", [(0.5, 14.0), (0.7, 23.3), (0.8, 35.0), (0.9, 70.0)])
+def test_hdd_latency_table_of_the_modelling_guide(rho, expected_ms):
+    # guide §4.3: a 10K HDD with S ~ 7 ms as one server: R = S/(1-rho) = 14 / 23 / 35 / 70 ms
+    st = [Station("hdd", "device", "a", 1.0, 0.007, 1.0)]
+    assert solve_open(st, rho / 0.007).mean_latency_s * 1e3 == pytest.approx(expected_ms, abs=0.05)
