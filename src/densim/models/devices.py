@@ -3,8 +3,17 @@
 A device is a multi-server station (modelling guide §4.1): QD1 latency ``t1`` per request and a
 saturated rate ``IOPS_max``; by Little's law at saturation its internal parallelism is
 ``c = IOPS_max * t1``. Reads and writes mix harmonically. Response time under an offered open
-load comes from M/M/c (Erlang C). The storage model extends this module (HDD mechanics, power,
-RAID); the memory model reads it for swap devices.
+load comes from M/M/c (Erlang C). The storage model (:mod:`densim.models.storage`) builds arrays,
+controllers and host paths on top of this module; the memory model reads it for swap devices.
+
+HDDs may be given by their mechanics instead of latencies: ``t1 = seek + 60/(2 rpm) + B/media +
+overhead`` per random request, and the command-queue (NCQ/TCQ) reordering gain ``G`` at depth 32
+sets the saturated rate ``IOPS_max = G / t1``; the multi-server form then gives ``c = G``, so an
+HDD is a station whose throughput rises from ``1/t1`` at depth 1 toward ``G/t1`` at depth
+(:func:`ncq_gain` gives the depth curve used for closed single-device runs).
+
+SSDs: datasheet random 4 KiB IOPS at QD32, latency at QD1, sequential bandwidth. Other block
+sizes add transfer time at the sequential rate (:func:`block_service`).
 """
 
 from __future__ import annotations
@@ -12,25 +21,37 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from densim.models.queueing import mmc_response_s
-from densim.units import Bytes, BytesPerSecond, PerSecond, PosSeconds, Watts
+from densim.units import Bytes, BytesPerSecond, PerSecond, PosSeconds, Seconds, Watts
 
 DeviceKind = Literal["hdd", "sata_ssd", "sas_ssd", "nvme_ssd", "san_lun", "dram", "other"]
 
+REF_BLOCK_BYTES = 4096.0  # datasheet IOPS and latencies are for 4 KiB random I/O
+DEFAULT_HDD_NCQ_GAIN = 1.6  # (E) modelling guide §4.5: 1.5-2x at QD32
+
 
 class DeviceSpec(BaseModel):
-    """Datasheet figures of one block device (4 KiB random I/O unless stated)."""
+    """Datasheet figures of one block device (4 KiB random I/O unless stated).
+
+    Either give ``read_latency``/``write_latency``/``read_iops``/``write_iops`` directly, or (for
+    ``kind: hdd``) the mechanics ``rpm`` and ``seek_read`` (+ ``seek_write``, ``media_rate``,
+    ``ncq_gain``) from which they are computed.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
     name: str
     kind: DeviceKind
-    read_latency_s: PosSeconds = Field(alias="read_latency", description="random 4 KiB read latency at queue depth 1")
-    write_latency_s: PosSeconds = Field(alias="write_latency", description="random 4 KiB write latency at queue depth 1")
-    read_iops: PerSecond = Field(gt=0, description="random 4 KiB read IOPS at full depth (datasheet, QD32)")
-    write_iops: PerSecond = Field(gt=0, description="random 4 KiB write IOPS at full depth")
+    read_latency_s: PosSeconds | None = Field(
+        default=None, alias="read_latency", description="random 4 KiB read latency at queue depth 1"
+    )
+    write_latency_s: PosSeconds | None = Field(
+        default=None, alias="write_latency", description="random 4 KiB write latency at queue depth 1"
+    )
+    read_iops: PerSecond | None = Field(default=None, gt=0, description="random 4 KiB read IOPS at full depth (datasheet, QD32)")
+    write_iops: PerSecond | None = Field(default=None, gt=0, description="random 4 KiB write IOPS at full depth")
     parallelism: float | None = Field(
         default=None, gt=0, description="internal parallel units; default IOPS x QD1 latency (Little's law)"
     )
@@ -39,10 +60,53 @@ class DeviceSpec(BaseModel):
     capacity_bytes: Bytes | None = Field(default=None, alias="capacity")
     idle_power_w: Watts | None = Field(default=None, alias="idle_power")
     active_power_w: Watts | None = Field(default=None, alias="active_power")
-    price_usd: float | None = None
+    price_usd: float | None = Field(default=None, ge=0)
     price_date: str | None = None
+    # HDD mechanics (modelling guide §4.1)
+    rpm: float | None = Field(default=None, gt=0, description="spindle speed (HDD)")
+    seek_read_s: PosSeconds | None = Field(default=None, alias="seek_read", description="average read seek (HDD)")
+    seek_write_s: PosSeconds | None = Field(default=None, alias="seek_write", description="average write seek (HDD)")
+    media_bps: BytesPerSecond | None = Field(default=None, alias="media_rate", description="sustained media transfer rate (HDD)")
+    overhead_s: Seconds = Field(default=0.0, alias="overhead", description="controller/command overhead per request")
+    ncq_gain: float | None = Field(
+        default=None, ge=1.0, description="HDD throughput at queue depth 32 relative to depth 1 (NCQ/TCQ reordering)"
+    )
+    max_queue_depth: int = Field(default=32, gt=0, description="device command queue depth (NCQ 32, SAS TCQ 64+, NVMe 64K)")
+    # endurance and packaging
+    endurance_bytes: Bytes | None = Field(default=None, alias="endurance", description="rated total bytes written (TBW/PBW)")
+    dwpd: float | None = Field(default=None, gt=0, description="rated drive writes per day over the warranty")
+    warranty_years: float | None = Field(default=None, gt=0)
+    form_factor: Literal["2.5in", "3.5in", "1.8in", "m.2", "u.2", "aic", "external"] | None = None
+    interface: str | None = Field(default=None, description="e.g. sata-3g, sata-6g, sas-6g, nvme-pcie3-x4, fc-8g")
     source: str = ""
     notes: str = ""
+
+    @model_validator(mode="after")
+    def _complete(self) -> "DeviceSpec":
+        fill: dict[str, float] = {}
+        if self.rpm is not None and self.seek_read_s is not None:
+            rot = 30.0 / self.rpm  # half a revolution on average
+            xfer = REF_BLOCK_BYTES / self.media_bps if self.media_bps else 0.0
+            t_r = self.seek_read_s + rot + xfer + self.overhead_s
+            t_w = (self.seek_write_s or self.seek_read_s) + rot + xfer + self.overhead_s
+            gain = self.ncq_gain if self.ncq_gain is not None else DEFAULT_HDD_NCQ_GAIN
+            if self.read_latency_s is None:
+                fill["read_latency_s"] = t_r
+            if self.write_latency_s is None:
+                fill["write_latency_s"] = t_w
+            if self.read_iops is None:
+                fill["read_iops"] = gain / t_r
+            if self.write_iops is None:
+                fill["write_iops"] = gain / t_w
+        for k, v in fill.items():
+            object.__setattr__(self, k, float(v))
+        missing = [a for a, f in (("read_latency", "read_latency_s"), ("write_latency", "write_latency_s"),
+                                  ("read_iops", "read_iops"), ("write_iops", "write_iops")) if getattr(self, f) is None]
+        if missing:
+            raise ValueError(f"missing {', '.join(missing)} (give them, or for an HDD 'rpm' and 'seek_read')")
+        if self.idle_power_w is not None and self.active_power_w is not None and self.active_power_w < self.idle_power_w:
+            raise ValueError("active_power must be >= idle_power")
+        return self
 
     def servers(self, read_fraction: float = 1.0) -> float:
         """Effective number of parallel servers for a read/write mix."""
@@ -50,6 +114,19 @@ class DeviceSpec(BaseModel):
             return float(self.parallelism)
         s = mix_service_s(self.read_latency_s, self.write_latency_s, read_fraction)
         return max(1.0, float(mix_iops(self.read_iops, self.write_iops, read_fraction) * s))
+
+    @property
+    def rotation_s(self) -> float | None:
+        """Average rotational latency ``60 / (2 rpm)`` (HDD)."""
+        return None if self.rpm is None else 30.0 / self.rpm
+
+    def endurance_total_bytes(self) -> float | None:
+        """Rated bytes written: the TBW figure, else ``DWPD x capacity x 365 x warranty years``."""
+        if self.endurance_bytes is not None:
+            return float(self.endurance_bytes)
+        if self.dwpd is not None and self.capacity_bytes and self.warranty_years:
+            return float(self.dwpd * self.capacity_bytes * 365.0 * self.warranty_years)
+        return None
 
 
 def mix_service_s(read_latency_s, write_latency_s, read_fraction):
@@ -80,3 +157,77 @@ def device_response_s(dev: DeviceSpec, iops, read_fraction=1.0):
 def device_utilisation(dev: DeviceSpec, iops, read_fraction=1.0):
     """Busy share of the device's saturated rate (may exceed 1 when over-driven)."""
     return np.asarray(iops, dtype=float) / mix_iops(dev.read_iops, dev.write_iops, read_fraction)
+
+
+# --------------------------------------------------------------------------------------------
+# HDD mechanics and block-size scaling
+
+
+def hdd_service_s(seek_s, rpm, block_bytes, media_bps, overhead_s=0.0):
+    """Random-request service time of an HDD: ``seek + 60/(2 rpm) + B/media + overhead`` (vectorised)."""
+    return (np.asarray(seek_s, float) + 30.0 / np.asarray(rpm, float)
+            + np.asarray(block_bytes, float) / np.asarray(media_bps, float) + np.asarray(overhead_s, float))
+
+
+def ncq_gain(queue_depth, gain_at_32, max_depth=32):
+    """Command-queue reordering gain at ``queue_depth`` outstanding requests (vectorised).
+
+    ``g(q) = 1 + (G - 1) * log2(q) / 5`` for ``1 <= q <= 32`` (so ``g(1) = 1``, ``g(32) = G``) and
+    flat beyond the device queue. Reordering shortens the expected positioning time roughly
+    logarithmically in the number of requests to choose from (E: shape is an engineering
+    assumption; only the QD32 end point is tied to the modelling guide's 1.5-2x, §4.5).
+    """
+    q = np.clip(np.asarray(queue_depth, float), 1.0, float(min(max_depth, 32)))
+    return 1.0 + (np.asarray(gain_at_32, float) - 1.0) * np.log2(q) / 5.0
+
+
+def block_service(dev: DeviceSpec, block_bytes: float = REF_BLOCK_BYTES, read_fraction: float = 1.0,
+                  sequential: bool = False) -> tuple[float, float, float]:
+    """``(t1_s, cap_iops, servers)`` of ``dev`` for requests of ``block_bytes`` and a read/write mix.
+
+    * Latency at depth 1 grows by the transfer time of the extra bytes at the sequential rate.
+    * The saturated rate combines the 4 KiB IOPS and the bandwidth harmonically:
+      ``1/cap(B) = 1/IOPS_4K + (B - 4K)/BW`` (so ``cap -> BW/B`` for large blocks).
+    * Sequential access on an HDD skips seek and rotation: ``t1 = B/media + overhead`` and the
+      device streams at its media rate. Sequential SSD access is rate-limited by ``BW/B`` only.
+    * ``servers = cap * t1`` (Little's law at saturation), at least 1, or the datasheet parallelism.
+    """
+    p = float(read_fraction)
+    extra = max(float(block_bytes) - REF_BLOCK_BYTES, 0.0)
+    bw_r = dev.seq_read_bps or dev.media_bps
+    bw_w = dev.seq_write_bps or dev.media_bps or bw_r
+
+    def per_op(lat: float, iops: float, bw: float | None) -> tuple[float, float]:
+        if sequential and bw:
+            if dev.kind == "hdd":
+                t = float(block_bytes) / bw + dev.overhead_s
+                return t, 1.0 / t
+            return lat + extra / bw, bw / float(block_bytes)
+        t = lat + (extra / bw if bw else 0.0)
+        inv = 1.0 / iops + (extra / bw if bw else 0.0)
+        return t, 1.0 / inv
+
+    tr, cr = per_op(dev.read_latency_s, dev.read_iops, bw_r)
+    tw, cw = per_op(dev.write_latency_s, dev.write_iops, bw_w)
+    t1 = float(mix_service_s(tr, tw, p))
+    cap = float(mix_iops(cr, cw, p))
+    servers = float(dev.parallelism) if dev.parallelism is not None else max(1.0, cap * t1)
+    return t1, cap, servers
+
+
+def device_power_w(dev: DeviceSpec, utilisation):
+    """Linear power between idle and active by busy share (vectorised; 0 W when not given)."""
+    u = np.clip(np.asarray(utilisation, float), 0.0, 1.0)
+    idle = dev.idle_power_w if dev.idle_power_w is not None else (dev.active_power_w or 0.0)
+    active = dev.active_power_w if dev.active_power_w is not None else idle
+    return idle + (active - idle) * u
+
+
+def endurance_years(dev: DeviceSpec, write_bytes_per_s):
+    """Years until the rated endurance is used up at a steady host write rate (inf if unrated/no writes)."""
+    total = dev.endurance_total_bytes()
+    w = np.asarray(write_bytes_per_s, float)
+    if total is None:
+        return np.full_like(w, np.inf)
+    with np.errstate(divide="ignore"):
+        return np.where(w > 0, total / (w * 365.0 * 86400.0), np.inf)

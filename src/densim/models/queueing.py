@@ -169,17 +169,24 @@ def mva(
     think_s: float = 0.0,
     servers: Sequence[float] | np.ndarray | None = None,
     delay: Sequence[bool] | np.ndarray | None = None,
+    multiplicity: Sequence[float] | np.ndarray | None = None,
 ) -> MvaResult:
     """Exact single-class Mean Value Analysis (Reiser & Lavenberg 1980).
 
     ``servers[k] > 1`` uses the Seidmann approximation: a queueing station of demand ``D/c`` in
     series with a delay station of demand ``D (c-1)/c``. ``delay[k]`` marks pure delay stations.
     Utilisation of a multi-server station is ``X D / c``.
+
+    ``multiplicity[k]`` (added for the storage model) says entry ``k`` stands for that many
+    identical stations (e.g. the 30 drives of a striped set): identical stations have identical
+    queues in MVA, so this is exact and the per-station arrays describe one member of the class;
+    ``response_s`` sums over every member. It makes large symmetric systems cheap.
     """
     d = np.asarray(demands_s, dtype=float)
     k = d.size
     c = np.ones(k) if servers is None else np.maximum(np.asarray(servers, dtype=float), 1.0)
     is_delay = np.zeros(k, dtype=bool) if delay is None else np.asarray(delay, dtype=bool)
+    mult = np.ones(k) if multiplicity is None else np.asarray(multiplicity, dtype=float)
     if population < 0:
         raise ValueError("population must be >= 0")
     dq = np.where(is_delay, 0.0, d / c)  # queueing part
@@ -187,15 +194,30 @@ def mva(
     q = np.zeros(k)
     x = 0.0
     r = dq + dd
-    for n in range(1, int(population) + 1):
-        r = dq * (1.0 + q) + dd
-        x = n / (think_s + r.sum())
-        q = x * dq * (1.0 + q)  # queue at the queueing part only
+    if 0 < k <= 16 and population > 0:
+        # few stations: plain floats beat numpy's per-call overhead by ~10x
+        dql, ddl, ml = dq.tolist(), dd.tolist(), mult.tolist()
+        ql = [0.0] * k
+        rl = [0.0] * k
+        for n in range(1, int(population) + 1):
+            tot = think_s
+            for i in range(k):
+                rl[i] = dql[i] * (1.0 + ql[i]) + ddl[i]
+                tot += ml[i] * rl[i]
+            x = n / tot
+            for i in range(k):
+                ql[i] = x * dql[i] * (1.0 + ql[i])
+        r = np.array(rl)
+    else:
+        for n in range(1, int(population) + 1):
+            r = dq * (1.0 + q) + dd
+            x = n / (think_s + float(mult @ r))
+            q = x * dq * (1.0 + q)  # queue at the queueing part only
     if population == 0:
         r = dq + dd
     return MvaResult(
         throughput_per_s=float(x),
-        response_s=float(r.sum()) if population else 0.0,
+        response_s=float(mult @ r) if population else 0.0,
         station_response_s=r,
         station_queue=x * r,
         station_utilisation=x * d / c,

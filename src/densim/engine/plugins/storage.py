@@ -1,0 +1,199 @@
+"""Engine stage ``storage``: per-VM disk traffic on datastores, per-VM I/O latency per step.
+
+Switched on by ``storage: {model: queueing, datastores: [...]}``. Each VM's I/O comes from its
+trace (channels ``disk_read_Bps``/``disk_write_Bps`` divided by ``storage.block_size``), from
+``vms[].workload`` (``iops``, ``read_fraction``) for profile-driven VMs, and from swap traffic the
+memory stage adds with :func:`densim.models.storage.vmio.add_swap_io`. The I/O lands on the VM's
+datastore (``vms[].datastore`` or ``storage.default_datastore``); a ``per-host`` datastore is one
+array per host (local disks), a ``shared`` one is a single array for every VM naming it. The
+latency of every datastore is solved for all steps at once (:mod:`densim.models.storage.vmio`), so
+VMs on one datastore slow each other.
+
+Metrics: ``io_iops`` and ``io_latency_s`` per VM, ``io_saturated`` (share of steps whose datastore
+was saturated), ``vm_io_iops`` per host; ``summary["storage"]`` per datastore.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from densim.engine.stages import STAGES, BaseStage
+
+
+class StorageStage(BaseStage):
+    name = "storage"
+
+    def __init__(self, ctx) -> None:
+        from densim.models.devices import DeviceSpec
+        from densim.models.storage import ControllerSpec
+        from densim.models.storage.vmio import DatastoreModel
+
+        st = ctx.scenario.storage
+        self.settings = st
+        cat = ctx.catalog
+        self.models = []
+        from densim.errors import InputError
+        from densim.scenario.catalog import CatalogError
+
+        for i, d in enumerate(st.datastores):
+            try:
+                dev = cat.get("devices", d.device, DeviceSpec)
+            except CatalogError as exc:
+                raise InputError(ctx.scenario.name, f"storage.datastores[{i}].device", str(exc.args[0])) from None
+            try:
+                ctl = cat.get("controllers", d.controller, ControllerSpec) if d.controller else None
+            except CatalogError as exc:
+                raise InputError(ctx.scenario.name, f"storage.datastores[{i}].controller", str(exc.args[0])) from None
+            self.models.append(DatastoreModel.build(d.name, dev, d.drives, d.raid, ctl, d.controllers, st.block_size_bytes))
+        self.ds_index = {d.name: i for i, d in enumerate(st.datastores)}
+        for i, g in enumerate(ctx.scenario.vms):
+            if g.datastore is not None and g.datastore not in self.ds_index:
+                raise InputError(ctx.scenario.name, f"vms[{i}].datastore",
+                                 f"unknown datastore {g.datastore!r}; storage.datastores: {', '.join(self.ds_index)}")
+
+    def prepare(self, ctx) -> None:
+        from scipy import sparse
+
+        st = self.settings
+        sc = ctx.scenario
+        vms = ctx.vms
+        H = ctx.hosts.n
+        V = vms.n
+        D = len(self.models)
+        group_ds = []
+        wl_iops = []
+        wl_rf = []
+        for g in sc.vms:
+            name = g.datastore or st.default_datastore
+            group_ds.append(self.ds_index.get(name, -1) if name else -1)
+            wl = g.workload or {}
+            wl_iops.append(float(wl.get("iops", 0.0) or 0.0))
+            wl_rf.append(float(wl.get("read_fraction", st.read_fraction)))
+        grp = np.asarray(vms.group, dtype=np.int64)
+        ds = np.asarray(group_ds, dtype=np.int64)[grp] if V else np.zeros(0, np.int64)
+        host = np.asarray(vms.host, dtype=np.int64)
+        per_host = np.array([d.scope == "per-host" for d in st.datastores], dtype=bool)
+        ok = (ds >= 0) & (host >= 0)
+        slot = np.full(V, -1, dtype=np.int64)
+        ph = ok & per_host[np.maximum(ds, 0)]
+        slot[ok & ~ph] = ds[ok & ~ph] * (H + 1)
+        slot[ph] = ds[ph] * (H + 1) + 1 + host[ph]
+        used, self.vm_slot = np.unique(slot[ok], return_inverse=True)
+        self.slot_ds = used // (H + 1)
+        self.slot_host = used % (H + 1) - 1  # -1 for shared
+        self.vm_ok = ok
+        full_slot = np.full(V, -1, dtype=np.int64)
+        full_slot[ok] = self.vm_slot
+        self.full_slot = full_slot
+        S = used.size
+        rows = np.nonzero(ok)[0]
+        self.M = sparse.csr_matrix((np.ones(rows.size), (rows, self.vm_slot)), shape=(V, S))
+        self.wl_iops = np.asarray(wl_iops, dtype=np.float64)[grp] if V else np.zeros(0)
+        self.wl_rf = np.asarray(wl_rf, dtype=np.float64)[grp] if V else np.zeros(0)
+        self.host_onehot = sparse.csr_matrix(
+            (np.ones(int((host >= 0).sum())), (np.nonzero(host >= 0)[0], host[host >= 0])), shape=(V, H))
+        self.n_ds = D
+        self.acc = {k: np.zeros(S) for k in ("iops_s", "lat_iops_s", "sat_steps", "steps")}
+        self.peak_iops = np.zeros(S)
+        self.peak_util = np.zeros(S)
+        ctx.declare("io_iops", level="vm", agg="mean", unit="1/s", doc="I/Os per second the VM issues (incl. swap)")
+        ctx.declare("io_latency_s", level="vm", agg="mean", unit="s", doc="mean I/O latency on the VM's datastore")
+        ctx.declare("io_saturated", level="vm", agg="mean", unit="", doc="1 when the VM's datastore was saturated")
+        ctx.declare("vm_io_iops", level="host", agg="mean", unit="1/s", doc="I/Os per second of the host's VMs")
+
+    def _vm_io(self, chunk):
+        """(read, write) IOPS per VM, float32 (steps x VMs), fresh arrays the caller may modify."""
+        n = chunk.n_steps
+        inv_bs = np.float32(1.0 / self.settings.block_size_bytes)
+        V = self.wl_iops.size
+        out = []
+        for key, wl in (("disk_read_Bps", self.wl_iops * self.wl_rf), ("disk_write_Bps", self.wl_iops * (1.0 - self.wl_rf))):
+            src = chunk.vm.get(key)
+            arr = np.zeros((n, V), dtype=np.float32) if src is None else np.asarray(src, dtype=np.float32) * inv_bs
+            if np.any(wl):
+                arr += wl.astype(np.float32)[None, :]
+            out.append(arr)
+        return out[0], out[1]
+
+    def before_cpu(self, ctx, chunk) -> None:
+        cyc = self.settings.cycles_per_io
+        if cyc > 0:
+            read, write = self._vm_io(chunk)
+            chunk.vm["cpu_demand_mhz"] = chunk.vm["cpu_demand_mhz"] + ((read + write) * (cyc / 1e6)).astype(
+                chunk.vm["cpu_demand_mhz"].dtype)
+
+    def after_cpu(self, ctx, chunk) -> None:
+        from densim.models.storage.vmio import datastore_latency_s
+
+        read, write = self._vm_io(chunk)
+        if "swap_read_iops" in chunk.vm:
+            read += chunk.vm["swap_read_iops"].astype(np.float32, copy=False)
+        if "swap_write_iops" in chunk.vm:
+            write += chunk.vm["swap_write_iops"].astype(np.float32, copy=False)
+        read[:, ~self.vm_ok] = 0.0
+        write[:, ~self.vm_ok] = 0.0
+        total = write
+        total += read  # write is not used on its own below
+        S = self.M.shape[1]
+        n = chunk.n_steps
+        lat = np.zeros((n, S))
+        sat = np.zeros((n, S), dtype=bool)
+        util = np.zeros((n, S))
+        if S:
+            slot_total = np.asarray(self.M.T.dot(total.T).T)  # (steps, S)
+            slot_read = np.asarray(self.M.T.dot(read.T).T)
+            del read
+            with np.errstate(invalid="ignore", divide="ignore"):
+                rf = np.where(slot_total > 0, slot_read / np.maximum(slot_total, 1e-300), self.settings.read_fraction)
+            for d, model in enumerate(self.models):  # loop over datastores, vectorised over steps and slots
+                cols = np.nonzero(self.slot_ds == d)[0]
+                if cols.size == 0:
+                    continue
+                ll, uu, ss = datastore_latency_s(model, slot_total[:, cols], rf[:, cols], self.settings.burstiness)
+                lat[:, cols] = ll
+                util[:, cols] = uu
+                sat[:, cols] = ss
+            self.acc["iops_s"] += slot_total.sum(axis=0)
+            self.acc["lat_iops_s"] += (lat * slot_total).sum(axis=0)
+            self.acc["sat_steps"] += sat.sum(axis=0)
+            self.acc["steps"] += n
+            self.peak_iops = np.maximum(self.peak_iops, slot_total.max(axis=0))
+            self.peak_util = np.maximum(self.peak_util, util.max(axis=0))
+        vm_lat = np.zeros(total.shape, dtype=np.float32)
+        vm_sat = np.zeros(total.shape, dtype=np.float32)
+        okv = self.vm_ok
+        if S:
+            vm_lat[:, okv] = lat.astype(np.float32)[:, self.vm_slot]
+            vm_sat[:, okv] = sat[:, self.vm_slot]
+        chunk.vm_out["io_iops"] = total
+        chunk.vm_out["io_latency_s"] = vm_lat
+        chunk.vm_out["io_saturated"] = vm_sat
+        chunk.host_out["vm_io_iops"] = np.asarray(self.host_onehot.T.dot(total.T).T, dtype=np.float32)
+
+    def finish(self, ctx, summary: dict) -> None:
+        out = {}
+        names = [d.name for d in self.settings.datastores]
+        host_names = list(getattr(ctx.hosts, "names", []))
+        for k in range(self.slot_ds.size):
+            label = names[self.slot_ds[k]]
+            if self.slot_host[k] >= 0:
+                h = int(self.slot_host[k])
+                label += f"@{host_names[h] if h < len(host_names) else h}"
+            steps = max(self.acc["steps"][k], 1)
+            iops_s = self.acc["iops_s"][k]
+            out[label] = {
+                "mean_iops": float(iops_s / steps),
+                "peak_iops": float(self.peak_iops[k]),
+                "mean_latency_s": float(self.acc["lat_iops_s"][k] / iops_s) if iops_s > 0 else 0.0,
+                "peak_utilisation": float(self.peak_util[k]),
+                "saturated_steps": int(self.acc["sat_steps"][k]),
+            }
+        summary["storage"] = {"model": "queueing", "datastores": out}
+
+
+@STAGES.register("storage", description="per-VM disk I/O on datastores (open queueing per step)",
+                 source="modelling guide §4; densim.models.storage.vmio")
+def storage_stage(ctx):
+    if ctx.scenario.storage.model == "none":
+        return None
+    return StorageStage(ctx)

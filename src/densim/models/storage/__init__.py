@@ -1,0 +1,555 @@
+"""Storage systems: arrays (JBOD, RAID 0/1/10/5/6), controllers, PCIe links, enclosures, host CPU.
+
+A storage system is turned into a list of queueing *stations* (one per device, controller, link and
+the host CPU), each with a number of visits per front-end I/O, a service time per visit and a number
+of parallel servers (modelling guide §0.4, §4). Then
+
+* **open** workloads (arrival rate) are solved station by station with M/M/c (Erlang C), or the
+  Allen-Cunneen/Kingman G/G/c form when arrivals or service are bursty
+  (:func:`densim.models.queueing.ggc_wait_s`);
+* **closed** workloads (a fixed number of outstanding I/Os, e.g. workers x queue depth as Iometer
+  or fio run them, plus optional think time) are solved with exact MVA with Seidmann multi-server
+  stations (:func:`densim.models.queueing.mva`).
+
+Both report throughput, mean and p99 latency, utilisation per component and the bottleneck (the
+station with the largest demand per server, ``D_k / c_k``, which bounds throughput at
+``X <= c_k / D_k``).
+
+RAID (modelling guide §4.2, [S35]): a front-end read is one back-end read; a small front-end write
+costs ``P_w`` back-end I/Os: JBOD/RAID 0: 1 write; RAID 1/10: 2 writes; RAID 5: 2 reads + 2 writes;
+RAID 6: 3 reads + 3 writes. Back-end I/Os spread evenly over the set's drives. The sub-I/Os of a
+write are counted as sequential visits (the usual product-form treatment): throughput and
+utilisation are exact under the model; write latency is an upper bound because mirrored writes
+really proceed in parallel.
+
+Host CPU (§4.4): ``cycles_per_io`` per I/O crossing the host's block stack; with a plain HBA the
+host does the RAID work so every back-end I/O costs cycles, with a RAID controller only front-end
+I/Os do.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+from scipy import stats
+
+from densim.models.devices import REF_BLOCK_BYTES, DeviceSpec, block_service, device_power_w
+from densim.models.queueing import erlang_c, ggc_wait_s, mva
+from densim.units import BytesPerSecond, PerSecond, Seconds, Watts
+
+_CFG = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+RaidLevel = Literal["jbod", "raid0", "raid1", "raid10", "raid5", "raid6"]
+
+#: back-end (reads, writes) caused by one small front-end write, per RAID level ([S35])
+RAID_WRITE_IOS: dict[str, tuple[int, int]] = {
+    "jbod": (0, 1),
+    "raid0": (0, 1),
+    "raid1": (0, 2),
+    "raid10": (0, 2),
+    "raid5": (2, 2),
+    "raid6": (3, 3),
+}
+#: fewest drives a set of each level can have
+RAID_MIN_DRIVES = {"jbod": 1, "raid0": 1, "raid1": 2, "raid10": 4, "raid5": 3, "raid6": 4}
+
+#: usable PCIe bandwidth per lane and direction by generation, bytes/s (after line coding:
+#: 8b/10b for 1.x/2.x, 128b/130b from 3.0) [S25b]
+PCIE_LANE_BPS = {1: 250e6, 2: 500e6, 3: 984.6e6, 4: 1969.2e6, 5: 3938.5e6}
+
+
+def raid_write_penalty(level: str) -> int:
+    """Back-end I/Os per small front-end write ``P_w``: 1, 1, 2, 2, 4, 6."""
+    r, w = RAID_WRITE_IOS[level]
+    return r + w
+
+
+def raid_check(level: str, drives: int) -> str | None:
+    """The problem with a set of ``drives`` at ``level``, or None."""
+    if level not in RAID_WRITE_IOS:
+        return f"unknown RAID level {level!r}; valid: {', '.join(RAID_WRITE_IOS)}"
+    n_min = RAID_MIN_DRIVES[level]
+    if drives < n_min:
+        return f"{level} needs at least {n_min} drives, got {drives}"
+    if level in ("raid1", "raid10") and drives % 2:
+        return f"{level} needs an even number of drives, got {drives}"
+    return None
+
+
+def raid_usable_bytes(level: str, drives: int, capacity_bytes: float) -> float:
+    """Usable capacity: n C (JBOD, RAID 0), n C / 2 (RAID 1/10), (n-1) C, (n-2) C (RAID 5/6)."""
+    n = drives
+    factor = {"jbod": n, "raid0": n, "raid1": n / 2, "raid10": n / 2, "raid5": n - 1, "raid6": n - 2}[level]
+    return float(factor * capacity_bytes)
+
+
+def raid_functional_iops(level: str, raw_iops, read_fraction):
+    """Front-end IOPS a set sustains from raw back-end IOPS: ``raw / (r + (1-r) P_w)``.
+
+    Every front-end write costs ``P_w`` back-end I/Os (EMC's form, [S35]). The shorthand
+    ``raw (r + (1-r)/P_w)`` quoted in [S35] is more optimistic (it scales IOPS instead of I/O
+    time) and is not used.
+    """
+    r = np.asarray(read_fraction, float)
+    return np.asarray(raw_iops, float) / (r + (1.0 - r) * raid_write_penalty(level))
+
+
+def pcie_bandwidth_bps(gen: int, lanes: int) -> float:
+    """Usable one-direction bandwidth of a PCIe link of generation ``gen`` and ``lanes`` width."""
+    if gen not in PCIE_LANE_BPS:
+        raise ValueError(f"PCIe generation must be one of {sorted(PCIE_LANE_BPS)}, got {gen}")
+    return PCIE_LANE_BPS[gen] * lanes
+
+
+# --------------------------------------------------------------------------------------------
+# catalog parts
+
+
+class ControllerSpec(BaseModel):
+    """A storage controller or HBA: ports, IOPS and bandwidth caps, host link, power, price."""
+
+    model_config = _CFG
+
+    name: str
+    kind: Literal["hba", "raid", "onboard", "nvme-direct"] = "hba"
+    ports: int = Field(gt=0, description="drive-side lanes (SAS/SATA phys); a controller needs at least one")
+    max_devices: int | None = Field(
+        default=None, gt=0, description="drives it can address (more than ports behind expanders); default: ports"
+    )
+    max_iops: PerSecond = Field(gt=0, description="I/O processor cap, small random I/Os per second")
+    bandwidth_bps: BytesPerSecond | None = Field(default=None, alias="bandwidth", description="throughput cap")
+    latency_s: Seconds = Field(default=0.0, alias="latency", description="added per-I/O latency (firmware path)")
+    pcie_gen: int = Field(default=2, ge=1, le=5)
+    pcie_lanes: int = Field(default=8, gt=0)
+    power_w: Watts = Field(default=0.0, alias="power")
+    price_usd: float | None = Field(default=None, ge=0)
+    price_date: str | None = None
+    source: str = ""
+    notes: str = ""
+
+    @property
+    def devices_limit(self) -> int:
+        return self.max_devices or self.ports
+
+    @property
+    def link_bps(self) -> float:
+        return pcie_bandwidth_bps(self.pcie_gen, self.pcie_lanes)
+
+
+class EnclosureSpec(BaseModel):
+    """A drive enclosure: a JBOD shelf, or a server's internal drive cage (``rack_units: 0``)."""
+
+    model_config = _CFG
+
+    name: str
+    bays: int = Field(gt=0)
+    form_factor: Literal["2.5in", "3.5in", "u.2", "any"] = "any"
+    rack_units: float = Field(default=0.0, ge=0)
+    power_w: Watts = Field(default=0.0, alias="power", description="base power without drives (fans, PSUs, expanders)")
+    price_usd: float | None = Field(default=None, ge=0)
+    price_date: str | None = None
+    source: str = ""
+    notes: str = ""
+
+
+class IoStack(BaseModel):
+    """Host software cost per I/O (modelling guide §4.4)."""
+
+    model_config = _CFG
+
+    name: str
+    cycles_per_io: float = Field(gt=0)
+    source: str = ""
+    notes: str = ""
+
+
+# --------------------------------------------------------------------------------------------
+# resolved system (built by densim.scenario.storage from a scenario and the catalog)
+
+
+@dataclass(frozen=True)
+class ArrayUnit:
+    """One RAID set / JBOD group of identical drives behind a controller group."""
+
+    name: str
+    device: DeviceSpec
+    drives: int
+    raid: str = "jbod"
+    controller: ControllerSpec | None = None
+    controllers: int = 1
+    share: float = 1.0  # relative share of the workload's I/Os
+    group: str | None = None  # controller group name; arrays naming the same group share its controllers
+
+    def __post_init__(self) -> None:
+        problem = raid_check(self.raid, self.drives)
+        if problem:
+            raise ValueError(problem)
+        if self.controllers <= 0:
+            raise ValueError("controllers must be > 0")
+        if self.share < 0:
+            raise ValueError("share must be >= 0")
+
+    @property
+    def group_key(self) -> str:
+        return self.group or f"{self.name}:{self.controller.name if self.controller else 'direct'}"
+
+    @property
+    def usable_bytes(self) -> float:
+        return raid_usable_bytes(self.raid, self.drives, self.device.capacity_bytes or 0.0)
+
+
+@dataclass(frozen=True)
+class HostCpuIo:
+    """The host CPUs that run the I/O stack."""
+
+    cores: int
+    clock_hz: float
+    cycles_per_io: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.cores <= 0:
+            raise ValueError("cores must be > 0")
+        if self.clock_hz <= 0:
+            raise ValueError("clock must be > 0")
+
+
+@dataclass(frozen=True)
+class IoPattern:
+    """What the I/Os look like."""
+
+    read_fraction: float = 1.0
+    block_bytes: float = REF_BLOCK_BYTES
+    sequential: bool = False
+    arrival_cv2: float = 1.0  # squared coefficient of variation of inter-arrival times (open)
+    service_cv2: float = 1.0  # of service times
+
+
+@dataclass(frozen=True)
+class Station:
+    name: str
+    kind: str  # device, controller, link, cpu, delay
+    component: str  # array or controller group or host it belongs to
+    visits: float  # per front-end I/O
+    service_s: float  # per visit, on one server
+    servers: float
+
+    @property
+    def demand_s(self) -> float:
+        return self.visits * self.service_s
+
+
+@dataclass
+class StationResult:
+    name: str
+    kind: str
+    component: str
+    utilisation: float
+    residence_s: float  # time per front-end I/O spent here (visits x response per visit)
+    queue: float  # mean number of I/Os here
+
+
+@dataclass
+class IoResult:
+    mode: str
+    throughput_iops: float
+    mean_latency_s: float
+    p99_latency_s: float
+    outstanding: float  # mean I/Os in the system (closed: the population)
+    think_s: float
+    bandwidth_bps: float
+    max_iops: float  # asymptotic bound 1 / max(D_k / c_k)
+    bottleneck: str
+    saturated: bool
+    stations: list[StationResult] = field(default_factory=list)
+
+    def little_residual(self) -> float:
+        """``N - X (R + Z)``; zero by Little's law (closed results)."""
+        return self.outstanding - self.throughput_iops * (self.mean_latency_s + self.think_s)
+
+    def components(self) -> list[dict]:
+        """Utilisation and residence per component (stations of one component merged: max util)."""
+        out: dict[tuple[str, str], dict] = {}
+        for s in self.stations:
+            key = (s.kind, s.component)
+            d = out.setdefault(key, {"component": s.component, "kind": s.kind, "stations": 0, "utilisation": 0.0,
+                                     "residence_s": 0.0, "queue": 0.0})
+            d["stations"] += 1
+            d["utilisation"] = max(d["utilisation"], s.utilisation)
+            d["residence_s"] += s.residence_s
+            d["queue"] += s.queue
+        return list(out.values())
+
+    def as_dict(self) -> dict:
+        return {
+            "mode": self.mode,
+            "throughput_iops": self.throughput_iops,
+            "mean_latency_s": self.mean_latency_s,
+            "p99_latency_s": self.p99_latency_s,
+            "outstanding": self.outstanding,
+            "bandwidth_bps": self.bandwidth_bps,
+            "max_iops": self.max_iops,
+            "bottleneck": self.bottleneck,
+            "saturated": self.saturated,
+            "components": self.components(),
+        }
+
+
+def build_stations(arrays: list[ArrayUnit], cpu: HostCpuIo | None, pattern: IoPattern) -> list[Station]:
+    """The queueing stations of a storage system for one I/O pattern."""
+    if not arrays:
+        raise ValueError("a storage system needs at least one array")
+    total_share = sum(a.share for a in arrays)
+    if total_share <= 0:
+        raise ValueError("array shares must add up to more than 0")
+    r = pattern.read_fraction
+    b = pattern.block_bytes
+    stations: list[Station] = []
+    host_ios = 0.0  # I/Os crossing the host block stack per front-end I/O
+    # controllers shared by several arrays are keyed by name; their load adds up
+    ctrl_load: dict[str, list] = {}
+    for a in arrays:
+        f = a.share / total_share
+        wr, ww = RAID_WRITE_IOS[a.raid]
+        be_reads = r + (1 - r) * wr
+        be_writes = (1 - r) * ww
+        be = be_reads + be_writes
+        be_read_frac = be_reads / be if be > 0 else 1.0
+        t1, cap, c = block_service(a.device, b, be_read_frac, pattern.sequential)
+        # per-visit service on one of c servers such that c / s = cap and unloaded latency = t1
+        s_dev = c / cap
+        v_dev = f * be / a.drives
+        for i in range(a.drives):
+            stations.append(Station(f"{a.name}/{a.device.name}#{i + 1}", "device", a.name, v_dev, s_dev, c))
+        if a.controller is not None:
+            ctl = a.controller
+            through = be if ctl.kind in ("hba", "onboard", "nvme-direct") else 1.0
+            entry = ctrl_load.setdefault(a.group_key, [ctl, a.controllers, 0.0, 0.0, 0])
+            if entry[0] != ctl or entry[1] != a.controllers:
+                raise ValueError(f"arrays sharing controller group {a.group_key!r} name different controllers")
+            entry[2] += f * be  # back-end I/Os through the controller's I/O processor
+            entry[3] += f * through  # I/Os whose data cross the host link
+            entry[4] += a.drives
+            host_ios += f * through
+        else:
+            host_ios += f * be  # direct attach (NVMe, onboard ports): the host does the RAID work
+    for key, (ctl, n, be_ios, link_ios, drives) in ctrl_load.items():
+        if drives > n * ctl.devices_limit:
+            raise ValueError(
+                f"controller group {key!r}: {drives} drives exceed {n} x {ctl.name} "
+                f"({ctl.devices_limit} drives each; ports {ctl.ports})"
+            )
+        s_ctl = max(1.0 / ctl.max_iops, b / ctl.bandwidth_bps if ctl.bandwidth_bps else 0.0) + ctl.latency_s
+        s_link = b / ctl.link_bps
+        for j in range(n):
+            stations.append(Station(f"{key}/{ctl.name}#{j + 1}", "controller", key, be_ios / n, s_ctl, 1.0))
+            stations.append(Station(f"{key}/pcie-gen{ctl.pcie_gen}x{ctl.pcie_lanes}#{j + 1}", "link", key,
+                                    link_ios / n, s_link, 1.0))
+    if cpu is not None and cpu.cycles_per_io > 0:
+        stations.append(Station("host-cpu", "cpu", "host", host_ios, cpu.cycles_per_io / cpu.clock_hz, float(cpu.cores)))
+    return stations
+
+
+def _bound(stations: list[Station]) -> tuple[float, str]:
+    per_server = np.array([s.demand_s / s.servers for s in stations])
+    k = int(np.argmax(per_server))
+    return (1.0 / per_server[k] if per_server[k] > 0 else math.inf), stations[k].name
+
+
+def _p99(visits, resp, var_resp, q=0.99) -> float:
+    """Quantile of the total latency: per-station residences summed, moments matched to a gamma.
+
+    A station visited ``v <= 1`` times per I/O contributes a Bernoulli(v) visit, ``v > 1`` visits
+    contribute ``v`` independent visits. Approximation: stations are treated as independent.
+    """
+    v = np.asarray(visits, float)
+    m = np.asarray(resp, float)
+    var = np.asarray(var_resp, float)
+    second = var + m * m
+    mean_k = v * m
+    var_k = np.where(v <= 1.0, v * second - (v * m) ** 2, v * var)
+    mean = float(mean_k.sum())
+    tot_var = float(var_k.sum())
+    if not math.isfinite(mean):
+        return math.inf
+    if tot_var <= 0 or mean <= 0:
+        return mean
+    shape = mean * mean / tot_var
+    return float(stats.gamma.ppf(q, shape, scale=tot_var / mean))
+
+
+def solve_open(stations: list[Station], iops: float, pattern: IoPattern = IoPattern()) -> IoResult:
+    """Open workload at ``iops`` arrivals per second: per-station M/M/c or G/G/c (Allen-Cunneen).
+
+    Vectorised over stations: station ``k`` sees ``lambda_k = iops * visits_k`` arrivals with
+    service ``S_k`` on ``c_k`` servers; its response per visit is ``S_k + W_k`` and the I/O's
+    latency is ``sum_k visits_k (S_k + W_k)``.
+    """
+    if iops < 0:
+        raise ValueError("iops must be >= 0")
+    max_x, bottleneck = _bound(stations)
+    v = np.array([s.visits for s in stations])
+    svc = np.array([s.service_s for s in stations])
+    c = np.array([s.servers for s in stations])
+    lam = iops * v
+    a = lam * svc
+    util = a / c
+    saturated = bool(np.any(util >= 1.0))
+    ca2 = pattern.arrival_cv2
+    cs2 = pattern.service_cv2
+    w = np.asarray(ggc_wait_s(lam, svc, c, ca2, cs2), float)
+    pw = np.asarray(erlang_c(c, a), float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        var_w = np.where(pw > 0, 2.0 * w * w / pw - w * w, 0.0)  # conditional wait ~ exponential
+    r_visit = svc + w
+    res = [
+        StationResult(s.name, s.kind, s.component, float(util[i]), float(v[i] * r_visit[i]), float(lam[i] * r_visit[i]))
+        for i, s in enumerate(stations)
+    ]
+    mean = float(np.sum(v * r_visit))
+    p99 = _p99(v, r_visit, cs2 * svc**2 + var_w) if not saturated else math.inf
+    return IoResult(
+        mode="open",
+        throughput_iops=float(iops) if not saturated else max_x,
+        mean_latency_s=mean if not saturated else math.inf,
+        p99_latency_s=p99,
+        outstanding=float(iops * mean) if not saturated else math.inf,
+        think_s=0.0,
+        bandwidth_bps=float(min(iops, max_x) * pattern.block_bytes),
+        max_iops=max_x,
+        bottleneck=bottleneck,
+        saturated=saturated,
+        stations=res,
+    )
+
+
+def solve_closed(stations: list[Station], outstanding: int, think_s: float = 0.0,
+                 pattern: IoPattern = IoPattern()) -> IoResult:
+    """Closed workload with ``outstanding`` I/Os (workers x queue depth) and think time, by exact MVA."""
+    if outstanding <= 0:
+        raise ValueError("outstanding I/Os must be > 0")
+    # identical stations (the drives of a striped set, the HBAs of a group) form one MVA class:
+    # exact, and the solve costs O(population x classes) instead of O(population x stations)
+    keys = [(s.visits, s.service_s, s.servers) for s in stations]
+    classes: dict[tuple[float, float, float], int] = {}
+    cls_of = np.array([classes.setdefault(k, len(classes)) for k in keys])
+    uniq = list(classes)
+    d = np.array([v * s for v, s, _ in uniq])
+    c = np.array([cc for _, _, cc in uniq])
+    mult = np.bincount(cls_of, minlength=len(uniq)).astype(float)
+    m = mva(d, int(outstanding), think_s=think_s, servers=c, multiplicity=mult)
+    x = m.throughput_per_s
+    max_x, bottleneck = _bound(stations)
+    visits = np.array([s.visits for s in stations])
+    st_resp = m.station_response_s[cls_of]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        per_visit = np.where(visits > 0, st_resp / visits, 0.0)
+    res = [
+        StationResult(s.name, s.kind, s.component, float(m.station_utilisation[cls_of[i]]), float(st_resp[i]),
+                      float(m.station_queue[cls_of[i]]))
+        for i, s in enumerate(stations)
+    ]
+    # p99: per-visit residence ~ exponential-like (variance = mean^2)
+    p99 = _p99(visits, per_visit, per_visit**2)
+    return IoResult(
+        mode="closed",
+        throughput_iops=x,
+        mean_latency_s=m.response_s,
+        p99_latency_s=max(p99, m.response_s),
+        outstanding=float(outstanding),
+        think_s=float(think_s),
+        bandwidth_bps=x * pattern.block_bytes,
+        max_iops=max_x,
+        bottleneck=bottleneck,
+        saturated=bool(x >= 0.98 * max_x),
+        stations=res,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# power, space, cost
+
+
+def arrays_power_w(arrays: list[ArrayUnit], result: IoResult | None) -> float:
+    """Drive and controller power at the utilisations of ``result`` (idle when None)."""
+    util: dict[str, float] = {}
+    if result is not None:
+        for s in result.stations:
+            util[s.name] = s.utilisation
+    total = 0.0
+    seen_ctl: set[str] = set()
+    for a in arrays:
+        for i in range(a.drives):
+            total += float(device_power_w(a.device, util.get(f"{a.name}/{a.device.name}#{i + 1}", 0.0)))
+        if a.controller is not None:
+            key = a.group_key
+            if key not in seen_ctl:
+                seen_ctl.add(key)
+                total += a.controller.power_w * a.controllers
+    return total
+
+
+def server_power_w(points_w: list[float] | None, idle_w: float | None, peak_w: float | None, utilisation: float) -> float:
+    """Server power at CPU ``utilisation``: SPECpower 11-point table interpolation, else linear."""
+    u = min(max(float(utilisation), 0.0), 1.0)
+    if points_w:
+        return float(np.interp(u, np.linspace(0, 1, len(points_w)), points_w))
+    if idle_w is None or peak_w is None:
+        return 0.0
+    return float(idle_w + (peak_w - idle_w) * u)
+
+
+def host_ios_per_io(arrays: list[ArrayUnit], read_fraction: float) -> float:
+    """I/Os crossing the host block stack per front-end I/O (back-end I/Os behind plain HBAs)."""
+    total_share = sum(a.share for a in arrays)
+    out = 0.0
+    for a in arrays:
+        wr, ww = RAID_WRITE_IOS[a.raid]
+        be = read_fraction + (1 - read_fraction) * (wr + ww)
+        plain = a.controller is None or a.controller.kind in ("hba", "onboard", "nvme-direct")
+        out += a.share / total_share * (be if plain else 1.0)
+    return out
+
+
+def endurance_check(arrays: list[ArrayUnit], front_iops: float, read_fraction: float, block_bytes: float) -> float:
+    """Shortest rated life in years of any drive at a steady front-end write load."""
+    years = math.inf
+    total_share = sum(a.share for a in arrays)
+    for a in arrays:
+        wr, ww = RAID_WRITE_IOS[a.raid]
+        wb = front_iops * a.share / total_share * (1 - read_fraction) * ww * block_bytes / a.drives
+        tot = a.device.endurance_total_bytes()
+        if tot is not None and wb > 0:
+            years = min(years, tot / (wb * 365 * 86400))
+    return years
+
+
+__all__ = [
+    "RAID_WRITE_IOS",
+    "RAID_MIN_DRIVES",
+    "PCIE_LANE_BPS",
+    "ArrayUnit",
+    "ControllerSpec",
+    "EnclosureSpec",
+    "HostCpuIo",
+    "IoPattern",
+    "IoResult",
+    "IoStack",
+    "Station",
+    "StationResult",
+    "build_stations",
+    "solve_open",
+    "solve_closed",
+    "raid_check",
+    "raid_write_penalty",
+    "raid_usable_bytes",
+    "raid_functional_iops",
+    "pcie_bandwidth_bps",
+    "arrays_power_w",
+    "server_power_w",
+    "host_ios_per_io",
+    "endurance_check",
+]

@@ -1,0 +1,104 @@
+"""Per-VM I/O on shared datastores, vectorised over (time steps x datastores).
+
+Each datastore is an array (drives x RAID) behind optional controllers. Its stations are
+symmetric, so a datastore is described by a few station *classes* (drives, controllers), each
+with a multiplicity. For a front-end load ``lambda`` (steps x datastores) with read fraction ``r``
+the mean I/O latency is
+
+``R = sum_class m_class * v_class * (S_class + W_class)``,  ``W`` from Allen-Cunneen G/G/c
+(Erlang C times the burstiness factor ``(ca^2 + cs^2)/2``),
+
+exactly the open network of :func:`densim.models.storage.solve_open`, evaluated for every step at
+once. VMs on one datastore share ``lambda``, so they slow each other; swap traffic from the
+memory model adds to the same ``lambda`` (:func:`add_swap_io`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from densim.models.devices import REF_BLOCK_BYTES, DeviceSpec, block_service
+from densim.models.queueing import ggc_wait_s
+from densim.models.storage import RAID_WRITE_IOS, ControllerSpec
+
+#: utilisation at which a step counts as saturated; latency is evaluated at this load instead
+SATURATION = 0.995
+
+
+@dataclass(frozen=True)
+class DatastoreModel:
+    """Vectorisable description of one datastore."""
+
+    name: str
+    drives: int
+    raid: str
+    t1_read_s: float
+    t1_write_s: float
+    cap_read_iops: float
+    cap_write_iops: float
+    parallelism: float | None
+    controller_service_s: float = 0.0  # per back-end I/O, on one controller
+    controllers: int = 0
+    plain_hba: bool = True
+
+    @classmethod
+    def build(cls, name: str, device: DeviceSpec, drives: int, raid: str, controller: ControllerSpec | None,
+              controllers: int, block_bytes: float = REF_BLOCK_BYTES) -> "DatastoreModel":
+        tr, cr, _ = block_service(device, block_bytes, 1.0)
+        tw, cw, _ = block_service(device, block_bytes, 0.0)
+        s_ctl = 0.0
+        if controller is not None:
+            s_ctl = max(1.0 / controller.max_iops,
+                        block_bytes / controller.bandwidth_bps if controller.bandwidth_bps else 0.0) + controller.latency_s
+        return cls(name, drives, raid, tr, tw, cr, cw, device.parallelism, s_ctl, controllers if controller else 0,
+                   controller is None or controller.kind != "raid")
+
+
+def datastore_latency_s(ds: DatastoreModel, iops, read_fraction, burstiness: float = 1.0):
+    """Mean front-end I/O latency (s), utilisation of the busiest station, and a saturation flag.
+
+    ``iops`` and ``read_fraction`` broadcast together (e.g. steps x 1). Saturated steps are
+    evaluated at :data:`SATURATION` utilisation so the latency stays finite (and flagged).
+    """
+    lam = np.asarray(iops, dtype=np.float64)
+    r = np.clip(np.asarray(read_fraction, dtype=np.float64), 0.0, 1.0)
+    wr, ww = RAID_WRITE_IOS[ds.raid]
+    br = r + (1.0 - r) * wr  # back-end reads per front-end I/O
+    bw = (1.0 - r) * ww  # back-end writes
+    be = br + bw
+    p = br / be
+    t1 = p * ds.t1_read_s + (1.0 - p) * ds.t1_write_s
+    cap = 1.0 / (p / ds.cap_read_iops + (1.0 - p) / ds.cap_write_iops)
+    c = np.maximum(1.0, cap * t1) if ds.parallelism is None else np.full_like(t1, ds.parallelism)
+    s = c / cap
+    v = be / ds.drives
+    util_dev = lam * v * s / c
+    util = util_dev
+    if ds.controllers:
+        v_ctl = be / ds.controllers
+        util = np.maximum(util, lam * v_ctl * ds.controller_service_s)
+    sat = util >= SATURATION
+    scale = np.where(sat, SATURATION / np.maximum(util, 1e-300), 1.0)
+    lam_eff = lam * scale
+    lat = ds.drives * v * (s + ggc_wait_s(lam_eff * v, s, c, burstiness, burstiness))
+    if ds.controllers:
+        sc = ds.controller_service_s
+        lat = lat + ds.controllers * v_ctl * (sc + ggc_wait_s(lam_eff * v_ctl, sc, 1.0, burstiness, burstiness))
+    return lat, util, sat
+
+
+def add_swap_io(chunk, read_iops, write_iops) -> None:
+    """Add swap traffic (steps x VMs) to the VMs' datastore queues for this chunk.
+
+    Call it from the memory stage's ``after_cpu`` (which runs before the storage stage's:
+    stages run in name order). The storage stage adds ``chunk.vm["swap_read_iops"]`` and
+    ``chunk.vm["swap_write_iops"]`` to each VM's own I/O before solving the queues.
+    """
+    for key, val in (("swap_read_iops", read_iops), ("swap_write_iops", write_iops)):
+        arr = np.asarray(val, dtype=np.float64)
+        if key in chunk.vm:
+            chunk.vm[key] = chunk.vm[key] + arr
+        else:
+            chunk.vm[key] = arr.copy()
