@@ -230,36 +230,38 @@ def reclaim(
     c_cap = ccf * cfg * kappa  # guest bytes the compression cache can hold
     inv_k = 1.0 / kappa
 
-    def split(phi_el):
-        ev = res_left * phi_el
-        bal = np.minimum(bas * ev, b_room)
-        host = ev - bal
-        comp = np.minimum(pc * host, c_cap)
-        return ev, bal, comp, host - comp
-
+    ev, bal, comp, sw = (np.zeros(n) for _ in range(4))
+    unmet = np.zeros(n_seg)
     active_seg = d > 0
     if np.any(active_seg):
+        # only the elements of hosts that still need memory take part in the bisection
+        idx = np.flatnonzero(active_seg[seg])
+        sg = seg[idx]
+        rl_, bas_, br_, cc_, pc_, ik_ = res_left[idx], bas[idx], b_room[idx], c_cap[idx], pc[idx], inv_k[idx]
+
+        def split(phi_el):
+            e = rl_ * phi_el
+            b = np.minimum(bas_ * e, br_)
+            h = e - b
+            c = np.minimum(pc_ * h, cc_)
+            return e, b, c, h - c
+
+        full = split(np.ones(idx.size))
+        freed_max = seg_sum(full[0] - full[2] * ik_, sg, n_seg)
+        solve = active_seg & (freed_max > d)
         lo = np.zeros(n_seg)
         hi = np.ones(n_seg)
-        full = split(np.ones(n))
-        freed_max = seg_sum(full[0] - full[2] * inv_k, seg, n_seg)
-        hi = np.where(freed_max <= d, 1.0, hi)
-        solve = active_seg & (freed_max > d)
-        lo = np.where(solve, lo, hi * active_seg)
         for _ in range(iterations):
             mid = 0.5 * (lo + hi)
-            ev, bal, comp, sw = split(mid[seg])
-            freed = seg_sum(ev - comp * inv_k, seg, n_seg)
-            over = freed >= d
+            e, b, c, _s = split(mid[sg])
+            over = seg_sum(e - c * ik_, sg, n_seg) >= d
             hi = np.where(solve & over, mid, hi)
             lo = np.where(solve & ~over, mid, lo)
-        phi = np.where(solve, hi, np.where(active_seg, 1.0, 0.0))
-        ev, bal, comp, sw = split(phi[seg])
-        freed = seg_sum(ev - comp * inv_k, seg, n_seg)
-        unmet = np.maximum(d - freed, 0.0) * (~solve)
-    else:
-        ev = bal = comp = sw = np.zeros(n)
-        unmet = np.zeros(n_seg)
+        phi = np.where(solve, hi, 1.0)
+        e, b, c, s_ = split(phi[sg])
+        ev[idx], bal[idx], comp[idx], sw[idx] = e, b, c, s_
+        freed = seg_sum(e - c * ik_, sg, n_seg)
+        unmet = np.where(active_seg & ~solve, np.maximum(d - freed, 0.0), 0.0)
 
     # active share of what was evicted (victims at random over the remaining resident memory)
     act_share = np.divide(act_left, res_left, out=np.zeros(n), where=res_left > 0)
@@ -420,13 +422,16 @@ def solve_throughput(
     decreasing in ``lambda``, so bisection on ``[0, min(lambda(0), capacity))`` finds it. The two
     devices (cache and datastore) are alternated ``rounds`` times (Gauss-Seidel).
     """
-    seg = np.asarray(seg, dtype=np.int64)
-    theta = np.broadcast_to(np.asarray(overlap, dtype=float), faults.total.shape)
+    seg_all = np.asarray(seg, dtype=np.int64)
+    total = faults.total
+    idx = np.flatnonzero(total > 0)  # only faulting elements take part in the fixed point
+    seg = seg_all[idx]
+    theta = np.broadcast_to(np.asarray(overlap, dtype=float), total.shape)[idx]
     w = float(costs.writes_per_fault)
     p_read = 1.0 / (1.0 + w)
     t_sw = float(costs.software_s)
     t_gsw = float(costs.software_s if costs.guest_software_s is None else costs.guest_software_s)
-    fc, fs, fg, fz = faults.cache, faults.store, faults.guest, faults.compressed
+    fc, fs, fg, fz = faults.cache[idx], faults.store[idx], faults.guest[idx], faults.compressed[idx]
     bg_s = np.broadcast_to(np.asarray(background_store_iops, float), (n_seg,))
     bg_c = np.broadcast_to(np.asarray(background_cache_iops, float), (n_seg,))
 
@@ -470,14 +475,17 @@ def solve_throughput(
             wc = solve(cache, fc, bg_c, ws, True, has_c)
         if cache is None or not np.any(has_c):
             break
-    x = x_of(wc, ws)
-    lam_s = seg_sum(fd_s * x, seg, n_seg) * (1.0 + w) + bg_s
-    lam_c = seg_sum(fc * x, seg, n_seg) * (1.0 + w) + bg_c
+    x_sub = x_of(wc, ws)
+    x = np.ones(total.shape)
+    x[idx] = x_sub
+    x_sub_ = x_sub
+    lam_s = seg_sum(fd_s * x_sub_, seg, n_seg) * (1.0 + w) + bg_s
+    lam_c = seg_sum(fc * x_sub_, seg, n_seg) * (1.0 + w) + bg_c
     util_s = lam_s / np.broadcast_to(store.capacity_iops(p_read), (n_seg,))
     util_c = lam_c / np.broadcast_to(cache.capacity_iops(p_read), (n_seg,)) if cache is not None else np.zeros(n_seg)
     return Throughput(
         throughput=x,
-        fault_rate_per_s=faults.total * x,
+        fault_rate_per_s=total * x,
         cost_cache_s=(t_sw + rl(cache) + wc) if cache is not None else np.zeros(n_seg),
         cost_store_s=t_sw + rl(store) + ws,
         load_cache_iops=lam_c,
