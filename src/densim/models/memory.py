@@ -178,7 +178,7 @@ def reclaim(
     compression_ratio=2.0,
     compressible_fraction=0.5,
     swap_cache_bytes=0.0,
-    iterations: int = 48,
+    iterations: int = 64,
 ) -> Reclamation:
     """Run the reclamation pipeline for every segment (host x step) at once.
 
@@ -249,15 +249,23 @@ def reclaim(
         full = split(np.ones(idx.size))
         freed_max = seg_sum(full[0] - full[2] * ik_, sg, n_seg)
         solve = active_seg & (freed_max > d)
-        lo = np.zeros(n_seg)
-        hi = np.ones(n_seg)
+        # freed(phi) is piecewise linear, increasing and convex in phi (the compression cache and
+        # the balloon room fill up, so each byte evicted frees more): Newton from phi = 1 moves
+        # monotonically down to the root and is exact after at most one step per kink.
+        phi = np.ones(n_seg)
         for _ in range(iterations):
-            mid = 0.5 * (lo + hi)
-            e, b, c, _s = split(mid[sg])
-            over = seg_sum(e - c * ik_, sg, n_seg) >= d
-            hi = np.where(solve & over, mid, hi)
-            lo = np.where(solve & ~over, mid, lo)
-        phi = np.where(solve, hi, 1.0)
+            e, b, c, _s = split(phi[sg])
+            gap = seg_sum(e - c * ik_, sg, n_seg) - d
+            # slope: d e/d phi = rl; balloon and compression grow while below their caps
+            db = np.where(bas_ * e < br_, bas_ * rl_, 0.0)
+            dc = np.where(pc_ * (e - b) < cc_, pc_ * (rl_ - db), 0.0)
+            slope = seg_sum(rl_ - dc * ik_, sg, n_seg)
+            step = np.divide(gap, slope, out=np.zeros(n_seg), where=solve & (slope > 0))
+            step = np.where(solve & (gap > 1e-9 * np.maximum(d, 1.0)), step, 0.0)
+            if not np.any(step > 0):
+                break
+            phi = np.clip(phi - step, 0.0, 1.0)
+        phi = np.where(solve, phi, 1.0)
         e, b, c, s_ = split(phi[sg])
         ev[idx], bal[idx], comp[idx], sw[idx] = e, b, c, s_
         freed = seg_sum(e - c * ik_, sg, n_seg)
@@ -360,6 +368,15 @@ class DeviceArrays:
         pick = lambda attr: np.array([getattr(c, attr) for c in cols], dtype=float)[idx]  # noqa: E731
         return cls(*(pick(a) for a in ("read_latency_s", "write_latency_s", "read_iops", "write_iops", "parallelism")))
 
+    def take(self, useg, n_seg: int) -> "DeviceArrays":
+        """The values of segments ``useg`` (fields that are per segment are indexed, scalars kept)."""
+
+        def t(a):
+            a = np.asarray(a, float)
+            return np.broadcast_to(a, (n_seg,))[useg] if a.ndim else a
+
+        return DeviceArrays(*(t(getattr(self, f)) for f in ("read_latency_s", "write_latency_s", "read_iops", "write_iops", "parallelism")))
+
     def wait_s(self, iops, read_fraction):
         """M/M/c queueing delay under an open load (same station as ``devices.device_response_s``)."""
         s = mix_service_s(self.read_latency_s, self.write_latency_s, read_fraction)
@@ -420,74 +437,102 @@ def solve_throughput(
     For each device the load ``lambda`` solves ``lambda = sum_i F_i,dev X_i (1 + w) + background``
     where ``X_i`` uses the fault cost at the waiting time produced by ``lambda``; the map is
     decreasing in ``lambda``, so bisection on ``[0, min(lambda(0), capacity))`` finds it. The two
-    devices (cache and datastore) are alternated ``rounds`` times (Gauss-Seidel).
+    devices (cache and datastore) are alternated ``rounds`` times (Gauss-Seidel). Only faulting
+    elements and their segments take part; the others keep ``X = 1``.
     """
     seg_all = np.asarray(seg, dtype=np.int64)
     total = faults.total
-    idx = np.flatnonzero(total > 0)  # only faulting elements take part in the fixed point
-    seg = seg_all[idx]
+    idx = np.flatnonzero(total > 0)
+    useg, seg = np.unique(seg_all[idx], return_inverse=True)  # compact segment ids
+    m = useg.size
     theta = np.broadcast_to(np.asarray(overlap, dtype=float), total.shape)[idx]
     w = float(costs.writes_per_fault)
     p_read = 1.0 / (1.0 + w)
     t_sw = float(costs.software_s)
     t_gsw = float(costs.software_s if costs.guest_software_s is None else costs.guest_software_s)
     fc, fs, fg, fz = faults.cache[idx], faults.store[idx], faults.guest[idx], faults.compressed[idx]
-    bg_s = np.broadcast_to(np.asarray(background_store_iops, float), (n_seg,))
-    bg_c = np.broadcast_to(np.asarray(background_cache_iops, float), (n_seg,))
 
-    def rl(dev):  # read latency per segment
-        return np.broadcast_to(np.asarray(dev.read_latency_s, float), (n_seg,))
+    def per_seg(x):
+        return np.broadcast_to(np.asarray(x, float), (n_seg,))
+
+    bg_s_all, bg_c_all = per_seg(background_store_iops), per_seg(background_cache_iops)
+    st = store.take(useg, n_seg)
+    ca = cache.take(useg, n_seg) if cache is not None else None
+    bg_s, bg_c = bg_s_all[useg], bg_c_all[useg]
+    rl_s = np.broadcast_to(st.read_latency_s, (m,))
+    rl_c = np.broadcast_to(ca.read_latency_s, (m,)) if ca is not None else np.zeros(m)
+
+    # X = 1 / (1 + a + b ws + c wc): the waits enter linearly, the rest is fixed per element
+    a0 = (fz * costs.decompress_s + fc * (t_sw + rl_c[seg]) + fs * (t_sw + rl_s[seg]) + fg * (t_gsw + rl_s[seg])) / theta
+    b0 = (fs + fg) / theta
+    c0 = fc / theta
 
     def x_of(wc, ws):
-        tc = t_sw + rl(cache)[seg] + wc[seg] if cache is not None else np.zeros(seg.shape)
-        ts = rl(store)[seg] + ws[seg]
-        denom = fz * costs.decompress_s + fc * tc + fs * (t_sw + ts) + fg * (t_gsw + ts)
-        return 1.0 / (1.0 + denom / theta)
+        return 1.0 / (1.0 + a0 + b0 * ws[seg] + c0 * wc[seg])
 
-    wc = np.zeros(n_seg)
-    ws = np.zeros(n_seg)
-    has_s = seg_sum(fs + fg, seg, n_seg) > 0
-    has_c = (seg_sum(fc, seg, n_seg) > 0) if cache is not None else np.zeros(n_seg, bool)
+    wc = np.zeros(m)
+    ws = np.zeros(m)
+    fd_s = fs + fg
+    has_s = seg_sum(fd_s, seg, m) > 0
+    has_c = (seg_sum(fc, seg, m) > 0) if ca is not None else np.zeros(m, bool)
 
-    def solve(dev, f_dev, bg, other_fixed, is_cache, mask):
-        cap = np.broadcast_to(dev.capacity_iops(p_read), (n_seg,)) * (1.0 - 1e-9)
+    def solve(dev, f_dev, bg, other, is_cache, mask):
+        """Root of g(lam) = lam - load(wait(lam)) (increasing) by the Illinois method."""
+        cap = np.broadcast_to(dev.capacity_iops(p_read), (m,)) * (1.0 - 1e-9)
 
-        def load(wait):
-            x = x_of(wait, other_fixed) if is_cache else x_of(other_fixed, wait)
-            return seg_sum(f_dev * x, seg, n_seg) * (1.0 + w) + bg
+        def g(lam):
+            wait = np.where(mask, dev.wait_s(lam, p_read), 0.0)
+            x = x_of(wait, other) if is_cache else x_of(other, wait)
+            return lam - (seg_sum(f_dev * x, seg, m) * (1.0 + w) + bg)
 
-        lam0 = load(np.zeros(n_seg))
-        lo = np.zeros(n_seg)
-        hi = np.minimum(lam0, cap)
+        lo = np.zeros(m)
+        g_lo = g(lo)
+        hi = np.minimum(-g_lo, cap)  # load at zero wait, capped below saturation
+        g_hi = g(hi)
+        side = np.zeros(m)
         for _ in range(iterations):
-            mid = 0.5 * (lo + hi)
-            wait = np.where(mask, dev.wait_s(mid, p_read), 0.0)
-            over = mid >= load(wait)
-            hi = np.where(over, mid, hi)
-            lo = np.where(over, lo, mid)
+            width = hi - lo
+            if not np.any(mask & (width > 1e-10 * np.maximum(hi, 1e-12))):
+                break
+            denom = g_hi - g_lo
+            new = np.where(denom > 0, (lo * g_hi - hi * g_lo) / np.where(denom > 0, denom, 1.0), 0.5 * (lo + hi))
+            new = np.clip(new, lo, hi)
+            g_new = g(new)
+            pos = g_new >= 0
+            # Illinois: halve the stale end's g when the same end is kept twice
+            hi, lo = np.where(pos, new, hi), np.where(pos, lo, new)
+            g_lo = np.where(pos, np.where(side == 1, 0.5 * g_lo, g_lo), g_new)
+            g_hi = np.where(pos, g_new, np.where(side == -1, 0.5 * g_hi, g_hi))
+            side = np.where(pos, 1, -1)
+            done = np.abs(g_new) <= 1e-12 * np.maximum(new, 1e-12)
+            hi = np.where(done, new, hi)
+            lo = np.where(done, new, lo)
         return np.where(mask, dev.wait_s(hi, p_read), 0.0)
 
-    fd_s = fs + fg
-    for _ in range(rounds if cache is not None else 1):
+    for _ in range(rounds if ca is not None else 1):
         if np.any(has_s):
-            ws = solve(store, fd_s, bg_s, wc, False, has_s)
-        if cache is not None and np.any(has_c):
-            wc = solve(cache, fc, bg_c, ws, True, has_c)
-        if cache is None or not np.any(has_c):
+            ws = solve(st, fd_s, bg_s, wc, False, has_s)
+        if ca is None or not np.any(has_c):
             break
+        wc = solve(ca, fc, bg_c, ws, True, has_c)
     x_sub = x_of(wc, ws)
     x = np.ones(total.shape)
     x[idx] = x_sub
-    x_sub_ = x_sub
-    lam_s = seg_sum(fd_s * x_sub_, seg, n_seg) * (1.0 + w) + bg_s
-    lam_c = seg_sum(fc * x_sub_, seg, n_seg) * (1.0 + w) + bg_c
-    util_s = lam_s / np.broadcast_to(store.capacity_iops(p_read), (n_seg,))
-    util_c = lam_c / np.broadcast_to(cache.capacity_iops(p_read), (n_seg,)) if cache is not None else np.zeros(n_seg)
+
+    def scatter(vals, base):
+        out = np.array(np.broadcast_to(np.asarray(base, float), (n_seg,)), dtype=float)
+        out[useg] = vals
+        return out
+
+    lam_s = scatter(seg_sum(fd_s * x_sub, seg, m) * (1.0 + w) + bg_s, bg_s_all)
+    lam_c = scatter(seg_sum(fc * x_sub, seg, m) * (1.0 + w) + bg_c, bg_c_all)
+    util_s = lam_s / per_seg(store.capacity_iops(p_read))
+    util_c = lam_c / per_seg(cache.capacity_iops(p_read)) if cache is not None else np.zeros(n_seg)
     return Throughput(
         throughput=x,
         fault_rate_per_s=total * x,
-        cost_cache_s=(t_sw + rl(cache) + wc) if cache is not None else np.zeros(n_seg),
-        cost_store_s=t_sw + rl(store) + ws,
+        cost_cache_s=scatter(t_sw + rl_c + wc, t_sw + per_seg(cache.read_latency_s)) if cache is not None else np.zeros(n_seg),
+        cost_store_s=scatter(t_sw + rl_s + ws, t_sw + per_seg(store.read_latency_s)),
         load_cache_iops=lam_c,
         load_store_iops=lam_s,
         util_cache=util_c,
