@@ -249,22 +249,27 @@ def reclaim(
         full = split(np.ones(idx.size))
         freed_max = seg_sum(full[0] - full[2] * ik_, sg, n_seg)
         solve = active_seg & (freed_max > d)
-        # freed(phi) is piecewise linear, increasing and convex in phi (the compression cache and
-        # the balloon room fill up, so each byte evicted frees more): Newton from phi = 1 moves
-        # monotonically down to the root and is exact after at most one step per kink.
+        # freed(phi) is piecewise linear and increasing (kinks where the balloon room or the
+        # compression cache fills): safeguarded Newton, i.e. a Newton step inside the bracket
+        # [lo, hi] and bisection when the step leaves it; exact once on the root's linear piece.
         phi = np.ones(n_seg)
+        lo = np.zeros(n_seg)
+        hi = np.ones(n_seg)
+        tol = 1e-10 * np.maximum(d, 1.0)
         for _ in range(iterations):
             e, b, c, _s = split(phi[sg])
             gap = seg_sum(e - c * ik_, sg, n_seg) - d
-            # slope: d e/d phi = rl; balloon and compression grow while below their caps
+            live = solve & (np.abs(gap) > tol) & (hi - lo > 1e-15)
+            if not np.any(live):
+                break
+            hi = np.where(live & (gap > 0), phi, hi)
+            lo = np.where(live & (gap < 0), phi, lo)
             db = np.where(bas_ * e < br_, bas_ * rl_, 0.0)
             dc = np.where(pc_ * (e - b) < cc_, pc_ * (rl_ - db), 0.0)
             slope = seg_sum(rl_ - dc * ik_, sg, n_seg)
-            step = np.divide(gap, slope, out=np.zeros(n_seg), where=solve & (slope > 0))
-            step = np.where(solve & (gap > 1e-9 * np.maximum(d, 1.0)), step, 0.0)
-            if not np.any(step > 0):
-                break
-            phi = np.clip(phi - step, 0.0, 1.0)
+            newton = phi - np.divide(gap, slope, out=np.full(n_seg, np.inf), where=slope > 0)
+            ok = (newton > lo) & (newton < hi)
+            phi = np.where(live, np.where(ok, newton, 0.5 * (lo + hi)), phi)
         phi = np.where(solve, phi, 1.0)
         e, b, c, s_ = split(phi[sg])
         ev[idx], bal[idx], comp[idx], sw[idx] = e, b, c, s_
