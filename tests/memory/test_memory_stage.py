@@ -132,3 +132,26 @@ def test_bitbrains_example_reports_which_hosts_would_swap():
     names = hosts["host"].to_list()
     assert {n for n, s in zip(names, swap_col) if s > 0} == set(mem["hosts_swapping"])
     assert mem["worst_vm_slowdown"] > 1.0
+
+
+def test_active_memory_comes_from_the_trace_when_it_has_one():
+    # the same host as above (two 12 GiB VMs on 16 GiB) but the trace says each VM uses 6 GiB:
+    # active 12 GiB fits -> idle memory is reclaimed, nothing swaps. With the trace ignored the
+    # oltp-sql profile's 0.9 active fraction (21.6 GiB active) must swap.
+    base = dict(model="vsphere-like", hypervisor_memory=0, overhead_per_vm=0, min_free=False,
+                zero_page_fraction=0.0, compression=False, workload="oltp-sql")
+    swapped = {}
+    for mode in ("auto", "off"):
+        ctx = fake_ctx(MemorySettings(**base, trace_memory=mode))
+        ctx.source = SimpleNamespace(channels=("cpu_mhz", "mem_used_bytes"))
+        st = memory_stage(ctx)
+        st.prepare(ctx)
+        chunk = Chunk(t0=0, t1=3, step_s=300.0)
+        chunk.vm["cpu_demand_mhz"] = np.full((3, 3), 4000.0, np.float32)
+        chunk.vm["mem_used_bytes"] = np.full((3, 3), 6 * GIB, np.float32)
+        st.after_cpu(ctx, chunk)
+        swapped[mode] = chunk.vm_out["mem_swapped_gib"][:, :2].sum()
+        if mode == "auto":
+            np.testing.assert_allclose(chunk.vm_out["mem_active_gib"][:, :2], 6.0)
+            np.testing.assert_allclose(chunk.vm_out["mem_slowdown"], 1.0)
+    assert swapped["auto"] == 0 and swapped["off"] > 0

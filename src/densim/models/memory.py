@@ -205,7 +205,8 @@ def reclaim(
     def take(capacity_el, remaining):
         """Proportional take of ``remaining`` (per segment) from element capacities."""
         tot = seg_sum(capacity_el, seg, n_seg)
-        frac = np.divide(remaining, tot, out=np.zeros(n_seg), where=tot > 0)
+        with np.errstate(over="ignore"):  # a denormal capacity gives inf, clipped to 1 below
+            frac = np.divide(remaining, tot, out=np.zeros(n_seg), where=tot > 0)
         frac = np.minimum(frac, 1.0)
         got = capacity_el * frac[seg]
         return got, remaining - np.minimum(remaining, tot)
@@ -326,10 +327,17 @@ class FaultRates:
         return self.compressed + self.cache + self.store + self.guest
 
 
-def fault_rates(rec: Reclamation, access_rate_per_s, *, miss_model: str = "random", miss_params=None) -> FaultRates:
-    """``F = r_acc * m(f)`` split over tiers by the active bytes each tier holds (random victims)."""
+def fault_rates(rec: Reclamation, access_rate_per_s, *, miss_model: str = "random", miss_params=None,
+                miss_ratio_values=None) -> FaultRates:
+    """``F = r_acc * m(f)`` split over tiers by the active bytes each tier holds (random victims).
+
+    ``miss_ratio_values`` (per element) replaces the model when VMs use different miss models.
+    """
     r = np.broadcast_to(np.asarray(access_rate_per_s, dtype=float), rec.configured_bytes.shape)
-    m = miss_ratio(miss_model, rec.resident_active_fraction, **(miss_params or {}))
+    if miss_ratio_values is not None:
+        m = np.asarray(miss_ratio_values, dtype=float)
+    else:
+        m = miss_ratio(miss_model, rec.resident_active_fraction, **(miss_params or {}))
     out = rec.ballooned_active_bytes + rec.compressed_bytes + rec.swapped_cache_bytes + rec.swapped_store_bytes
     total = r * m
 

@@ -25,6 +25,7 @@ from densim.models.workload_memory import MemoryWorkload
 BLOCK_ELEMENTS = 2_000_000  # elements (step x VM) per vectorised block
 
 VM_METRICS = {
+    "mem_active_gib": ("GiB", "active memory (trace memory usage or profile active fraction)"),
     "mem_resident_gib": ("GiB", "guest memory backed by host memory"),
     "mem_shared_gib": ("GiB", "saved by page sharing (zero pages; inter-VM if on)"),
     "mem_ballooned_gib": ("GiB", "taken by the balloon driver (idle first, then guest paging)"),
@@ -89,8 +90,8 @@ class MemoryStage(BaseStage):
         self.bas = np.array([p.balloon_active_share for p in self.profiles])[g]
         self.comp = np.array([p.compressible_fraction for p in self.profiles])[g]
         self.theta = np.array([p.overlap for p in self.profiles])[g]
-        miss = {p.miss_model for p in self.profiles}
-        self.miss_model = miss.pop() if len(miss) == 1 and not any(p.miss_table for p in self.profiles) else "random"
+        # miss-ratio model per VM group (a short loop over groups, never over VMs)
+        self.miss_group = np.asarray(g, dtype=np.int64)
         # which groups' sources report memory usage
         parts = getattr(ctx.source, "parts", [ctx.source])
         has_mem = np.array(["mem_used_bytes" in getattr(p, "channels", ()) for p in parts], dtype=bool)
@@ -118,13 +119,24 @@ class MemoryStage(BaseStage):
             ctx.declare("host_" + name if name == "mem_swapped_gib" else name, level="host",
                         agg="max" if name.endswith("util") else "mean", unit=unit, doc=doc)
 
+    def _active(self, chunk, idx, cfg, b0, b1):
+        """Active bytes (steps b0..b1, VMs idx): trace memory usage where available, else profile."""
+        act = np.broadcast_to(self.active_frac[idx] * cfg, (b1 - b0, idx.size))
+        mem_used = chunk.vm.get("mem_used_bytes")
+        if mem_used is not None and self.use_trace_mem[idx].any():
+            used = np.minimum(np.asarray(mem_used[b0:b1][:, idx], dtype=float), cfg[None, :])
+            act = np.where(self.use_trace_mem[idx][None, :], used, act)
+        return act
+
     def after_cpu(self, ctx, chunk) -> None:
         vms, hosts = ctx.vms, ctx.hosts
         T, V, H = chunk.n_steps, vms.n, hosts.n
         out_vm = {k: np.zeros((T, V), dtype=np.float32) for k in VM_METRICS}
         out_vm["mem_slowdown"][:] = 1.0
-        cfg_all = vms.mem_bytes
+        placed = vms.host >= 0
+        cfg_all = np.where(placed, vms.mem_bytes, 0.0)
         out_vm["mem_resident_gib"][:] = (cfg_all / M.GIB).astype(np.float32)[None, :]
+        out_vm["mem_active_gib"][:] = self._active(chunk, np.arange(V), cfg_all, 0, T) / M.GIB
         out_h = {k: np.zeros((T, H), dtype=np.float32) for k in HOST_METRICS}
         out_h["mem_deficit_gib"][:] = (self.deficit_h / M.GIB).astype(np.float32)[None, :]
         idx = self.vm_idx
@@ -133,19 +145,13 @@ class MemoryStage(BaseStage):
             block = max(1, BLOCK_ELEMENTS // k)
             cfg = cfg_all[idx]
             host = vms.host[idx]
-            mem_used = chunk.vm.get("mem_used_bytes")
             demand = chunk.vm["cpu_demand_mhz"]
             cap_vm = (vms.vcpus * vms.vcpu_mhz)[idx]
             for b0 in range(0, T, block):  # blocks of time steps only
                 b1 = min(T, b0 + block)
                 n = b1 - b0
                 seg = M.segments(host, H, n)
-                act_prof = np.broadcast_to(self.active_frac[idx] * cfg, (n, k))
-                if mem_used is not None and self.use_trace_mem[idx].any():
-                    used = np.minimum(mem_used[b0:b1][:, idx].astype(float), cfg[None, :])
-                    act = np.where(self.use_trace_mem[idx][None, :], used, act_prof)
-                else:
-                    act = act_prof
+                act = self._active(chunk, idx, cfg, b0, b1)
                 util = np.clip(demand[b0:b1][:, idx] / cap_vm[None, :], 0.0, 1.0)
                 rate = (self.rate[idx][None, :] * util).ravel()
                 p = self.params
@@ -159,7 +165,13 @@ class MemoryStage(BaseStage):
                     compressible_fraction=np.tile(self.comp[idx], n) if p.compression else 0.0,
                     swap_cache_bytes=self.settings.swap_cache_bytes if self.cache is not None else 0.0,
                 )
-                f = M.fault_rates(rec, rate, miss_model=self.miss_model)
+                grp = np.tile(self.miss_group[idx], n)
+                miss = np.zeros(grp.size)
+                for gi in np.unique(grp):
+                    sel = grp == gi
+                    prof = self.profiles[gi]
+                    miss[sel] = M.miss_ratio(prof.miss_model, rec.resident_active_fraction[sel], **prof.miss_params())
+                f = M.fault_rates(rec, rate, miss_ratio_values=miss)
                 tp = M.solve_throughput(f, seg, n * H, store=self.store, cache=self.cache, costs=p.costs(),
                                         overlap=np.tile(self.theta[idx], n),
                                         background_store_iops=self.settings.background_swap_iops)
