@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def fake_ctx(settings: MemorySettings, n_steps=3):
     # host 0: 16 GiB with two 12 GiB VMs (oversubscribed); host 1: 16 GiB with one 4 GiB VM
     metrics = {}
-    sc = SimpleNamespace(memory=settings, vms=[SimpleNamespace(workload=None)], base_dir="t.yaml", name="t")
+    sc = SimpleNamespace(memory=settings, vms=[SimpleNamespace(workload=None, profile=None)], base_dir="t.yaml", name="t")
     return SimpleNamespace(
         scenario=sc,
         catalog=builtin_catalog(),
@@ -155,3 +155,22 @@ def test_active_memory_comes_from_the_trace_when_it_has_one():
             np.testing.assert_allclose(chunk.vm_out["mem_active_gib"][:, :2], 6.0)
             np.testing.assert_allclose(chunk.vm_out["mem_slowdown"], 1.0)
     assert swapped["auto"] == 0 and swapped["off"] > 0
+
+
+def test_end_to_end_profile_scenario_with_own_profile_and_override(tmp_path):
+    # six 16 GiB VMs packed first-fit at 1.6x onto 64 GiB hosts; the scenario brings its own memory
+    # profile under parts: and overrides one field per group
+    from densim.engine import simulate
+    from densim.scenario.io import load_scenario
+
+    res = simulate(load_scenario(Path(__file__).with_name("overcommit-profile.yaml")))
+    mem = res.summary["memory"]
+    assert mem["hosts_swapping"] == ["custom-0"]
+    vms = res.vms
+    np.testing.assert_allclose(vms["mem_active_gib_mean"].to_numpy(), 0.95 * 16, rtol=1e-5)  # my-db profile
+    total = sum(vms[f"mem_{k}_gib_mean"].to_numpy() for k in ("resident", "shared", "ballooned", "compressed", "swapped"))
+    np.testing.assert_allclose(total, 16.0, rtol=1e-5)  # conservation survives the engine
+    assert (vms["mem_ballooned_gib_mean"].to_numpy() > 0.8).all()  # idle (0.8 GiB) + guest paging (share 0.1)
+    assert (vms["mem_slowdown_max"].to_numpy() > 1.0).all()
+    out = res.write(tmp_path / "out")
+    assert (out / "summary.json").exists()

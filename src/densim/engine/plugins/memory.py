@@ -96,7 +96,16 @@ class MemoryStage(BaseStage):
         parts = getattr(ctx.source, "parts", [ctx.source])
         has_mem = np.array(["mem_used_bytes" in getattr(p, "channels", ()) for p in parts], dtype=bool)
         mode = self.settings.trace_memory
-        self.use_trace_mem = (has_mem[g] if mode == "auto" else np.full(vms.n, mode == "on")) if has_mem.size == len(ctx.scenario.vms) else np.zeros(vms.n, bool)
+        if has_mem.size != len(ctx.scenario.vms):
+            has_mem = np.zeros(len(ctx.scenario.vms), bool)
+        # auto: a trace's memory usage wins; for a synthetic profile (whose active_memory_fraction
+        # defaults to 0.5) an explicitly named memory profile wins
+        named = np.array([bool((grp.workload or {}).get("memory_profile")) and grp.profile is not None
+                          for grp in ctx.scenario.vms], dtype=bool)
+        if mode == "auto":
+            self.use_trace_mem = (has_mem & ~named)[g]
+        else:
+            self.use_trace_mem = (has_mem & (mode == "on"))[g]
         placed = vms.host >= 0
         H = hosts.n
         cfg_h = np.bincount(vms.host[placed], weights=vms.mem_bytes[placed], minlength=H)
