@@ -174,3 +174,20 @@ def test_end_to_end_profile_scenario_with_own_profile_and_override(tmp_path):
     assert (vms["mem_slowdown_max"].to_numpy() > 1.0).all()
     out = res.write(tmp_path / "out")
     assert (out / "summary.json").exists()
+
+
+def test_stage_when_every_host_fits():
+    ctx = fake_ctx(MemorySettings(model="vsphere-like", workload="oltp-sql"))
+    ctx.hosts.mem_bytes = np.array([64, 64]) * GIB
+    st = memory_stage(ctx)
+    st.prepare(ctx)
+    chunk = Chunk(t0=0, t1=2, step_s=300.0)
+    chunk.vm["cpu_demand_mhz"] = np.full((2, 3), 4000.0, np.float32)
+    st.after_cpu(ctx, chunk)
+    np.testing.assert_allclose(chunk.vm_out["mem_resident_gib"], [[12, 12, 4]] * 2)
+    np.testing.assert_allclose(chunk.vm_out["mem_active_gib"], [[10.8, 10.8, 3.6]] * 2, rtol=1e-6)
+    np.testing.assert_allclose(chunk.vm_out["mem_slowdown"], 1.0)
+    assert not np.any(chunk.vm_out["mem_swapped_gib"]) and not np.any(chunk.host_out["mem_swapping"])
+    summary = {}
+    st.finish(ctx, summary)
+    assert summary["memory"]["hosts_swapping"] == [] and summary["memory"]["hosts_short_of_memory"] == []

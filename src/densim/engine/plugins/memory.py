@@ -137,18 +137,37 @@ class MemoryStage(BaseStage):
             act = np.where(self.use_trace_mem[idx][None, :], used, act)
         return act
 
+    def _all_fit(self, chunk, cfg_all, T, V, H) -> None:
+        zero_v = np.broadcast_to(np.float32(0.0), (T, V))
+        zero_h = np.broadcast_to(np.float32(0.0), (T, H))
+        for name in VM_METRICS:
+            chunk.vm_out[name] = zero_v
+        chunk.vm_out["mem_slowdown"] = np.broadcast_to(np.float32(1.0), (T, V))
+        chunk.vm_out["mem_resident_gib"] = np.broadcast_to((cfg_all / M.GIB).astype(np.float32), (T, V))
+        if chunk.vm.get("mem_used_bytes") is not None and self.use_trace_mem.any():
+            chunk.vm_out["mem_active_gib"] = (self._active(chunk, np.arange(V), cfg_all, 0, T) / M.GIB).astype(np.float32)
+        else:
+            chunk.vm_out["mem_active_gib"] = np.broadcast_to((self.active_frac * cfg_all / M.GIB).astype(np.float32), (T, V))
+        for name in HOST_METRICS:
+            chunk.host_out["host_" + name if name == "mem_swapped_gib" else name] = zero_h
+        chunk.host_out["mem_deficit_gib"] = np.broadcast_to((self.deficit_h / M.GIB).astype(np.float32), (T, H))
+
     def after_cpu(self, ctx, chunk) -> None:
         vms, hosts = ctx.vms, ctx.hosts
         T, V, H = chunk.n_steps, vms.n, hosts.n
-        out_vm = {k: np.zeros((T, V), dtype=np.float32) for k in VM_METRICS}
-        out_vm["mem_slowdown"][:] = 1.0
+        idx = self.vm_idx
         placed = vms.host >= 0
         cfg_all = np.where(placed, vms.mem_bytes, 0.0)
+        if idx.size == 0:
+            # no host is short of memory: constant rows, handed out as read-only broadcasts
+            self._all_fit(chunk, cfg_all, T, V, H)
+            return
+        out_vm = {k: np.zeros((T, V), dtype=np.float32) for k in VM_METRICS}
+        out_vm["mem_slowdown"][:] = 1.0
         out_vm["mem_resident_gib"][:] = (cfg_all / M.GIB).astype(np.float32)[None, :]
         out_vm["mem_active_gib"][:] = self._active(chunk, np.arange(V), cfg_all, 0, T) / M.GIB
         out_h = {k: np.zeros((T, H), dtype=np.float32) for k in HOST_METRICS}
         out_h["mem_deficit_gib"][:] = (self.deficit_h / M.GIB).astype(np.float32)[None, :]
-        idx = self.vm_idx
         if idx.size:
             k = idx.size
             block = max(1, BLOCK_ELEMENTS // k)
