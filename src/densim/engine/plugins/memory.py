@@ -120,6 +120,7 @@ class MemoryStage(BaseStage):
         # only VMs on hosts short of memory need the model; the rest stay fully resident
         self.hosts_short = np.flatnonzero(self.deficit_h > 0)
         self.vm_idx = np.flatnonzero(placed & (self.deficit_h[np.where(placed, vms.host, 0)] > 0))
+        self._rec1 = None  # one-step reclamation, reused while active memory is constant
         self.swap_steps = np.zeros(H)
         self.max_slowdown = np.ones(vms.n)
         for name, (unit, doc) in VM_METRICS.items():
@@ -136,6 +137,20 @@ class MemoryStage(BaseStage):
             used = np.minimum(np.asarray(mem_used[b0:b1][:, idx], dtype=float), cfg[None, :])
             act = np.where(self.use_trace_mem[idx][None, :], used, act)
         return act
+
+    def _reclaim(self, cfg, act, host, H, n, idx):
+        p = self.params
+        k = idx.size
+        return M.reclaim(
+            np.broadcast_to(cfg, (n, k)).ravel(), np.asarray(act, float).ravel(), M.segments(host, H, n), n * H,
+            np.broadcast_to(self.capacity_h, (n, H)).ravel(),
+            zero_page_fraction=p.zero_page_fraction, inter_vm_sharing_fraction=p.inter_vm_sharing_fraction,
+            balloon_limit=p.balloon_limit, balloon_active_share=np.tile(self.bas[idx], n),
+            compression_cache_fraction=p.compression_cache_fraction if p.compression else 0.0,
+            compression_ratio=p.compression_ratio,
+            compressible_fraction=np.tile(self.comp[idx], n) if p.compression else 0.0,
+            swap_cache_bytes=self.settings.swap_cache_bytes if self.cache is not None else 0.0,
+        )
 
     def _all_fit(self, chunk, cfg_all, T, V, H) -> None:
         zero_v = np.broadcast_to(np.float32(0.0), (T, V))
@@ -175,24 +190,21 @@ class MemoryStage(BaseStage):
             host = vms.host[idx]
             demand = chunk.vm["cpu_demand_mhz"]
             cap_vm = (vms.vcpus * vms.vcpu_mhz)[idx]
+            static = not (chunk.vm.get("mem_used_bytes") is not None and self.use_trace_mem[idx].any())
             for b0 in range(0, T, block):  # blocks of time steps only
                 b1 = min(T, b0 + block)
                 n = b1 - b0
                 seg = M.segments(host, H, n)
-                act = self._active(chunk, idx, cfg, b0, b1)
                 util = np.clip(demand[b0:b1][:, idx] / cap_vm[None, :], 0.0, 1.0)
                 rate = (self.rate[idx][None, :] * util).ravel()
                 p = self.params
-                rec = M.reclaim(
-                    np.broadcast_to(cfg, (n, k)).ravel(), np.asarray(act, float).ravel(), seg, n * H,
-                    np.broadcast_to(self.capacity_h, (n, H)).ravel(),
-                    zero_page_fraction=p.zero_page_fraction, inter_vm_sharing_fraction=p.inter_vm_sharing_fraction,
-                    balloon_limit=p.balloon_limit, balloon_active_share=np.tile(self.bas[idx], n),
-                    compression_cache_fraction=p.compression_cache_fraction if p.compression else 0.0,
-                    compression_ratio=p.compression_ratio,
-                    compressible_fraction=np.tile(self.comp[idx], n) if p.compression else 0.0,
-                    swap_cache_bytes=self.settings.swap_cache_bytes if self.cache is not None else 0.0,
-                )
+                if static:
+                    # active memory does not change with time: reclaim once (one step), repeat it
+                    if self._rec1 is None:
+                        self._rec1 = self._reclaim(cfg, self._active(chunk, idx, cfg, 0, 1), host, H, 1, idx)
+                    rec = _tile_rec(self._rec1, n)
+                else:
+                    rec = self._reclaim(cfg, self._active(chunk, idx, cfg, b0, b1), host, H, n, idx)
                 grp = np.tile(self.miss_group[idx], n)
                 miss = np.zeros(grp.size)
                 for gi in np.unique(grp):
@@ -247,6 +259,13 @@ class MemoryStage(BaseStage):
             "vms_slowed": int(np.count_nonzero(self.max_slowdown > 1.0 + 1e-9)),
             "worst_vm_slowdown": float(self.max_slowdown.max()) if vms.n else 1.0,
         }
+
+
+def _tile_rec(rec: M.Reclamation, n: int) -> M.Reclamation:
+    """A one-step :class:`Reclamation` repeated for ``n`` steps (elements and segments step-major)."""
+    import dataclasses
+
+    return M.Reclamation(**{f.name: np.tile(getattr(rec, f.name), n) for f in dataclasses.fields(rec)})
 
 
 @STAGES.register("memory", description="memory over-commit: sharing, balloon, compression, host swap (guide §2)",
