@@ -1,0 +1,274 @@
+"""Engine stage ``memory``: memory over-commit per VM and host, every step (modelling guide §2).
+
+Switched on by ``memory.model: vsphere-like`` in the scenario. Per chunk it flattens the
+(steps x VMs) arrays of the VMs on hosts that are short of memory into one element array,
+runs :func:`densim.models.memory.reclaim`, :func:`~densim.models.memory.fault_rates` and
+:func:`~densim.models.memory.solve_throughput` on it (vectorised; the only loop is over blocks
+of time steps to bound memory use), and writes per-VM and per-host metrics.
+
+Active memory per VM and step: the trace's memory usage when it has one (Bitbrains CSV,
+profiles), else the VM's memory workload profile (``workload.memory_profile`` of its group, or
+``memory.workload``) times its configured memory. The profile's fault intensity applies at 100 %
+CPU use of the VM and scales with its CPU demand in the step.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from densim.engine.stages import STAGES, BaseStage
+from densim.errors import InputError
+from densim.models import memory as M
+from densim.models.devices import DeviceSpec
+from densim.models.workload_memory import MemoryWorkload
+
+BLOCK_ELEMENTS = 2_000_000  # elements (step x VM) per vectorised block
+
+VM_METRICS = {
+    "mem_active_gib": ("GiB", "active memory (trace memory usage or profile active fraction)"),
+    "mem_resident_gib": ("GiB", "guest memory backed by host memory"),
+    "mem_shared_gib": ("GiB", "saved by page sharing (zero pages; inter-VM if on)"),
+    "mem_ballooned_gib": ("GiB", "taken by the balloon driver (idle first, then guest paging)"),
+    "mem_compressed_gib": ("GiB", "guest memory held in the compression cache"),
+    "mem_swapped_gib": ("GiB", "guest memory in host swap (cache device + datastore)"),
+    "mem_fault_rate_per_s": ("1/s", "faults on reclaimed memory per second"),
+    "mem_slowdown": ("x", "completion-time stretch from memory faults (1 = none)"),
+}
+HOST_METRICS = {
+    "mem_deficit_gib": ("GiB", "configured + overheads + minFree beyond host memory"),
+    "mem_swapped_gib": ("GiB", "host swap in use"),
+    "mem_swapping": ("share", "1 when the host swaps or compresses active memory in the step"),
+    "mem_swap_iops": ("IOPS", "swap-in and swap-out I/O on the swap devices"),
+    "mem_swap_device_util": ("share", "utilisation of the busiest swap device"),
+}
+
+
+class MemoryStage(BaseStage):
+    name = "memory"
+
+    def __init__(self, ctx) -> None:
+        sc = ctx.scenario
+        self.settings = sc.memory
+        src = sc.base_dir or "scenario"
+        cat = ctx.catalog
+        try:
+            self.params = self.settings.params(cat)
+        except KeyError as exc:
+            raise InputError(src, "memory.model", str(exc).strip("'\"")) from None
+        try:
+            self.store = M.DeviceArrays.from_spec(cat.get("devices", self.settings.swap_device, DeviceSpec))
+        except KeyError as exc:
+            raise InputError(src, "memory.swap_device", str(exc).strip("'\"")) from None
+        self.cache = None
+        if self.settings.swap_cache_device:
+            try:
+                self.cache = M.DeviceArrays.from_spec(cat.get("devices", self.settings.swap_cache_device, DeviceSpec))
+            except KeyError as exc:
+                raise InputError(src, "memory.swap_cache_device", str(exc).strip("'\"")) from None
+        # one memory profile per VM group
+        self.profiles: list[MemoryWorkload] = []
+        for gi, g in enumerate(sc.vms):
+            wl = dict(g.workload or {})
+            name = wl.pop("memory_profile", None) or self.settings.workload
+            try:
+                base = cat.get("memory_workloads", name, MemoryWorkload)
+            except KeyError as exc:
+                raise InputError(src, f"vms[{gi}].workload.memory_profile", str(exc).strip("'\"")) from None
+            over = {k[len("memory_"):]: v for k, v in wl.items() if k.startswith("memory_")}
+            if over:
+                try:
+                    base = MemoryWorkload.model_validate({**base.model_dump(by_alias=True), **over})
+                except Exception as exc:  # pydantic ValidationError
+                    raise InputError(src, f"vms[{gi}].workload", f"bad memory_* override: {exc}") from None
+            self.profiles.append(base)
+
+    def prepare(self, ctx) -> None:
+        vms, hosts = ctx.vms, ctx.hosts
+        g = vms.group
+        self.active_frac = np.array([p.active_fraction for p in self.profiles])[g]
+        self.rate = np.array([p.total_access_rate_per_s for p in self.profiles])[g]
+        self.bas = np.array([p.balloon_active_share for p in self.profiles])[g]
+        self.comp = np.array([p.compressible_fraction for p in self.profiles])[g]
+        self.theta = np.array([p.overlap for p in self.profiles])[g]
+        # miss-ratio model per VM group (a short loop over groups, never over VMs)
+        self.miss_group = np.asarray(g, dtype=np.int64)
+        # which groups' sources report memory usage
+        parts = getattr(ctx.source, "parts", [ctx.source])
+        has_mem = np.array(["mem_used_bytes" in getattr(p, "channels", ()) for p in parts], dtype=bool)
+        mode = self.settings.trace_memory
+        if has_mem.size != len(ctx.scenario.vms):
+            has_mem = np.zeros(len(ctx.scenario.vms), bool)
+        # auto: a trace's memory usage wins; for a synthetic profile (whose active_memory_fraction
+        # defaults to 0.5) an explicitly named memory profile wins
+        named = np.array([bool((grp.workload or {}).get("memory_profile")) and grp.profile is not None
+                          for grp in ctx.scenario.vms], dtype=bool)
+        if mode == "auto":
+            self.use_trace_mem = (has_mem & ~named)[g]
+        else:
+            self.use_trace_mem = (has_mem & (mode == "on"))[g]
+        placed = vms.host >= 0
+        H = hosts.n
+        cfg_h = np.bincount(vms.host[placed], weights=vms.mem_bytes[placed], minlength=H)
+        n_h = np.bincount(vms.host[placed], minlength=H).astype(float)
+        p = self.params
+        ovh = n_h * p.overhead_per_vm_bytes
+        mf = M.min_free_bytes(hosts.mem_bytes) if p.use_min_free else 0.0
+        self.capacity_h = hosts.mem_bytes - p.hypervisor_bytes - ovh - mf
+        self.deficit_h = np.maximum(cfg_h - self.capacity_h, 0.0)
+        self.cfg_h = cfg_h
+        self.ratio_h = M.oversubscription(cfg_h, hosts.mem_bytes, p.hypervisor_bytes, ovh)
+        # only VMs on hosts short of memory need the model; the rest stay fully resident
+        self.hosts_short = np.flatnonzero(self.deficit_h > 0)
+        self.vm_idx = np.flatnonzero(placed & (self.deficit_h[np.where(placed, vms.host, 0)] > 0))
+        self._rec1 = None  # one-step reclamation, reused while active memory is constant
+        self.swap_steps = np.zeros(H)
+        self.max_slowdown = np.ones(vms.n)
+        for name, (unit, doc) in VM_METRICS.items():
+            ctx.declare(name, level="vm", agg="max" if name == "mem_slowdown" else "mean", unit=unit, doc=doc)
+        for name, (unit, doc) in HOST_METRICS.items():
+            ctx.declare("host_" + name if name == "mem_swapped_gib" else name, level="host",
+                        agg="max" if name.endswith("util") else "mean", unit=unit, doc=doc)
+
+    def _active(self, chunk, idx, cfg, b0, b1):
+        """Active bytes (steps b0..b1, VMs idx): trace memory usage where available, else profile."""
+        act = np.broadcast_to(self.active_frac[idx] * cfg, (b1 - b0, idx.size))
+        mem_used = chunk.vm.get("mem_used_bytes")
+        if mem_used is not None and self.use_trace_mem[idx].any():
+            used = np.minimum(np.asarray(mem_used[b0:b1][:, idx], dtype=float), cfg[None, :])
+            act = np.where(self.use_trace_mem[idx][None, :], used, act)
+        return act
+
+    def _reclaim(self, cfg, act, host, H, n, idx):
+        p = self.params
+        k = idx.size
+        return M.reclaim(
+            np.broadcast_to(cfg, (n, k)).ravel(), np.asarray(act, float).ravel(), M.segments(host, H, n), n * H,
+            np.broadcast_to(self.capacity_h, (n, H)).ravel(),
+            zero_page_fraction=p.zero_page_fraction, inter_vm_sharing_fraction=p.inter_vm_sharing_fraction,
+            balloon_limit=p.balloon_limit, balloon_active_share=np.tile(self.bas[idx], n),
+            compression_cache_fraction=p.compression_cache_fraction if p.compression else 0.0,
+            compression_ratio=p.compression_ratio,
+            compressible_fraction=np.tile(self.comp[idx], n) if p.compression else 0.0,
+            swap_cache_bytes=self.settings.swap_cache_bytes if self.cache is not None else 0.0,
+        )
+
+    def _all_fit(self, chunk, cfg_all, T, V, H) -> None:
+        zero_v = np.broadcast_to(np.float32(0.0), (T, V))
+        zero_h = np.broadcast_to(np.float32(0.0), (T, H))
+        for name in VM_METRICS:
+            chunk.vm_out[name] = zero_v
+        chunk.vm_out["mem_slowdown"] = np.broadcast_to(np.float32(1.0), (T, V))
+        chunk.vm_out["mem_resident_gib"] = np.broadcast_to((cfg_all / M.GIB).astype(np.float32), (T, V))
+        if chunk.vm.get("mem_used_bytes") is not None and self.use_trace_mem.any():
+            chunk.vm_out["mem_active_gib"] = (self._active(chunk, np.arange(V), cfg_all, 0, T) / M.GIB).astype(np.float32)
+        else:
+            chunk.vm_out["mem_active_gib"] = np.broadcast_to((self.active_frac * cfg_all / M.GIB).astype(np.float32), (T, V))
+        for name in HOST_METRICS:
+            chunk.host_out["host_" + name if name == "mem_swapped_gib" else name] = zero_h
+        chunk.host_out["mem_deficit_gib"] = np.broadcast_to((self.deficit_h / M.GIB).astype(np.float32), (T, H))
+
+    def after_cpu(self, ctx, chunk) -> None:
+        vms, hosts = ctx.vms, ctx.hosts
+        T, V, H = chunk.n_steps, vms.n, hosts.n
+        idx = self.vm_idx
+        placed = vms.host >= 0
+        cfg_all = np.where(placed, vms.mem_bytes, 0.0)
+        if idx.size == 0:
+            # no host is short of memory: constant rows, handed out as read-only broadcasts
+            self._all_fit(chunk, cfg_all, T, V, H)
+            return
+        out_vm = {k: np.zeros((T, V), dtype=np.float32) for k in VM_METRICS}
+        out_vm["mem_slowdown"][:] = 1.0
+        out_vm["mem_resident_gib"][:] = (cfg_all / M.GIB).astype(np.float32)[None, :]
+        out_vm["mem_active_gib"][:] = self._active(chunk, np.arange(V), cfg_all, 0, T) / M.GIB
+        out_h = {k: np.zeros((T, H), dtype=np.float32) for k in HOST_METRICS}
+        out_h["mem_deficit_gib"][:] = (self.deficit_h / M.GIB).astype(np.float32)[None, :]
+        if idx.size:
+            k = idx.size
+            block = max(1, BLOCK_ELEMENTS // k)
+            cfg = cfg_all[idx]
+            host = vms.host[idx]
+            demand = chunk.vm["cpu_demand_mhz"]
+            cap_vm = (vms.vcpus * vms.vcpu_mhz)[idx]
+            static = not (chunk.vm.get("mem_used_bytes") is not None and self.use_trace_mem[idx].any())
+            for b0 in range(0, T, block):  # blocks of time steps only
+                b1 = min(T, b0 + block)
+                n = b1 - b0
+                seg = M.segments(host, H, n)
+                util = np.clip(demand[b0:b1][:, idx] / cap_vm[None, :], 0.0, 1.0)
+                rate = (self.rate[idx][None, :] * util).ravel()
+                p = self.params
+                if static:
+                    # active memory does not change with time: reclaim once (one step), repeat it
+                    if self._rec1 is None:
+                        self._rec1 = self._reclaim(cfg, self._active(chunk, idx, cfg, 0, 1), host, H, 1, idx)
+                    rec = _tile_rec(self._rec1, n)
+                else:
+                    rec = self._reclaim(cfg, self._active(chunk, idx, cfg, b0, b1), host, H, n, idx)
+                grp = np.tile(self.miss_group[idx], n)
+                miss = np.zeros(grp.size)
+                for gi in np.unique(grp):
+                    sel = grp == gi
+                    prof = self.profiles[gi]
+                    miss[sel] = M.miss_ratio(prof.miss_model, rec.resident_active_fraction[sel], **prof.miss_params())
+                f = M.fault_rates(rec, rate, miss_ratio_values=miss)
+                tp = M.solve_throughput(f, seg, n * H, store=self.store, cache=self.cache, costs=p.costs(),
+                                        overlap=np.tile(self.theta[idx], n),
+                                        background_store_iops=self.settings.background_swap_iops)
+                sl = slice(b0, b1)
+
+                def put(name, arr):
+                    out_vm[name][sl, idx] = arr.reshape(n, k).astype(np.float32)
+
+                put("mem_resident_gib", rec.resident_bytes / M.GIB)
+                put("mem_shared_gib", rec.shared_bytes / M.GIB)
+                put("mem_ballooned_gib", rec.ballooned_bytes / M.GIB)
+                put("mem_compressed_gib", rec.compressed_bytes / M.GIB)
+                put("mem_swapped_gib", rec.swapped_bytes / M.GIB)
+                put("mem_fault_rate_per_s", tp.fault_rate_per_s)
+                put("mem_slowdown", tp.slowdown)
+                hs = lambda a: M.seg_sum(a, seg, n * H).reshape(n, H)  # noqa: E731
+                swapped_h = hs(rec.swapped_bytes)
+                pressed = hs(rec.swapped_bytes + rec.compressed_bytes + rec.ballooned_active_bytes) > 0
+                out_h["mem_swapped_gib"][sl] = (swapped_h / M.GIB).astype(np.float32)
+                out_h["mem_swapping"][sl] = pressed.astype(np.float32)
+                out_h["mem_swap_iops"][sl] = (tp.load_store_iops + tp.load_cache_iops).reshape(n, H).astype(np.float32)
+                out_h["mem_swap_device_util"][sl] = np.maximum(tp.util_store, tp.util_cache).reshape(n, H).astype(np.float32)
+        for name, arr in out_vm.items():
+            chunk.vm_out[name] = arr
+        for name, arr in out_h.items():
+            chunk.host_out["host_" + name if name == "mem_swapped_gib" else name] = arr
+        self.swap_steps += out_h["mem_swapping"].sum(axis=0)
+        np.maximum(self.max_slowdown, out_vm["mem_slowdown"].max(axis=0), out=self.max_slowdown)
+
+    def finish(self, ctx, summary: dict) -> None:
+        hosts, vms = ctx.hosts, ctx.vms
+        T = max(ctx.grid.n_steps, 1)
+        share = self.swap_steps / T
+        swapping = np.flatnonzero(share > 0)
+        s = self.settings
+        summary["memory"] = {
+            "model": s.model,
+            "swap_device": s.swap_device,
+            "swap_cache_device": s.swap_cache_device,
+            "swap_cache_gib": s.swap_cache_bytes / M.GIB,
+            "hosts_short_of_memory": [str(hosts.names[h]) for h in self.hosts_short],
+            "hosts_swapping": [str(hosts.names[h]) for h in swapping],
+            "host_swapping_step_share": {str(hosts.names[h]): float(share[h]) for h in swapping},
+            "oversubscription_by_host": {str(hosts.names[h]): float(self.ratio_h[h]) for h in np.flatnonzero(self.cfg_h > 0)},
+            "vms_slowed": int(np.count_nonzero(self.max_slowdown > 1.0 + 1e-9)),
+            "worst_vm_slowdown": float(self.max_slowdown.max()) if vms.n else 1.0,
+        }
+
+
+def _tile_rec(rec: M.Reclamation, n: int) -> M.Reclamation:
+    """A one-step :class:`Reclamation` repeated for ``n`` steps (elements and segments step-major)."""
+    import dataclasses
+
+    return M.Reclamation(**{f.name: np.tile(getattr(rec, f.name), n) for f in dataclasses.fields(rec)})
+
+
+@STAGES.register("memory", description="memory over-commit: sharing, balloon, compression, host swap (guide §2)",
+                 source="modelling guide §2")
+def memory_stage(ctx):
+    return MemoryStage(ctx) if ctx.scenario.memory.model != "none" else None

@@ -1,0 +1,639 @@
+"""Hypervisor memory over-commit: reclamation pipeline, miss ratio, fault cost and slowdown.
+
+Pure, vectorised array functions (modelling guide §2). Everything works on *flat element
+arrays*: one element per (time step, VM) with a segment id ``seg`` naming its (time step, host)
+pair, so a whole engine chunk is one call and there is no Python loop over VMs or hosts.
+:func:`segments` builds ``seg`` from a ``(steps, n_vms)`` layout.
+
+Pipeline per host and step, in the order a vSphere-like hypervisor applies it as free memory
+falls through its thresholds (§2.2: High → TPS, Soft → balloon, Hard → compression + swap):
+
+1. **page sharing** (TPS): zero pages of idle memory, plus inter-VM sharing when switched on
+   (off by default since 2014/15; 2 MB pages are broken up only under pressure, so sharing is
+   only counted when the host is short of memory);
+2. **balloon** on idle memory (the guest gives free/idle pages first), up to the per-VM limit
+   (default 65 % of configured memory);
+3. **active reclamation**: the host takes a common fraction ``phi`` of every VM's remaining resident
+   memory, victims at random. A share ``balloon_active_share`` of it (bounded by what is left of
+   the balloon limit) is given up by the guest through the balloon — the guest then pages to its
+   own virtual disk on the datastore; the rest goes to the compression cache (pages that compress
+   to <= 2 KiB, until the per-VM cache limit) and to host swap. The first ``swap_cache_bytes``
+   of host swap per host sit on a host swap cache device (e.g. a local SSD), the rest on the
+   datastore. ``phi`` is found by bisection so that the memory freed equals the deficit.
+
+Demand side (§2.3): per VM the resident fraction ``f`` of its active set gives a miss ratio
+``m(f)`` from the miss-ratio registry (``random`` replacement by default, ``table`` for a
+measured curve). Faults per second of unconstrained work ``F = r_acc * m`` are split over the
+tiers in proportion to the active bytes each tier holds.
+
+Fault cost (§2.4): ``t = t_sw + t_read(device) + W_q(device)``; the device's load is every fault
+and swap-out write of the host plus a background rate, with M/M/c queueing from
+:mod:`densim.models.queueing` (devices from :mod:`densim.models.devices`). A compressed page costs
+``t_decompress``. Throughput (§2.5): ``X/X0 = 1 / (1 + sum_tier F_tier t_tier / theta)``; the
+device load ``lambda = sum F X (1 + writes)`` is solved as a fixed point by bisection, so a
+saturated device bounds throughput at its IOPS (utilisation stays < 1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from densim.models.devices import DeviceSpec, mix_iops, mix_service_s
+from densim.models.queueing import mmc_wait_s
+from densim.registry import Registry
+
+GIB = float(1 << 30)
+MIB = float(1 << 20)
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+
+
+def segments(host, n_hosts: int, n_steps: int) -> np.ndarray:
+    """Segment id ``step * n_hosts + host`` for every element of a ``(n_steps, n_vms)`` array, flat."""
+    h = np.asarray(host, dtype=np.int64)
+    return (np.arange(n_steps, dtype=np.int64)[:, None] * int(n_hosts) + h[None, :]).ravel()
+
+
+def seg_sum(x, seg, n_seg: int) -> np.ndarray:
+    """Sum of ``x`` per segment (``np.bincount``; vectorised segment reduction)."""
+    x = np.broadcast_to(np.asarray(x, dtype=float), np.shape(seg))
+    return np.bincount(seg, weights=x, minlength=n_seg)
+
+
+def min_free_bytes(host_memory_bytes):
+    """ESXi ``minFree``: 899 MB for the first 28 GB of host RAM plus 1 % of the rest (§2.2, [S6]).
+
+    Checks: 48 GB -> 1,099 MB; 144 GB -> 2,059 MB (the cited 2,086.84 MB counts 1 % of 146.8 GB).
+    """
+    m = np.asarray(host_memory_bytes, dtype=float)
+    return 899.0 * MIB + 0.01 * np.maximum(m - 28.0 * GIB, 0.0)
+
+
+def oversubscription(configured_bytes_sum, host_memory_bytes, hypervisor_bytes, overhead_bytes_sum):
+    """``R = sum M_cfg / (M_host - M_hv - sum M_ovh)`` (§2.1)."""
+    return np.asarray(configured_bytes_sum, float) / (
+        np.asarray(host_memory_bytes, float) - np.asarray(hypervisor_bytes, float) - np.asarray(overhead_bytes_sum, float)
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# miss-ratio models
+
+
+MissRatioFn = Callable[..., np.ndarray]
+MISS_RATIO: Registry[MissRatioFn] = Registry("miss-ratio", default="random")
+
+
+@MISS_RATIO.register("none", description="no misses: reclaimed memory is never touched again")
+def miss_none(resident_fraction, **_):
+    return np.zeros_like(np.asarray(resident_fraction, dtype=float))
+
+
+@MISS_RATIO.register(
+    "random",
+    description="random replacement (or uniform access) over the active set: m = 1 - f",
+    source="modelling guide §2.3: vSphere picks swap victims at random [S50c][S7]",
+)
+def miss_random(resident_fraction, **_):
+    f = np.clip(np.asarray(resident_fraction, dtype=float), 0.0, 1.0)
+    return 1.0 - f
+
+
+@MISS_RATIO.register(
+    "table",
+    description="measured miss-ratio curve: table of (resident fraction, miss ratio), linear in between",
+    source="modelling guide §2.3 item 3 (e.g. from reuse distances of a trace)",
+)
+def miss_table(resident_fraction, *, table=None, **_):
+    if not table:
+        raise ValueError("miss-ratio model 'table' needs 'table': [[resident_fraction, miss_ratio], ...]")
+    pts = np.asarray(sorted((float(a), float(b)) for a, b in table), dtype=float)
+    f = np.clip(np.asarray(resident_fraction, dtype=float), 0.0, 1.0)
+    # the curve ends at (1, 0): a fully resident active set does not miss
+    xs = np.concatenate([pts[:, 0], [1.0]]) if pts[-1, 0] < 1.0 else pts[:, 0]
+    ys = np.concatenate([pts[:, 1], [0.0]]) if pts[-1, 0] < 1.0 else pts[:, 1]
+    return np.interp(f, xs, ys)
+
+
+def miss_ratio(name: str, resident_fraction, **params) -> np.ndarray:
+    """Miss ratio of the active set by model name (registry ``miss-ratio``)."""
+    return MISS_RATIO.get(name)(resident_fraction, **params)
+
+
+# ---------------------------------------------------------------------------------------------
+# reclamation
+
+
+@dataclass(frozen=True)
+class Reclamation:
+    """Where each VM's configured memory is (per element) and the host totals (per segment).
+
+    Conservation per element: ``resident + shared + ballooned + compressed + swapped = configured``
+    (``compressed`` and ``swapped`` count guest bytes; the compression cache itself occupies
+    ``compressed / ratio`` of host memory, inside ``resident``'s host budget).
+    """
+
+    configured_bytes: np.ndarray
+    active_bytes: np.ndarray
+    resident_bytes: np.ndarray
+    shared_bytes: np.ndarray
+    ballooned_idle_bytes: np.ndarray
+    ballooned_active_bytes: np.ndarray  # guest-paged to the VM's own virtual disk
+    compressed_bytes: np.ndarray
+    swapped_cache_bytes: np.ndarray
+    swapped_store_bytes: np.ndarray
+    resident_active_fraction: np.ndarray  # f: resident share of the active set
+    deficit_bytes: np.ndarray  # per segment: memory the host had to find
+    unmet_bytes: np.ndarray  # per segment: what even full reclamation could not free
+    compression_cache_bytes: np.ndarray  # per segment: host memory used by compressed pages
+
+    @property
+    def ballooned_bytes(self) -> np.ndarray:
+        return self.ballooned_idle_bytes + self.ballooned_active_bytes
+
+    @property
+    def swapped_bytes(self) -> np.ndarray:
+        return self.swapped_cache_bytes + self.swapped_store_bytes
+
+    def total_bytes(self) -> np.ndarray:
+        return self.resident_bytes + self.shared_bytes + self.ballooned_bytes + self.compressed_bytes + self.swapped_bytes
+
+
+def reclaim(
+    configured_bytes,
+    active_bytes,
+    seg,
+    n_seg: int,
+    capacity_bytes,
+    *,
+    zero_page_fraction=0.0,
+    inter_vm_sharing_fraction=0.0,
+    balloon_limit=0.65,
+    balloon_active_share=0.0,
+    compression_cache_fraction=0.10,
+    compression_ratio=2.0,
+    compressible_fraction=0.5,
+    swap_cache_bytes=0.0,
+    iterations: int = 64,
+) -> Reclamation:
+    """Run the reclamation pipeline for every segment (host x step) at once.
+
+    ``capacity_bytes`` (per segment) is the host memory available to guest memory:
+    ``M_host - M_hv - minFree - sum M_ovh``. Per-element parameters broadcast against the elements;
+    ``swap_cache_bytes`` broadcasts against the segments.
+    """
+    cfg = np.asarray(configured_bytes, dtype=float)
+    act = np.minimum(np.asarray(active_bytes, dtype=float), cfg)
+    seg = np.asarray(seg, dtype=np.int64)
+    n = cfg.shape[0]
+
+    def el(x):
+        return np.broadcast_to(np.asarray(x, dtype=float), (n,))
+
+    zf, isf, bl, bas = el(zero_page_fraction), el(inter_vm_sharing_fraction), el(balloon_limit), el(balloon_active_share)
+    ccf, kappa, pc = el(compression_cache_fraction), el(compression_ratio), el(compressible_fraction)
+    cap = np.broadcast_to(np.asarray(capacity_bytes, dtype=float), (n_seg,))
+    idle = cfg - act
+
+    deficit = np.maximum(seg_sum(cfg, seg, n_seg) - cap, 0.0)
+    d = deficit.copy()
+
+    def take(capacity_el, remaining):
+        """Proportional take of ``remaining`` (per segment) from element capacities."""
+        tot = seg_sum(capacity_el, seg, n_seg)
+        with np.errstate(over="ignore"):  # a denormal capacity gives inf, clipped to 1 below
+            frac = np.divide(remaining, tot, out=np.zeros(n_seg), where=tot > 0)
+        frac = np.minimum(frac, 1.0)
+        got = capacity_el * frac[seg]
+        return got, remaining - np.minimum(remaining, tot)
+
+    # 1. page sharing: zero pages of idle memory, inter-VM sharing (of any page) if enabled
+    share_idle_cap = np.minimum(zf * idle + isf * idle, idle)
+    share_act_cap = np.minimum(isf * act, act)
+    shared, d = take(share_idle_cap + share_act_cap, d)
+    w = np.divide(share_idle_cap, share_idle_cap + share_act_cap, out=np.ones(n), where=(share_idle_cap + share_act_cap) > 0)
+    shared_idle = shared * w
+    shared_act = shared - shared_idle
+
+    # 2. balloon on idle memory, up to the per-VM limit
+    b_cap = np.maximum(bl * cfg, 0.0)
+    b_idle, d = take(np.minimum(idle - shared_idle, b_cap), d)
+
+    # 3. active reclamation at a common fraction phi of each VM's remaining resident memory
+    idle_left = idle - shared_idle - b_idle
+    act_left = act - shared_act
+    res_left = idle_left + act_left
+    b_room = np.maximum(b_cap - b_idle, 0.0)
+    c_cap = ccf * cfg * kappa  # guest bytes the compression cache can hold
+    inv_k = 1.0 / kappa
+
+    ev, bal, comp, sw = (np.zeros(n) for _ in range(4))
+    unmet = np.zeros(n_seg)
+    active_seg = d > 0
+    if np.any(active_seg):
+        # only the elements of hosts that still need memory take part in the bisection
+        idx = np.flatnonzero(active_seg[seg])
+        sg = seg[idx]
+        rl_, bas_, br_, cc_, pc_, ik_ = res_left[idx], bas[idx], b_room[idx], c_cap[idx], pc[idx], inv_k[idx]
+
+        def split(phi_el):
+            e = rl_ * phi_el
+            b = np.minimum(bas_ * e, br_)
+            h = e - b
+            c = np.minimum(pc_ * h, cc_)
+            return e, b, c, h - c
+
+        full = split(np.ones(idx.size))
+        freed_max = seg_sum(full[0] - full[2] * ik_, sg, n_seg)
+        solve = active_seg & (freed_max > d)
+        # freed(phi) is piecewise linear and increasing (kinks where the balloon room or the
+        # compression cache fills): safeguarded Newton, i.e. a Newton step inside the bracket
+        # [lo, hi] and bisection when the step leaves it; exact once on the root's linear piece.
+        phi = np.ones(n_seg)
+        lo = np.zeros(n_seg)
+        hi = np.ones(n_seg)
+        tol = 1e-10 * np.maximum(d, 1.0)
+        for _ in range(iterations):
+            e, b, c, _s = split(phi[sg])
+            gap = seg_sum(e - c * ik_, sg, n_seg) - d
+            live = solve & (np.abs(gap) > tol) & (hi - lo > 1e-15)
+            if not np.any(live):
+                break
+            hi = np.where(live & (gap > 0), phi, hi)
+            lo = np.where(live & (gap < 0), phi, lo)
+            db = np.where(bas_ * e < br_, bas_ * rl_, 0.0)
+            dc = np.where(pc_ * (e - b) < cc_, pc_ * (rl_ - db), 0.0)
+            slope = seg_sum(rl_ - dc * ik_, sg, n_seg)
+            newton = phi - np.divide(gap, slope, out=np.full(n_seg, np.inf), where=slope > 0)
+            ok = (newton > lo) & (newton < hi)
+            phi = np.where(live, np.where(ok, newton, 0.5 * (lo + hi)), phi)
+        phi = np.where(solve, phi, 1.0)
+        e, b, c, s_ = split(phi[sg])
+        ev[idx], bal[idx], comp[idx], sw[idx] = e, b, c, s_
+        freed = seg_sum(e - c * ik_, sg, n_seg)
+        unmet = np.where(active_seg & ~solve, np.maximum(d - freed, 0.0), 0.0)
+
+    # active share of what was evicted (victims at random over the remaining resident memory)
+    act_share = np.divide(act_left, res_left, out=np.zeros(n), where=res_left > 0)
+    evicted_active = ev * act_share
+    f = np.divide(act - evicted_active, act, out=np.ones(n), where=act > 0)
+    f = np.clip(f, 0.0, 1.0)
+
+    # host swap: the first swap_cache_bytes of each host's swap sit on the cache device
+    sw_tot = seg_sum(sw, seg, n_seg)
+    cache_b = np.broadcast_to(np.asarray(swap_cache_bytes, dtype=float), (n_seg,))
+    cache_frac = np.divide(np.minimum(cache_b, sw_tot), sw_tot, out=np.zeros(n_seg), where=sw_tot > 0)
+    sw_cache = sw * cache_frac[seg]
+    sw_store = sw - sw_cache
+
+    resident = cfg - shared - b_idle - bal - comp - sw
+    return Reclamation(
+        configured_bytes=cfg,
+        active_bytes=act,
+        resident_bytes=resident,
+        shared_bytes=shared,
+        ballooned_idle_bytes=b_idle,
+        ballooned_active_bytes=bal,
+        compressed_bytes=comp,
+        swapped_cache_bytes=sw_cache,
+        swapped_store_bytes=sw_store,
+        resident_active_fraction=f,
+        deficit_bytes=deficit,
+        unmet_bytes=unmet,
+        compression_cache_bytes=seg_sum(comp * inv_k, seg, n_seg),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# faults
+
+
+@dataclass(frozen=True)
+class FaultRates:
+    """Faults per second of unconstrained work, per element and tier."""
+
+    compressed: np.ndarray
+    cache: np.ndarray  # host swap on the host swap cache device
+    store: np.ndarray  # host swap on the datastore
+    guest: np.ndarray  # guest paging (balloon) on the VM's virtual disk (datastore)
+    miss_ratio: np.ndarray
+
+    @property
+    def total(self) -> np.ndarray:
+        return self.compressed + self.cache + self.store + self.guest
+
+
+def fault_rates(rec: Reclamation, access_rate_per_s, *, miss_model: str = "random", miss_params=None,
+                miss_ratio_values=None) -> FaultRates:
+    """``F = r_acc * m(f)`` split over tiers by the active bytes each tier holds (random victims).
+
+    ``miss_ratio_values`` (per element) replaces the model when VMs use different miss models.
+    """
+    r = np.broadcast_to(np.asarray(access_rate_per_s, dtype=float), rec.configured_bytes.shape)
+    if miss_ratio_values is not None:
+        m = np.asarray(miss_ratio_values, dtype=float)
+    else:
+        m = miss_ratio(miss_model, rec.resident_active_fraction, **(miss_params or {}))
+    out = rec.ballooned_active_bytes + rec.compressed_bytes + rec.swapped_cache_bytes + rec.swapped_store_bytes
+    total = r * m
+
+    def part(x):
+        return total * np.divide(x, out, out=np.zeros_like(total), where=out > 0)
+
+    return FaultRates(
+        compressed=part(rec.compressed_bytes),
+        cache=part(rec.swapped_cache_bytes),
+        store=part(rec.swapped_store_bytes),
+        guest=part(rec.ballooned_active_bytes),
+        miss_ratio=m,
+    )
+
+
+@dataclass(frozen=True)
+class DeviceArrays:
+    """A swap device's datasheet figures as arrays (one value, or one per segment)."""
+
+    read_latency_s: np.ndarray
+    write_latency_s: np.ndarray
+    read_iops: np.ndarray
+    write_iops: np.ndarray
+    parallelism: np.ndarray  # nan: IOPS x QD1 latency (Little's law), as in devices.py
+
+    @classmethod
+    def from_spec(cls, dev: DeviceSpec) -> "DeviceArrays":
+        return cls(
+            np.asarray(dev.read_latency_s, float),
+            np.asarray(dev.write_latency_s, float),
+            np.asarray(dev.read_iops, float),
+            np.asarray(dev.write_iops, float),
+            np.asarray(np.nan if dev.parallelism is None else dev.parallelism, float),
+        )
+
+    @classmethod
+    def from_specs(cls, devs: list[DeviceSpec], index) -> "DeviceArrays":
+        """Per-segment arrays: segment ``s`` uses ``devs[index[s]]``."""
+        idx = np.asarray(index, dtype=np.int64)
+        cols = [cls.from_spec(d) for d in devs]
+        pick = lambda attr: np.array([getattr(c, attr) for c in cols], dtype=float)[idx]  # noqa: E731
+        return cls(*(pick(a) for a in ("read_latency_s", "write_latency_s", "read_iops", "write_iops", "parallelism")))
+
+    def take(self, useg, n_seg: int) -> "DeviceArrays":
+        """The values of segments ``useg`` (fields that are per segment are indexed, scalars kept)."""
+
+        def t(a):
+            a = np.asarray(a, float)
+            return np.broadcast_to(a, (n_seg,))[useg] if a.ndim else a
+
+        return DeviceArrays(*(t(getattr(self, f)) for f in ("read_latency_s", "write_latency_s", "read_iops", "write_iops", "parallelism")))
+
+    def wait_s(self, iops, read_fraction):
+        """M/M/c queueing delay under an open load (same station as ``devices.device_response_s``)."""
+        s = mix_service_s(self.read_latency_s, self.write_latency_s, read_fraction)
+        cap = mix_iops(self.read_iops, self.write_iops, read_fraction)
+        c = np.where(np.isnan(self.parallelism), np.maximum(1.0, cap * s), self.parallelism)
+        return mmc_wait_s(iops, c / cap, c)
+
+    def capacity_iops(self, read_fraction):
+        return mix_iops(self.read_iops, self.write_iops, read_fraction)
+
+
+@dataclass(frozen=True)
+class FaultCosts:
+    """Per-fault software costs (seconds) and the fault overlap."""
+
+    software_s: float = 10e-6  # hypervisor fault handling + I/O submission, per host-swap fault
+    guest_software_s: float | None = None  # guest page fault + virtual disk I/O; default = software_s
+    decompress_s: float = 20e-6  # per compressed page touched
+    writes_per_fault: float = 1.0  # swap-out writes per swap-in (steady state: every fault evicts)
+
+
+@dataclass(frozen=True)
+class Throughput:
+    """Result of the fault-cost fixed point."""
+
+    throughput: np.ndarray  # X / X0 per element
+    fault_rate_per_s: np.ndarray  # faults per wall-clock second (F X) per element
+    cost_cache_s: np.ndarray  # per segment: fault cost at the cache device (incl. queueing)
+    cost_store_s: np.ndarray  # per segment: fault cost at the datastore
+    load_cache_iops: np.ndarray  # per segment
+    load_store_iops: np.ndarray
+    util_cache: np.ndarray
+    util_store: np.ndarray
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def slowdown(self) -> np.ndarray:
+        """Completion-time stretch ``X0 / X`` (1 = no slowdown)."""
+        return 1.0 / self.throughput
+
+
+def solve_throughput(
+    faults: FaultRates,
+    seg,
+    n_seg: int,
+    *,
+    store: DeviceArrays,
+    cache: DeviceArrays | None = None,
+    costs: FaultCosts = FaultCosts(),
+    overlap=1.0,
+    background_store_iops=0.0,
+    background_cache_iops=0.0,
+    rounds: int = 3,
+    iterations: int = 40,
+) -> Throughput:
+    """Per-element throughput ``X/X0 = 1/(1 + sum F t / theta)`` with device queueing as a fixed point.
+
+    For each device the load ``lambda`` solves ``lambda = sum_i F_i,dev X_i (1 + w) + background``
+    where ``X_i`` uses the fault cost at the waiting time produced by ``lambda``; the map is
+    decreasing in ``lambda``, so bisection on ``[0, min(lambda(0), capacity))`` finds it. The two
+    devices (cache and datastore) are alternated ``rounds`` times (Gauss-Seidel). Only faulting
+    elements and their segments take part; the others keep ``X = 1``.
+    """
+    seg_all = np.asarray(seg, dtype=np.int64)
+    total = faults.total
+    idx = np.flatnonzero(total > 0)
+    useg, seg = np.unique(seg_all[idx], return_inverse=True)  # compact segment ids
+    m = useg.size
+    theta = np.broadcast_to(np.asarray(overlap, dtype=float), total.shape)[idx]
+    w = float(costs.writes_per_fault)
+    p_read = 1.0 / (1.0 + w)
+    t_sw = float(costs.software_s)
+    t_gsw = float(costs.software_s if costs.guest_software_s is None else costs.guest_software_s)
+    fc, fs, fg, fz = faults.cache[idx], faults.store[idx], faults.guest[idx], faults.compressed[idx]
+
+    def per_seg(x):
+        return np.broadcast_to(np.asarray(x, float), (n_seg,))
+
+    bg_s_all, bg_c_all = per_seg(background_store_iops), per_seg(background_cache_iops)
+    st = store.take(useg, n_seg)
+    ca = cache.take(useg, n_seg) if cache is not None else None
+    bg_s, bg_c = bg_s_all[useg], bg_c_all[useg]
+    rl_s = np.broadcast_to(st.read_latency_s, (m,))
+    rl_c = np.broadcast_to(ca.read_latency_s, (m,)) if ca is not None else np.zeros(m)
+
+    # X = 1 / (1 + a + b ws + c wc): the waits enter linearly, the rest is fixed per element
+    a0 = (fz * costs.decompress_s + fc * (t_sw + rl_c[seg]) + fs * (t_sw + rl_s[seg]) + fg * (t_gsw + rl_s[seg])) / theta
+    b0 = (fs + fg) / theta
+    c0 = fc / theta
+
+    def x_of(wc, ws):
+        return 1.0 / (1.0 + a0 + b0 * ws[seg] + c0 * wc[seg])
+
+    wc = np.zeros(m)
+    ws = np.zeros(m)
+    fd_s = fs + fg
+    has_s = seg_sum(fd_s, seg, m) > 0
+    has_c = (seg_sum(fc, seg, m) > 0) if ca is not None else np.zeros(m, bool)
+
+    def solve(dev, f_dev, bg, other, is_cache, mask):
+        """Root of g(lam) = lam - load(wait(lam)) (increasing) by the Illinois method."""
+        cap = np.broadcast_to(dev.capacity_iops(p_read), (m,)) * (1.0 - 1e-9)
+
+        def g(lam):
+            wait = np.where(mask, dev.wait_s(lam, p_read), 0.0)
+            x = x_of(wait, other) if is_cache else x_of(other, wait)
+            return lam - (seg_sum(f_dev * x, seg, m) * (1.0 + w) + bg)
+
+        lo = np.zeros(m)
+        g_lo = g(lo)
+        hi = np.minimum(-g_lo, cap)  # load at zero wait, capped below saturation
+        g_hi = g(hi)
+        side = np.zeros(m)
+        for _ in range(iterations):
+            width = hi - lo
+            if not np.any(mask & (width > 1e-10 * np.maximum(hi, 1e-12))):
+                break
+            denom = g_hi - g_lo
+            new = np.where(denom > 0, (lo * g_hi - hi * g_lo) / np.where(denom > 0, denom, 1.0), 0.5 * (lo + hi))
+            new = np.clip(new, lo, hi)
+            g_new = g(new)
+            pos = g_new >= 0
+            # Illinois: halve the stale end's g when the same end is kept twice
+            hi, lo = np.where(pos, new, hi), np.where(pos, lo, new)
+            g_lo = np.where(pos, np.where(side == 1, 0.5 * g_lo, g_lo), g_new)
+            g_hi = np.where(pos, g_new, np.where(side == -1, 0.5 * g_hi, g_hi))
+            side = np.where(pos, 1, -1)
+            done = np.abs(g_new) <= 1e-12 * np.maximum(new, 1e-12)
+            hi = np.where(done, new, hi)
+            lo = np.where(done, new, lo)
+        return np.where(mask, dev.wait_s(hi, p_read), 0.0)
+
+    for _ in range(rounds if ca is not None else 1):
+        if np.any(has_s):
+            ws = solve(st, fd_s, bg_s, wc, False, has_s)
+        if ca is None or not np.any(has_c):
+            break
+        wc = solve(ca, fc, bg_c, ws, True, has_c)
+    x_sub = x_of(wc, ws)
+    x = np.ones(total.shape)
+    x[idx] = x_sub
+
+    def scatter(vals, base):
+        out = np.array(np.broadcast_to(np.asarray(base, float), (n_seg,)), dtype=float)
+        out[useg] = vals
+        return out
+
+    lam_s = scatter(seg_sum(fd_s * x_sub, seg, m) * (1.0 + w) + bg_s, bg_s_all)
+    lam_c = scatter(seg_sum(fc * x_sub, seg, m) * (1.0 + w) + bg_c, bg_c_all)
+    util_s = lam_s / per_seg(store.capacity_iops(p_read))
+    util_c = lam_c / per_seg(cache.capacity_iops(p_read)) if cache is not None else np.zeros(n_seg)
+    return Throughput(
+        throughput=x,
+        fault_rate_per_s=total * x,
+        cost_cache_s=scatter(t_sw + rl_c + wc, t_sw + per_seg(cache.read_latency_s)) if cache is not None else np.zeros(n_seg),
+        cost_store_s=scatter(t_sw + rl_s + ws, t_sw + per_seg(store.read_latency_s)),
+        load_cache_iops=lam_c,
+        load_store_iops=lam_s,
+        util_cache=util_c,
+        util_store=util_s,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# one-call convenience for studies and tests
+
+
+@dataclass(frozen=True)
+class MemoryParams:
+    """Every knob of the vSphere-like model (defaults: catalog ``memory_models``, see memory.yaml)."""
+
+    zero_page_fraction: float = 0.05
+    inter_vm_sharing_fraction: float = 0.0
+    balloon_limit: float = 0.65
+    compression: bool = True
+    compression_cache_fraction: float = 0.10
+    compression_ratio: float = 2.0
+    software_s: float = 10e-6
+    guest_software_s: float | None = None
+    decompress_s: float = 20e-6
+    writes_per_fault: float = 1.0
+    hypervisor_bytes: float = 0.0
+    overhead_per_vm_bytes: float = 50 * MIB
+    use_min_free: bool = True
+
+    def costs(self) -> FaultCosts:
+        return FaultCosts(self.software_s, self.guest_software_s, self.decompress_s, self.writes_per_fault)
+
+
+@dataclass(frozen=True)
+class HostResult:
+    rec: Reclamation
+    faults: FaultRates
+    tp: Throughput
+    oversubscription: np.ndarray  # per segment
+    capacity_bytes: np.ndarray  # per segment
+
+
+def evaluate(
+    configured_bytes,
+    active_bytes,
+    seg,
+    n_seg: int,
+    host_memory_bytes,
+    params: MemoryParams,
+    *,
+    store: DeviceArrays,
+    cache: DeviceArrays | None = None,
+    swap_cache_bytes=0.0,
+    access_rate_per_s=0.0,
+    balloon_active_share=0.0,
+    compressible_fraction=0.5,
+    overlap=1.0,
+    miss_model: str = "random",
+    miss_params=None,
+    background_store_iops=0.0,
+) -> HostResult:
+    """Reclamation, faults and throughput for every element in one call."""
+    seg = np.asarray(seg, dtype=np.int64)
+    cfg = np.asarray(configured_bytes, dtype=float)
+    n_vm_seg = np.bincount(seg, minlength=n_seg).astype(float)
+    ovh = n_vm_seg * params.overhead_per_vm_bytes
+    mh = np.broadcast_to(np.asarray(host_memory_bytes, float), (n_seg,))
+    mf = min_free_bytes(mh) if params.use_min_free else 0.0
+    capacity = mh - params.hypervisor_bytes - ovh - mf
+    r = oversubscription(seg_sum(cfg, seg, n_seg), mh, params.hypervisor_bytes, ovh)
+    rec = reclaim(
+        cfg,
+        active_bytes,
+        seg,
+        n_seg,
+        capacity,
+        zero_page_fraction=params.zero_page_fraction,
+        inter_vm_sharing_fraction=params.inter_vm_sharing_fraction,
+        balloon_limit=params.balloon_limit,
+        balloon_active_share=balloon_active_share,
+        compression_cache_fraction=params.compression_cache_fraction if params.compression else 0.0,
+        compression_ratio=params.compression_ratio,
+        compressible_fraction=compressible_fraction if params.compression else 0.0,
+        swap_cache_bytes=swap_cache_bytes if cache is not None else 0.0,
+    )
+    f = fault_rates(rec, access_rate_per_s, miss_model=miss_model, miss_params=miss_params)
+    tp = solve_throughput(
+        f, seg, n_seg, store=store, cache=cache, costs=params.costs(), overlap=overlap,
+        background_store_iops=background_store_iops,
+    )
+    return HostResult(rec, f, tp, r, capacity)
