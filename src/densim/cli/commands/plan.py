@@ -1,0 +1,74 @@
+"""``densim plan INVENTORY --candidates CANDIDATES.yaml``: hosts needed and TCO per candidate host."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+
+def plan_command(
+    inventory: Annotated[Path, typer.Argument(help="RVTools xlsx/CSV, Azure folder, Bitbrains/OpenDC/PlanetLab folder, or generic long CSV/Parquet")],
+    candidates: Annotated[Path, typer.Option("--candidates", "-c", help="YAML with candidate host configurations, QoS and cost inputs")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="output folder")] = Path("plan-out"),
+    fmt: Annotated[str, typer.Option("--format", help="inventory format, or 'auto'")] = "auto",
+    policy: Annotated[Optional[str], typer.Option(help="placement policy (overrides the YAML)")] = None,
+    windows: Annotated[Optional[int], typer.Option(help="time windows used while placing (overrides the YAML)")] = None,
+    rightsize: Annotated[Optional[bool], typer.Option("--rightsize/--no-rightsize", help="right-size VMs first")] = None,
+    steps: Annotated[Optional[int], typer.Option(help="use only the first N steps of the demand series")] = None,
+    snapshot_peak_factor: Annotated[float, typer.Option(help="RVTools only: multiply snapshot demand by this")] = 1.0,
+    seed: Annotated[int, typer.Option(help="recorded in the results (the plan itself is deterministic)")] = 0,
+) -> None:
+    """For each candidate host type: hosts needed so every VM meets its QoS over the whole series, and TCO per VM."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from densim.analysis.capacity_plan import load_plan_spec, plan
+    from densim.analysis.plan_report import write_outputs
+    from densim.errors import InputError
+    from densim.inventory import load_inventory
+
+    err = Console(stderr=True)
+    try:
+        spec = load_plan_spec(candidates)
+        upd = {}
+        if policy is not None:
+            from densim.placement.prefabs import PREFABS
+
+            if policy not in PREFABS:
+                raise InputError(None, "--policy", f"unknown policy {policy!r}; valid: {', '.join(PREFABS.names())}")
+            upd["policy"] = policy
+        if windows is not None:
+            upd["windows"] = windows
+        if rightsize is not None:
+            upd["rightsizing"] = spec.rightsizing.model_copy(update={"enabled": rightsize})
+        spec = spec.model_copy(update=upd)
+        opts = {"snapshot_peak_factor": snapshot_peak_factor} if fmt in ("rvtools",) or (
+            fmt == "auto" and inventory.suffix.lower() in (".xlsx",)) else {}
+        inv = load_inventory(inventory, fmt, **opts)
+        if steps is not None:
+            inv = inv.with_series_steps(steps)
+        res = plan(inv, spec)
+        summary = write_outputs(res, out, seed)
+    except InputError as exc:
+        err.print(exc.one_line(), markup=False, highlight=False)
+        raise typer.Exit(1) from None
+
+    con = Console()
+    t = Table(title=f"densim plan: {inv.describe()}")
+    for col in ("rank", "candidate", "hosts", "lower bound", "VMs/host", "worst ready %", "mean CPU util", "TCO/VM-year", "note"):
+        t.add_column(col, justify="right" if col not in ("candidate", "note") else "left")
+    for i, r in enumerate(res.ranked(), start=1):
+        if r.feasible:
+            t.add_row(str(i), r.name, str(r.n_hosts), str(r.lower_bound_hosts), f"{r.vms_per_host:.1f}",
+                      f"{r.ready_pct_worst:.2f}", f"{r.cpu_util_mean * 100:.1f} %", f"${r.tco['per_vm_usd']:,.0f}", "")
+        else:
+            t.add_row(str(i), r.name, "-", "-", "-", "-", "-", "-", r.reason)
+    con.print(t)
+    con.print(f"demand rule: {inv.demand_rule}", markup=False, highlight=False)
+    con.print(f"wrote {out}/report.html, placement.csv, ranking.csv, summary.json (best: {summary['best']})", markup=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("plan")(plan_command)
