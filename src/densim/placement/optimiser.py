@@ -10,6 +10,10 @@ dimension ``d`` (vCPUs, MiB, CPU demand per time window ...), a host has capacit
     y[h] >= y[h + 1];  x[j, h] = 0 for h > j (VMs sorted by size)   symmetry breaking
     minimise sum_h y[h]
 
+When many VMs share a size (real inventories: a handful of standard flavours), the model counts
+VMs per size type and host instead, ``n[t, h] in 0..count_t`` with the same capacity rows, which is
+far smaller and drops the symmetry between identical VMs.
+
 The host count of a warm start (first-fit decreasing, or any placement passed in) bounds ``h`` and
 is given to the solver as a hint, so the answer is never worse than it. The solver stops at
 ``max_deterministic_time`` (reproducible) and reports ``best bound`` and the gap; the bound is at
@@ -86,7 +90,7 @@ def optimise(
     anti_affinity: np.ndarray | None = None,
     warm_start: np.ndarray | None = None,
     max_deterministic_time: float = 10.0,
-    max_time_s: float = 60.0,
+    max_time_s: float = 30.0,
     workers: int = 1,
     seed: int = 0,
 ) -> OptResult:
@@ -108,68 +112,117 @@ def optimise(
     if n == 0 or n_start <= lb0:
         return OptResult(start, n_start, n_start, "OPTIMAL", 0.0, n_start, time.perf_counter() - t_start)
 
-    # sort VMs by size so "VM j only on hosts <= j" breaks symmetry; renumber the warm start to match
-    order = np.argsort(-(sizes / np.maximum(cap, 1)).max(axis=1), kind="stable")
-    s = sizes[order]
+    labels = None if anti_affinity is None else np.asarray(anti_affinity, dtype=object)
+    # VMs of identical size (and no anti-affinity group) are interchangeable: model counts per size
+    # "type" when that shrinks the model, else one Boolean per VM and host
+    key = [tuple(row) + ((labels[j], j) if labels is not None and labels[j] else ()) for j, row in enumerate(sizes.tolist())]
+    types: dict[tuple, list[int]] = {}
+    for j, k in enumerate(key):
+        types.setdefault(k, []).append(j)
     hs = n_start
     m = cp_model.CpModel()
-    x = {}
-    for jj in range(n):
-        for h in range(min(hs, jj + 1)):
-            x[jj, h] = m.NewBoolVar(f"x{jj}_{h}")
     y = [m.NewBoolVar(f"y{h}") for h in range(hs)]
-    for jj in range(n):
-        m.AddExactlyOne(x[jj, h] for h in range(min(hs, jj + 1)))
+    for h in range(hs - 1):
+        m.AddImplication(y[h + 1], y[h])
+    hint: dict = {}
+    if len(types) <= n // 2:
+        kind = "types"
+        tlist = list(types.values())
+        ts = np.array([sizes[v[0]] for v in tlist])
+        cnt = [len(v) for v in tlist]
+        nv = {}
+        for t in range(len(tlist)):
+            per_host = int(min(cnt[t], np.min(np.where(ts[t] > 0, cap // np.maximum(ts[t], 1), cnt[t]))))
+            for h in range(hs):
+                nv[t, h] = m.NewIntVar(0, per_host, f"n{t}_{h}")
+                m.Add(nv[t, h] <= per_host * y[h])
+            m.Add(sum(nv[t, h] for h in range(hs)) == cnt[t])
+        for h in range(hs):
+            for dd in range(d):
+                m.Add(sum(int(ts[t, dd]) * nv[t, h] for t in range(len(tlist)) if ts[t, dd] > 0) <= int(cap[dd]) * y[h])
+        if labels is not None:
+            groups: dict[str, list[int]] = {}
+            for t, members in enumerate(tlist):
+                g = labels[members[0]]
+                if g:
+                    groups.setdefault(g, []).append(t)
+            for ts_g in groups.values():
+                if len(ts_g) > 1:
+                    for h in range(hs):
+                        m.Add(sum(nv[t, h] for t in ts_g) <= 1)
+        for t, members in enumerate(tlist):
+            for h in range(hs):
+                hint[nv[t, h]] = int(np.sum(start[members] == h))
+    else:
+        kind = "vms"
+        # sort VMs by size so "VM j only on hosts <= j" breaks symmetry
+        order = np.argsort(-(sizes / np.maximum(cap, 1)).max(axis=1), kind="stable")
+        s = sizes[order]
+        x = {}
+        for jj in range(n):
+            for h in range(min(hs, jj + 1)):
+                x[jj, h] = m.NewBoolVar(f"x{jj}_{h}")
+        for jj in range(n):
+            m.AddExactlyOne(x[jj, h] for h in range(min(hs, jj + 1)))
+        for h in range(hs):
+            members = list(range(h, n))
+            for dd in range(d):
+                nz = [(jj, int(s[jj, dd])) for jj in members if s[jj, dd] > 0]
+                if nz:
+                    m.Add(sum(c * x[jj, h] for jj, c in nz) <= int(cap[dd]) * y[h])
+            for jj in members:
+                m.AddImplication(x[jj, h], y[h])
+        if labels is not None:
+            lab = labels[order]
+            by_group: dict[str, list[int]] = {}
+            for jj, g in enumerate(lab):
+                if g:
+                    by_group.setdefault(g, []).append(jj)
+            for members in by_group.values():
+                if len(members) > 1:
+                    for h in range(hs):
+                        m.AddAtMostOne(x[jj, h] for jj in members if (jj, h) in x)
+        # the warm start relabelled by first appearance respects "host <= j"
+        relabel: dict[int, int] = {}
+        for jj in range(n):
+            old = int(start[order[jj]])
+            if old not in relabel:
+                relabel[old] = len(relabel)
+            for h in range(min(hs, jj + 1)):
+                hint[x[jj, h]] = int(relabel[old] == h)
     for h in range(hs):
-        members = [jj for jj in range(h, n)]
-        for dd in range(d):
-            coeffs = s[members, dd]
-            nz = [(jj, int(c)) for jj, c in zip(members, coeffs) if c > 0]
-            if nz:
-                m.Add(sum(c * x[jj, h] for jj, c in nz) <= int(cap[dd]) * y[h])
-        for jj in members:
-            m.AddImplication(x[jj, h], y[h])
-        if h + 1 < hs:
-            m.AddImplication(y[h + 1], y[h])
-    if anti_affinity is not None:
-        labels = np.asarray(anti_affinity, dtype=object)[order]
-        by_group: dict[str, list[int]] = {}
-        for jj, g in enumerate(labels):
-            if g:
-                by_group.setdefault(g, []).append(jj)
-        for members in by_group.values():
-            if len(members) > 1:
-                for h in range(hs):
-                    m.AddAtMostOne(x[jj, h] for jj in members if (jj, h) in x)
+        hint[y[h]] = int(h < n_start)
+    for var, val in hint.items():
+        m.AddHint(var, val)
     m.Add(sum(y) >= lb0)
     m.Minimize(sum(y))
-    # hint: the warm start relabelled so that host numbers respect the symmetry breaking
-    relabel: dict[int, int] = {}
-    hint_host = np.empty(n, dtype=np.int64)
-    for jj in range(n):
-        old = int(start[order[jj]])
-        if old not in relabel:
-            relabel[old] = len(relabel)
-        hint_host[jj] = relabel[old]
-    if all(hint_host[jj] <= jj for jj in range(n)):
-        for (jj, h), var in x.items():
-            m.AddHint(var, int(hint_host[jj] == h))
-        for h in range(hs):
-            m.AddHint(y[h], int(h < n_start))
     solver = cp_model.CpSolver()
     solver.parameters.max_deterministic_time = float(max_deterministic_time)
     solver.parameters.max_time_in_seconds = float(max_time_s)
     solver.parameters.num_workers = int(workers)
     solver.parameters.random_seed = int(seed)
+    # the x[j, h] model is large and loose: deep presolve probing can eat the whole budget before the
+    # search starts, so keep presolve light and let the search (seeded with the hint) work
+    solver.parameters.cp_model_probing_level = 0
+    solver.parameters.symmetry_level = 0
+    solver.parameters.max_presolve_iterations = 1
     st = solver.Solve(m)
     bound = max(lb0, int(np.ceil(solver.BestObjectiveBound() - 1e-9))) if st in (cp_model.OPTIMAL, cp_model.FEASIBLE) else lb0
     if st in (cp_model.OPTIMAL, cp_model.FEASIBLE) and int(round(solver.ObjectiveValue())) <= n_start:
-        host_sorted = np.array([next(h for h in range(min(hs, jj + 1)) if solver.Value(x[jj, h])) for jj in range(n)])
-        # compact host numbers
-        used = np.unique(host_sorted)
-        remap = {int(h): i for i, h in enumerate(used)}
-        host_of = np.empty(n, dtype=np.int64)
-        host_of[order] = [remap[int(h)] for h in host_sorted]
+        raw = np.empty(n, dtype=np.int64)
+        if kind == "types":
+            for t, members in enumerate(tlist):
+                pos = 0
+                for h in range(hs):
+                    k = int(solver.Value(nv[t, h]))
+                    raw[members[pos:pos + k]] = h
+                    pos += k
+        else:
+            raw[order] = [next(h for h in range(min(hs, jj + 1)) if solver.Value(x[jj, h])) for jj in range(n)]
+        used = np.unique(raw)
+        remap = np.full(hs, -1, dtype=np.int64)
+        remap[used] = np.arange(used.size)
+        host_of = remap[raw]
         n_hosts = int(used.size)
         status = "OPTIMAL" if st == cp_model.OPTIMAL else "FEASIBLE"
     else:
