@@ -29,7 +29,6 @@ def plan_command(
     from densim.errors import InputError
     from densim.inventory import load_inventory
 
-    err = Console(stderr=True)
     try:
         spec = load_plan_spec(candidates)
         upd = {}
@@ -52,7 +51,7 @@ def plan_command(
         res = plan(inv, spec)
         summary = write_outputs(res, out, seed)
     except InputError as exc:
-        err.print(exc.one_line(), markup=False, highlight=False)
+        typer.echo(exc.one_line(), err=True)  # one line, never wrapped
         raise typer.Exit(1) from None
 
     con = Console()
