@@ -89,3 +89,28 @@ def test_rvtools_snapshot_peak_factor_is_capped_at_the_configured_size(tmp_path)
     idx = _by_name(inv)
     expect = np.minimum(np.round(W.cpu_mhz[0]) * 3.0, W.vcpus * 2400.0)
     np.testing.assert_allclose(inv.cpu_mhz[0, idx], expect, atol=1e-3)
+
+
+def _write_trace(fmt, d):
+    from .fixtures import write_bitbrains, write_opendc, write_planetlab
+
+    return {"bitbrains": write_bitbrains, "opendc": write_opendc, "planetlab": write_planetlab}[fmt](d / fmt, W)
+
+
+@pytest.mark.parametrize("fmt", ["bitbrains", "opendc", "planetlab"])
+def test_foundation_trace_formats_read_back_the_same_demand(tmp_path, fmt):
+    path = _write_trace(fmt, tmp_path)
+    opts = {"vcpus": 4, "vcpu_mhz": 2400.0} if fmt == "planetlab" else {}
+    inv = load_inventory(path, **opts)
+    assert inv.fmt == fmt and inv.n_vms == len(W.names) and inv.step_s == 300.0
+    idx = _by_name(inv)
+    if fmt == "planetlab":
+        # PlanetLab has no sizes: demand = % x the vCPUs and MHz given as options
+        np.testing.assert_allclose(inv.cpu_mhz[:, idx], W.cpu_pct / 100 * 4 * 2400.0, rtol=1e-6)
+        return
+    np.testing.assert_array_equal(inv.vcpus[idx], W.vcpus)
+    np.testing.assert_allclose(inv.vcpu_mhz[idx], 2400.0)
+    np.testing.assert_allclose(inv.mem_bytes[idx], W.mem_gib * GIB)
+    np.testing.assert_allclose(inv.cpu_mhz[:, idx], W.cpu_mhz, rtol=1e-5, atol=1e-2)
+    if fmt == "bitbrains":
+        np.testing.assert_allclose(inv.mem_used_bytes[:, idx], W.mem_used_mib * MIB, rtol=1e-5)

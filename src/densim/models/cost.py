@@ -112,18 +112,11 @@ class CostInputs(BaseModel):
 
 
 def power_w(spec: PowerSpec, util) -> np.ndarray:
-    """Server power at CPU utilisation ``util`` in [0, 1] (vectorised)."""
-    u = np.clip(np.asarray(util, dtype=np.float64), 0.0, 1.0)
-    if spec.model == "none":
-        return np.zeros_like(u)
-    if spec.model == "constant":
-        return np.full_like(u, float(spec.idle_w))
-    if spec.model == "table":
-        return np.interp(u, np.linspace(0, 1, 11), np.asarray(spec.points_w, dtype=np.float64))
-    idle, peak = float(spec.idle_w), float(spec.peak_w)
-    if spec.model == "fan":
-        return idle + (peak - idle) * (2 * u - u**spec.exponent)
-    return idle + (peak - idle) * u
+    """Server power at CPU utilisation ``util`` in [0, 1]: the foundation's power models by name."""
+    from densim.models.power import POWER_MODELS
+
+    return np.asarray(POWER_MODELS.get(spec.model)(util, idle_w=spec.idle_w, peak_w=spec.peak_w,
+                                                   points_w=spec.points_w, exponent=spec.exponent), dtype=np.float64)
 
 
 def licence_units(lic: Licence, sockets: int, cores_per_socket: int, n_hosts: int, n_vms: int) -> int:

@@ -147,7 +147,7 @@ class Policy:
     description: str = ""
 
 
-PREFABS: Registry = Registry("placement-policy", default="consolidate")
+PREFABS: Registry = Registry("placement-prefab", default="consolidate")
 
 
 def _prefab(policy: Policy, source: str = "") -> None:
