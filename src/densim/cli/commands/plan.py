@@ -56,15 +56,18 @@ def plan_command(
 
     con = Console()
     t = Table(title=f"densim plan: {inv.describe()}")
-    for col in ("rank", "candidate", "hosts", "lower bound", "VMs/host", "worst ready %", "mean CPU util", "TCO/VM-year", "note"):
-        t.add_column(col, justify="right" if col not in ("candidate", "note") else "left")
+    for col in ("rank", "candidate", "hosts", "lower bound", "VMs/host", "worst ready %", "mean CPU util", "TCO/VM-year"):
+        t.add_column(col, justify="right" if col != "candidate" else "left")
     for i, r in enumerate(res.ranked(), start=1):
         if r.feasible:
             t.add_row(str(i), r.name, str(r.n_hosts), str(r.lower_bound_hosts), f"{r.vms_per_host:.1f}",
-                      f"{r.ready_pct_worst:.2f}", f"{r.cpu_util_mean * 100:.1f} %", f"${r.tco['per_vm_usd']:,.0f}", "")
+                      f"{r.ready_pct_worst:.2f}", f"{r.cpu_util_mean * 100:.1f} %", f"${r.tco['per_vm_usd']:,.0f}")
         else:
-            t.add_row(str(i), r.name, "-", "-", "-", "-", "-", "-", r.reason)
+            t.add_row(str(i), r.name, "-", "-", "-", "-", "-", "infeasible")
     con.print(t)
+    for r in res.ranked():
+        if not r.feasible:
+            con.print(f"{r.name}: {r.reason}", markup=False, highlight=False)
     con.print(f"demand rule: {inv.demand_rule}", markup=False, highlight=False)
     con.print(f"wrote {out}/report.html, placement.csv, ranking.csv, summary.json (best: {summary['best']})", markup=False)
 
