@@ -126,3 +126,47 @@ def test_plan_report_opens_in_a_real_browser_without_console_errors(tmp_path):
         browser.close()
     assert errors == []
     assert n_plots == 3 and n_rows == 3
+
+
+@pytest.fixture
+def gwa_rnd(traces):
+    # tests refer to the real trace by ../shared/traces/... from the repository root (conftest's `traces`)
+    path = traces / "gwa-t-12-rnd-2013-8-first250"
+    if not path.exists():
+        pytest.skip("gwa-t-12-rnd-2013-8-first250 not found")
+    return path
+
+
+def test_plan_over_real_bitbrains_vms(gwa_rnd, tmp_path):
+    # the first 30 of the 250 real VMs over their first two days (576 steps of 300 s)
+    inv = load_inventory(gwa_rnd, limit=30).with_series_steps(576)
+    assert inv.fmt == "bitbrains" and inv.n_vms == 30 and inv.step_s == 300.0
+    res = plan(inv, load_plan_spec(CANDIDATES))
+    ok = [r for r in res.ranked() if r.feasible]
+    assert ok, [r.reason for r in res.results]
+    for r in ok:
+        assert r.ready_pct_worst <= 5.0 + 1e-9
+        assert r.n_hosts >= r.lower_bound_hosts
+        assert np.bincount(r.host_of_vm).sum() == 30
+
+
+@pytest.mark.browser
+def test_real_trace_plan_report_opens_without_console_errors(gwa_rnd, tmp_path):
+    exe = _chromium()
+    if exe is None:
+        pytest.skip("chromium not installed")
+    pw = pytest.importorskip("playwright.sync_api")
+    inv = load_inventory(gwa_rnd, limit=20).with_series_steps(288)
+    from densim.analysis.plan_report import write_outputs
+
+    write_outputs(plan(inv, load_plan_spec(CANDIDATES)), tmp_path)
+    errors: list[str] = []
+    with pw.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=exe, headless=True, args=["--no-sandbox"])
+        page = browser.new_page()
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto((tmp_path / "report.html").as_uri())
+        page.wait_for_selector("#fig0 .main-svg")
+        browser.close()
+    assert errors == []
