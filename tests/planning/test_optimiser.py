@@ -9,6 +9,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from densim.placement import place as foundation_place
 from densim.placement.optimiser import ffd_vector, optimise, volume_lower_bound
 
 
@@ -66,6 +67,11 @@ def test_optimiser_never_worse_than_ffd_never_below_bound(inst):
     assert r.n_hosts == r.host_of_vm.max() + 1
     assert r.n_hosts <= reference_ffd_hosts(sizes, cap)
     assert r.n_hosts <= ffd_vector(sizes, cap).max() + 1
+    # the foundation's first-fit decreasing (densim.placement, numba kernel) on the same identical hosts
+    n = len(sizes)
+    ffd = foundation_place("first-fit-decreasing", sizes[:, 0], sizes[:, 1], np.full(n, float(cap[0])), np.full(n, float(cap[1])))
+    assert (ffd >= 0).all()
+    assert r.n_hosts <= np.unique(ffd).size
     assert r.n_hosts >= volume_lower_bound(sizes, cap)
     assert r.lower_bound >= volume_lower_bound(sizes, cap)
     assert r.lower_bound <= r.n_hosts

@@ -83,6 +83,19 @@ def ffd_vector(sizes: np.ndarray, cap: np.ndarray, anti: np.ndarray | None = Non
     return host_of
 
 
+def foundation_ffd(sizes: np.ndarray, cap: np.ndarray) -> np.ndarray:
+    """The foundation's first-fit-decreasing (``densim.placement`` "first-fit-decreasing") on
+    (vCPU-like, memory-like) sizes with identical hosts; host numbers compacted to 0..k-1."""
+    from densim.placement import place
+
+    n = sizes.shape[0]
+    raw = place("first-fit-decreasing", sizes[:, 0], sizes[:, 1], np.full(n, float(cap[0])), np.full(n, float(cap[1])))
+    if (raw < 0).any():
+        return raw
+    _, compact = np.unique(raw, return_inverse=True)
+    return compact.astype(np.int64)
+
+
 def optimise(
     sizes: np.ndarray,
     cap: np.ndarray,
@@ -106,7 +119,14 @@ def optimise(
     if (sizes > cap[None, :]).any():
         j = int(np.flatnonzero((sizes > cap[None, :]).any(axis=1))[0])
         raise ValueError(f"VM {j} does not fit an empty host (sizes {sizes[j].tolist()} > capacity {cap.tolist()})")
-    start = ffd_vector(sizes, cap, anti_affinity) if warm_start is None else np.asarray(warm_start, dtype=np.int64)
+    if warm_start is None:
+        start = ffd_vector(sizes, cap, anti_affinity)
+        if d == 2 and anti_affinity is None and n:
+            alt = foundation_ffd(sizes, cap)
+            if (alt >= 0).all() and alt.max() < start.max():
+                start = alt
+    else:
+        start = np.asarray(warm_start, dtype=np.int64)
     n_start = int(start.max()) + 1 if n else 0
     lb0 = volume_lower_bound(sizes, cap)
     if n == 0 or n_start <= lb0:
