@@ -170,3 +170,24 @@ def test_real_trace_plan_report_opens_without_console_errors(gwa_rnd, tmp_path):
         page.wait_for_selector("#fig0 .main-svg")
         browser.close()
     assert errors == []
+
+
+def test_the_howto_candidates_snippet_is_valid(tmp_path):
+    import re
+
+    text = (ROOT / "docs" / "howto" / "capacity-plan.md").read_text()
+    block = re.search(r"```yaml\n(.*?)```", text, re.S).group(1)
+    p = tmp_path / "c.yaml"
+    p.write_text(block)
+    spec = load_plan_spec(p)
+    assert spec.policy == "timeseries" and spec.qos.ha_spare_hosts == 1 and len(spec.candidates) == 1
+
+
+def test_snapshot_peak_factor_option_reaches_an_rvtools_csv_folder(tmp_path):
+    from .fixtures import write_rvtools_csv
+
+    folder = write_rvtools_csv(tmp_path / "csv", small_workload())
+    out = tmp_path / "out"
+    r = CliRunner().invoke(_app(), ["plan", str(folder), "-c", str(CANDIDATES), "-o", str(out), "--snapshot-peak-factor", "2"])
+    assert r.exit_code == 0, r.output
+    assert "peak factor 2" in json.loads((out / "summary.json").read_text())["inventory"]["demand_rule"]

@@ -43,8 +43,10 @@ def plan_command(
         if rightsize is not None:
             upd["rightsizing"] = spec.rightsizing.model_copy(update={"enabled": rightsize})
         spec = spec.model_copy(update=upd)
-        opts = {"snapshot_peak_factor": snapshot_peak_factor} if fmt in ("rvtools",) or (
-            fmt == "auto" and inventory.suffix.lower() in (".xlsx",)) else {}
+        from densim.inventory import detect_format
+
+        fmt = detect_format(inventory) if fmt == "auto" else fmt
+        opts = {"snapshot_peak_factor": snapshot_peak_factor} if fmt == "rvtools" else {}
         inv = load_inventory(inventory, fmt, **opts)
         if steps is not None:
             inv = inv.with_series_steps(steps)
