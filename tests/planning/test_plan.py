@@ -191,3 +191,19 @@ def test_snapshot_peak_factor_option_reaches_an_rvtools_csv_folder(tmp_path):
     r = CliRunner().invoke(_app(), ["plan", str(folder), "-c", str(CANDIDATES), "-o", str(out), "--snapshot-peak-factor", "2"])
     assert r.exit_code == 0, r.output
     assert "peak factor 2" in json.loads((out / "summary.json").read_text())["inventory"]["demand_rule"]
+
+
+def test_anti_affinity_column_of_the_generic_format_spreads_a_group(tmp_path):
+    # three small VMs that would share one host, but "ha-db" forbids two of them together
+    lines = ["vm,time [s],vcpus,memory [GiB],cpu_used [MHz],anti_affinity"]
+    for t in range(3):
+        for name, group in (("db1", "ha-db"), ("db2", "ha-db"), ("app", "")):
+            lines.append(f"{name},{t * 300},2,4,500,{group}")
+    p = tmp_path / "w.csv"
+    p.write_text("\n".join(lines) + "\n")
+    inv = load_inventory(p)
+    assert inv.tags["anti_affinity"].tolist() == ["ha-db", "ha-db", ""]
+    res = plan(inv, load_plan_spec(CANDIDATES))
+    for r in res.results:
+        assert r.host_of_vm[0] != r.host_of_vm[1]
+        assert r.n_hosts_packed == 2

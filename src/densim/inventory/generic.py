@@ -13,6 +13,8 @@ column         required  meaning and accepted units
 ``memory``     yes       configured memory: ``[bytes]``, ``[KiB]``, ``[MiB]``, ``[GiB]``, ``[KB]``, ``[MB]``, ``[GB]``
 ``cpu_used``   yes       CPU demand: ``[MHz]``, ``[GHz]``, or ``[%]`` of the VM's vCPUs x speed
 ``memory_used`` no       memory in use, memory units as above
+``anti_affinity`` no     group label: no two VMs of a group on one host (same on every row)
+``affinity``   no        group label: the VMs of a group share one host (same on every row)
 ============== ========= ==================================================================
 
 Samples belong to step ``round((time - first time) / step)``, the step being the median gap between
@@ -42,6 +44,8 @@ COLUMNS = {
     "memory": MEM_UNITS,
     "cpu_used": {**FREQ_UNITS, "%": None},
     "memory_used": MEM_UNITS,
+    "anti_affinity": None,
+    "affinity": None,
 }
 DEFAULT_UNIT = {"time": "s", "vcpu_speed": "mhz", "memory": "bytes", "memory_used": "bytes"}
 SUFFIX = {"_s": "s", "_ms": "ms", "_mhz": "mhz", "_ghz": "ghz", "_bytes": "bytes", "_mib": "mib", "_gib": "gib", "_pct": "%"}
@@ -169,8 +173,18 @@ def read_generic(path: str | Path, *, step_s: float | None = None) -> Inventory:
     if "memory_used" in found:
         mu = num("memory_used") * scale("memory_used", MEM_UNITS)
         mem_used, _, _ = to_grid(vm_idx, t_s, mu, names.size, step_s=step, start_s=start)
+    tags = {}
+    for key in ("anti_affinity", "affinity"):
+        if key in found:
+            col = np.array([("" if v is None else str(v).strip()) for v in df[found[key][0]].cast(pl.Utf8).to_list()], dtype=object)
+            first = col[first_row]
+            diff = col != first[vm_idx]
+            if diff.any():
+                r = int(np.argmax(diff))
+                raise InputError(path, f"row {r + 2}, column {found[key][0]!r}", f"{key} group of VM {names[vm_idx[r]]!r} changes over time")
+            tags[key] = first
     return build_inventory(
-        names, vcpus, speed, mem, cpu_mhz=cpu, mem_used_bytes=mem_used, step_s=step, start_s=start,
+        names, vcpus, speed, mem, cpu_mhz=cpu, mem_used_bytes=mem_used, step_s=step, start_s=start, tags=tags,
         source=str(path), fmt="generic",
         demand_rule="generic long format: demand as given, averaged per step",
     )
