@@ -207,3 +207,20 @@ def test_anti_affinity_column_of_the_generic_format_spreads_a_group(tmp_path):
     for r in res.results:
         assert r.host_of_vm[0] != r.host_of_vm[1]
         assert r.n_hosts_packed == 2
+
+
+def test_optimise_reports_a_bound_and_never_adds_hosts(tmp_path):
+    inv_path = write_generic_csv(tmp_path / "w.csv", small_workload(6, 40))
+    out = tmp_path / "out"
+    r = CliRunner().invoke(_app(), ["plan", str(inv_path), "-c", str(CANDIDATES), "-o", str(out), "--optimise"])
+    assert r.exit_code == 0, r.output
+    assert "proven lower bound" in r.output
+    for row in json.loads((out / "summary.json").read_text())["ranking"]:
+        if row["feasible"]:
+            assert row["optimiser_status"] in ("OPTIMAL", "FEASIBLE", "WARM_START")
+            assert 0.0 <= row["optimiser_gap"] <= 1.0
+            o = row["optimiser"]
+            # CP-SAT starts from the heuristic's placement: never more hosts, never below its proven bound
+            assert o["lower_bound"] <= o["hosts"] <= o["heuristic_hosts"]
+            assert row["hosts_packed"] == (o["hosts"] if o["adopted"] else o["heuristic_hosts"])
+            assert row["hosts"] == row["hosts_packed"] + 1  # N+1 spare

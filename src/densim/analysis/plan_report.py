@@ -29,7 +29,7 @@ def summary_dict(res: PlanResult, seed: int | None = None) -> dict:
         "policy": res.spec.policy,
         "windows": res.spec.windows,
         "cost_inputs": res.spec.cost.model_dump(),
-        "ranking": [r.row() | {"tco": r.tco} for r in ranked],
+        "ranking": [r.row() | {"tco": r.tco, "optimiser": r.optimiser} for r in ranked],
         "best": ranked[0].name if ranked and ranked[0].feasible else None,
         "seed": seed,
         "wall_s": res.wall_s,
@@ -107,7 +107,8 @@ def figures(res: PlanResult) -> list[dict]:
 
 def _table_html(rows: list[dict]) -> str:
     cols = ["candidate", "feasible", "hosts", "lower_bound_hosts", "vms_per_host", "ready_pct_worst",
-            "cpu_util_mean", "host_capex_usd", "tco_per_year_usd", "tco_per_vm_year_usd", "reason"]
+            "cpu_util_mean", "host_capex_usd", "tco_per_year_usd", "tco_per_vm_year_usd", "optimiser_status",
+            "optimiser_gap", "reason"]
     head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
     body = []
     for r in rows:

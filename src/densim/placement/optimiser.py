@@ -127,6 +127,11 @@ def optimise(
                 start = alt
     else:
         start = np.asarray(warm_start, dtype=np.int64)
+        _, start = np.unique(start, return_inverse=True)  # compact host numbers 0..k-1
+        load = np.zeros((int(start.max()) + 1 if n else 0, d))
+        np.add.at(load, start, sizes)
+        if (load > cap[None, :]).any():  # an invalid warm start is replaced by first-fit decreasing
+            start = ffd_vector(sizes, cap, anti_affinity)
     n_start = int(start.max()) + 1 if n else 0
     lb0 = volume_lower_bound(sizes, cap)
     if n == 0 or n_start <= lb0:

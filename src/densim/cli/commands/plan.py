@@ -16,6 +16,7 @@ def plan_command(
     policy: Annotated[Optional[str], typer.Option(help="placement policy (overrides the YAML)")] = None,
     windows: Annotated[Optional[int], typer.Option(help="time windows used while placing (overrides the YAML)")] = None,
     rightsize: Annotated[Optional[bool], typer.Option("--rightsize/--no-rightsize", help="right-size VMs first")] = None,
+    optimise: Annotated[Optional[bool], typer.Option("--optimise/--no-optimise", help="CP-SAT after the heuristic (reports the gap)")] = None,
     steps: Annotated[Optional[int], typer.Option(help="use only the first N steps of the demand series")] = None,
     snapshot_peak_factor: Annotated[float, typer.Option(help="RVTools only: multiply snapshot demand by this")] = 1.0,
     seed: Annotated[int, typer.Option(help="recorded in the results (the plan itself is deterministic)")] = 0,
@@ -40,6 +41,8 @@ def plan_command(
             upd["policy"] = policy
         if windows is not None:
             upd["windows"] = windows
+        if optimise is not None:
+            upd["optimise"] = spec.optimise.model_copy(update={"enabled": optimise})
         if rightsize is not None:
             upd["rightsizing"] = spec.rightsizing.model_copy(update={"enabled": rightsize})
         spec = spec.model_copy(update=upd)
@@ -68,6 +71,11 @@ def plan_command(
             t.add_row(str(i), r.name, "-", "-", "-", "-", "-", "infeasible")
     con.print(t)
     for r in res.ranked():
+        o = r.optimiser
+        if o.get("status") not in (None, "SKIPPED"):
+            con.print(f"{r.name}: CP-SAT {o['status']}, {o['hosts']} hosts before spares (heuristic {o['heuristic_hosts']}), "
+                      f"proven lower bound {o['lower_bound']}, gap {o['gap'] * 100:.1f} %"
+                      + (" - adopted" if o.get("adopted") else ""), markup=False, highlight=False)
         if not r.feasible:
             con.print(f"{r.name}: {r.reason}", markup=False, highlight=False)
     con.print(f"demand rule: {inv.demand_rule}", markup=False, highlight=False)
