@@ -114,3 +114,13 @@ def test_azure_duplicate_vm_ids(tmp_path):
     with pytest.raises(InputError) as exc:
         load_inventory(folder)
     assert "row 5, column 'vmid'" in exc.value.one_line() and "duplicate VM id 'vm-1' (also in row 1)" in exc.value.one_line()
+
+
+def test_missing_or_unrecognisable_inventory(tmp_path):
+    assert "inventory not found" in _err(tmp_path / "nope.xlsx")
+    odd = tmp_path / "inventory.json"
+    odd.write_text("{}")
+    assert "cannot tell the inventory format" in _err(odd)
+    with pytest.raises(InputError) as exc:
+        load_inventory(odd, "nonsense")
+    assert "unknown inventory format 'nonsense'" in exc.value.one_line()

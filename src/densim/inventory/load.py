@@ -44,9 +44,8 @@ def detect_format(path: Path) -> str:
         return "generic"
     if suffix.endswith(".csv"):
         head = path.read_text(encoding="utf-8-sig", errors="replace").split("\n", 1)[0].strip().lower()
-        if head.startswith("vm,") or head.startswith("\"vm\",") or "cpu_used" in head:
-            if "cpu_used" in head:
-                return "generic"
+        if "cpu_used" in head:  # the generic long format's required demand column
+            return "generic"
         if rvtools.is_rvtools(path):
             return "rvtools"
         return "generic"
