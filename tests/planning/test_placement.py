@@ -129,3 +129,29 @@ def test_every_policy_places_every_vm_once_within_capacity(vms, policy):
     load_m = np.bincount(pl.host_of_vm, weights=m * GIB)
     assert (load_v <= 32).all() and (load_m <= 128 * GIB).all()
     assert pl.n_hosts >= lower_bound_hosts(p)
+
+
+def test_full_resolution_ready_agrees_with_the_engines_binomial_model():
+    # When every vCPU on a host has the same busy fraction, sum_j v_j x ready_j / 100 = E[(K - C)+],
+    # which must equal the engine's CPU contention model "binomial" for that host and step.
+    from densim.models.cpu import CPU_CONTENTION
+
+    host = HostType("h", 2, 8, 1, 2000.0, 512 * GIB)  # C = 16
+    rng = np.random.default_rng(3)
+    u = rng.uniform(0.2, 0.9, size=(50, 1))  # one busy fraction per step, shared by all VMs
+    vcpus = np.array([4.0, 4.0, 8.0, 2.0, 6.0])  # N = 24 > C
+    cpu = u * vcpus[None, :] * 2000.0
+    host_of = np.zeros(5, dtype=np.int64)
+    from densim.placement.filters import ready_pct_worst
+
+    mean = (u * vcpus.sum())[:, 0]
+    var = (vcpus.sum() * u * (1 - u))[:, 0]
+    share = ready_pct_worst(mean, var, np.ones_like(mean), host.logical_capacity, vcpus.sum())
+    ours = (vcpus.sum() * u[:, 0] * share / 100.0)  # sum_j v_j (100 u E/E[K]) / 100
+    engine = CPU_CONTENTION.get("binomial")(mean, vcpus.sum(), host.logical_capacity)
+    np.testing.assert_allclose(ours, engine, rtol=1e-9, atol=1e-12)
+    m = host_metrics(host_of, 1, host, vcpus, cpu, None)
+    assert m.ready_pct_worst[0] == pytest.approx(float((u[:, 0] * share).max()), rel=1e-9)
+    # a host with no more vCPUs than cores never waits
+    small = host_metrics(np.zeros(2, dtype=np.int64), 1, host, np.array([8.0, 8.0]), np.full((3, 2), 16000.0), None)
+    assert small.ready_pct_worst[0] == 0.0

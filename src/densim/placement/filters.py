@@ -52,16 +52,19 @@ def f_demand(state, j: int) -> np.ndarray:
     return ok
 
 
-def ready_pct_worst(mean_k, var_k, umax, logical_capacity) -> np.ndarray:
+def ready_pct_worst(mean_k, var_k, umax, logical_capacity, n_vcpus=None) -> np.ndarray:
     """Worst VM's CPU Ready % per vCPU for a host, per window (binomial occupancy, normal approximation).
 
     ``K`` = runnable vCPUs on the host, mean ``sum v_j u_j`` and variance ``sum v_j u_j (1 - u_j)``;
     ``C`` = logical capacity (cores x SMT gain). With fair sharing each runnable vCPU waits a share
     ``E[(K - C)+] / E[K]`` of its runnable time, so a vCPU busy a fraction ``u`` sees ready
     ``100 u E[(K - C)+] / E[K]`` %. Summed over vCPUs this is ``E[(K - C)+]`` (the guide's host figure,
-    ../shared/reference/modelling-guide.md §3.2).
+    ../shared/reference/modelling-guide.md §3.2). ``K`` cannot exceed the host's vCPU count
+    ``n_vcpus``: where ``n_vcpus <= C`` nothing ever waits (as in the engine's ``binomial`` model).
     """
     ee = expected_excess(mean_k, var_k, logical_capacity)
+    if n_vcpus is not None:
+        ee = np.where(np.asarray(n_vcpus) > logical_capacity, ee, 0.0)
     with np.errstate(invalid="ignore", divide="ignore"):
         share = np.where(mean_k > 0, ee / np.maximum(mean_k, 1e-12), 0.0)
     return 100.0 * umax * share
@@ -82,7 +85,8 @@ def f_ready(state, j: int) -> np.ndarray:
     mean = state.k_mean[h] + v * u
     var = state.k_var[h] + v * u * (1.0 - u)
     umax = np.maximum(state.u_max[h], u)
-    r = ready_pct_worst(mean, var, umax, p.host.logical_capacity)
+    n = (state.vcpus_used[h] + v)[:, None]
+    r = ready_pct_worst(mean, var, umax, p.host.logical_capacity, n)
     return (r <= p.ready_bound_pct).all(axis=1)
 
 

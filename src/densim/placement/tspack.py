@@ -91,6 +91,7 @@ def host_metrics(host_of: np.ndarray, n_hosts: int, host: HostType, vcpus: np.nd
     capped = 0
     onehot = np.zeros((n, n_hosts))
     onehot[np.arange(n), host_of] = 1.0
+    host_vcpus = v @ onehot  # (H,)
     for t0 in range(0, t_total, chunk):
         c = cpu_mhz[t0:t0 + chunk].astype(np.float64)
         capped += int((c > v[None, :] * host.core_mhz * (1 + 1e-9)).sum())
@@ -101,7 +102,7 @@ def host_metrics(host_of: np.ndarray, n_hosts: int, host: HostType, vcpus: np.nd
         util_peak = np.maximum(util_peak, util.max(axis=0))
         mean = (v[None, :] * u) @ onehot
         var = (v[None, :] * u * (1 - u)) @ onehot
-        share = ready_pct_worst(mean, var, np.ones_like(mean), host.logical_capacity)  # 100 E[(K-C)+]/E[K]
+        share = ready_pct_worst(mean, var, np.ones_like(mean), host.logical_capacity, host_vcpus[None, :])  # 100 E[(K-C)+]/E[K]
         vm_r = u * share[:, host_of]  # (t, N)
         vm_ready = np.maximum(vm_ready, vm_r.max(axis=0))
         worst = np.zeros((vm_r.shape[0], n_hosts))
