@@ -55,6 +55,10 @@ def test_plan_cli_writes_ranking_placement_and_report(tmp_path):
     assert len(rows) == 6 * len(costs)
     html = (out / "report.html").read_text()
     assert html.count("Plotly.newPlot") == 3 and "Demand rule" in html
+    # right-sizing is on in the example: one row per VM, never above today's size
+    rs = list(csv.DictReader((out / "rightsizing.csv").open()))
+    assert len(rs) == 6 and all(int(x["vcpus_recommended"]) <= int(x["vcpus"]) for x in rs)
+    assert summary["rightsizing"]["vcpus_reclaimed"] == sum(int(x["vcpus"]) - int(x["vcpus_recommended"]) for x in rs)
     assert html.count("plotly.js v") <= 2  # the library is embedded once
 
 

@@ -56,6 +56,16 @@ def placement_csv(res: PlanResult) -> str:
     return buf.getvalue()
 
 
+def rightsizing_csv(res: PlanResult) -> str:
+    rows = res.rightsizing.table()
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
+    w.writeheader()
+    for r in rows:
+        w.writerow(r)
+    return buf.getvalue()
+
+
 def ranking_csv(res: PlanResult) -> str:
     rows = [r.row() for r in res.ranked()]
     buf = io.StringIO()
@@ -166,6 +176,8 @@ def write_outputs(res: PlanResult, out_dir: str | Path, seed: int | None = None)
     summary = summary_dict(res, seed)
     write_text_atomic(out / "placement.csv", placement_csv(res))
     write_text_atomic(out / "ranking.csv", ranking_csv(res))
+    if res.rightsizing is not None:
+        write_text_atomic(out / "rightsizing.csv", rightsizing_csv(res))
     write_text_atomic(out / "report.html", report_html(res, summary))
     write_json_atomic(out / "summary.json", summary)
     return summary
