@@ -66,7 +66,7 @@ def test_duplicate_vm_names(tmp_path):
 def test_empty_sheet(tmp_path):
     path = write_rvtools_xlsx(tmp_path / "e.xlsx", W, empty_vinfo=True)
     msg = _err(path)
-    assert "sheet vInfo" in msg and "empty sheet" in msg
+    assert "sheet vInfo, row 2: empty sheet: no VM rows under the header" in msg
 
 
 def test_missing_vinfo_sheet(tmp_path):

@@ -229,7 +229,8 @@ def read_rvtools(
         raise InputError(path, "sheet vInfo", f"missing (sheets found: {', '.join(s.name for s in sheets.values()) or 'none'})")
     vi = sheets["vinfo"]
     if not vi.header or not vi.rows:
-        raise vi.error(None, None, "empty sheet: no VM rows under the header" if vi.header else "empty sheet: no header row")
+        where = f"sheet {vi.name}, row {2 if vi.header else 1}"
+        raise InputError(path, where, "empty sheet: no VM rows under the header" if vi.header else "empty sheet: no header row")
 
     cols = {k: vi.find(a) for k, a in VINFO.items()}
     for need in ("vm", "cpus"):
