@@ -5,8 +5,9 @@ Published (IT@Intel, "Increasing Private Cloud Host Virtualization with Servers 
 mirrored drives from our cloud host bill of materials - reducing our compute hardware cost by
 4.7 percent". The host: blade, 2 x Xeon E5-2698 v3, 256 GB. The model: both bills of materials are
 priced from ``catalog/bom.yaml`` and the saving is ``1 - capex_ssd / capex_hdd`` (a pure capex term,
-modelling-guide §6.6). The prices are dated estimates, so the study also reports how far the
-saving moves when the SSD price changes by +/-25 %.
+modelling-guide §6.6). The prices are dated estimates written down with the published figure known
+(see catalog/bom.yaml), so this is a consistency check of the capex arithmetic rather than independent
+evidence; the study also reports how far the saving moves when the SSD price changes by +/-25 %.
 """
 
 from __future__ import annotations
