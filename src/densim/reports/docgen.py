@@ -17,6 +17,7 @@ def _registries_md() -> str:
     import densim.models.cpu  # noqa: F401
     import densim.models.power  # noqa: F401
     import densim.placement  # noqa: F401
+    import densim.placement.prefabs  # noqa: F401  (placement filters, weighers and prefab policies)
     import densim.workloads.readers  # noqa: F401
     from densim.registry import Registry
 

@@ -1,0 +1,86 @@
+"""``densim plan INVENTORY --candidates CANDIDATES.yaml``: hosts needed and TCO per candidate host."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+
+def plan_command(
+    inventory: Annotated[Path, typer.Argument(help="RVTools xlsx/CSV, Azure folder, Bitbrains/OpenDC/PlanetLab folder, or generic long CSV/Parquet")],
+    candidates: Annotated[Path, typer.Option("--candidates", "-c", help="YAML with candidate host configurations, QoS and cost inputs")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="output folder")] = Path("plan-out"),
+    fmt: Annotated[str, typer.Option("--format", help="inventory format, or 'auto'")] = "auto",
+    policy: Annotated[Optional[str], typer.Option(help="placement policy (overrides the YAML)")] = None,
+    windows: Annotated[Optional[int], typer.Option(help="time windows used while placing (overrides the YAML)")] = None,
+    rightsize: Annotated[Optional[bool], typer.Option("--rightsize/--no-rightsize", help="right-size VMs first")] = None,
+    optimise: Annotated[Optional[bool], typer.Option("--optimise/--no-optimise", help="CP-SAT after the heuristic (reports the gap)")] = None,
+    steps: Annotated[Optional[int], typer.Option(help="use only the first N steps of the demand series")] = None,
+    snapshot_peak_factor: Annotated[float, typer.Option(help="RVTools only: multiply snapshot demand by this")] = 1.0,
+    seed: Annotated[int, typer.Option(help="recorded in the results (the plan itself is deterministic)")] = 0,
+) -> None:
+    """For each candidate host type: hosts needed so every VM meets its QoS over the whole series, and TCO per VM."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from densim.analysis.capacity_plan import load_plan_spec, plan
+    from densim.analysis.plan_report import write_outputs
+    from densim.errors import InputError
+    from densim.inventory import load_inventory
+
+    try:
+        spec = load_plan_spec(candidates)
+        upd = {}
+        if policy is not None:
+            from densim.placement.prefabs import PREFABS
+
+            if policy not in PREFABS:
+                raise InputError(None, "--policy", f"unknown policy {policy!r}; valid: {', '.join(PREFABS.names())}")
+            upd["policy"] = policy
+        if windows is not None:
+            upd["windows"] = windows
+        if optimise is not None:
+            upd["optimise"] = spec.optimise.model_copy(update={"enabled": optimise})
+        if rightsize is not None:
+            upd["rightsizing"] = spec.rightsizing.model_copy(update={"enabled": rightsize})
+        spec = spec.model_copy(update=upd)
+        from densim.inventory import detect_format
+
+        fmt = detect_format(inventory) if fmt == "auto" else fmt
+        opts = {"snapshot_peak_factor": snapshot_peak_factor} if fmt == "rvtools" else {}
+        inv = load_inventory(inventory, fmt, **opts)
+        if steps is not None:
+            inv = inv.with_series_steps(steps)
+        res = plan(inv, spec)
+        summary = write_outputs(res, out, seed)
+    except InputError as exc:
+        typer.echo(exc.one_line(), err=True)  # one line, never wrapped
+        raise typer.Exit(1) from None
+
+    con = Console()
+    t = Table(title=f"densim plan: {inv.describe()}")
+    for col in ("rank", "candidate", "hosts", "lower bound", "VMs/host", "worst ready %", "mean CPU util", "TCO/VM-year"):
+        t.add_column(col, justify="right" if col != "candidate" else "left")
+    for i, r in enumerate(res.ranked(), start=1):
+        if r.feasible:
+            t.add_row(str(i), r.name, str(r.n_hosts), str(r.lower_bound_hosts), f"{r.vms_per_host:.1f}",
+                      f"{r.ready_pct_worst:.2f}", f"{r.cpu_util_mean * 100:.1f} %", f"${r.tco['per_vm_usd']:,.0f}")
+        else:
+            t.add_row(str(i), r.name, "-", "-", "-", "-", "-", "infeasible")
+    con.print(t)
+    for r in res.ranked():
+        o = r.optimiser
+        if o.get("status") not in (None, "SKIPPED"):
+            con.print(f"{r.name}: CP-SAT {o['status']}, {o['hosts']} hosts before spares (heuristic {o['heuristic_hosts']}), "
+                      f"proven lower bound {o['lower_bound']}, gap {o['gap'] * 100:.1f} %"
+                      + (" - adopted" if o.get("adopted") else ""), markup=False, highlight=False)
+        if not r.feasible:
+            con.print(f"{r.name}: {r.reason}", markup=False, highlight=False)
+    con.print(f"demand rule: {inv.demand_rule}", markup=False, highlight=False)
+    con.print(f"wrote {out}/report.html, placement.csv, ranking.csv, summary.json (best: {summary['best']})", markup=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("plan")(plan_command)

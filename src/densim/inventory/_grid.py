@@ -1,0 +1,34 @@
+"""Put long-format samples (vm index, time, value) on a uniform steps x VMs grid."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def infer_step_s(times_s: np.ndarray) -> float:
+    """The median gap between distinct sample times (300 s for most VM traces)."""
+    u = np.unique(times_s)
+    if u.size < 2:
+        return 300.0
+    return float(np.median(np.diff(u)))
+
+
+def to_grid(vm_idx: np.ndarray, times_s: np.ndarray, values: np.ndarray, n_vms: int, step_s: float | None = None,
+            start_s: float | None = None) -> tuple[np.ndarray, float, float]:
+    """Mean of the samples that fall in each (step, VM) cell; cells without samples are 0.
+
+    Returns ``(grid (steps, n_vms) float32, step_s, start_s)``. A sample at time t belongs to step
+    ``round((t - start) / step)`` (samples sit on the grid points in every supported trace; duplicates,
+    such as Bitbrains' repeated timestamps, are averaged).
+    """
+    times_s = np.asarray(times_s, dtype=np.float64)
+    step = float(step_s) if step_s else infer_step_s(times_s)
+    start = float(times_s.min()) if start_s is None else float(start_s)
+    k = np.rint((times_s - start) / step).astype(np.int64)
+    n_steps = int(k.max()) + 1 if k.size else 0
+    flat = k * n_vms + np.asarray(vm_idx, dtype=np.int64)
+    sums = np.bincount(flat, weights=np.asarray(values, dtype=np.float64), minlength=n_steps * n_vms)
+    cnt = np.bincount(flat, minlength=n_steps * n_vms)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(cnt > 0, sums / np.maximum(cnt, 1), 0.0)
+    return mean.reshape(n_steps, n_vms).astype(np.float32), step, start
