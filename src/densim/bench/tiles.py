@@ -26,7 +26,7 @@ from scipy import stats
 
 import densim
 from densim.errors import InputError
-from densim.models.cpu_power import expected_package_power_w, power_limited_frequency_mhz, turbo_frequency_mhz
+from densim.models.cpu_power import package_power_w, power_limited_frequency_mhz, turbo_frequency_mhz
 from densim.models.devices import DeviceSpec, device_response_s
 from densim.models.numa import NumaSpec, costop_stretch, remote_fraction
 from densim.models.requests import PathCosts, RequestClass, VmRole, qos_margin, ready_stretch, response_quantile_s, solve_class, users_in_interval, visit_cycles
@@ -84,7 +84,7 @@ class TileSpec(BaseModel):
 
 class RunSpec(BaseModel):
     model_config = _CFG
-    intervals: int = Field(default=8, ge=1, description="measured intervals")
+    intervals: int = Field(default=6, ge=1, description="measured intervals")
     warmup_intervals: int = Field(default=2, ge=0)
     interval_s: PosSeconds = Field(default=300.0, alias="interval")
     seed: int = 1
@@ -232,15 +232,14 @@ class Bench:
         return (pmf * k * self.freq_by_busy_cores).sum(axis=1) / np.maximum((pmf * k).sum(axis=1), 1e-12)
 
     def package_power_w(self, u_core) -> float:
+        """Mean socket power with ``K ~ Binomial(cores, u)`` busy cores at the clock table ``f(K)``."""
         pw = self.platform.power
-        t = self.v.power.turbo and self.cpu.turbo_mhz is not None
-        # expected power per socket, clock from the same busy-core table
-        u = float(np.clip(u_core, 0.0, 1.0))
-        p = expected_package_power_w(u, self.cores, base_mhz=self.cpu.base_mhz, max_turbo_mhz=self.cpu.turbo_mhz if t else None,
-                                     all_core_turbo_mhz=self.platform.all_core_turbo_mhz, uncore_w=pw.uncore_w,
-                                     core_dynamic_w_at_base=pw.core_dynamic_w_at_base, core_leakage_w=pw.core_leakage_w,
-                                     gated_core_w=pw.gated_core_w, power_gating=self.v.power.power_gating, turbo=t)
-        return float(min(p, self.cpu.tdp_w or np.inf))
+        k = np.arange(0, self.cores + 1, dtype=float)
+        p_k = package_power_w(k, self.cores, self.freq_by_busy_cores, base_mhz=self.cpu.base_mhz, uncore_w=pw.uncore_w,
+                              core_dynamic_w_at_base=pw.core_dynamic_w_at_base, core_leakage_w=pw.core_leakage_w,
+                              gated_core_w=pw.gated_core_w, power_gating=self.v.power.power_gating)
+        pmf = stats.binom.pmf(k, self.cores, float(np.clip(u_core, 0.0, 1.0)))
+        return float(np.sum(pmf * p_k))
 
     def vm_names(self, n_tiles: int) -> list[str]:
         return [f"tile{t + 1}-{r}" for t in range(n_tiles) for r in self.roles]
