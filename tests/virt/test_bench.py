@@ -121,3 +121,22 @@ def test_cli_bench_tiles_writes_json(tmp_path):
     assert doc["seed"] == 7 and doc["result"]["tiles"] >= 8
     res = CliRunner().invoke(_app(), ["bench", "tiles", str(tmp_path / "missing.yaml"), "--out", str(tmp_path / "x.json")])
     assert res.exit_code == 1 and not (tmp_path / "x.json").exists()
+
+
+def test_main_cli_lists_bench_and_the_study():
+    from densim.cli.main import app
+
+    res = CliRunner().invoke(app, ["bench", "--help"])
+    assert res.exit_code == 0 and "tiles" in res.output and "compare" in res.output
+    res = CliRunner().invoke(app, ["studies"])
+    assert res.exit_code == 0 and "kvm-tuning" in res.output
+
+
+def test_main_cli_bench_tiles_bad_input_exit_1(tmp_path):
+    from densim.cli.main import app
+
+    p = tmp_path / "h.yaml"
+    p.write_text("server: ibm-x3650-m3-x5680\nvirtualization: {model: kvm, hypervisor: {network: carrier-pigeon}}\n")
+    res = CliRunner().invoke(app, ["bench", "tiles", str(p), "--out", str(tmp_path / "r.json")])
+    assert res.exit_code == 1
+    assert not (tmp_path / "r.json").exists()
