@@ -140,3 +140,14 @@ def test_main_cli_bench_tiles_bad_input_exit_1(tmp_path):
     res = CliRunner().invoke(app, ["bench", "tiles", str(p), "--out", str(tmp_path / "r.json")])
     assert res.exit_code == 1
     assert not (tmp_path / "r.json").exists()
+
+
+def test_howto_host_snippet_is_a_valid_host_file(tmp_path):
+    import re
+
+    text = (ROOT / "docs" / "howto" / "consolidation-tiles.md").read_text()
+    block = re.search(r"```yaml\n(.*?)```", text, re.S).group(1)
+    p = tmp_path / "h.yaml"
+    p.write_text(block)
+    h = load_host(p)
+    assert h.virtualization.numa.policy == "auto" and h.virtualization.hypervisor.network == "vhost"

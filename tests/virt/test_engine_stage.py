@@ -64,3 +64,15 @@ def test_bad_workload_value_is_reported_with_its_path():
 
     with pytest.raises(InputError, match=r"vms\[0\]\.workload\.llc_mpki"):
         _run({"model": "kvm"}, {"llc_mpki": "lots"})
+
+
+def test_engine_example_runs():
+    from pathlib import Path
+
+    from densim.scenario.io import load_scenario
+
+    sc = load_scenario(Path(__file__).resolve().parents[2] / "examples" / "virt" / "engine-kvm.yaml")
+    sc = sc.model_copy(update={"simulation": sc.simulation.model_copy(update={"horizon_s": 3600.0})})
+    r = simulate(sc)
+    assert r.summary["virtualization"]["numa_policy"] == "auto"
+    assert (r.vms["virt_overhead_mhz_mean"].to_numpy() > 0).all()
