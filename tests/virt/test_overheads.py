@@ -78,6 +78,8 @@ def test_tlb_walk_cycles_per_kinstr_for_page_size_choices():
 def test_shadow_paging_upkeep_exits():
     # (0.02 page-table writes + 0.005 context switches) per kinstr x 1500 cycles = 37.5 cycles/kinstr
     assert shadow_paging_cycles_per_kinstr(0.02, 0.005, 1500) == pytest.approx(37.5)
+    # emulated page-table writes at 10,000 cycles, CR3 loads at 1,500: 200 + 7.5 = 207.5
+    assert shadow_paging_cycles_per_kinstr(0.02, 0.005, 10000, 1500) == pytest.approx(207.5)
     assert exit_cycles(3, 1500) == 4500
 
 

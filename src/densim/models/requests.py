@@ -107,7 +107,8 @@ def visit_cycles(visit: Visit, costs: PathCosts, remote_frac: float) -> tuple[fl
     g = visit.guest_large_fraction if costs.guest_large_pages else 0.0
     walk = tlb_walk_cycles_per_kinstr(visit.tlb_mpki_4k, g, costs.tlb, host_hugepages=costs.host_hugepages, paging=costs.paging)
     if costs.paging == "shadow":
-        walk += float(shadow_paging_cycles_per_kinstr(visit.pt_updates_per_kinstr, visit.context_switches_per_kinstr, costs.exits.light_cycles))
+        # a trapped page-table write is emulated (heavy); a CR3 load is handled in the hypervisor (light)
+        walk += float(shadow_paging_cycles_per_kinstr(visit.pt_updates_per_kinstr, visit.context_switches_per_kinstr, costs.exits.heavy_cycles, costs.exits.light_cycles))
     cpi = float(cycles_per_instruction(visit.cpi_core, visit.llc_mpki, remote_frac, costs.numa, walk))
     net_v, net_h = io_path_cycles(costs.network, costs.exits)
     io_v, io_h = io_path_cycles(costs.storage, costs.exits)

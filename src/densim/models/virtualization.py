@@ -99,9 +99,13 @@ def paging_cycles_per_kinstr(tlb_misses_per_kinstr_, cycles_per_walk):
     return out[()] if np.ndim(out) == 0 else out
 
 
-def shadow_paging_cycles_per_kinstr(pt_updates_per_kinstr, context_switches_per_kinstr, cycles_per_exit):
-    """Shadow-table upkeep: each guest page-table write and each CR3 load (context switch) exits."""
-    out = (np.asarray(pt_updates_per_kinstr, dtype=float) + np.asarray(context_switches_per_kinstr, dtype=float)) * cycles_per_exit
+def shadow_paging_cycles_per_kinstr(pt_updates_per_kinstr, context_switches_per_kinstr, cycles_per_exit, context_switch_cycles=None):
+    """Shadow-table upkeep: each guest page-table write (write-protect fault, emulated and synced into
+    the shadow table) and each CR3 load (context switch) exits:
+    ``pt_updates x cycles_per_exit + context_switches x context_switch_cycles`` (default the same cost).
+    """
+    cs = cycles_per_exit if context_switch_cycles is None else context_switch_cycles
+    out = np.asarray(pt_updates_per_kinstr, dtype=float) * cycles_per_exit + np.asarray(context_switches_per_kinstr, dtype=float) * cs
     return out[()] if np.ndim(out) == 0 else out
 
 

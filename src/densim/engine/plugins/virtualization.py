@@ -88,7 +88,7 @@ class VirtualizationStage(BaseStage):
                 g_large = w["guest_large_fraction"] if hv.guest_large_pages else 0.0
                 walk_v = tlb_walk_cycles_per_kinstr(w["tlb_mpki_4k"], g_large, plat.tlb, host_hugepages=hv.host_hugepages, paging=hv.paging)
                 if hv.paging == "shadow":
-                    walk_v += float(shadow_paging_cycles_per_kinstr(0.02, 0.005, exits.light_cycles))
+                    walk_v += float(shadow_paging_cycles_per_kinstr(0.02, 0.005, exits.heavy_cycles, exits.light_cycles))
                 walk_n = tlb_walk_cycles_per_kinstr(w["tlb_mpki_4k"], g_large, plat.tlb, host_hugepages=False, paging="native")
                 sockets = server.cpu.sockets
                 span = nodes_spanned(vms.vcpus[sel], vms.mem_bytes[sel], cpu.cores, server.memory_bytes / sockets, sockets)
