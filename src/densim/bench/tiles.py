@@ -13,7 +13,6 @@ turbo clock -> per request class MVA (:mod:`densim.models.requests`) -> node dem
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
