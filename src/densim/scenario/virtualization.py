@@ -1,16 +1,65 @@
-"""Hypervisor features, NUMA policy and processor power management. Owned by the virtualization model."""
+"""Hypervisor features, NUMA policy and processor power management. Owned by the virtualization model.
+
+Each mechanism of the overhead model (modelling guide §3.4) is a switch here; the parameters of
+each mechanism live in ``catalog/virtualization.yaml``.
+"""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from densim.units import PosSeconds
+
+_CFG = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+
+class HypervisorFeatures(BaseModel):
+    """Switches of the hypervisor and host configuration."""
+
+    model_config = _CFG
+    paging: Literal["ept", "shadow"] = Field(default="ept", description="hardware-assisted (EPT/NPT) or shadow page tables")
+    host_hugepages: bool = Field(default=False, description="guest memory backed by 2 MB host pages (hugetlbfs or transparent hugepages)")
+    guest_large_pages: bool = Field(default=True, description="guest applications that ask for large pages (JVM, DB) get them")
+    network: Literal["emulated", "virtio", "vhost", "sriov"] = "virtio"
+    storage: Literal["emulated", "virtio"] = "virtio"
+    exit_costs: str | None = Field(default=None, description="catalog 'virt_exit_costs' entry; default: the platform's")
+
+
+class NumaSettings(BaseModel):
+    """Where VMs run and allocate memory."""
+
+    model_config = _CFG
+    policy: Literal["none", "manual", "auto"] = Field(
+        default="none", description="none: the host scheduler spreads vCPUs; manual: pinning below; auto: node binding at start + periodic rebalancing"
+    )
+    pinning: dict[str, int] = Field(default_factory=dict, description="manual policy: VM (or VM group) name -> node index")
+    guest_numa_aware: bool = Field(default=False, description="the guest sees a virtual NUMA topology (vNUMA) and uses it")
+    rebalance_interval_s: PosSeconds = Field(default=300.0, alias="rebalance_interval", description="auto policy: how often the balancer looks")
+    imbalance_threshold: float = Field(default=0.1, gt=0, le=1, description="auto policy: move a VM when node loads differ by more than this share")
+    migrate_cycles_per_byte: float = Field(default=2.0, ge=0, description="host CPU to move a VM's memory to another node (E)")
+
+
+class PowerManagement(BaseModel):
+    """Processor power management by the power control unit."""
+
+    model_config = _CFG
+    turbo: bool = True
+    power_gating: bool = Field(default=True, description="idle cores enter C6 and stop leaking")
+    smt: bool = Field(default=True, description="hyper-threading on (throughput factor smt_gain per core)")
 
 
 class VirtualizationSettings(BaseModel):
     """Hypervisor features, NUMA policy and processor power management. Owned by the virtualization model.
 
-    model: none (the default) switches the mechanism off.
+    model: none (the default) switches the mechanism off; ``kvm`` applies the overhead, NUMA and
+    power models with the switches below.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+    model_config = _CFG
 
-    model: str = "none"
+    model: Literal["none", "kvm"] = "none"
+    hypervisor: HypervisorFeatures = Field(default_factory=HypervisorFeatures)
+    numa: NumaSettings = Field(default_factory=NumaSettings)
+    power: PowerManagement = Field(default_factory=PowerManagement)

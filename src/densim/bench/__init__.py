@@ -1,0 +1,1 @@
+"""Consolidation benchmark in tiles: ``densim bench tiles HOST.yaml`` and ``densim bench compare``."""

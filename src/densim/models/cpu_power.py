@@ -1,0 +1,134 @@
+"""Processor power management: SMT throughput, turbo frequency and per-core power gating.
+
+Pure, vectorised functions with the unit in every name. Sources and assumptions:
+
+* Turbo: the power control unit raises the clock of busy cores in bins when fewer cores are active
+  (Intel Turbo Boost; the per-active-core bin table is on each CPU's specification update). Without a
+  bin table the frequency falls linearly from ``max_turbo_mhz`` (one busy core) to
+  ``all_core_turbo_mhz`` (every core busy).
+* Power gating: an idle core is put in a deep C-state (C6) by the power control unit and draws almost
+  nothing; an ungated idle core (C1) still leaks. A busy core's dynamic power scales with ``f V^2`` and
+  V rises roughly with f in the turbo range, hence ``P_dyn ~ f^3`` (E).
+* SMT: one core with ``t`` busy hardware threads delivers ``1`` (one thread) to ``smt_gain`` (all
+  threads) times a single thread's throughput (modelling guide §3.2, ``h`` = 1.0-1.3).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import stats
+
+
+def turbo_frequency_mhz(active_cores, cores: int, base_mhz: float, max_turbo_mhz: float | None, all_core_turbo_mhz: float | None = None):
+    """Clock of each busy core when ``active_cores`` of ``cores`` are busy.
+
+    Linear from ``max_turbo_mhz`` at 1 busy core to ``all_core_turbo_mhz`` at ``cores`` busy;
+    ``base_mhz`` everywhere when the CPU has no turbo. 0 busy cores returns the 1-core value.
+    """
+    k = np.asarray(active_cores, dtype=float)
+    if max_turbo_mhz is None:
+        out = np.full_like(k, float(base_mhz))
+        return out[()] if out.ndim == 0 else out
+    top = float(max_turbo_mhz)
+    low = float(all_core_turbo_mhz) if all_core_turbo_mhz is not None else float(base_mhz)
+    if cores <= 1:
+        out = np.full_like(k, top)
+    else:
+        frac = np.clip((k - 1.0) / (cores - 1.0), 0.0, 1.0)
+        out = top - (top - low) * frac
+    return out[()] if out.ndim == 0 else out
+
+
+def expected_turbo_frequency_mhz(core_busy_fraction, cores: int, base_mhz: float, max_turbo_mhz: float | None, all_core_turbo_mhz: float | None = None):
+    """Work-weighted mean clock when each core is busy with probability ``core_busy_fraction``.
+
+    ``K ~ Binomial(cores, u)`` busy cores; each busy core runs at ``f(K)``; the clock a unit of work
+    sees is ``E[K f(K)] / E[K]``.
+    """
+    u = np.atleast_1d(np.clip(np.asarray(core_busy_fraction, dtype=float), 1e-9, 1.0))
+    k = np.arange(1, cores + 1, dtype=float)
+    f = np.asarray(turbo_frequency_mhz(k, cores, base_mhz, max_turbo_mhz, all_core_turbo_mhz), dtype=float)
+    pmf = stats.binom.pmf(k[None, :], cores, u[:, None])
+    out = (pmf * k * f).sum(axis=1) / (pmf * k).sum(axis=1)
+    return out[0] if np.ndim(core_busy_fraction) == 0 else out
+
+
+def smt_core_throughput(busy_threads, threads_per_core: int, smt_gain: float):
+    """Throughput of one core (single-thread units) with ``busy_threads`` hardware threads busy.
+
+    0 threads -> 0, 1 thread -> 1, all threads -> ``smt_gain``, linear in between.
+    """
+    t = np.clip(np.asarray(busy_threads, dtype=float), 0.0, threads_per_core)
+    if threads_per_core <= 1:
+        out = np.minimum(t, 1.0)
+    else:
+        out = np.where(t <= 1.0, t, 1.0 + (smt_gain - 1.0) * (t - 1.0) / (threads_per_core - 1.0))
+    return out[()] if out.ndim == 0 else out
+
+
+def core_capacity_cycles_per_s(cores, threads_per_core: int, smt_gain: float, frequency_mhz):
+    """Saturated throughput of ``cores`` cores in single-thread cycles per second: ``cores h f``."""
+    return np.asarray(cores, dtype=float) * smt_core_throughput(threads_per_core, threads_per_core, smt_gain) * np.asarray(frequency_mhz, dtype=float) * 1e6
+
+
+def core_power_w(frequency_mhz, base_mhz: float, dynamic_w_at_base: float, leakage_w: float):
+    """Power of one busy core: ``leak + P_dyn,base (f/f_base)^3``."""
+    f = np.asarray(frequency_mhz, dtype=float) / float(base_mhz)
+    out = leakage_w + dynamic_w_at_base * f**3
+    return out[()] if np.ndim(out) == 0 else out
+
+
+def package_power_w(
+    busy_cores,
+    cores: int,
+    frequency_mhz,
+    *,
+    base_mhz: float,
+    uncore_w: float,
+    core_dynamic_w_at_base: float,
+    core_leakage_w: float,
+    gated_core_w: float = 0.0,
+    power_gating: bool = True,
+):
+    """Socket power: uncore + busy cores at ``core_power_w(f)`` + idle cores gated or leaking.
+
+    ``busy_cores`` may be fractional (a mean). Idle cores draw ``gated_core_w`` when power gating
+    is on, otherwise their leakage ``core_leakage_w`` (clock-gated C1).
+    """
+    b = np.clip(np.asarray(busy_cores, dtype=float), 0.0, cores)
+    busy = b * core_power_w(frequency_mhz, base_mhz, core_dynamic_w_at_base, core_leakage_w)
+    idle_each = gated_core_w if power_gating else core_leakage_w
+    out = uncore_w + busy + (cores - b) * idle_each
+    return out[()] if np.ndim(out) == 0 else out
+
+
+def expected_package_power_w(core_busy_fraction, cores: int, *, base_mhz: float, max_turbo_mhz: float | None,
+                             all_core_turbo_mhz: float | None, uncore_w: float, core_dynamic_w_at_base: float,
+                             core_leakage_w: float, gated_core_w: float = 0.0, power_gating: bool = True, turbo: bool = True):
+    """Mean socket power with ``K ~ Binomial(cores, u)`` busy cores, each at ``f(K)``."""
+    u = np.atleast_1d(np.clip(np.asarray(core_busy_fraction, dtype=float), 0.0, 1.0))
+    k = np.arange(0, cores + 1, dtype=float)
+    f = turbo_frequency_mhz(k, cores, base_mhz, max_turbo_mhz if turbo else None, all_core_turbo_mhz)
+    p_k = package_power_w(k, cores, f, base_mhz=base_mhz, uncore_w=uncore_w, core_dynamic_w_at_base=core_dynamic_w_at_base,
+                          core_leakage_w=core_leakage_w, gated_core_w=gated_core_w, power_gating=power_gating)
+    pmf = stats.binom.pmf(k[None, :], cores, u[:, None])
+    out = (pmf * p_k).sum(axis=1)
+    return out[0] if np.ndim(core_busy_fraction) == 0 else out
+
+
+def power_limited_frequency_mhz(active_cores, *, tdp_w: float, base_mhz: float, uncore_w: float,
+                                core_dynamic_w_at_base: float, core_leakage_w: float, cores: int,
+                                gated_core_w: float = 0.0, power_gating: bool = True):
+    """Highest clock at which ``active_cores`` busy cores keep the socket within ``tdp_w``.
+
+    Solves ``uncore + k (leak + P_dyn (f/f_b)^3) + (cores-k) P_idle = TDP`` for ``f``: the power
+    control unit can give each busy core more headroom when fewer are busy (and more still when the
+    idle ones are power-gated).
+    """
+    k = np.maximum(np.asarray(active_cores, dtype=float), 1.0)
+    idle_each = gated_core_w if power_gating else core_leakage_w
+    budget = tdp_w - uncore_w - (cores - k) * idle_each
+    per_core_dyn = budget / k - core_leakage_w
+    with np.errstate(invalid="ignore"):
+        out = base_mhz * np.cbrt(np.maximum(per_core_dyn, 0.0) / core_dynamic_w_at_base)
+    return out[()] if out.ndim == 0 else out
