@@ -280,7 +280,7 @@ class JobsResult:
 def _label(sys: JobSystem, fp: FixedPoint, i: int, cpu: float) -> str:
     b = int(fp.bottleneck[i])
     if b >= 0:
-        return sys.comps.names[b]
+        return "cpu" if sys.comps.kinds[b] == "vm-cpu" else sys.comps.names[b]
     terms = {"cpu": cpu, "storage latency": fp.t_io[i], "network latency": fp.t_net[i]}
     return max(terms, key=terms.get)
 

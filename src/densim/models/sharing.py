@@ -90,8 +90,8 @@ def maxmin_rates(incidence, capacity, weights=None, caps=None) -> Allocation:
     while active.any():
         rounds += 1
         growth = w[active] @ a[active]  # (components,) load added per unit of fill level t
-        with np.errstate(divide="ignore", invalid="ignore"):
-            t_comp = np.where(growth > 0, residual / growth, np.inf)
+        with np.errstate(over="ignore"):
+            t_comp = np.divide(residual, growth, out=np.full(n_c, np.inf), where=growth > 0)
             t_flow = np.where(active, (lim - x) / w, np.inf)
         dt = min(float(t_comp.min(initial=np.inf)), float(t_flow.min(initial=np.inf)))
         if not np.isfinite(dt):
