@@ -138,7 +138,7 @@ def test_replicated_write_loads_network_and_drives():
     assert nic["mean_utilisation"] * nic["capacity"] * t["runtime_s"] == pytest.approx(0.5e9, rel=1e-6)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=12, deadline=None)
 @given(
     cpu=st.floats(1e-10, 5e-8),
     read=st.floats(0.0, 2.0),

@@ -71,7 +71,7 @@ def problems(draw):
     return a, cap, w, lim
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(problems())
 def test_no_component_above_capacity(p):
     a, cap, w, lim = p
@@ -80,7 +80,7 @@ def test_no_component_above_capacity(p):
     assert (alloc.rate <= lim * (1 + 1e-9) + 1e-12).all()
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(problems())
 def test_every_flow_is_blocked_work_conserving(p):
     # Work conservation / Pareto efficiency: no flow could go faster without overloading something.
@@ -94,7 +94,7 @@ def test_every_flow_is_blocked_work_conserving(p):
         assert at_cap or blocked
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(problems())
 def test_maxmin_condition(p):
     # The max-min characterisation: a flow frozen by a full component has the largest
@@ -109,7 +109,7 @@ def test_maxmin_condition(p):
             assert level[f] >= level[on_c].max() * (1 - 1e-6) - 1e-9
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(st.lists(st.floats(0.1, 20.0), min_size=1, max_size=6), st.floats(1.0, 40.0), st.floats(0.1, 20.0))
 def test_adding_a_tenant_never_speeds_up_another(private_caps, shared_cap, new_cap):
     # Tenants each have a private path (their own capacity) and share one target.

@@ -455,7 +455,23 @@ def _collect(sys, stage_times, stage_label, stage_storage, end_time, acc, comp_b
         }
         for c in range(len(cap))
     ]
-    hosts = [{"host": h.name, "logical_cpus": h.logical_cpus} for h in sys.hosts]
+    hosts = []
+    for h, info in enumerate(sys.hosts):
+        on_h = [f for f in range(len(sys.flows)) if sys.flows[f].host == h]
+        ends = [end_time[t] - sys.tenants[t].start_s for t in range(len(sys.tenants)) if h in sys.tenants[t].hosts]
+        span = float(max(ends)) if ends else 0.0
+        denom = info.logical_cpus * span if span > 0 else 1.0
+        vm_busy = float(acc["user"][on_h].sum() + acc["sys"][on_h].sum())
+        host_io = float(acc["host_io"][on_h].sum())
+        hosts.append(
+            {
+                "host": info.name,
+                "logical_cpus": info.logical_cpus,
+                "cpu_busy": (vm_busy + host_io) / denom,
+                "cpu_vms": vm_busy / denom,
+                "cpu_storage_stack": host_io / denom,
+            }
+        )
     return JobsResult(tenants=tenants, hosts=hosts, vms=vms, timeline=timeline, components=components)
 
 
