@@ -277,12 +277,26 @@ class JobsResult:
         return {"tenants": self.tenants, "hosts": self.hosts, "components": self.components, "timeline": self.timeline}
 
 
-def _label(sys: JobSystem, fp: FixedPoint, i: int, cpu: float) -> str:
+def _label(sys: JobSystem, fp: FixedPoint, terms: StageTerms, i: int, flow: Flow) -> str:
+    """The bottleneck of flow ``i``: the full component that froze it, else the busiest resource.
+
+    Operational analysis (guide §0.2): the bottleneck is the resource with the largest utilisation.
+    Candidates are the task slots' CPU share ``X c / N``, the utilisation of every component on the
+    flow's path, and the shares of task time spent on storage and network latency.
+    """
     b = int(fp.bottleneck[i])
     if b >= 0:
         return "cpu" if sys.comps.kinds[b] == "vm-cpu" else sys.comps.names[b]
-    terms = {"cpu": cpu, "storage latency": fp.t_io[i], "network latency": fp.t_net[i]}
-    return max(terms, key=terms.get)
+    x = fp.rate[i]
+    cand = {
+        "cpu": x * (terms.cpu_user[i] + terms.cpu_sys[i]) / flow.slots,
+        "storage latency": x * fp.t_io[i] / flow.slots,
+        "network latency": x * fp.t_net[i] / flow.slots,
+    }
+    for c in np.flatnonzero(terms.load[i] > 0):
+        if sys.comps.kinds[c] not in ("vm-cpu", "host-cpu"):
+            cand[sys.comps.names[c]] = float(fp.utilisation[c])
+    return max(cand, key=cand.get)
 
 
 def simulate_jobs(sys: JobSystem, *, max_events: int = 100000) -> JobsResult:
@@ -352,7 +366,7 @@ def simulate_jobs(sys: JobSystem, *, max_events: int = 100000) -> JobsResult:
             s_i = int(t_stage[ti])
             stage_storage[ti][s_i] += float((rate[sel] * terms.storage_bytes[sel]).sum() * dt)
             for j in np.flatnonzero(sel):
-                stage_label[ti][s_i][_label(sys, fp, int(j), float(cpu[j]))] += dt
+                stage_label[ti][s_i][_label(sys, fp, terms, int(j), sys.flows[active[int(j)]])] += dt
             n_slots = np.array([sys.flows[active[j]].slots for j in np.flatnonzero(sel)], dtype=float)
             r_sel = rate[sel]
             used = sorted({int(c) for j in np.flatnonzero(sel) for c in np.flatnonzero(terms.io_serv[j] > 0)})
