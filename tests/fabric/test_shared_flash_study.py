@@ -52,7 +52,7 @@ def test_variant_ordering_comes_out_of_the_model(summary):
     # local clusters share nothing: a second tenant changes nothing
     assert _run(summary, "local", 2)["runtime_s"] == pytest.approx(local, rel=1e-9)
     # two tenants on the same 8 drives: the drives saturate in reduce-and-write, so both slow down,
-    # but by less than 2x because the map side is CPU-bound (guide §5.2: T'/T = 1 + f_io)
+    # but by less than 2x because part of the work is CPU-bound (guide §5.2: T'/T = 1 + f_io)
     two = _run(summary, "nvmeof-rdma", 2)
     assert 1.1 * local < two["runtime_s"] < 2 * local
     assert two["stage_bottlenecks"][2] == "pool/drives"
