@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
 
 def mm1_response_s(arrival_per_s, service_s):
@@ -136,6 +136,8 @@ def expected_excess(mean, var, threshold):
 
 def binomial_expected_excess(n: int, p: float, c: int) -> float:
     """Exact ``E[(K - c)^+]`` for ``K ~ Binomial(n, p)`` (for tests and small hosts)."""
+    from scipy import stats
+
     k = np.arange(int(c) + 1, int(n) + 1)
     return float(np.sum((k - c) * stats.binom.pmf(k, n, p)))
 
