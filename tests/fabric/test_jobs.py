@@ -198,3 +198,13 @@ def test_unknown_pool_is_a_validation_error():
 
     with pytest.raises(ScenarioInvalid, match="no pool named 'nope'"):
         _scenario(storage="nope")
+
+
+def test_flow_series_step_means_by_hand():
+    # One flow: 2 busy vCPUs on [0, 10), 4 on [10, 30), nothing after the job ends at 30 s.
+    # Step [0, 20): (2*10 + 4*10) / 20 = 3.  Step [20, 40): (4*10 + 0*10) / 20 = 2.
+    from densim.models.jobs import FlowSeries
+
+    z = np.zeros((2, 1))
+    ev = FlowSeries(np.array([0.0, 10.0, 30.0]), np.array([[2.0], [4.0]]), z, z, z)
+    assert ev.step_means("busy_vcpus", np.array([0.0, 20.0, 40.0]))[:, 0] == pytest.approx([3.0, 2.0])

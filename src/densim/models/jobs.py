@@ -264,6 +264,32 @@ def solve_rates(sys: JobSystem, flows: list[int], terms: StageTerms, iterations:
 
 
 @dataclass
+class FlowSeries:
+    """Piecewise-constant per-flow rates between events: row ``k`` holds on ``[t[k], t[k+1])``.
+
+    ``busy_vcpus`` (user + system), ``iowait_vcpus``, ``storage_bps`` and ``host_io_threads`` (host
+    CPU of the storage stack) have shape ``(events, flows)``; :meth:`step_means` averages them over
+    a time grid for the engine.
+    """
+
+    t: np.ndarray
+    busy_vcpus: np.ndarray
+    iowait_vcpus: np.ndarray
+    storage_bps: np.ndarray
+    host_io_threads: np.ndarray
+
+    def step_means(self, name: str, edges_s: np.ndarray) -> np.ndarray:
+        """Time averages of series ``name`` over the intervals between ``edges_s`` (shape (len-1, flows))."""
+        vals = getattr(self, name)
+        cum = np.vstack([np.zeros((1, vals.shape[1])), np.cumsum(vals * np.diff(self.t)[:, None], axis=0)])
+        e = np.clip(np.asarray(edges_s, dtype=float), self.t[0], self.t[-1])
+        k = np.clip(np.searchsorted(self.t, e, side="right") - 1, 0, len(self.t) - 2)
+        at = cum[k] + vals[k] * (e - self.t[k])[:, None]
+        width = np.diff(np.asarray(edges_s, dtype=float))
+        return np.divide(np.diff(at, axis=0), width[:, None], out=np.zeros((len(width), vals.shape[1])), where=width[:, None] > 0)
+
+
+@dataclass
 class JobsResult:
     """Per-tenant runtimes and stage details, per-VM and per-host CPU shares, and a timeline."""
 
@@ -272,6 +298,7 @@ class JobsResult:
     vms: list[dict[str, Any]]
     timeline: list[dict[str, Any]]
     components: list[dict[str, Any]]
+    events: "FlowSeries | None" = None
 
     def summary(self) -> dict[str, Any]:
         return {"tenants": self.tenants, "hosts": self.hosts, "components": self.components, "timeline": self.timeline}
@@ -318,6 +345,8 @@ def simulate_jobs(sys: JobSystem, *, max_events: int = 100000) -> JobsResult:
     comp_busy = np.zeros(n_c)
     stage_storage = [[0.0 for _ in t.profile.stages] for t in sys.tenants]
     timeline: list[dict[str, Any]] = []
+    ev_t: list[float] = []
+    ev_rows: dict[str, list[np.ndarray]] = {k: [] for k in ("busy_vcpus", "iowait_vcpus", "storage_bps", "host_io_threads")}
     t = 0.0
     for _ in range(max_events):
         for ti, ten in enumerate(sys.tenants):
@@ -360,6 +389,13 @@ def simulate_jobs(sys: JobSystem, *, max_events: int = 100000) -> JobsResult:
         host_load = terms.load[np.arange(len(active)), host_cpu_cols] * rate
         acc["host_io"][idx] += (host_load - busy) * dt
         comp_busy += (rate @ terms.load) * dt
+        if dt > 0:
+            ev_t.append(t)
+            for k, v in (("busy_vcpus", busy), ("iowait_vcpus", iowait), ("storage_bps", rate * terms.storage_bytes),
+                         ("host_io_threads", host_load - busy)):
+                row = np.zeros(n_f)
+                row[idx] = v
+                ev_rows[k].append(row)
         # per-tenant timeline segment and stage bottleneck votes
         for ti in set(flow_tenant[idx].tolist()):
             sel = flow_tenant[idx] == ti
@@ -408,7 +444,10 @@ def simulate_jobs(sys: JobSystem, *, max_events: int = 100000) -> JobsResult:
                         remaining[f] = sys.flows[f].bytes_per_stage[t_stage[ti]]
     else:  # pragma: no cover - defensive
         raise RuntimeError("batch-job simulation did not finish")
-    return _collect(sys, stage_times, stage_label, stage_storage, end_time, acc, comp_busy, timeline)
+    res = _collect(sys, stage_times, stage_label, stage_storage, end_time, acc, comp_busy, timeline)
+    if ev_t:
+        res.events = FlowSeries(np.array(ev_t + [t]), *(np.array(ev_rows[k]) for k in ev_rows))
+    return res
 
 
 def _collect(sys, stage_times, stage_label, stage_storage, end_time, acc, comp_busy, timeline) -> JobsResult:
