@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from densim.models.sharing import maxmin_rates, ps_stretch
+from densim.models.sharing import maxmin_rates, mmc_stretch, ps_stretch
 
 
 def test_three_flows_on_two_links():
@@ -55,6 +55,15 @@ def test_ps_stretch():
     # R = S / (1 - rho): half-loaded component doubles the service time
     assert ps_stretch(0.5) == pytest.approx(2.0)
     assert ps_stretch(1.0, rho_max=0.9) == pytest.approx(10.0)
+
+
+def test_mmc_stretch_by_hand():
+    # One server: the processor-sharing 1/(1 - rho).
+    assert mmc_stretch(0.6, 1) == pytest.approx(2.5)
+    # Two servers (two drives) at rho = 0.6: offered load A = c rho = 1.2.
+    # Erlang C = (A^2/2! * c/(c-A)) / (1 + A + A^2/2! * c/(c-A)) = 1.8 / (1 + 1.2 + 1.8) = 0.45
+    # R/S = 1 + C / (c (1 - rho)) = 1 + 0.45 / 0.8 = 1.5625: far less queueing than one server.
+    assert mmc_stretch(0.6, 2) == pytest.approx(1.5625)
 
 
 @st.composite

@@ -28,8 +28,9 @@ positioning per I/O when many streams interleave, ``(1/IOPS_depth + B/BW)/B`` (m
 The latency of one I/O of ``B`` bytes seen by the issuing task (modelling guide §5.1):
 ``t_io = t_transport + t_switch + t_target + t_device + sum_c S_c(B) / (1 - rho_c)``, where
 ``S_c(B)`` is the transfer time of the I/O on component ``c`` (a single port, one controller, one
-drive) and the processor-sharing stretch ``1/(1-rho)`` (:func:`densim.models.sharing.ps_stretch`)
-makes latency grow with utilisation. A write-back cache returns writes at controller latency
+drive) and the stretch of a ``c``-server component (``c`` = its ports or drives; M/M/c,
+:func:`densim.models.sharing.mmc_stretch`, ``1/(1-rho)`` for one server) makes latency grow with
+utilisation. A write-back cache returns writes at controller latency
 while the drives keep up (the fluid solver caps the throughput when they do not).
 """
 
@@ -150,16 +151,23 @@ class Components:
         self.names: list[str] = []
         self.kinds: list[str] = []
         self.capacity: list[float] = []
+        self.servers: list[float] = []
         self._index: dict[str, int] = {}
 
-    def add(self, name: str, kind: str, capacity: float) -> int:
+    def add(self, name: str, kind: str, capacity: float, servers: float = 1.0) -> int:
+        """Index of component ``name``; created with ``capacity`` and ``servers`` parallel servers
+        (ports, drives: the M/M/c latency stretch) the first time it is named."""
         if name in self._index:
             return self._index[name]
         self._index[name] = len(self.names)
         self.names.append(name)
         self.kinds.append(kind)
         self.capacity.append(float(capacity))
+        self.servers.append(float(servers))
         return self._index[name]
+
+    def servers_array(self) -> np.ndarray:
+        return np.asarray(self.servers, dtype=float)
 
     def __len__(self) -> int:
         return len(self.names)
@@ -197,7 +205,7 @@ def local_path(
     io_bytes: float,
 ) -> PathCost:
     """Host-local drives (JBOD across ``count`` drives) through ``transport`` (normally local-nvme)."""
-    drives = comps.add(f"{host}/local-drives", "drives", count)
+    drives = comps.add(f"{host}/local-drives", "drives", count, count)
     p = PathCost()
     p.read_load[drives] = drive_s_per_byte(device, io_bytes, write=False)
     p.write_load[drives] = drive_s_per_byte(device, io_bytes, write=True)
@@ -226,14 +234,14 @@ def remote_path(
             f"transport {transport.name!r} runs on {', '.join(transport.nic_kinds)} adapters, not on {nic.name!r} ({nic.kind})"
         )
     p = PathCost()
-    nic_rx = comps.add(f"{host}/storage-nic-rx", "host-adapter", nic.bandwidth_bps)
-    nic_tx = comps.add(f"{host}/storage-nic-tx", "host-adapter", nic.bandwidth_bps)
+    nic_rx = comps.add(f"{host}/storage-nic-rx", "host-adapter", nic.bandwidth_bps, nic.ports)
+    nic_tx = comps.add(f"{host}/storage-nic-tx", "host-adapter", nic.bandwidth_bps, nic.ports)
     n_ports = target.controllers * target.ports_per_controller
-    port_out = comps.add(f"{pool}/target-ports-out", "target-ports", n_ports * target.port_speed_bps)
-    port_in = comps.add(f"{pool}/target-ports-in", "target-ports", n_ports * target.port_speed_bps)
-    ctl_bw = comps.add(f"{pool}/controller-bandwidth", "controller", target.controllers * target.controller_bandwidth_bps)
-    ctl_io = comps.add(f"{pool}/controller-iops", "controller", target.controllers * target.controller_iops)
-    drives = comps.add(f"{pool}/drives", "drives", target.device_count)
+    port_out = comps.add(f"{pool}/target-ports-out", "target-ports", n_ports * target.port_speed_bps, n_ports)
+    port_in = comps.add(f"{pool}/target-ports-in", "target-ports", n_ports * target.port_speed_bps, n_ports)
+    ctl_bw = comps.add(f"{pool}/controller-bandwidth", "controller", target.controllers * target.controller_bandwidth_bps, target.controllers)
+    ctl_io = comps.add(f"{pool}/controller-iops", "controller", target.controllers * target.controller_iops, target.controllers)
+    drives = comps.add(f"{pool}/drives", "drives", target.device_count, target.device_count)
     port_one = min(nic.port_speed_bps, target.port_speed_bps)
     for load, service, rx_tx, port, write in (
         (p.read_load, p.read_service, nic_rx, port_out, False),
@@ -251,7 +259,7 @@ def remote_path(
             service[drives] = drive_service_s(device, io_bytes, write)
     fixed = transport.latency_s + target.latency_s
     if switch is not None:
-        sw = comps.add(f"switch/{switch.name}", "switch", switch.switching_capacity_bps)
+        sw = comps.add(f"switch/{switch.name}", "switch", switch.switching_capacity_bps, switch.ports)
         p.read_load[sw] = p.write_load[sw] = 1.0
         p.read_service[sw] = p.write_service[sw] = io_bytes / switch.port_speed_bps
         fixed += switch.latency_s

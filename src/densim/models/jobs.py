@@ -47,7 +47,7 @@ from densim.models.fabric import (
     pool_usable_bytes,
     remote_path,
 )
-from densim.models.sharing import maxmin_rates, ps_stretch
+from densim.models.sharing import maxmin_rates, mmc_stretch
 from densim.units import Bytes, PosBytes, PosSeconds, Seconds
 
 _CFG = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
@@ -242,6 +242,7 @@ def solve_rates(sys: JobSystem, flows: list[int], terms: StageTerms, iterations:
             qos[i] = min(qos[i], fl.cap_bw_bps / terms.storage_bytes[i])
         if np.isfinite(fl.cap_iops) and terms.io_count[i] > 0:
             qos[i] = min(qos[i], fl.cap_iops / terms.io_count[i])
+    servers = sys.comps.servers_array()
     stretch = np.ones(len(cap))
     cpu = terms.cpu_user + terms.cpu_sys
     for _ in range(iterations):
@@ -250,7 +251,7 @@ def solve_rates(sys: JobSystem, flows: list[int], terms: StageTerms, iterations:
         tau = cpu + t_io + t_net
         demand = slots / tau
         alloc = maxmin_rates(terms.load, cap, w, np.minimum(demand, qos))
-        new = ps_stretch(alloc.utilisation, sys.rho_max)
+        new = mmc_stretch(alloc.utilisation, servers, sys.rho_max)
         if np.max(np.abs(new - stretch) / stretch) < tol:
             stretch = new
             break
@@ -606,7 +607,7 @@ def build_system(sc, catalog=None, *, source: str = "scenario") -> JobSystem:
         q_rep = (n_vms - vph) / (n_vms - 1) if n_vms > 1 else 0.0
         vol_bytes = float(sum(ten.volumes.values()))
         info = TenantInfo(ten.name, prof, ten.weight, ten.start_s, hosts=list(h_idx))
-        sw_idx = comps.add(f"switch/{data_sw.name}", "switch", data_sw.switching_capacity_bps)
+        sw_idx = comps.add(f"switch/{data_sw.name}", "switch", data_sw.switching_capacity_bps, data_sw.ports)
         for hk, h in enumerate(h_idx):
             host = hosts[h]
             if ten.storage == "local":
@@ -629,8 +630,8 @@ def build_system(sc, catalog=None, *, source: str = "scenario") -> JobSystem:
                     pool_used[ten.storage] += vph * vol_bytes
                 else:
                     pool_used[ten.storage] += vph * stored_bytes_per_vm(prof, n_vms)
-            rx = comps.add(f"{host.name}/data-nic-rx", "data-nic", data_nic.bandwidth_bps)
-            tx = comps.add(f"{host.name}/data-nic-tx", "data-nic", data_nic.bandwidth_bps)
+            rx = comps.add(f"{host.name}/data-nic-rx", "data-nic", data_nic.bandwidth_bps, data_nic.ports)
+            tx = comps.add(f"{host.name}/data-nic-tx", "data-nic", data_nic.bandwidth_bps, data_nic.ports)
             for v in range(vph):
                 vm_name = f"{ten.vms}-{hk * vph + v}"
                 vm_cpu = comps.add(f"{ten.name}/{vm_name}/vcpus", "vm-cpu", vcpus)

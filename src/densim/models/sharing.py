@@ -19,8 +19,10 @@ The loop runs once per *bottleneck event* (at most ``components + flows`` times)
 vectorised numpy operation over all flows and components.
 
 Latency: component ``c`` at utilisation ``rho_c`` stretches a request's service time ``S`` to
-``S / (1 - rho_c)`` (M/G/1 processor sharing, modelling guide §0.5); :func:`ps_stretch` gives the
-factor, clipped below saturation because a fluid allocation can run a component at exactly 100 %.
+``S / (1 - rho_c)`` (M/G/1 processor sharing, modelling guide §0.5; :func:`ps_stretch`), or, for
+a component made of ``c`` parallel servers (ports, drives), to ``S (1 + C(c, c rho)/(c (1 - rho)))``
+(M/M/c, Erlang C; :func:`mmc_stretch`). Both are clipped below saturation because a fluid
+allocation can run a component at exactly 100 %.
 """
 
 from __future__ import annotations
@@ -119,6 +121,21 @@ def maxmin_rates(incidence, capacity, weights=None, caps=None) -> Allocation:
     load = finite_x @ a
     util = np.divide(load, cap_c, out=np.zeros(n_c), where=cap_c > 0)
     return Allocation(rate=x, load=load, utilisation=util, bottleneck=bottleneck, rounds=rounds)
+
+
+def mmc_stretch(utilisation, servers, rho_max: float = 0.95):
+    """Response time / service time of a ``c``-server component at utilisation ``rho`` (M/M/c).
+
+    ``1 + C(c, c rho) / (c (1 - rho))`` with Erlang C (:func:`densim.models.queueing.erlang_c`);
+    for ``c = 1`` this is the processor-sharing ``1 / (1 - rho)``. ``rho`` is clipped at
+    ``rho_max`` as in :func:`ps_stretch`. Components with several ports or drives queue far less
+    than one server at the same utilisation.
+    """
+    from densim.models.queueing import erlang_c
+
+    rho = np.clip(np.asarray(utilisation, dtype=float), 0.0, rho_max)
+    c = np.maximum(np.asarray(servers, dtype=float), 1.0)
+    return 1.0 + erlang_c(c, c * rho) / (c * (1.0 - rho))
 
 
 def ps_stretch(utilisation, rho_max: float = 0.95):
