@@ -208,3 +208,47 @@ def test_flow_series_step_means_by_hand():
     z = np.zeros((2, 1))
     ev = FlowSeries(np.array([0.0, 10.0, 30.0]), np.array([[2.0], [4.0]]), z, z, z)
     assert ev.step_means("busy_vcpus", np.array([0.0, 20.0, 40.0]))[:, 0] == pytest.approx([3.0, 2.0])
+
+
+@pytest.mark.parametrize(
+    "transport,nic",
+    [("nvmeof-hw", "nvmeof-hba-2x40g"), ("nvmeof-rdma", "connectx-4-2x40g-roce"), ("nvme-tcp", "connectx-4-2x40g-roce"),
+     ("iscsi", "connectx-4-2x40g-roce")],
+)
+def test_every_transport_runs(transport, nic):
+    res = run_fabric(_scenario(transport=transport, nic=nic, stage={"name": "scan", "cpu_per_byte": 0, "read_data": 1.0}, slots=1))
+    assert res.tenants[0]["runtime_s"] > 0
+
+
+def test_latency_orders_transports_for_a_single_task():
+    # One task reading 1 GB in 1 MiB I/Os at queue depth 1 over the same adapter and enclosure:
+    # each I/O waits for the transport's added latency, so hw offload (10 us) < RDMA (15 us)
+    # < NVMe/TCP (35 us) < iSCSI (200 us). 954 I/Os x 185 us extra = 0.18 s more for iSCSI than hw.
+    stage = {"name": "scan", "cpu_per_byte": 0, "read_data": 1.0}
+    t = {}
+    for transport, nic in (("nvmeof-hw", "nvmeof-hba-2x40g"), ("nvmeof-rdma", "connectx-4-2x40g-roce"),
+                           ("nvme-tcp", "connectx-4-2x40g-roce"), ("iscsi", "connectx-4-2x40g-roce")):
+        t[transport] = run_fabric(_scenario(transport=transport, nic=nic, stage=stage, slots=1)).tenants[0]["runtime_s"]
+    assert t["nvmeof-hw"] < t["nvmeof-rdma"] < t["nvme-tcp"] < t["iscsi"]
+    assert t["iscsi"] - t["nvmeof-hw"] == pytest.approx(1e9 / 2**20 * 190e-6, rel=0.05)
+
+
+def test_fibre_channel_san_runs():
+    from densim.studies.shared_flash import scenario_dict
+
+    d = scenario_dict("iscsi-hdd", 1)
+    d["fabric"]["pools"][0]["target"] = "fc-san-64x-10k"
+    d["fabric"]["tenants"][0].update(transport="fibre-channel", storage_nic="qle2692-2x16g-fc")
+    res = run_fabric(scenario_from_dict(d))
+    assert res.tenants[0]["stage_bottlenecks"][1] == "pool/drives"
+
+
+def test_single_task_does_not_queue_behind_itself():
+    # One task reading 1 GB from a local P4600 in 1 MiB I/Os at queue depth 1. Each I/O takes
+    # the QD1 access latency + the transfer: 85 us + 1048576 / 3.27e9 s = 85 + 320.67 = 405.67 us,
+    # with no queueing (the arrival theorem: the only request in the system never waits).
+    # 1e9 / 1048576 = 953.67 I/Os -> 0.38687 s.
+    stage = {"name": "scan", "cpu_per_byte": 0, "read_data": 1.0}
+    res = run_fabric(_scenario(stage=stage, slots=1, storage="local"))
+    per_io = 85e-6 + 2**20 / 3.27e9
+    assert res.tenants[0]["runtime_s"] == pytest.approx(1e9 / 2**20 * per_io, rel=1e-6)

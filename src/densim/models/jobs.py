@@ -227,7 +227,7 @@ class FixedPoint:
     blocked: np.ndarray  # tasks queued at a full component
     bottleneck: np.ndarray  # component index or -1 (own demand)
     utilisation: np.ndarray  # per component
-    stretch: np.ndarray
+    stretch: np.ndarray  # (F, C) latency stretch each flow's requests see at each component
 
 
 def solve_rates(sys: JobSystem, flows: list[int], terms: StageTerms, iterations: int = 200, tol: float = 1e-7) -> FixedPoint:
@@ -243,21 +243,25 @@ def solve_rates(sys: JobSystem, flows: list[int], terms: StageTerms, iterations:
         if np.isfinite(fl.cap_iops) and terms.io_count[i] > 0:
             qos[i] = min(qos[i], fl.cap_iops / terms.io_count[i])
     servers = sys.comps.servers_array()
-    stretch = np.ones(len(cap))
+    stretch = np.ones(terms.load.shape)
     cpu = terms.cpu_user + terms.cpu_sys
     for _ in range(iterations):
-        t_io = terms.io_fixed + terms.io_serv @ stretch
-        t_net = terms.net_fixed + terms.net_serv @ stretch
+        t_io = terms.io_fixed + (terms.io_serv * stretch).sum(axis=1)
+        t_net = terms.net_fixed + (terms.net_serv * stretch).sum(axis=1)
         tau = cpu + t_io + t_net
         demand = slots / tau
         alloc = maxmin_rates(terms.load, cap, w, np.minimum(demand, qos))
-        new = mmc_stretch(alloc.utilisation, servers, sys.rho_max)
+        # arrival theorem: a task does not queue behind itself, so flow f sees the component's
+        # utilisation less one of its own N tasks' share (matters only for small populations)
+        own = alloc.rate[:, None] * terms.load / np.where(cap > 0, cap, np.inf)[None, :]
+        seen = np.maximum(alloc.utilisation[None, :] - own / slots[:, None], 0.0)
+        new = mmc_stretch(seen, servers[None, :], sys.rho_max)
         if np.max(np.abs(new - stretch) / stretch) < tol:
             stretch = new
             break
         stretch = 0.5 * stretch + 0.5 * new
-    t_io = terms.io_fixed + terms.io_serv @ stretch
-    t_net = terms.net_fixed + terms.net_serv @ stretch
+    t_io = terms.io_fixed + (terms.io_serv * stretch).sum(axis=1)
+    t_net = terms.net_fixed + (terms.net_serv * stretch).sum(axis=1)
     tau = cpu + t_io + t_net
     alloc = maxmin_rates(terms.load, cap, w, np.minimum(slots / tau, qos))
     blocked = np.maximum(slots - alloc.rate * tau, 0.0)
@@ -375,7 +379,7 @@ def simulate_jobs(sys: JobSystem, *, max_events: int = 100000) -> JobsResult:
         cpu = terms.cpu_user + terms.cpu_sys
         vcpus = np.array([sys.flows[f].vcpus for f in active], dtype=float)
         busy = rate * cpu
-        io_tasks = rate * terms.io_fixed + rate * (terms.io_serv @ fp.stretch)
+        io_tasks = rate * terms.io_fixed + rate * (terms.io_serv * fp.stretch).sum(axis=1)
         kinds = np.array([sys.comps.kinds[b] if b >= 0 else "" for b in fp.bottleneck])
         at_storage = np.isin(kinds, list(STORAGE_KINDS))
         io_tasks = io_tasks + np.where(at_storage, fp.blocked, 0.0)
@@ -409,7 +413,7 @@ def simulate_jobs(sys: JobSystem, *, max_events: int = 100000) -> JobsResult:
             used = sorted({int(c) for j in np.flatnonzero(sel) for c in np.flatnonzero(terms.io_serv[j] > 0)})
             share = {"cpu": float(np.mean(r_sel * cpu[sel] / n_slots))}
             for c in used:
-                share[sys.comps.names[c]] = float(np.mean(r_sel * terms.io_serv[sel, c] * fp.stretch[c] / n_slots))
+                share[sys.comps.names[c]] = float(np.mean(r_sel * terms.io_serv[sel, c] * fp.stretch[sel, c] / n_slots))
             share["storage path latency"] = float(np.mean(r_sel * terms.io_fixed[sel] / n_slots))
             share["network"] = float(np.mean(r_sel * fp.t_net[sel] / n_slots))
             share["blocked at bottleneck"] = float(np.mean(fp.blocked[sel] / n_slots))
