@@ -252,3 +252,16 @@ def test_single_task_does_not_queue_behind_itself():
     res = run_fabric(_scenario(stage=stage, slots=1, storage="local"))
     per_io = 85e-6 + 2**20 / 3.27e9
     assert res.tenants[0]["runtime_s"] == pytest.approx(1e9 / 2**20 * per_io, rel=1e-6)
+
+
+def test_cpu_shares_add_up():
+    # Per VM: user + system + iowait + idle = 1. Per host: user + system = busy, and the VM part
+    # equals the VMs' busy vCPU-seconds over the host's logical CPUs (112 on 2 x 8180).
+    stage = {"name": "mix", "cpu_per_byte": 2e-9, "read_data": 1.0, "write_data": 1.0}
+    res = run_fabric(_scenario(stage=stage, slots=8, vcpus=16, vms=2))
+    for v in res.vms:
+        assert v["user"] + v["system"] + v["iowait"] + v["idle"] == pytest.approx(1.0, abs=1e-9)
+    h = res.hosts[0]
+    assert h["user"] + h["system"] == pytest.approx(h["cpu_busy"], rel=1e-9)
+    vm_busy = sum((v["user"] + v["system"]) * 16 for v in res.vms) / 112
+    assert h["cpu_vms"] == pytest.approx(vm_busy, rel=1e-9)

@@ -525,6 +525,9 @@ def _collect(sys, stage_times, stage_label, stage_storage, end_time, acc, comp_b
             {
                 "host": info.name,
                 "logical_cpus": info.logical_cpus,
+                "user": float(acc["user"][on_h].sum()) / denom,
+                "system": float(acc["sys"][on_h].sum() + host_io) / denom,
+                "iowait": float(acc["iowait"][on_h].sum()) / denom,
                 "cpu_busy": (vm_busy + host_io) / denom,
                 "cpu_vms": vm_busy / denom,
                 "cpu_storage_stack": host_io / denom,
