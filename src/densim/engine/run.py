@@ -52,9 +52,26 @@ class Accumulator:
         self.max: dict[str, np.ndarray] = {}
         self.series: dict[str, np.ndarray] = {}
 
+    def add_same(self, name: str, t0: int, like: str, arr: np.ndarray) -> None:
+        """``name`` equals ``like`` in this chunk (same array): reuse the sum just taken."""
+        self._last_sums = getattr(self, "_last_sums", {})
+        s = self._last_sums[like]
+        self.sum[name] = self.sum[name] + s if name in self.sum else s.copy()
+        if self.keep:
+            self.series.setdefault(name, np.zeros((self.n_steps, self.n), dtype=np.float32))[t0 : t0 + arr.shape[0]] = arr
+
+    def add_zeros(self, name: str, t0: int, n_steps: int, want_max: bool = False) -> None:
+        self.sum.setdefault(name, np.zeros(self.n))
+        if want_max:
+            self.max.setdefault(name, np.zeros(self.n))
+        if self.keep:
+            self.series.setdefault(name, np.zeros((self.n_steps, self.n), dtype=np.float32))
+
     def add(self, name: str, t0: int, arr: np.ndarray, want_max: bool = False) -> None:
         a = np.asarray(arr)
         s = a.sum(axis=0, dtype=np.float64)
+        self._last_sums = getattr(self, "_last_sums", {})
+        self._last_sums[name] = s
         if name in self.sum:
             self.sum[name] += s
         else:
@@ -201,10 +218,16 @@ def simulate(scenario: Scenario, *, seed: int | None = None, progress: Callable[
             st.after_cpu(ctx, chunk)
 
         vm_acc.add("cpu_demand_mhz", t0, demand)
-        vm_acc.add("cpu_delivered_mhz", t0, delivered)
+        if delivered is demand:
+            vm_acc.add_same("cpu_delivered_mhz", t0, "cpu_demand_mhz", demand)
+        else:
+            vm_acc.add("cpu_delivered_mhz", t0, delivered)
         if vm_acc.keep:
             vm_acc.add("cpu_unserved_mhz", t0, demand - delivered)
-        vm_acc.add("cpu_ready_pct", t0, vm_ready_s * (np.float32(100.0) / ready_per_vm_cap)[None, :], want_max=True)
+        if vm_ready_s.strides == (0, 0):  # nobody waited in this chunk
+            vm_acc.add_zeros("cpu_ready_pct", t0, n, want_max=True)
+        else:
+            vm_acc.add("cpu_ready_pct", t0, vm_ready_s * (np.float32(100.0) / ready_per_vm_cap)[None, :], want_max=True)
         host_acc.add("cpu_demand_mhz", t0, host_claim)
         host_acc.add("cpu_delivered_mhz", t0, host_delivered)
         host_acc.add("utilisation", t0, util, want_max=True)
