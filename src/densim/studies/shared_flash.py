@@ -208,7 +208,7 @@ def run(out_dir: Path, seed: int) -> dict[str, Any]:
             "Only the per-stage CPU cost per byte is fitted (to the local stage times). "
             "Everything else comes from datasheet-level catalog entries: P4600 and 10K SAS drives, "
             "NIC and switch port speeds, target controllers, transport latency and host cycles per I/O. "
-            "The host-CPU headline fails on purpose of consistency: 6 VMs x 16 vCPUs at the published 85 % "
+            "The host-CPU headline fails: 6 VMs x 16 vCPUs at the published 85 % "
             "are 81.6 busy logical CPUs of 112 (73 %) before any hypervisor work, so the published 62 % host "
             "figure cannot describe the same interval; the model reports the mechanistic 73 %."
         ),
