@@ -1,0 +1,94 @@
+"""Engine stage ``fabric``: batch jobs on shared storage feed the time-stepped engine.
+
+When ``fabric.model`` is ``fluid`` the stage runs the batch jobs of ``fabric.tenants`` with
+:func:`densim.models.jobs.simulate_jobs` (event-driven fluid model, max-min fair sharing of every
+shared component) in ``prepare``. Job time 0 is the start of the simulation grid. Then per chunk:
+
+* ``before_cpu`` adds each job VM's busy vCPUs (user + system) to the VM's CPU demand, each worth
+  the host's capacity / logical CPUs in MHz (the fitted job CPU costs are logical-CPU seconds), and takes the host's storage-stack CPU (transport cycles per I/O and per byte) off
+  the host's capacity, so the engine's CPU model, CPU Ready and power see the job;
+* ``after_cpu`` writes per-VM ``job_iowait_vcpus`` and ``job_storage_mb_per_s``;
+* ``finish`` adds ``summary["fabric"]``: per-tenant runtimes, stage times and bottlenecks, CPU
+  shares, per-host CPU and per-component utilisation.
+
+The jobs model places each tenant's VMs evenly over its host group; the k-th VM of a VM group in
+the engine is the k-th VM of that group in the jobs model. Choose placement settings that put the
+same number of VMs on each host (e.g. ``cpu_overcommit`` just above the VMs' vCPUs per core) if
+the engine's host-level CPU figures should match the jobs model's.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from densim.engine.stages import STAGES, BaseStage
+
+
+class FabricStage(BaseStage):
+    name = "fabric"
+
+    def prepare(self, ctx) -> None:
+        from densim.models.jobs import build_system, simulate_jobs
+
+        self.system = build_system(ctx.scenario, ctx.catalog, source=ctx.scenario.name)
+        self.result = simulate_jobs(self.system)
+        groups = list(ctx.vms.group_names)
+        vm_of_flow = np.full(len(self.system.flows), -1, dtype=np.int64)
+        for ti, ten in enumerate(ctx.scenario.fabric.tenants):
+            g = groups.index(ten.vms)
+            engine_vms = np.flatnonzero(ctx.vms.group == g)
+            flows = self.system.tenants[ti].flows
+            vm_of_flow[flows] = engine_vms[: len(flows)]
+        self.vm_of_flow = vm_of_flow
+        ctx.declare("job_cpu_busy_vcpus", level="vm", agg="mean", unit="vCPUs", doc="vCPUs busy with batch-job work")
+        ctx.declare("job_iowait_vcpus", level="vm", agg="mean", unit="vCPUs", doc="vCPUs idle while job tasks wait on block I/O")
+        ctx.declare("job_storage_mb_per_s", level="vm", agg="mean", unit="MB/s", doc="batch-job storage throughput")
+
+    def _means(self, ctx, chunk, name: str) -> np.ndarray:
+        ev = self.result.events
+        out = np.zeros((chunk.n_steps, ctx.vms.n), dtype=np.float32)
+        if ev is None:
+            return out
+        edges = (np.arange(chunk.t0, chunk.t1 + 1) * chunk.step_s).astype(float)
+        per_flow = ev.step_means(name, edges)
+        ok = self.vm_of_flow >= 0
+        out[:, self.vm_of_flow[ok]] = per_flow[:, ok]
+        return out
+
+    def before_cpu(self, ctx, chunk) -> None:
+        busy = self._means(ctx, chunk, "busy_vcpus")
+        host_idx = np.where(ctx.vms.host >= 0, ctx.vms.host, 0)
+        # a job vCPU-second is a logical-CPU-second (the fitted costs were measured with SMT siblings
+        # busy), worth capacity / logical CPUs of the host's MHz
+        mhz = (ctx.hosts.capacity_mhz / ctx.hosts.logical_cpus)[host_idx].astype(np.float32)
+        chunk.vm["cpu_demand_mhz"] = chunk.vm["cpu_demand_mhz"] + busy * mhz[None, :]
+        chunk.vm_out["job_cpu_busy_vcpus"] = busy
+        host_io = self._means(ctx, chunk, "host_io_threads")
+        if host_io.any():
+            per_host = np.zeros((chunk.n_steps, ctx.hosts.n), dtype=np.float32)
+            placed = ctx.vms.host >= 0
+            np.add.at(per_host.T, ctx.vms.host[placed], host_io[:, placed].T)
+            per_thread = (ctx.hosts.capacity_mhz / ctx.hosts.logical_cpus)[None, :]
+            chunk.host_capacity_mhz = np.maximum(chunk.host_capacity_mhz - per_host * per_thread, 0.0)
+
+    def after_cpu(self, ctx, chunk) -> None:
+        chunk.vm_out["job_iowait_vcpus"] = self._means(ctx, chunk, "iowait_vcpus")
+        chunk.vm_out["job_storage_mb_per_s"] = self._means(ctx, chunk, "storage_bps") / np.float32(1e6)
+
+    def finish(self, ctx, summary: dict) -> None:
+        summary["fabric"] = {
+            "tenants": self.result.tenants,
+            "hosts": self.result.hosts,
+            "components": sorted(self.result.components, key=lambda c: -c["mean_utilisation"])[:20],
+        }
+
+
+@STAGES.register(
+    "fabric",
+    description="batch jobs on shared storage and fabrics (fluid max-min fair sharing, closed-loop tasks)",
+    source="modelling guide §5; docs/background/shared-storage.md",
+)
+def fabric_stage(ctx):
+    if ctx.scenario.fabric.model == "none":
+        return None
+    return FabricStage()

@@ -1,0 +1,67 @@
+"""Validation: the shared-flash study against the published local-NVMe Terasort run."""
+
+from __future__ import annotations
+
+import pytest
+
+from densim.studies.shared_flash import PUBLISHED_STAGES_MIN, STUDY, fit_cpu_per_byte
+
+
+@pytest.fixture(scope="module")
+def summary(tmp_path_factory):
+    return STUDY.run(tmp_path_factory.mktemp("shared-flash"), 7)
+
+
+def _run(summary, variant, tenants):
+    return next(r for r in summary["runs"] if r["variant"] == variant and r["tenants"] == tenants)
+
+
+def test_local_stage_times_within_10_percent(summary):
+    # This is the fit (cpu_per_byte per stage), so it must hold: 0.5, 3.5, 5.3 min and 9.3 min total.
+    local = _run(summary, "local", 1)
+    for sim_s, pub_min in zip(local["stage_runtimes_s"], PUBLISHED_STAGES_MIN):
+        assert sim_s / 60 == pytest.approx(pub_min, rel=0.10)
+    assert local["runtime_s"] / 60 == pytest.approx(9.3, rel=0.10)
+
+
+def test_vm_cpu_shares_come_out_near_published(summary):
+    # Not fitted: 14 task slots on 16 vCPUs with ~1-4 % of task time in I/O.
+    local = _run(summary, "local", 1)
+    assert local["vm_cpu_busy"] == pytest.approx(0.85, abs=0.05)
+    assert local["vm_iowait"] == pytest.approx(0.02, abs=0.02)
+
+
+def test_summary_has_every_run_with_required_fields(summary):
+    assert {(r["variant"], r["tenants"]) for r in summary["runs"]} == {
+        (v, n) for v in ("local", "nvmeof-rdma", "nvmeof-hw-adapter", "iscsi-hdd") for n in (1, 2)
+    }
+    for r in summary["runs"]:
+        assert {"variant", "tenants", "runtime_s", "stage_runtimes_s", "storage_mb_per_s"} <= set(r)
+        assert sum(r["stage_runtimes_s"]) == pytest.approx(r["runtime_s"], rel=1e-9)
+    assert summary["figures"] and summary["figures"][0]["data"]
+    assert all({"name", "published", "simulated", "tolerance", "source", "passed"} <= set(h) for h in summary["headline"])
+
+
+def test_variant_ordering_comes_out_of_the_model(summary):
+    local = _run(summary, "local", 1)["runtime_s"]
+    # NVMe-oF with one tenant is close to local (the fabric adds ~15 us to ~1 ms I/Os)
+    for v in ("nvmeof-rdma", "nvmeof-hw-adapter"):
+        assert _run(summary, v, 1)["runtime_s"] == pytest.approx(local, rel=0.05)
+    # the iSCSI HDD SAN is clearly worse (HDD positioning per interleaved 1 MiB I/O)
+    assert _run(summary, "iscsi-hdd", 1)["runtime_s"] > 1.5 * local
+    # local clusters share nothing: a second tenant changes nothing
+    assert _run(summary, "local", 2)["runtime_s"] == pytest.approx(local, rel=1e-9)
+    # two tenants on the same 8 drives: the drives saturate in reduce-and-write, so both slow down,
+    # but by less than 2x because part of the work is CPU-bound (guide §5.2: T'/T = 1 + f_io)
+    two = _run(summary, "nvmeof-rdma", 2)
+    assert 1.1 * local < two["runtime_s"] < 2 * local
+    assert two["stage_bottlenecks"][2] == "pool/drives"
+
+
+def test_fit_reproduces_the_catalog_costs():
+    # Re-run the fit (coarse tolerance to stay quick) and compare with the stored profile.
+    from densim.scenario.catalog import builtin_catalog
+
+    stored = [float(str(s["cpu_per_byte"]).split()[0]) for s in builtin_catalog().raw("batch_profiles", "spark-terasort-1tb")["stages"]]
+    fitted = fit_cpu_per_byte(rel_tol=1e-3)
+    assert fitted == pytest.approx(stored, rel=3e-3)
