@@ -1,0 +1,249 @@
+"""The ``densim`` command line: a thin layer over the library.
+
+Commands in this module: run, validate, schema, demo, studies, study, models. Further commands are
+discovered from :mod:`densim.cli.commands` (each module's ``register(app)``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import pkgutil
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from densim.errors import InputError, ScenarioInvalid
+
+app = typer.Typer(
+    name="densim",
+    help="What-if simulator and capacity planner for virtualized data centres.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+
+def fail(msg: str, code: int = 1) -> None:
+    """Print a one-line error to stderr and exit non-zero."""
+    typer.echo(f"densim: error: {msg}", err=True)
+    raise typer.Exit(code)
+
+
+def console():
+    from rich.console import Console
+
+    return Console(stderr=False, highlight=False)
+
+
+def run_guarded(fn, *args, **kwargs):
+    """Call ``fn``; turn bad-input errors into one line on stderr and exit status 1."""
+    try:
+        return fn(*args, **kwargs)
+    except ScenarioInvalid as exc:
+        for line in exc.lines():
+            typer.echo(f"densim: error: {line}", err=True)
+        raise typer.Exit(1) from None
+    except InputError as exc:
+        fail(exc.one_line())
+    except KeyError as exc:  # unknown registry names
+        fail(str(exc).strip("'\""))
+
+
+def _progress_runner(no_progress: bool):
+    """A context manager yielding a progress callback (rich progress bar unless disabled)."""
+    from contextlib import contextmanager
+
+    @contextmanager
+    def cm(label: str):
+        if no_progress or not sys.stderr.isatty():
+            yield None
+            return
+        from rich.progress import BarColumn, Progress, TimeElapsedColumn, TimeRemainingColumn
+
+        with Progress("[progress.description]{task.description}", BarColumn(), "{task.percentage:>3.0f}%",
+                      TimeElapsedColumn(), TimeRemainingColumn(), transient=True) as prog:
+            task = prog.add_task(label, total=1)
+
+            def cb(done: int, total: int) -> None:
+                prog.update(task, completed=done, total=total)
+
+            yield cb
+
+    return cm
+
+
+def _simulate_and_write(path: Path, out: Path, seed: Optional[int], no_progress: bool, report: bool = True):
+    from densim.engine import simulate
+    from densim.scenario import load_scenario
+
+    t0 = time.perf_counter()
+    sc = load_scenario(path)
+    with _progress_runner(no_progress)(f"simulating {sc.name}") as cb:
+        res = simulate(sc, seed=seed, progress=cb)
+    res.write(out, report=report)
+    return res, time.perf_counter() - t0
+
+
+def _print_run(res, out: Path, wall_s: float) -> None:
+    s = res.summary
+    t = s["totals"]
+    con = console()
+    from rich.table import Table
+
+    tab = Table(title=f"densim run: {s['scenario']}", show_header=False)
+    tab.add_row("VMs placed / total", f"{s['vms_placed']:,} / {s['vms_total']:,}" + (f"  ({s['vms_unplaced']} fit nowhere)" if s["vms_unplaced"] else ""))
+    tab.add_row("hosts used / total", f"{s['hosts_used']:,} / {s['hosts_total']:,}")
+    tab.add_row("CPU demand", f"{t['cpu_demand_mhz_s'] / 3.6e6:,.1f} GHz·h")
+    tab.add_row("CPU delivered", f"{100 * t['cpu_delivered_mhz_s'] / max(t['cpu_demand_mhz_s'], 1e-9):.3f} % of demand")
+    tab.add_row("CPU Ready", f"mean {s['qos']['cpu_ready_pct_mean']:.2f} %, VMs > 5 %: {s['qos']['vms_ready_over_5pct']}")
+    tab.add_row("energy", f"{t['energy_kwh']:,.2f} kWh")
+    tab.add_row("wall time", f"{wall_s:.2f} s")
+    con.print(tab)
+    con.print(f"results in {out}/ (summary.json, *.parquet); report: {out / 'report.html'}")
+
+
+@app.command()
+def run(
+    scenario: Annotated[Path, typer.Argument(help="scenario file (YAML or JSON)")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="output folder")] = Path("out/run"),
+    seed: Annotated[Optional[int], typer.Option(help="override the scenario's seed")] = None,
+    no_report: Annotated[bool, typer.Option("--no-report", help="skip report.html")] = False,
+    no_progress: Annotated[bool, typer.Option("--no-progress", help="no progress bar")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="print summary.json instead of a table")] = False,
+) -> None:
+    """Simulate SCENARIO and write summary.json, Parquet tables and report.html to --out."""
+    res, wall = run_guarded(_simulate_and_write, scenario, out, seed, no_progress, not no_report)
+    if json_out:
+        typer.echo(json.dumps(res.summary, indent=2))
+    else:
+        _print_run(res, out, wall)
+
+
+@app.command()
+def validate(scenario: Annotated[Path, typer.Argument(help="scenario file")]) -> None:
+    """Check SCENARIO and list every problem with its field path; exit 1 if any."""
+    from densim.scenario import validate_file
+
+    problems = validate_file(scenario)
+    if problems:
+        for p in problems:
+            typer.echo(p, err=True)
+        raise typer.Exit(1)
+    typer.echo(f"{scenario}: valid")
+
+
+@app.command()
+def schema(out: Annotated[Optional[Path], typer.Option("--out", "-o", help="write to a file")] = None) -> None:
+    """Print the JSON Schema of scenario files (for editor completion)."""
+    from densim.scenario.model import Scenario
+
+    text = json.dumps(Scenario.model_json_schema(by_alias=True), indent=2)
+    if out:
+        from densim.atomic import write_text_atomic
+
+        write_text_atomic(out, text + "\n")
+    else:
+        typer.echo(text)
+
+
+@app.command()
+def demo(
+    out: Annotated[Path, typer.Option("--out", "-o")] = Path("out/demo"),
+    no_progress: Annotated[bool, typer.Option("--no-progress")] = False,
+) -> None:
+    """Run the built-in demo scenario (no external data needed)."""
+    from densim.builtin import builtin_path
+
+    res, wall = run_guarded(_simulate_and_write, builtin_path("demo.yaml"), out, None, no_progress, True)
+    _print_run(res, out, wall)
+    typer.echo(f"Open the report: {out.resolve() / 'report.html'}")
+
+
+@app.command()
+def studies() -> None:
+    """List the built-in studies."""
+    from rich.table import Table
+
+    from densim.studies.base import all_studies
+
+    tab = Table(title="built-in studies")
+    tab.add_column("name")
+    tab.add_column("description")
+    for name, st in all_studies().items():
+        tab.add_row(name, st.description)
+    console().print(tab)
+
+
+@app.command()
+def study(
+    name: Annotated[str, typer.Argument(help="study name (see 'densim studies')")],
+    out: Annotated[Optional[Path], typer.Option("--out", "-o")] = None,
+    seed: Annotated[int, typer.Option()] = 42,
+) -> None:
+    """Run a built-in study; writes summary.json (with the headline comparison) and report.html."""
+    from densim.studies.base import all_studies
+    from densim.studies.runner import run_study
+
+    found = all_studies()
+    if name not in found:
+        fail(f"unknown study {name!r}; built-in studies: {', '.join(found) or '(none)'}")
+    out = out or Path("out") / name
+    summary = run_guarded(run_study, found[name], out, seed)
+    from rich.table import Table
+
+    tab = Table(title=f"study {name}")
+    for col in ("figure", "published", "simulated", "tolerance", "result"):
+        tab.add_column(col)
+    for h in summary.get("headline", []):
+        tab.add_row(h["name"], f"{h['published']:g}", f"{h['simulated']:.4g}", str(h["tolerance"]), "pass" if h["passed"] else "FAIL")
+    console().print(tab)
+    typer.echo(f"report: {out / 'report.html'}")
+
+
+@app.command()
+def models() -> None:
+    """List every registry (models, policies, readers) and its entries."""
+    from rich.table import Table
+
+    import densim.engine.stages as stages
+    import densim.models.cpu  # noqa: F401
+    import densim.models.power  # noqa: F401
+    import densim.placement  # noqa: F401
+    import densim.workloads.readers  # noqa: F401
+    from densim.registry import Registry
+
+    stages.load_plugins()
+    tab = Table(title="registries")
+    for col in ("kind", "name", "description", "source"):
+        tab.add_column(col)
+    for kind, reg in sorted(Registry.all().items()):
+        for e in reg:
+            tab.add_row(kind, e.name + (" (default)" if reg.default == e.name else ""), e.description, e.source)
+    console().print(tab)
+
+
+def _discover() -> None:
+    import densim.cli.commands as pkg
+
+    for mod in pkgutil.iter_modules(pkg.__path__):
+        if mod.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"densim.cli.commands.{mod.name}")
+        reg = getattr(module, "register", None)
+        if reg is not None:
+            reg(app)
+
+
+_discover()
+
+
+def main() -> None:  # pragma: no cover
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,257 @@
+"""Results: summary.json, per-host and per-VM Parquet tables, and the HTML report."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import densim
+from densim.atomic import write_atomic, write_json_atomic
+from densim.engine.state import EngineContext
+
+# output columns, documented (the reference page is generated from this table)
+VM_COLUMNS = {
+    "vm": "VM name",
+    "group": "VM group (scenario vms[].name)",
+    "host": "host the VM was placed on ('' when it fits nowhere)",
+    "placed": "whether the VM was placed",
+    "vcpus": "virtual CPUs",
+    "vcpu_mhz": "vCPU speed the demand is expressed against (MHz)",
+    "memory_bytes": "configured memory (bytes)",
+    "cpu_demand_mhz_s": "CPU demand integrated over time (MHz x s)",
+    "cpu_delivered_mhz_s": "CPU delivered (MHz x s)",
+    "cpu_unserved_mhz_s": "demand not delivered: host contention, the VM's own vCPU limit, or not placed (MHz x s)",
+    "cpu_ready_s": "CPU Ready: time runnable vCPUs waited for a logical CPU (vCPU x s)",
+    "cpu_ready_pct_mean": "mean CPU Ready per vCPU over the run (%)",
+    "cpu_ready_pct_max": "worst step's CPU Ready per vCPU (%)",
+}
+HOST_COLUMNS = {
+    "host": "host name",
+    "server": "host group / server type",
+    "powered_on": "whether the host draws power (has VMs, or unused hosts idle)",
+    "vms": "VMs placed",
+    "vcpus": "vCPUs placed",
+    "cores": "physical cores",
+    "capacity_mhz": "CPU capacity (cores x SMT gain x base MHz)",
+    "memory_bytes": "host memory (bytes)",
+    "memory_allocated_bytes": "configured memory of the VMs placed (bytes)",
+    "rack_units": "rack units",
+    "cpu_demand_mhz_s": "CPU claimed by the host's VMs (MHz x s)",
+    "cpu_delivered_mhz_s": "CPU delivered (MHz x s)",
+    "utilisation_mean": "mean CPU utilisation (0-1)",
+    "utilisation_max": "peak step CPU utilisation (0-1)",
+    "cpu_ready_pct_mean": "mean CPU Ready per vCPU (%)",
+    "cpu_ready_pct_max": "worst step CPU Ready per vCPU (%)",
+    "energy_j": "energy = sum of power x step (J)",
+}
+HOST_STEP_COLUMNS = {
+    "step": "step index",
+    "time_s": "start of the step (s, trace clock)",
+    "host": "host name",
+    "cpu_demand_mhz": "CPU claimed (MHz, step mean)",
+    "cpu_delivered_mhz": "CPU delivered (MHz)",
+    "utilisation": "CPU utilisation (0-1)",
+    "cpu_ready_pct": "CPU Ready per vCPU (%)",
+    "power_w": "power (W)",
+}
+
+
+@dataclass
+class Result:
+    ctx: EngineContext
+    vm_acc: Any
+    host_acc: Any
+    stages: list
+    host_on: np.ndarray
+    vcpus_per_host: np.ndarray
+    vms_per_host: np.ndarray
+    mem_per_host: np.ndarray
+    timings: dict[str, float] = field(default_factory=dict)
+
+    # ---- tables ----------------------------------------------------------------------------
+    @cached_property
+    def vms(self):
+        import polars as pl
+
+        c, v, step = self.ctx, self.vm_acc, self.ctx.grid.step_s
+        T = c.grid.n_steps
+        host_names = np.where(c.vms.host >= 0, c.hosts.names[np.maximum(c.vms.host, 0)], "")
+        cols: dict[str, Any] = {
+            "vm": c.vms.names.astype(str),
+            "group": np.array(c.vms.group_names, dtype=object)[c.vms.group].astype(str),
+            "host": host_names.astype(str),
+            "placed": c.vms.host >= 0,
+            "vcpus": c.vms.vcpus,
+            "vcpu_mhz": c.vms.vcpu_mhz,
+            "memory_bytes": c.vms.mem_bytes,
+            "cpu_demand_mhz_s": v.sum["cpu_demand_mhz"] * step,
+            "cpu_delivered_mhz_s": v.sum["cpu_delivered_mhz"] * step,
+            "cpu_unserved_mhz_s": v.sum["cpu_unserved_mhz"] * step,
+            "cpu_ready_s": v.sum["cpu_ready_pct"] / 100.0 * c.vms.vcpus * step,
+            "cpu_ready_pct_mean": v.sum["cpu_ready_pct"] / T,
+            "cpu_ready_pct_max": v.max["cpu_ready_pct"],
+        }
+        for name, m in c.metrics.items():
+            if m.level == "vm" and name in v.sum:
+                cols[f"{name}_{m.agg}"] = _agg(v, name, m.agg, T, step)
+        return pl.DataFrame(cols)
+
+    @cached_property
+    def hosts(self):
+        import polars as pl
+
+        c, h, step = self.ctx, self.host_acc, self.ctx.grid.step_s
+        T = c.grid.n_steps
+        cols: dict[str, Any] = {
+            "host": c.hosts.names.astype(str),
+            "server": np.array(c.hosts.server_names, dtype=object)[c.hosts.group].astype(str),
+            "powered_on": self.host_on,
+            "vms": self.vms_per_host,
+            "vcpus": self.vcpus_per_host,
+            "cores": c.hosts.cores,
+            "capacity_mhz": c.hosts.capacity_mhz,
+            "memory_bytes": c.hosts.mem_bytes,
+            "memory_allocated_bytes": self.mem_per_host,
+            "rack_units": c.hosts.rack_units,
+            "cpu_demand_mhz_s": h.sum["cpu_demand_mhz"] * step,
+            "cpu_delivered_mhz_s": h.sum["cpu_delivered_mhz"] * step,
+            "utilisation_mean": h.sum["utilisation"] / T,
+            "utilisation_max": h.max["utilisation"],
+            "cpu_ready_pct_mean": h.sum["cpu_ready_pct"] / T,
+            "cpu_ready_pct_max": h.max["cpu_ready_pct"],
+            "energy_j": h.sum["power_w"] * step,
+        }
+        for name, m in c.metrics.items():
+            if m.level == "host" and name in h.sum:
+                cols[f"{name}_{m.agg}"] = _agg(h, name, m.agg, T, step)
+        return pl.DataFrame(cols)
+
+    def host_steps(self):
+        """Long table (step x host) of the per-step host metrics, or None if not kept."""
+        import polars as pl
+
+        h = self.host_acc
+        if not h.keep:
+            return None
+        T, H = self.ctx.grid.n_steps, self.ctx.hosts.n
+        cols: dict[str, Any] = {
+            "step": np.repeat(np.arange(T, dtype=np.int32), H),
+            "time_s": np.repeat(self.ctx.grid.edges_s()[:-1], H),
+            "host": np.tile(self.ctx.hosts.names.astype(str), T),
+        }
+        for name, arr in h.series.items():
+            cols[name] = arr.ravel()
+        return pl.DataFrame(cols)
+
+    def vm_steps(self):
+        import polars as pl
+
+        v = self.vm_acc
+        if not v.keep:
+            return None
+        T, V = self.ctx.grid.n_steps, self.ctx.vms.n
+        cols: dict[str, Any] = {
+            "step": np.repeat(np.arange(T, dtype=np.int32), V),
+            "vm": np.tile(self.ctx.vms.names.astype(str), T),
+        }
+        for name, arr in v.series.items():
+            cols[name] = arr.ravel()
+        return pl.DataFrame(cols)
+
+    # ---- summary ---------------------------------------------------------------------------
+    @cached_property
+    def summary(self) -> dict[str, Any]:
+        c = self.ctx
+        step = c.grid.step_s
+        vs, hs = self.vm_acc.sum, self.host_acc.sum
+        placed = c.vms.host >= 0
+        ready_s = float(np.sum(vs["cpu_ready_pct"] / 100.0 * c.vms.vcpus * step))
+        vm_ready_mean = vs["cpu_ready_pct"] / c.grid.n_steps
+        energy_j = float(hs["power_w"].sum() * step)
+        unplaced = c.vms.names[~placed].astype(str).tolist()
+        sc = c.scenario
+        out: dict[str, Any] = {
+            "densim_version": densim.__version__,
+            "scenario": sc.name,
+            "seed": c.seed,
+            "grid": {"start_s": c.grid.start_s, "step_s": step, "n_steps": c.grid.n_steps, "horizon_s": c.grid.horizon_s},
+            "models": {
+                "cpu_contention": sc.simulation.cpu_model,
+                "burstiness": sc.simulation.burstiness,
+                "placement": sc.placement.policy,
+                "stages": [s.name for s in self.stages],
+            },
+            "placement": {
+                "policy": sc.placement.policy,
+                "cpu_overcommit": sc.placement.cpu_overcommit,
+                "memory_overcommit": sc.placement.memory_overcommit,
+            },
+            "hosts_total": int(c.hosts.n),
+            "hosts_used": int(np.count_nonzero(self.vms_per_host)),
+            "hosts_powered_on": int(np.count_nonzero(self.host_on)),
+            "vms_total": int(c.vms.n),
+            "vms_placed": int(np.count_nonzero(placed)),
+            "vms_unplaced": int(np.count_nonzero(~placed)),
+            "unplaced_vms": unplaced[:1000],
+            "rack_units_powered_on": float(c.hosts.rack_units[self.host_on].sum()),
+            "totals": {
+                "cpu_demand_mhz_s": float(vs["cpu_demand_mhz"].sum() * step),
+                "cpu_delivered_mhz_s": float(vs["cpu_delivered_mhz"].sum() * step),
+                "cpu_unserved_mhz_s": float(vs["cpu_unserved_mhz"].sum() * step),
+                "cpu_ready_s": ready_s,
+                "energy_j": energy_j,
+                "energy_kwh": energy_j / 3.6e6,
+            },
+            "qos": {
+                "cpu_ready_pct_mean": float(vm_ready_mean[placed].mean()) if placed.any() else 0.0,
+                "cpu_ready_pct_worst_vm_mean": float(vm_ready_mean.max()) if c.vms.n else 0.0,
+                "cpu_ready_pct_worst_step": float(self.vm_acc.max["cpu_ready_pct"].max()) if c.vms.n else 0.0,
+                "vms_ready_over_5pct": int(np.count_nonzero(vm_ready_mean > 5.0)),
+                "vms_ready_over_10pct": int(np.count_nonzero(vm_ready_mean > 10.0)),
+            },
+        }
+        for st in self.stages:
+            st.finish(c, out)
+        return out
+
+    # ---- files -----------------------------------------------------------------------------
+    def write(self, out_dir: str | Path, *, report: bool = True) -> Path:
+        """Write summary.json, hosts/vms(/host_steps/vm_steps).parquet and report.html.
+
+        Every file is written to a temporary name and renamed; ``summary.json`` is written last
+        and removed first, so a directory with a summary.json is always complete.
+        """
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "summary.json").unlink(missing_ok=True)
+        tables = {"vms": self.vms, "hosts": self.hosts, "host_steps": self.host_steps(), "vm_steps": self.vm_steps()}
+        for name, df in tables.items():
+            path = out / f"{name}.parquet"
+            if df is None:
+                path.unlink(missing_ok=True)
+                continue
+            write_atomic(path, lambda p, df=df: df.write_parquet(p, compression="zstd"))
+        if report:
+            from densim.reports.html import render_run_report
+
+            render_run_report(self, out / "report.html")
+        write_json_atomic(out / "summary.json", self.summary)
+        return out
+
+
+def _agg(acc, name: str, agg: str, T: int, step: float) -> np.ndarray:
+    if agg == "sum":
+        return acc.sum[name] * step
+    if agg == "max":
+        return acc.max[name]
+    return acc.sum[name] / T
+
+
+def clear_dir(path: Path) -> None:
+    if path.exists():
+        shutil.rmtree(path)

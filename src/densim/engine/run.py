@@ -1,0 +1,225 @@
+"""The vectorised, time-stepped engine.
+
+Arrays are (time x VM) per chunk of steps; the VM -> host assignment is an index array; host totals
+are segment reductions (``np.add.reduceat`` over VMs sorted by host). There is no Python loop over
+VMs or hosts inside a step: the only loops are over chunks of time and over the active stages.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from densim.engine.stages import STAGES, load_plugins
+from densim.engine.state import EngineContext, build_context
+from densim.models.cpu import CPU_CONTENTION, maxmin_share
+from densim.models.power import host_power_w
+from densim.placement import place
+from densim.scenario.model import Scenario
+
+ELEMENTS_PER_CHUNK = 40_000_000  # (steps x VMs) float32 per array: 160 MB
+
+
+@dataclass
+class Chunk:
+    """One window of steps ``[t0, t1)``; arrays are (steps, VMs) or (steps, hosts)."""
+
+    t0: int
+    t1: int
+    step_s: float
+    vm: dict[str, np.ndarray] = field(default_factory=dict)
+    host: dict[str, np.ndarray] = field(default_factory=dict)
+    host_capacity_mhz: np.ndarray | None = None  # (steps, hosts); stages may scale it
+    vm_out: dict[str, np.ndarray] = field(default_factory=dict)
+    host_out: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def n_steps(self) -> int:
+        return self.t1 - self.t0
+
+
+class Accumulator:
+    """Time-weighted totals and optional time series of every metric."""
+
+    def __init__(self, n_steps: int, n: int, keep_series: bool) -> None:
+        self.n_steps = n_steps
+        self.n = n
+        self.keep = keep_series
+        self.sum: dict[str, np.ndarray] = {}
+        self.max: dict[str, np.ndarray] = {}
+        self.series: dict[str, np.ndarray] = {}
+
+    def add(self, name: str, t0: int, arr: np.ndarray) -> None:
+        a = np.asarray(arr)
+        s = a.sum(axis=0, dtype=np.float64)
+        m = a.max(axis=0).astype(np.float64) if a.shape[0] else np.zeros(self.n)
+        if name in self.sum:
+            self.sum[name] += s
+            np.maximum(self.max[name], m, out=self.max[name])
+        else:
+            self.sum[name] = s
+            self.max[name] = m
+        if self.keep:
+            if name not in self.series:
+                self.series[name] = np.zeros((self.n_steps, self.n), dtype=np.float32)
+            self.series[name][t0 : t0 + a.shape[0]] = a
+
+
+def _host_segments(host_of_vm: np.ndarray, n_hosts: int):
+    placed = np.flatnonzero(host_of_vm >= 0)
+    perm = placed[np.argsort(host_of_vm[placed], kind="stable")]
+    sorted_hosts = host_of_vm[perm]
+    if perm.size == 0:
+        return perm, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    starts = np.flatnonzero(np.r_[True, sorted_hosts[1:] != sorted_hosts[:-1]])
+    return perm, starts, sorted_hosts[starts]
+
+
+def _segment_sum(arr: np.ndarray, perm, starts, hosts_with, n_hosts) -> np.ndarray:
+    out = np.zeros((arr.shape[0], n_hosts), dtype=np.float32)
+    if perm.size:
+        out[:, hosts_with] = np.add.reduceat(arr[:, perm], starts, axis=1)
+    return out
+
+
+def simulate(scenario: Scenario, *, seed: int | None = None, progress: Callable[[int, int], None] | None = None,
+             ctx: EngineContext | None = None):
+    """Run ``scenario``; returns a :class:`~densim.engine.result.Result`."""
+    from densim.engine.result import Result
+
+    wall0 = time.perf_counter()
+    ctx = ctx or build_context(scenario, seed)
+    sc = ctx.scenario
+    vms, hosts, grid = ctx.vms, ctx.hosts, ctx.grid
+    timings: dict[str, float] = {"build_s": time.perf_counter() - wall0}
+
+    # ---- placement -------------------------------------------------------------------------
+    t = time.perf_counter()
+    pl = sc.placement
+    vms.host = place(pl.policy, vms.vcpus.astype(np.float64), vms.mem_bytes, hosts.cores * pl.cpu_overcommit,
+                     hosts.mem_bytes * pl.memory_overcommit, rng=ctx.rng, **pl.params)
+    timings["placement_s"] = time.perf_counter() - t
+
+    V, H, T = vms.n, hosts.n, grid.n_steps
+    perm, starts, hosts_with = _host_segments(vms.host, H)
+    placed = vms.host >= 0
+    host_idx = np.where(placed, vms.host, 0)
+    vcpus_per_host = np.bincount(vms.host[placed], weights=vms.vcpus[placed], minlength=H).astype(np.float64)
+    vms_per_host = np.bincount(vms.host[placed], minlength=H)
+    mem_per_host = np.bincount(vms.host[placed], weights=vms.mem_bytes[placed], minlength=H)
+    host_on = (vms_per_host > 0) | (sc.cluster.unused_hosts == "idle")
+    # a VM cannot use more than its vCPUs at its host's core speed
+    vm_cap_mhz = (vms.vcpus * hosts.core_mhz[host_idx]).astype(np.float32)
+
+    # ---- stages ----------------------------------------------------------------------------
+    load_plugins()
+    stages = []
+    for entry in STAGES:
+        st = entry.obj(ctx)
+        if st is not None:
+            st.prepare(ctx)
+            stages.append(st)
+
+    contention = CPU_CONTENTION.get(sc.simulation.cpu_model)
+    burst = sc.simulation.burstiness
+    keep_vm = sc.output.vm_timeseries == "on" or (sc.output.vm_timeseries == "auto" and V * T <= 5_000_000)
+    keep_host = sc.output.host_timeseries == "on"
+    vm_acc = Accumulator(T, V, keep_vm)
+    host_acc = Accumulator(T, H, keep_host)
+    chunk_steps = sc.simulation.chunk_steps or max(1, min(T, ELEMENTS_PER_CHUNK // max(V, 1)))
+    channels = tuple(ctx.source.channels)
+    t_engine = time.perf_counter()
+    step_s = grid.step_s
+    ready_per_vm_cap = np.maximum(vms.vcpus.astype(np.float32), 1) * np.float32(step_s)
+
+    for t0 in range(0, T, chunk_steps):
+        t1 = min(T, t0 + chunk_steps)
+        n = t1 - t0
+        win = ctx.source.window(grid, t0, t1, channels)
+        chunk = Chunk(t0=t0, t1=t1, step_s=step_s)
+        demand = win.pop("cpu_mhz")
+        chunk.vm["cpu_demand_mhz"] = demand
+        chunk.vm.update(win)
+        chunk.host_capacity_mhz = np.broadcast_to(hosts.capacity_mhz.astype(np.float32), (n, H)).copy()
+        for st in stages:
+            st.before_cpu(ctx, chunk)
+        demand = chunk.vm["cpu_demand_mhz"]
+        cap_h = chunk.host_capacity_mhz
+
+        # claims: demand limited by the VM's own vCPUs; unplaced VMs claim nothing
+        claim = np.minimum(demand, vm_cap_mhz[None, :])
+        claim[:, ~placed] = 0.0
+        host_claim = _segment_sum(claim, perm, starts, hosts_with, H)
+
+        # max-min fair share on overloaded host-steps only
+        delivered = claim.copy()
+        over_t, over_h = np.nonzero(host_claim > cap_h * (1 + 1e-6))
+        if over_t.size:
+            _share_overloaded(delivered, claim, over_t, over_h, cap_h, perm, starts, hosts_with, H)
+        host_delivered = _segment_sum(delivered, perm, starts, hosts_with, H)
+        unserved = demand - delivered
+
+        # CPU Ready from runnable vCPUs against logical capacity
+        core_mhz = hosts.core_mhz[None, :]
+        mu = host_claim / core_mhz
+        cap_cores = cap_h / core_mhz
+        ready_cores = contention(mu, vcpus_per_host[None, :], cap_cores, burstiness=burst)
+        host_ready_s = (ready_cores * step_s).astype(np.float32)
+        share = np.divide(claim, host_claim[:, host_idx], out=np.zeros_like(claim), where=host_claim[:, host_idx] > 0)
+        vm_ready_s = share * host_ready_s[:, host_idx]
+        vm_ready_s[:, ~placed] = 0.0
+
+        util = np.divide(host_delivered, cap_h, out=np.zeros_like(host_delivered), where=cap_h > 0)
+        util = np.clip(util, 0.0, 1.0)
+        power = host_power_w(util, hosts.power_kind, hosts.power_idle_w, hosts.power_peak_w, hosts.power_table_w, hosts.power_exponent)
+        power[:, ~host_on] = 0.0
+
+        chunk.vm.update(cpu_delivered_mhz=delivered, cpu_unserved_mhz=unserved, cpu_ready_s=vm_ready_s)
+        chunk.host.update(cpu_demand_mhz=host_claim, cpu_delivered_mhz=host_delivered, utilisation=util,
+                          cpu_ready_s=host_ready_s, power_w=power.astype(np.float32))
+        for st in stages:
+            st.after_cpu(ctx, chunk)
+
+        vm_acc.add("cpu_demand_mhz", t0, demand)
+        vm_acc.add("cpu_delivered_mhz", t0, delivered)
+        vm_acc.add("cpu_unserved_mhz", t0, unserved)
+        vm_acc.add("cpu_ready_pct", t0, vm_ready_s / ready_per_vm_cap[None, :] * 100.0)
+        host_acc.add("cpu_demand_mhz", t0, host_claim)
+        host_acc.add("cpu_delivered_mhz", t0, host_delivered)
+        host_acc.add("utilisation", t0, util)
+        nv = np.maximum(vcpus_per_host, 1)[None, :] * step_s
+        host_acc.add("cpu_ready_pct", t0, host_ready_s / nv * 100.0)
+        host_acc.add("power_w", t0, power)
+        for name, arr in chunk.vm_out.items():
+            vm_acc.add(name, t0, arr)
+        for name, arr in chunk.host_out.items():
+            host_acc.add(name, t0, arr)
+        if progress is not None:
+            progress(t1, T)
+
+    timings["engine_s"] = time.perf_counter() - t_engine
+    res = Result(ctx=ctx, vm_acc=vm_acc, host_acc=host_acc, stages=stages, host_on=host_on,
+                 vcpus_per_host=vcpus_per_host, vms_per_host=vms_per_host, mem_per_host=mem_per_host,
+                 timings=timings)
+    timings["total_s"] = time.perf_counter() - wall0
+    return res
+
+
+def _share_overloaded(delivered, claim, over_t, over_h, cap_h, perm, starts, hosts_with, n_hosts) -> None:
+    """Water-fill the claims of the VMs of each overloaded (step, host) cell, in one batch."""
+    seg_of_host = np.full(n_hosts, -1, dtype=np.int64)
+    seg_of_host[hosts_with] = np.arange(hosts_with.size)
+    ends = np.r_[starts[1:], perm.size]
+    seg = seg_of_host[over_h]
+    counts = (ends - starts)[seg]
+    k = int(counts.max())
+    cols = starts[seg][:, None] + np.arange(k)[None, :]
+    valid = np.arange(k)[None, :] < counts[:, None]
+    vm_idx = perm[np.minimum(cols, perm.size - 1)]
+    c = np.where(valid, claim[over_t[:, None], vm_idx], 0.0)
+    alloc = maxmin_share(c, cap_h[over_t, over_h])
+    rows = np.broadcast_to(over_t[:, None], vm_idx.shape)
+    delivered[rows[valid], vm_idx[valid]] = alloc[valid]

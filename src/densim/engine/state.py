@@ -1,0 +1,186 @@
+"""Engine state built from a scenario: VM and host arrays, the time grid, the demand source."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from densim.errors import InputError
+from densim.models.power import as_table_w
+from densim.scenario.io import catalog_for, resolve_servers
+from densim.scenario.model import Scenario
+from densim.workloads.readers import open_trace
+from densim.workloads.readers.bitbrains import BitbrainsSource
+from densim.workloads.readers.opendc import OpenDcSource
+from densim.workloads.readers.planetlab import PlanetLabSource
+from densim.workloads.sources import CompositeSource, DemandSource, ProfileSource
+from densim.workloads.timegrid import TimeGrid
+
+
+@dataclass
+class VmTable:
+    names: np.ndarray
+    group: np.ndarray  # int32 index into scenario.vms
+    group_names: list[str]
+    vcpus: np.ndarray
+    vcpu_mhz: np.ndarray
+    mem_bytes: np.ndarray
+    host: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # -1 = unplaced
+
+    @property
+    def n(self) -> int:
+        return int(self.vcpus.size)
+
+
+@dataclass
+class HostTable:
+    names: np.ndarray
+    group: np.ndarray
+    server_names: list[str]
+    sockets: np.ndarray
+    cores: np.ndarray  # physical cores (all sockets)
+    logical_cpus: np.ndarray
+    core_mhz: np.ndarray
+    capacity_mhz: np.ndarray  # cores x SMT gain x core MHz
+    capacity_cores: np.ndarray  # cores x SMT gain (core-equivalents)
+    mem_bytes: np.ndarray
+    rack_units: np.ndarray
+    power_kind: np.ndarray
+    power_idle_w: np.ndarray
+    power_peak_w: np.ndarray
+    power_table_w: np.ndarray  # (H, 11)
+    power_exponent: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return int(self.cores.size)
+
+
+@dataclass
+class Metric:
+    name: str
+    level: str  # "vm" | "host"
+    agg: str  # "mean" | "sum" | "max"
+    unit: str
+    doc: str
+
+
+@dataclass
+class EngineContext:
+    scenario: Scenario
+    grid: TimeGrid
+    vms: VmTable
+    hosts: HostTable
+    source: DemandSource
+    rng: np.random.Generator
+    seed: int
+    catalog: Any
+    metrics: dict[str, Metric] = field(default_factory=dict)
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def declare(self, name: str, *, level: str, agg: str = "mean", unit: str = "", doc: str = "") -> None:
+        if level not in ("vm", "host") or agg not in ("mean", "sum", "max"):
+            raise ValueError(f"bad metric declaration {name!r}: level {level!r}, agg {agg!r}")
+        self.metrics[name] = Metric(name, level, agg, unit, doc)
+
+
+def build_hosts(sc: Scenario) -> HostTable:
+    groups = resolve_servers(sc)
+    names, grp, snames = [], [], []
+    cols: dict[str, list] = {k: [] for k in ("sockets", "cores", "logical", "core_mhz", "gain", "mem", "ru", "kind", "idle", "peak", "table", "exp")}
+    for gi, (server, cpu, count) in enumerate(groups):
+        label = sc.cluster.hosts[gi].name or server.name
+        snames.append(label)
+        for _ in range(count):
+            names.append(f"{label}-{len(names)}")
+        grp += [gi] * count
+        sockets = server.cpu.sockets
+        cols["sockets"] += [sockets] * count
+        cols["cores"] += [sockets * cpu.cores] * count
+        cols["logical"] += [sockets * cpu.cores * cpu.threads_per_core] * count
+        cols["core_mhz"] += [cpu.base_mhz] * count
+        cols["gain"] += [cpu.smt_gain if cpu.threads_per_core > 1 else 1.0] * count
+        cols["mem"] += [server.memory_bytes] * count
+        cols["ru"] += [server.rack_units] * count
+        p = server.power
+        cols["kind"] += [p.model] * count
+        cols["idle"] += [p.idle_w or 0.0] * count
+        cols["peak"] += [p.peak_w or p.idle_w or 0.0] * count
+        cols["table"] += [as_table_w(p)] * count
+        cols["exp"] += [p.exponent] * count
+    cores = np.array(cols["cores"], dtype=np.float64)
+    gain = np.array(cols["gain"], dtype=np.float64)
+    core_mhz = np.array(cols["core_mhz"], dtype=np.float64)
+    return HostTable(
+        names=np.array(names, dtype=object),
+        group=np.array(grp, dtype=np.int32),
+        server_names=snames,
+        sockets=np.array(cols["sockets"], dtype=np.int32),
+        cores=cores,
+        logical_cpus=np.array(cols["logical"], dtype=np.float64),
+        core_mhz=core_mhz,
+        capacity_mhz=cores * gain * core_mhz,
+        capacity_cores=cores * gain,
+        mem_bytes=np.array(cols["mem"], dtype=np.float64),
+        rack_units=np.array(cols["ru"], dtype=np.float64),
+        power_kind=np.array(cols["kind"], dtype=object),
+        power_idle_w=np.array(cols["idle"], dtype=np.float64),
+        power_peak_w=np.array(cols["peak"], dtype=np.float64),
+        power_table_w=np.array(cols["table"], dtype=np.float64).reshape(len(names), 11),
+        power_exponent=np.array(cols["exp"], dtype=np.float64),
+    )
+
+
+def build_source(sc: Scenario, seed: int) -> tuple[DemandSource, list[str], np.ndarray]:
+    parts: list[DemandSource] = []
+    traces: dict[tuple[str, str, int | None], Any] = {}
+    for gi, g in enumerate(sc.vms):
+        if g.profile is not None:
+            parts.append(ProfileSource(g.name, g.profile, g.count, g.vcpus, g.vcpu_mhz or 2000.0, g.memory_bytes, seed + 7919 * (gi + 1)))
+            continue
+        t = g.trace
+        key = (t.format, t.path, t.limit)
+        if key not in traces:
+            traces[key] = open_trace(t.format, t.path, limit=t.limit)
+        tr = traces[key]
+        if t.format == "planetlab":
+            parts.append(PlanetLabSource(tr, g.name, g.count, g.vcpus, g.vcpu_mhz or 1000.0, g.memory_bytes, t.assign, t.offset))
+        elif t.format == "bitbrains":
+            parts.append(BitbrainsSource(tr, g.name, g.count, g.vcpus, g.vcpu_mhz, g.memory_bytes, t.offset))
+        elif t.format == "opendc":
+            parts.append(OpenDcSource(tr, g.name, g.count, g.vcpus, g.vcpu_mhz, g.memory_bytes, t.offset))
+        else:
+            raise InputError(t.path, f"vms[{gi}].trace.format", f"format {t.format!r} is read by 'densim plan', not by the engine")
+    group = np.concatenate([np.full(p.n_vms, i, dtype=np.int32) for i, p in enumerate(parts)])
+    return CompositeSource(parts), [g.name for g in sc.vms], group
+
+
+def build_grid(sc: Scenario, source: DemandSource) -> TimeGrid:
+    sim = sc.simulation
+    span = source.span_s()
+    start = sim.start_s if sim.start_s is not None else (span[0] if span else 0.0)
+    if sim.horizon_s is not None:
+        horizon = sim.horizon_s
+    elif span is not None:
+        horizon = span[1] - start
+    else:
+        raise InputError(sc.name, "simulation.horizon", "required when no VM group is driven by a trace")
+    if horizon <= 0:
+        raise InputError(sc.name, "simulation.horizon", "the traces end before the simulation starts")
+    n = max(1, int(math.ceil(horizon / sim.step_s - 1e-9)))
+    return TimeGrid(start_s=float(start), step_s=float(sim.step_s), n_steps=n)
+
+
+def build_context(sc: Scenario, seed: int | None = None) -> EngineContext:
+    from densim.rng import make_rng
+
+    seed = sc.simulation.seed if seed is None else int(seed)
+    hosts = build_hosts(sc)
+    source, group_names, group = build_source(sc, seed)
+    grid = build_grid(sc, source)
+    s = source.sizes
+    vms = VmTable(names=s.names, group=group, group_names=group_names, vcpus=s.vcpus, vcpu_mhz=s.vcpu_mhz, mem_bytes=s.mem_bytes)
+    return EngineContext(scenario=sc, grid=grid, vms=vms, hosts=hosts, source=source, rng=make_rng(seed), seed=seed, catalog=catalog_for(sc))

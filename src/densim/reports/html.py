@@ -1,0 +1,132 @@
+"""Render HTML reports: one file, plotly.js embedded once, figures as JSON."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import densim
+from densim.atomic import write_text_atomic
+
+MAX_HEAT_HOSTS = 120
+MAX_HEAT_STEPS = 400
+
+
+@lru_cache(maxsize=1)
+def _env():
+    import jinja2
+
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("densim", "reports/templates"),
+        autoescape=jinja2.select_autoescape(["html", "j2"]),
+    )
+
+
+@lru_cache(maxsize=1)
+def plotly_js() -> str:
+    from plotly.offline import get_plotlyjs
+
+    return get_plotlyjs()
+
+
+def render(template: str, out_path: str | Path, *, figures: dict[str, Any] | None = None, **ctx: Any) -> Path:
+    """Render ``template`` with plotly figures (id -> plotly Figure or dict) to ``out_path`` atomically."""
+    figs = {}
+    for fid, fig in (figures or {}).items():
+        figs[fid] = json.loads(fig.to_json()) if hasattr(fig, "to_json") else fig
+    html = _env().get_template(template).render(
+        plotly_js=plotly_js(), figures_json=json.dumps(figs).replace("</", "<\\/"), version=densim.__version__, **ctx
+    )
+    return write_text_atomic(out_path, html)
+
+
+def _bin_time(series: np.ndarray, max_steps: int) -> tuple[np.ndarray, int]:
+    T = series.shape[0]
+    f = int(np.ceil(T / max_steps)) if T > max_steps else 1
+    if f == 1:
+        return series, 1
+    pad = (-T) % f
+    s = np.concatenate([series, np.repeat(series[-1:], pad, axis=0)]) if pad else series
+    return s.reshape(-1, f, s.shape[1]).mean(axis=1), f
+
+
+def _heatmap(series: np.ndarray, host_names: np.ndarray, order: np.ndarray, step_s: float, title: str, zmax: float | None, unit: str):
+    import plotly.graph_objects as go
+
+    sel = order[:MAX_HEAT_HOSTS]
+    binned, f = _bin_time(series[:, sel], MAX_HEAT_STEPS)
+    hours = np.arange(binned.shape[0]) * f * step_s / 3600.0
+    fig = go.Figure(
+        go.Heatmap(z=binned.T, x=hours, y=[str(h) for h in host_names[sel]], zmin=0, zmax=zmax, colorscale="Viridis",
+                   colorbar={"title": unit})
+    )
+    fig.update_layout(title=title, xaxis_title="hours from start", yaxis_title="host", height=max(300, 14 * len(sel) + 120),
+                      margin={"l": 120, "r": 20, "t": 40, "b": 40})
+    return fig
+
+
+def render_run_report(result, out_path: str | Path) -> Path:
+    import plotly.graph_objects as go
+
+    s = result.summary
+    c = result.ctx
+    hosts = result.hosts
+    vms = result.vms
+    step = c.grid.step_s
+    used = np.flatnonzero(result.vms_per_host > 0)
+    util_mean = hosts["utilisation_mean"].to_numpy()
+    order = used[np.argsort(-util_mean[used], kind="stable")] if used.size else np.arange(min(c.hosts.n, MAX_HEAT_HOSTS))
+    figures: dict[str, Any] = {}
+    hs = result.host_acc.series
+    if "utilisation" in hs:
+        figures["fig-util"] = _heatmap(hs["utilisation"], c.hosts.names, order, step, "CPU utilisation", 1.0, "util")
+        figures["fig-ready"] = _heatmap(hs["cpu_ready_pct"], c.hosts.names, order, step, "CPU Ready per vCPU (%)", None, "%")
+        total_p, f = _bin_time(hs["power_w"].sum(axis=1, keepdims=True), 2000)
+        hours = np.arange(total_p.shape[0]) * f * step / 3600.0
+        figures["fig-power"] = go.Figure(go.Scatter(x=hours, y=total_p[:, 0] / 1000.0, mode="lines", name="cluster power"))
+        figures["fig-power"].update_layout(title="Cluster power", xaxis_title="hours from start", yaxis_title="kW", height=320)
+    heat_note = (
+        f"The {min(MAX_HEAT_HOSTS, len(order))} busiest of {len(used)} hosts with VMs"
+        + (f"; time binned to at most {MAX_HEAT_STEPS} columns" if c.grid.n_steps > MAX_HEAT_STEPS else "")
+        + "."
+    )
+    import polars as pl
+
+    energy_rows = (
+        hosts.group_by("server", maintain_order=True)
+        .agg(pl.col("powered_on").sum().alias("on"), (pl.col("energy_j").sum() / 3.6e6).alias("kwh"), pl.col("utilisation_mean").mean().alias("util"))
+        .to_dicts()
+    )
+    worst = (
+        vms.filter(pl.col("placed"))
+        .with_columns((pl.col("cpu_unserved_mhz_s") / pl.max_horizontal(pl.col("cpu_demand_mhz_s"), pl.lit(1e-9))).alias("unserved_share"))
+        .sort(["cpu_ready_pct_mean", "vm"], descending=[True, False])
+        .head(20)
+        .to_dicts()
+    )
+    t = s["totals"]
+    cards = [
+        ("VMs placed", f"{s['vms_placed']:,} / {s['vms_total']:,}"),
+        ("hosts used", f"{s['hosts_used']:,} / {s['hosts_total']:,}"),
+        ("energy", f"{t['energy_kwh']:,.1f} kWh"),
+        ("CPU delivered", f"{100 * t['cpu_delivered_mhz_s'] / max(t['cpu_demand_mhz_s'], 1e-9):.2f} % of demand"),
+        ("mean CPU Ready", f"{s['qos']['cpu_ready_pct_mean']:.2f} %"),
+        ("VMs ready > 5 %", f"{s['qos']['vms_ready_over_5pct']:,}"),
+    ]
+    extra = []
+    for st in result.stages:
+        fn = getattr(st, "report_section", None)
+        if fn is not None:
+            sec = fn(c, result)
+            if sec:
+                extra.append(sec)
+    return render(
+        "run.html.j2", out_path, figures=figures, title=f"densim run: {s['scenario']}",
+        subtitle=f"{c.grid.n_steps} steps of {step:g} s; placement {s['placement']['policy']}; CPU model {s['models']['cpu_contention']}",
+        seed=s["seed"], cards=cards, unplaced=s["unplaced_vms"], heat_note=heat_note, energy_rows=energy_rows, worst=worst,
+        extra_sections=extra,
+    )

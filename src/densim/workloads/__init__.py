@@ -1,0 +1,1 @@
+"""Workloads: trace readers and synthetic profiles, exposed as streaming demand sources."""

@@ -1,0 +1,163 @@
+"""Demand sources: what the engine reads, one time window at a time.
+
+A source describes ``n_vms`` VMs (sizes) and yields per-step mean demand for a window of the
+engine's :class:`~densim.workloads.timegrid.TimeGrid` as float32 arrays shaped (steps, VMs):
+
+=====================  ==========================================
+channel                meaning
+=====================  ==========================================
+``cpu_mhz``            CPU demand (MHz)
+``mem_used_bytes``     memory the guest uses (bytes)
+``disk_read_Bps``      disk read throughput (bytes/s)
+``disk_write_Bps``     disk write throughput (bytes/s)
+``net_rx_Bps``         network received (bytes/s)
+``net_tx_Bps``         network transmitted (bytes/s)
+=====================  ==========================================
+
+Sources stream: a window is computed from the trace files (or a small per-file base matrix that
+VMs index into) without materialising the whole VM x time matrix.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+import numpy as np
+
+from densim.workloads.timegrid import TimeGrid
+
+CHANNELS = ("cpu_mhz", "mem_used_bytes", "disk_read_Bps", "disk_write_Bps", "net_rx_Bps", "net_tx_Bps")
+
+
+@dataclass
+class VmSizes:
+    names: np.ndarray  # object array of str
+    vcpus: np.ndarray  # int32
+    vcpu_mhz: np.ndarray  # float64
+    mem_bytes: np.ndarray  # float64
+
+    @property
+    def n(self) -> int:
+        return int(self.vcpus.size)
+
+
+class DemandSource(ABC):
+    """Base class of every demand source."""
+
+    sizes: VmSizes
+    channels: tuple[str, ...] = ("cpu_mhz",)
+
+    @property
+    def n_vms(self) -> int:
+        return self.sizes.n
+
+    def span_s(self) -> tuple[float, float] | None:
+        """Natural (start, end) of the data in seconds, or None for unbounded synthetic demand."""
+        return None
+
+    def native_step_s(self) -> float | None:
+        return None
+
+    @abstractmethod
+    def window(self, grid: TimeGrid, t0: int, t1: int, channels: tuple[str, ...]) -> dict[str, np.ndarray]:
+        """Per-step mean demand for grid steps ``[t0, t1)``, for the requested channels it has."""
+
+
+class CompositeSource(DemandSource):
+    """Several sources side by side (VM groups)."""
+
+    def __init__(self, parts: list[DemandSource]) -> None:
+        self.parts = parts
+        self.sizes = VmSizes(
+            names=np.concatenate([p.sizes.names for p in parts]),
+            vcpus=np.concatenate([p.sizes.vcpus for p in parts]).astype(np.int32),
+            vcpu_mhz=np.concatenate([p.sizes.vcpu_mhz for p in parts]).astype(np.float64),
+            mem_bytes=np.concatenate([p.sizes.mem_bytes for p in parts]).astype(np.float64),
+        )
+        chans: list[str] = []
+        for p in parts:
+            chans += [c for c in p.channels if c not in chans]
+        self.channels = tuple(chans)
+        self.offsets = np.cumsum([0] + [p.n_vms for p in parts])
+
+    def span_s(self):
+        spans = [s for s in (p.span_s() for p in self.parts) if s is not None]
+        if not spans:
+            return None
+        return min(s[0] for s in spans), max(s[1] for s in spans)
+
+    def native_step_s(self):
+        steps = [s for s in (p.native_step_s() for p in self.parts) if s]
+        return min(steps) if steps else None
+
+    def window(self, grid, t0, t1, channels):
+        if len(self.parts) == 1:
+            return self.parts[0].window(grid, t0, t1, channels)
+        out: dict[str, np.ndarray] = {}
+        wins = [p.window(grid, t0, t1, channels) for p in self.parts]
+        for ch in channels:
+            if not any(ch in w for w in wins):
+                continue
+            arr = np.zeros((t1 - t0, self.n_vms), dtype=np.float32)
+            for i, w in enumerate(wins):
+                if ch in w:
+                    arr[:, self.offsets[i] : self.offsets[i + 1]] = w[ch]
+            out[ch] = arr
+        return out
+
+
+def hash_uniform(seed: int, t_idx: np.ndarray, vm_idx: np.ndarray) -> np.ndarray:
+    """Counter-based uniform noise in [-1, 1): the same (seed, step, VM) always gives the same value.
+
+    splitmix64 finaliser over ``seed ^ (t * P1) ^ (vm * P2)``; vectorised, chunk-invariant.
+    """
+    with np.errstate(over="ignore"):
+        x = (
+            np.uint64(seed & 0xFFFFFFFFFFFFFFFF)
+            ^ (t_idx.astype(np.uint64)[:, None] * np.uint64(0x9E3779B97F4A7C15))
+            ^ (vm_idx.astype(np.uint64)[None, :] * np.uint64(0xBF58476D1CE4E5B9))
+        )
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        x = x ^ (x >> np.uint64(31))
+    return ((x >> np.uint64(11)).astype(np.float64) / float(1 << 53) * 2.0 - 1.0).astype(np.float32)
+
+
+class ProfileSource(DemandSource):
+    """Synthetic demand from a :class:`~densim.scenario.model.ProfileSpec` for ``count`` VMs."""
+
+    channels = ("cpu_mhz", "mem_used_bytes")
+
+    def __init__(self, name: str, profile, count: int, vcpus: int, vcpu_mhz: float, mem_bytes: float, seed: int) -> None:
+        self.profile = profile
+        self.seed = int(seed)
+        self.sizes = VmSizes(
+            names=np.array([f"{name}-{i}" for i in range(count)], dtype=object),
+            vcpus=np.full(count, vcpus, dtype=np.int32),
+            vcpu_mhz=np.full(count, vcpu_mhz, dtype=np.float64),
+            mem_bytes=np.full(count, mem_bytes, dtype=np.float64),
+        )
+
+    def utilisation(self, grid: TimeGrid, t0: int, t1: int) -> np.ndarray:
+        p = self.profile
+        mid = grid.start_s + grid.step_s * (np.arange(t0, t1) + 0.5)
+        u = np.full((t1 - t0, self.n_vms), p.mean, dtype=np.float32)
+        if p.kind in ("diurnal", "random") and p.amplitude > 0:
+            wave = p.amplitude * np.cos(2 * np.pi * (mid - p.peak_at_s) / p.period_s)
+            u += wave.astype(np.float32)[:, None]
+        if p.noise > 0:
+            u += p.noise * hash_uniform(self.seed, np.arange(t0, t1), np.arange(self.n_vms))
+        return np.clip(u, 0.0, 1.0)
+
+    def window(self, grid, t0, t1, channels):
+        u = self.utilisation(grid, t0, t1)
+        out = {}
+        if "cpu_mhz" in channels:
+            out["cpu_mhz"] = u * (self.sizes.vcpus * self.sizes.vcpu_mhz).astype(np.float32)[None, :]
+        if "mem_used_bytes" in channels:
+            frac = self.profile.active_memory_fraction
+            out["mem_used_bytes"] = np.broadcast_to(
+                (self.sizes.mem_bytes * frac).astype(np.float32)[None, :], (t1 - t0, self.n_vms)
+            ).copy()
+        return out
