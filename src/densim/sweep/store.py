@@ -180,7 +180,7 @@ def _column(vals: list[Any]):
     return pa.array([json.dumps(v, sort_keys=True, default=str) for v in vals], pa.string())
 
 
-def store_files(root: str | Path, *, exclude: tuple[str, ...] = (RUN_LOG,)) -> dict[str, bytes]:
+def store_files(root: str | Path, *, exclude: tuple[str, ...] = (RUN_LOG, "report.html")) -> dict[str, bytes]:
     """Every file of a store by relative path (for comparing two stores file for file)."""
     root = Path(root)
     return {
