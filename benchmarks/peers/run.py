@@ -39,11 +39,10 @@ def default_traces() -> Path:
     raise SystemExit("PlanetLab traces not found; pass --traces DIR")
 
 
-def measured(cmd: list[str], env: dict | None = None) -> tuple[dict, float, float]:
-    """Run ``cmd``; return (its last JSON stdout line, process wall s, peak RSS MiB)."""
+def measured(cmd: list[str], env: dict | None = None) -> tuple[dict, float, float, float]:
+    """Run ``cmd``; return (its last JSON stdout line, process wall s, peak RSS MiB, CPU s user+system)."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    out_chunks = []
     # read stdout fully, then reap with wait4 to get the child's own rusage
     out, err = proc.stdout.read(), proc.stderr.read()
     _, status, ru = os.wait4(proc.pid, 0)
@@ -52,8 +51,9 @@ def measured(cmd: list[str], env: dict | None = None) -> tuple[dict, float, floa
     if proc.returncode != 0:
         raise SystemExit(f"{cmd[0]} failed ({proc.returncode}): {err.decode()[-2000:]}")
     lines = [ln for ln in out.decode().splitlines() if ln.startswith("{")]
-    del out_chunks
-    return json.loads(lines[-1]), wall, ru.ru_maxrss / 1024.0  # ru_maxrss is KiB on Linux
+    # ru_maxrss is KiB on Linux; CPU time counts every thread (JIT, GC) and is less sensitive than
+    # wall time to other load on the machine
+    return json.loads(lines[-1]), wall, ru.ru_maxrss / 1024.0, ru.ru_utime + ru.ru_stime
 
 
 def run_java(traces: Path, hosts: int, vms: int, java_opts: list[str]) -> dict:
@@ -61,16 +61,16 @@ def run_java(traces: Path, hosts: int, vms: int, java_opts: list[str]) -> dict:
     if not jar.exists():
         subprocess.run(["mvn", "-q", "-B", "package"], cwd=HERE, check=True)
     cp = f"{jar}{os.pathsep}{HERE / 'target' / 'lib' / '*'}"
-    res, wall, rss = measured(["java", *java_opts, "-cp", cp, "densim.peers.PlanetLabPeer", str(traces), str(hosts), str(vms)])
-    res.update(process_wall_s=round(wall, 3), peak_rss_mib=round(rss, 1), java_opts=java_opts)
+    res, wall, rss, cpu = measured(["java", *java_opts, "-cp", cp, "densim.peers.PlanetLabPeer", str(traces), str(hosts), str(vms)])
+    res.update(process_wall_s=round(wall, 3), process_cpu_s=round(cpu, 3), peak_rss_mib=round(rss, 1), java_opts=java_opts)
     return res
 
 
 def run_densim(traces: Path, hosts: int, vms: int) -> dict:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    res, wall, rss = measured([sys.executable, str(HERE / "densim_side.py"), str(traces), str(hosts), str(vms)], env=env)
-    res.update(process_wall_s=round(wall, 3), peak_rss_mib=round(rss, 1))
+    res, wall, rss, cpu = measured([sys.executable, str(HERE / "densim_side.py"), str(traces), str(hosts), str(vms)], env=env)
+    res.update(process_wall_s=round(wall, 3), process_cpu_s=round(cpu, 3), peak_rss_mib=round(rss, 1))
     return res
 
 
@@ -108,6 +108,7 @@ def main() -> None:
         if ds and csp:
             line["speedup_wall"] = round(csp["wall_s"] / ds["wall_s"], 1)
             line["speedup_process_wall"] = round(csp["process_wall_s"] / ds["process_wall_s"], 1)
+            line["speedup_process_cpu"] = round(csp["process_cpu_s"] / ds["process_cpu_s"], 1)
             line["memory_ratio_cloudsimplus_over_densim"] = round(csp["peak_rss_mib"] / ds["peak_rss_mib"], 2)
             line["energy_kwh"] = {"densim": round(ds["energy_kwh"], 4), "cloudsimplus": round(csp["energy_kwh"], 4)}
             line["energy_rel_diff"] = (ds["energy_kwh"] - csp["energy_kwh"]) / csp["energy_kwh"]
