@@ -91,7 +91,7 @@ class Result:
             "memory_bytes": c.vms.mem_bytes,
             "cpu_demand_mhz_s": v.sum["cpu_demand_mhz"] * step,
             "cpu_delivered_mhz_s": v.sum["cpu_delivered_mhz"] * step,
-            "cpu_unserved_mhz_s": v.sum["cpu_unserved_mhz"] * step,
+            "cpu_unserved_mhz_s": (v.sum["cpu_demand_mhz"] - v.sum["cpu_delivered_mhz"]) * step,
             "cpu_ready_s": v.sum["cpu_ready_pct"] / 100.0 * c.vms.vcpus * step,
             "cpu_ready_pct_mean": v.sum["cpu_ready_pct"] / T,
             "cpu_ready_pct_max": v.max["cpu_ready_pct"],
@@ -202,7 +202,7 @@ class Result:
             "totals": {
                 "cpu_demand_mhz_s": float(vs["cpu_demand_mhz"].sum() * step),
                 "cpu_delivered_mhz_s": float(vs["cpu_delivered_mhz"].sum() * step),
-                "cpu_unserved_mhz_s": float(vs["cpu_unserved_mhz"].sum() * step),
+                "cpu_unserved_mhz_s": float((vs["cpu_demand_mhz"].sum() - vs["cpu_delivered_mhz"].sum()) * step),
                 "cpu_ready_s": ready_s,
                 "energy_j": energy_j,
                 "energy_kwh": energy_j / 3.6e6,

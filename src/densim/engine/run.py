@@ -52,16 +52,36 @@ class Accumulator:
         self.max: dict[str, np.ndarray] = {}
         self.series: dict[str, np.ndarray] = {}
 
-    def add(self, name: str, t0: int, arr: np.ndarray) -> None:
+    def add_same(self, name: str, t0: int, like: str, arr: np.ndarray) -> None:
+        """``name`` equals ``like`` in this chunk (same array): reuse the sum just taken."""
+        self._last_sums = getattr(self, "_last_sums", {})
+        s = self._last_sums[like]
+        self.sum[name] = self.sum[name] + s if name in self.sum else s.copy()
+        if self.keep:
+            self.series.setdefault(name, np.zeros((self.n_steps, self.n), dtype=np.float32))[t0 : t0 + arr.shape[0]] = arr
+
+    def add_zeros(self, name: str, t0: int, n_steps: int, want_max: bool = False) -> None:
+        self.sum.setdefault(name, np.zeros(self.n))
+        if want_max:
+            self.max.setdefault(name, np.zeros(self.n))
+        if self.keep:
+            self.series.setdefault(name, np.zeros((self.n_steps, self.n), dtype=np.float32))
+
+    def add(self, name: str, t0: int, arr: np.ndarray, want_max: bool = False) -> None:
         a = np.asarray(arr)
         s = a.sum(axis=0, dtype=np.float64)
-        m = a.max(axis=0).astype(np.float64) if a.shape[0] else np.zeros(self.n)
+        self._last_sums = getattr(self, "_last_sums", {})
+        self._last_sums[name] = s
         if name in self.sum:
             self.sum[name] += s
-            np.maximum(self.max[name], m, out=self.max[name])
         else:
             self.sum[name] = s
-            self.max[name] = m
+        if want_max:
+            m = a.max(axis=0).astype(np.float64) if a.shape[0] else np.zeros(self.n)
+            if name in self.max:
+                np.maximum(self.max[name], m, out=self.max[name])
+            else:
+                self.max[name] = m
         if self.keep:
             if name not in self.series:
                 self.series[name] = np.zeros((self.n_steps, self.n), dtype=np.float32)
@@ -79,9 +99,12 @@ def _host_segments(host_of_vm: np.ndarray, n_hosts: int):
 
 
 def _segment_sum(arr: np.ndarray, perm, starts, hosts_with, n_hosts) -> np.ndarray:
+    """Per-host sums of a (steps, VMs) array: one reduceat over VMs ordered by host."""
     out = np.zeros((arr.shape[0], n_hosts), dtype=np.float32)
     if perm.size:
-        out[:, hosts_with] = np.add.reduceat(arr[:, perm], starts, axis=1)
+        ordered = arr if (perm.size == arr.shape[1] and perm[0] == 0 and perm[-1] == perm.size - 1
+                          and bool(np.all(np.diff(perm) == 1))) else arr[:, perm]
+        out[:, hosts_with] = np.add.reduceat(ordered, starts, axis=1)
     return out
 
 
@@ -113,6 +136,7 @@ def simulate(scenario: Scenario, *, seed: int | None = None, progress: Callable[
     host_on = (vms_per_host > 0) | (sc.cluster.unused_hosts == "idle")
     # a VM cannot use more than its vCPUs at its host's core speed
     vm_cap_mhz = (vms.vcpus * hosts.core_mhz[host_idx]).astype(np.float32)
+    all_placed = bool(placed.all())
 
     # ---- stages ----------------------------------------------------------------------------
     load_plugins()
@@ -150,17 +174,22 @@ def simulate(scenario: Scenario, *, seed: int | None = None, progress: Callable[
         cap_h = chunk.host_capacity_mhz
 
         # claims: demand limited by the VM's own vCPUs; unplaced VMs claim nothing
-        claim = np.minimum(demand, vm_cap_mhz[None, :])
-        claim[:, ~placed] = 0.0
+        if all_placed and bool(np.less_equal(demand, vm_cap_mhz[None, :]).all()):
+            claim = demand
+        else:
+            claim = np.minimum(demand, vm_cap_mhz[None, :])
+            if not all_placed:
+                claim[:, ~placed] = 0.0
         host_claim = _segment_sum(claim, perm, starts, hosts_with, H)
 
         # max-min fair share on overloaded host-steps only
-        delivered = claim.copy()
         over_t, over_h = np.nonzero(host_claim > cap_h * (1 + 1e-6))
         if over_t.size:
+            delivered = claim.copy()
             _share_overloaded(delivered, claim, over_t, over_h, cap_h, perm, starts, hosts_with, H)
-        host_delivered = _segment_sum(delivered, perm, starts, hosts_with, H)
-        unserved = demand - delivered
+            host_delivered = _segment_sum(delivered, perm, starts, hosts_with, H)
+        else:
+            delivered, host_delivered = claim, host_claim
 
         # CPU Ready from runnable vCPUs against logical capacity
         core_mhz = hosts.core_mhz[None, :]
@@ -168,35 +197,47 @@ def simulate(scenario: Scenario, *, seed: int | None = None, progress: Callable[
         cap_cores = cap_h / core_mhz
         ready_cores = contention(mu, vcpus_per_host[None, :], cap_cores, burstiness=burst)
         host_ready_s = (ready_cores * step_s).astype(np.float32)
-        share = np.divide(claim, host_claim[:, host_idx], out=np.zeros_like(claim), where=host_claim[:, host_idx] > 0)
-        vm_ready_s = share * host_ready_s[:, host_idx]
-        vm_ready_s[:, ~placed] = 0.0
+        if host_ready_s.any():
+            # each VM's share of its host's ready time is its share of the host's claim
+            ratio = np.divide(host_ready_s, host_claim, out=np.zeros_like(host_ready_s), where=host_claim > 0)
+            vm_ready_s = claim * ratio[:, host_idx]
+            if not all_placed:
+                vm_ready_s[:, ~placed] = 0.0
+        else:
+            vm_ready_s = np.broadcast_to(np.float32(0.0), claim.shape)
 
         util = np.divide(host_delivered, cap_h, out=np.zeros_like(host_delivered), where=cap_h > 0)
-        util = np.clip(util, 0.0, 1.0)
+        np.clip(util, 0.0, 1.0, out=util)
         power = host_power_w(util, hosts.power_kind, hosts.power_idle_w, hosts.power_peak_w, hosts.power_table_w, hosts.power_exponent)
         power[:, ~host_on] = 0.0
 
-        chunk.vm.update(cpu_delivered_mhz=delivered, cpu_unserved_mhz=unserved, cpu_ready_s=vm_ready_s)
+        chunk.vm.update(cpu_claim_mhz=claim, cpu_delivered_mhz=delivered, cpu_ready_s=vm_ready_s)
         chunk.host.update(cpu_demand_mhz=host_claim, cpu_delivered_mhz=host_delivered, utilisation=util,
                           cpu_ready_s=host_ready_s, power_w=power.astype(np.float32))
         for st in stages:
             st.after_cpu(ctx, chunk)
 
         vm_acc.add("cpu_demand_mhz", t0, demand)
-        vm_acc.add("cpu_delivered_mhz", t0, delivered)
-        vm_acc.add("cpu_unserved_mhz", t0, unserved)
-        vm_acc.add("cpu_ready_pct", t0, vm_ready_s / ready_per_vm_cap[None, :] * 100.0)
+        if delivered is demand:
+            vm_acc.add_same("cpu_delivered_mhz", t0, "cpu_demand_mhz", demand)
+        else:
+            vm_acc.add("cpu_delivered_mhz", t0, delivered)
+        if vm_acc.keep:
+            vm_acc.add("cpu_unserved_mhz", t0, demand - delivered)
+        if vm_ready_s.strides == (0, 0):  # nobody waited in this chunk
+            vm_acc.add_zeros("cpu_ready_pct", t0, n, want_max=True)
+        else:
+            vm_acc.add("cpu_ready_pct", t0, vm_ready_s * (np.float32(100.0) / ready_per_vm_cap)[None, :], want_max=True)
         host_acc.add("cpu_demand_mhz", t0, host_claim)
         host_acc.add("cpu_delivered_mhz", t0, host_delivered)
-        host_acc.add("utilisation", t0, util)
+        host_acc.add("utilisation", t0, util, want_max=True)
         nv = np.maximum(vcpus_per_host, 1)[None, :] * step_s
-        host_acc.add("cpu_ready_pct", t0, host_ready_s / nv * 100.0)
+        host_acc.add("cpu_ready_pct", t0, host_ready_s / nv * 100.0, want_max=True)
         host_acc.add("power_w", t0, power)
         for name, arr in chunk.vm_out.items():
-            vm_acc.add(name, t0, arr)
+            vm_acc.add(name, t0, arr, want_max=ctx.metrics.get(name) is not None and ctx.metrics[name].agg == "max")
         for name, arr in chunk.host_out.items():
-            host_acc.add(name, t0, arr)
+            host_acc.add(name, t0, arr, want_max=ctx.metrics.get(name) is not None and ctx.metrics[name].agg == "max")
         if progress is not None:
             progress(t1, T)
 

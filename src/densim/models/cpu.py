@@ -35,13 +35,21 @@ def ready_fluid(mean_runnable, n_vcpus, capacity_cores, burstiness=1.0):
     source="modelling guide §3.2 (binomial occupancy); Kingman (1961) burstiness factor",
 )
 def ready_binomial(mean_runnable, n_vcpus, capacity_cores, burstiness=1.0):
-    mu = np.minimum(np.asarray(mean_runnable, dtype=np.float64), n_vcpus)
-    n = np.asarray(n_vcpus, dtype=np.float64)
+    mu_all = np.asarray(mean_runnable, dtype=np.float64)
+    n_all = np.broadcast_to(np.asarray(n_vcpus, dtype=np.float64), mu_all.shape)
+    c_all = np.broadcast_to(np.asarray(capacity_cores, dtype=np.float64), mu_all.shape)
+    out = np.zeros(mu_all.shape)
+    # K can never exceed N: with N <= C nothing ever waits; only evaluate where waiting is possible
+    live = n_all > c_all
+    if not live.any():
+        return out
+    mu = np.minimum(mu_all[live], n_all[live])
+    n = n_all[live]
+    c = c_all[live]
     p = np.divide(mu, n, out=np.zeros_like(mu), where=n > 0)
     var = burstiness * n * p * (1.0 - p)
-    excess = expected_excess(mu, var, capacity_cores)
-    # K can never exceed N: with N <= C nothing ever waits
-    return np.where(n > capacity_cores, excess, 0.0)
+    out[live] = expected_excess(mu, var, c)
+    return out
 
 
 def maxmin_share(demand: np.ndarray, capacity: float | np.ndarray) -> np.ndarray:

@@ -59,7 +59,10 @@ def host_power_w(util: np.ndarray, kind: np.ndarray, idle_w: np.ndarray, peak_w:
     Every host's model is expressed as an 11-point table when it is linear or a table, so the common
     case is one vectorised interpolation; ``fan`` hosts are evaluated in closed form.
     """
-    out = table_w(util, table_w_)
+    if table_w_.shape[0] and np.all(table_w_ == table_w_[0]):
+        out = table_w(util, table_w_[0])  # one table for every host: a single np.interp
+    else:
+        out = table_w(util, table_w_)
     fan = kind == "fan"
     if fan.any():
         out[:, fan] = fan_w(util[:, fan], idle_w[fan], peak_w[fan], exponent[fan])

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
 
 def mm1_response_s(arrival_per_s, service_s):
@@ -126,16 +126,24 @@ def expected_excess(mean, var, threshold):
     mu = np.asarray(mean, dtype=np.float64)
     sd = np.sqrt(np.maximum(np.asarray(var, dtype=np.float64), 0.0))
     c = np.asarray(threshold, dtype=np.float64)
-    det = np.maximum(mu - c, 0.0)
+    mu, sd, c = (np.atleast_1d(a) for a in np.broadcast_arrays(mu, sd, c))
+    scalar = np.ndim(mean) == 0 and np.ndim(var) == 0 and np.ndim(threshold) == 0
+    out = np.maximum(mu - c, 0.0)
+    # beyond 9 standard deviations the normal tail is below 1e-19: the deterministic part is exact
     with np.errstate(divide="ignore", invalid="ignore"):
         z = (c - mu) / sd
-        out = sd * np.exp(-0.5 * z * z) / np.sqrt(2 * np.pi) + (mu - c) * 0.5 * special.erfc(z / np.sqrt(2))
-    out = np.where(sd > 0, np.maximum(out, det), det)
-    return out
+    near = (sd > 0) & (np.abs(z) < 9.0)
+    if near.any():
+        zz, s_, d_ = z[near], sd[near], (mu - c)[near]
+        val = s_ * np.exp(-0.5 * zz * zz) / np.sqrt(2 * np.pi) + d_ * 0.5 * special.erfc(zz / np.sqrt(2))
+        out[near] = np.maximum(val, out[near])
+    return out[0] if scalar else out
 
 
 def binomial_expected_excess(n: int, p: float, c: int) -> float:
     """Exact ``E[(K - c)^+]`` for ``K ~ Binomial(n, p)`` (for tests and small hosts)."""
+    from scipy import stats
+
     k = np.arange(int(c) + 1, int(n) + 1)
     return float(np.sum((k - c) * stats.binom.pmf(k, n, p)))
 
