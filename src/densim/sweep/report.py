@@ -141,7 +141,7 @@ def render(store: str | Path, *, metrics: list[str] | None = None, out: str | Pa
             mean, ci, n = p["stats"][m]
             cells += f"<td>{_fmt(mean)}" + (f" &plusmn; {_fmt(ci)}" if n > 1 else "") + "</td>"
         rows.append(f"<tr><td><code>{p['id']}</code></td><td>{p['replications']}</td>{cells}</tr>")
-    parts.append("<h2>Every scenario</h2><table><tr><th>scenario</th><th>n</th>" + head + "</tr>" + "".join(rows) + "</table>")
+    parts.append("<h2>Every scenario</h2><div class='wide'><table><tr><th>scenario</th><th>n</th>" + head + "</tr>" + "".join(rows) + "</table></div>")
     # marginal means per axis
     for a in axes:
         levels: dict[str, list[dict]] = {}
@@ -154,13 +154,13 @@ def render(store: str | Path, *, metrics: list[str] | None = None, out: str | Pa
             )
             trs.append(f"<tr><td>{esc(lvl)}</td>{tds}</tr>")
         mh = "".join(f"<th>{esc(m)}</th>" for m in data["metrics"])
-        parts.append(f"<h3>Mean over the other axes, by {esc(a)}</h3><table><tr><th>{esc(a)}</th>{mh}</tr>{''.join(trs)}</table>")
+        parts.append(f"<h3>Mean over the other axes, by {esc(a)}</h3><div class='wide'><table><tr><th>{esc(a)}</th>{mh}</tr>{''.join(trs)}</table></div>")
     parts.append("<h2>Plots</h2>")
     for i, fig in enumerate(figures(data) if data["points"] else []):
         parts.append(fig.to_html(full_html=False, include_plotlyjs=(i == 0), config={"displaylogo": False}))
     style = (
         "body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse;margin:1em 0}"
-        "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#f3f3f3}code{font-size:90%}"
+        "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#f3f3f3}code{font-size:90%}.wide{overflow-x:auto}"
     )
     doc = (
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>densim sweep {esc(man['study'])}</title>"
