@@ -1,0 +1,138 @@
+"""``densim sweep``, ``densim query`` and ``densim report``: what-if sweeps and their results store."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+
+def _fail(msg: str) -> None:
+    typer.echo(f"densim: error: {msg}", err=True)
+    raise typer.Exit(1)
+
+
+def _guard(fn, *args, **kwargs):
+    from densim.errors import InputError, ScenarioInvalid
+
+    try:
+        return fn(*args, **kwargs)
+    except ScenarioInvalid as exc:
+        for line in exc.lines():
+            typer.echo(f"densim: error: {line}", err=True)
+        raise typer.Exit(1) from None
+    except InputError as exc:
+        _fail(exc.one_line())
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("sweep")
+    def sweep(
+        study: Annotated[Path, typer.Argument(help="study file (YAML): base scenario, axes, replications, seed")],
+        out: Annotated[Path, typer.Option("--out", "-o", help="results root; the store is OUT/<study name>")] = Path("results"),
+        backend: Annotated[str, typer.Option(help="inprocess, process (default) or dask")] = "process",
+        workers: Annotated[Optional[int], typer.Option("--workers", "-j", help="worker processes (default: CPU count)")] = None,
+        scheduler: Annotated[Optional[str], typer.Option(help="Dask scheduler address of an existing cluster, e.g. tcp://HOST:8786")] = None,
+        dask_local: Annotated[Optional[int], typer.Option("--dask-local", help="start a local Dask cluster of N worker processes")] = None,
+        retries: Annotated[int, typer.Option(help="resubmissions of a task whose worker died")] = 3,
+        fresh: Annotated[bool, typer.Option("--fresh", help="discard the existing store first (default: resume)")] = False,
+        no_progress: Annotated[bool, typer.Option("--no-progress")] = False,
+    ) -> None:
+        """Run every scenario x replication of a study; rerunning resumes where it stopped."""
+        from densim.sweep import load_study, run_sweep
+
+        st = _guard(load_study, study)
+        n = len(st.tasks())
+        typer.echo(f"{st.name}: {len(st.points)} scenarios x {st.spec.replications} replications = {n} tasks "
+                   f"(root seed {st.spec.seed})")
+        show_bar = not no_progress and sys.stderr.isatty()
+        if show_bar:
+            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                                       TimeRemainingColumn)
+
+            prog = Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), transient=False)
+            bar = {"id": None}
+
+            def on_event(event: str, info: dict) -> None:
+                if event == "start":
+                    bar["id"] = prog.add_task(st.name, total=info["total"], completed=info["skipped"])
+                elif event == "task":
+                    prog.update(bar["id"], completed=info["done"])
+                elif event in ("retry", "fail"):
+                    prog.console.print(f"{event}: {info['task']}: {info.get('error', '')}")
+
+            with prog:
+                outcome = _guard(run_sweep, st, out=out, backend=backend, workers=workers, scheduler=scheduler,
+                                 dask_local=dask_local, retries=retries, fresh=fresh, progress=on_event)
+        else:
+            def on_plain(event: str, info: dict) -> None:
+                if event in ("retry", "fail"):
+                    typer.echo(f"{event}: {info['task']}: {info.get('error', '')}", err=True)
+
+            outcome = _guard(run_sweep, st, out=out, backend=backend, workers=workers, scheduler=scheduler,
+                             dask_local=dask_local, retries=retries, fresh=fresh, progress=on_plain)
+        typer.echo(f"ran {outcome.done}, already done {outcome.skipped}, retried {outcome.retries}, "
+                   f"failed {len(outcome.failed)} in {outcome.wall_s:.1f} s -> {outcome.store}")
+        for key, msg in outcome.failed:
+            typer.echo(f"densim: error: {key}: {msg}", err=True)
+        if outcome.failed:
+            raise typer.Exit(1)
+
+    @app.command("query")
+    def query(
+        study: Annotated[str, typer.Argument(help="study file, store folder, or study name under --out")],
+        sql: Annotated[str, typer.Argument(help="SQL over the views scenarios, summary, results, hosts, vms, host_steps, ...")],
+        out: Annotated[Path, typer.Option("--out", "-o", help="results root")] = Path("results"),
+        fmt: Annotated[str, typer.Option("--format", "-f", help="table, csv or json")] = "table",
+    ) -> None:
+        """Run DuckDB SQL over a sweep's results store, in place."""
+        from densim.sweep.query import resolve_store, run_query
+
+        store = _guard(resolve_store, study, out)
+        cols, rows = _guard(run_query, store, sql)
+        if fmt == "csv":
+            import csv
+
+            w = csv.writer(sys.stdout)
+            w.writerow(cols)
+            w.writerows(rows)
+        elif fmt == "json":
+            import json
+
+            typer.echo(json.dumps([dict(zip(cols, r)) for r in rows], default=str))
+        elif fmt == "table":
+            from rich.console import Console
+            from rich.table import Table
+
+            tab = Table(*cols)
+            for r in rows:
+                tab.add_row(*("" if v is None else f"{v:.6g}" if isinstance(v, float) else str(v) for v in r))
+            Console(highlight=False).print(tab)
+        else:
+            _fail(f"--format: use table, csv or json, not {fmt!r}")
+
+    @app.command("report")
+    def report(
+        study: Annotated[str, typer.Argument(help="study file, store folder, or study name under --out")],
+        out: Annotated[Path, typer.Option("--out", "-o", help="results root")] = Path("results"),
+        metric: Annotated[Optional[list[str]], typer.Option("--metric", "-m", help="summary field to compare (repeatable)")] = None,
+        html_out: Annotated[Optional[Path], typer.Option("--html", help="write the report here (default: STORE/report.html)")] = None,
+    ) -> None:
+        """Comparison report across the sweep's axes: tables (mean +/- 95 % CI) and plotly plots."""
+        from densim.sweep.query import resolve_store
+        from densim.sweep.report import render
+
+        store = _guard(resolve_store, study, out)
+        metrics = list(metric) if metric else None
+        if metrics is None and Path(study).is_file():
+            from densim.sweep.study import StudySpec, _read_yaml
+
+            try:
+                metrics = list(StudySpec.model_validate(_read_yaml(Path(study))).metrics) or None
+            except Exception:  # noqa: BLE001 - the store is what matters here
+                metrics = None
+        path = _guard(render, store, metrics=metrics, out=html_out)
+        typer.echo(f"report: {path.resolve()}")

@@ -1,0 +1,159 @@
+"""Where sweep tasks run, behind one ``concurrent.futures.Executor`` interface.
+
+* ``inprocess``: in this process, one task at a time (debugging, tiny sweeps).
+* ``process`` (default): a local :class:`~concurrent.futures.ProcessPoolExecutor`.
+* ``dask``: Dask distributed, either an existing cluster (``scheduler="tcp://host:8786"``) or a
+  local one started here (``dask_local=N`` worker processes). Needs the ``cluster`` extra.
+
+Losing a worker: a process pool whose worker dies raises ``BrokenProcessPool`` for every task in
+flight; the backend then builds a new pool and the driver resubmits those tasks. Dask
+reschedules the tasks of a dead worker by itself and raises ``KilledWorker`` only when a task has
+taken down several workers; the driver then resubmits it too, up to ``retries`` times.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any
+
+
+class InProcessExecutor(Executor):
+    """Runs each submitted call at once, in the caller's process."""
+
+    def submit(self, fn, /, *args, **kwargs) -> Future:  # type: ignore[override]
+        fut: Future = Future()
+        try:
+            fut.set_result(fn(*args, **kwargs))
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller through the future
+            fut.set_exception(exc)
+        return fut
+
+
+class Backend:
+    """A named executor that can be rebuilt after it lost a worker."""
+
+    name = "base"
+    workers = 1
+
+    def executor(self) -> Executor:
+        raise NotImplementedError
+
+    def is_worker_loss(self, exc: BaseException) -> bool:
+        return False
+
+    def restart(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": self.name, "workers": self.workers}
+
+    def __enter__(self) -> "Backend":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class InProcessBackend(Backend):
+    name = "inprocess"
+
+    def __init__(self) -> None:
+        self._ex = InProcessExecutor()
+
+    def executor(self) -> Executor:
+        return self._ex
+
+
+class ProcessPoolBackend(Backend):
+    name = "process"
+
+    def __init__(self, workers: int | None = None) -> None:
+        self.workers = max(1, workers or os.cpu_count() or 1)
+        # spawn: fresh interpreters that inherit neither the driver's threads (progress bar) nor
+        # a stale environment (a forkserver keeps the environment of the moment it started)
+        self._ctx = multiprocessing.get_context("spawn")
+        self._pool: ProcessPoolExecutor | None = None
+
+    def executor(self) -> Executor:
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=self._ctx)
+        return self._pool
+
+    def is_worker_loss(self, exc: BaseException) -> bool:
+        return isinstance(exc, BrokenProcessPool)
+
+    def restart(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+
+class DaskBackend(Backend):
+    name = "dask"
+
+    def __init__(self, scheduler: str | None = None, local_workers: int | None = None) -> None:
+        try:
+            from distributed import Client, LocalCluster
+        except ImportError as exc:  # pragma: no cover - depends on the installed extras
+            raise RuntimeError("the dask backend needs the 'cluster' extra: pip install 'densim[cluster]'") from exc
+        self._cluster = None
+        if scheduler:
+            self._client = Client(scheduler)
+            self.address = scheduler
+        else:
+            n = max(1, local_workers or 1)
+            self._cluster = LocalCluster(
+                n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
+            )
+            self._client = Client(self._cluster)
+            self.address = self._cluster.scheduler_address
+        self.workers = max(1, len(self._client.scheduler_info().get("workers", {})) or (local_workers or 1))
+        self._ex = self._client.get_executor(pure=False)
+
+    @property
+    def client(self):
+        return self._client
+
+    def executor(self) -> Executor:
+        return self._ex
+
+    def is_worker_loss(self, exc: BaseException) -> bool:
+        from distributed.scheduler import KilledWorker
+
+        return isinstance(exc, KilledWorker)
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": self.name, "workers": self.workers, "scheduler": self.address, "local": self._cluster is not None}
+
+    def close(self) -> None:
+        try:
+            self._client.close()
+        finally:
+            if self._cluster is not None:
+                self._cluster.close()
+
+
+def make_backend(
+    kind: str = "process", *, workers: int | None = None, scheduler: str | None = None, dask_local: int | None = None
+) -> Backend:
+    """Build a backend; ``scheduler`` or ``dask_local`` imply ``dask``."""
+    if scheduler or dask_local:
+        kind = "dask"
+    if kind == "inprocess":
+        return InProcessBackend()
+    if kind == "process":
+        return ProcessPoolBackend(workers)
+    if kind == "dask":
+        return DaskBackend(scheduler=scheduler, local_workers=dask_local or workers)
+    raise ValueError(f"unknown backend {kind!r}; use inprocess, process or dask")

@@ -1,0 +1,214 @@
+"""Synthetic CPU traces of any size, generated block by block from a seed.
+
+For out-of-core runs (e.g. 1,000,000 VMs x 2,016 five-minute steps = 2 billion VM-steps, 8 GB as
+float32) nothing is stored: any block ``[t0, t1) x [v0, v1)`` is computed on demand from
+counter-based hashes of (seed, VM) and (seed, VM, step). The values therefore do not depend on
+how the run is chunked, in time or in VMs, and two runs with the same seed see the same trace.
+
+Shape of the demand, per VM ``v`` at step ``t`` (a fraction of the VM's vCPU capacity)::
+
+    u(v, t) = clip( m_v * (1 + a_v * cos(2 pi (t * step - phi_v) / day)) + s_v * e(v, t), 0, 1 )
+
+* ``m_v`` (mean utilisation) = ``m_lo + (m_hi - m_lo) * U^k`` with ``U`` uniform per VM: most
+  VMs are lightly loaded with a long tail of busy ones (``k = 3``: median 0.02 + 0.48 x 0.125 =
+  0.08, mean 0.02 + 0.48 / 4 = 0.14), the shape of PlanetLab's per-VM means (median about 0.1;
+  Beloglazov & Buyya, CCPE 2012, workload table);
+* ``a_v`` (relative diurnal amplitude) uniform in [0, ``amp``]; ``phi_v`` the time of the daily
+  peak, uniform over [``peak_lo``, ``peak_hi``] hours;
+* ``e(v, t)`` triangular noise on [-1, 1] (the mean of two uniforms from one 64-bit hash) with
+  scale ``s_v = noise * m_v`` (busier VMs fluctuate more in absolute terms).
+
+Expected mean utilisation before clipping: E[m] = m_lo + (m_hi - m_lo) / (k + 1) (the diurnal
+term and the noise have zero mean over a whole day); tests check it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from densim.workloads.sources import DemandSource, VmSizes
+from densim.workloads.timegrid import TimeGrid
+
+_GOLD = np.uint64(0x9E3779B97F4A7C15)
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+DAY_S = 86400.0
+
+
+def _mix64(x: np.ndarray) -> np.ndarray:
+    """splitmix64 finaliser, in place on a uint64 array (Steele, Lea & Flood, OOPSLA 2014)."""
+    with np.errstate(over="ignore"):
+        x ^= x >> np.uint64(30)
+        x *= _M1
+        x ^= x >> np.uint64(27)
+        x *= _M2
+        x ^= x >> np.uint64(31)
+    return x
+
+
+def _unit(x: np.ndarray, shift: int) -> np.ndarray:
+    """A float32 uniform in [0, 1) from 24 bits of ``x`` starting at bit ``shift``."""
+    return ((x >> np.uint64(shift)) & np.uint64(0xFFFFFF)).astype(np.float32) * np.float32(1.0 / (1 << 24))
+
+
+@dataclass(frozen=True)
+class SyntheticTraceSpec:
+    n_vms: int
+    n_steps: int
+    step_s: float = 300.0
+    seed: int = 0
+    vcpus: int = 2
+    vcpu_mhz: float = 1000.0
+    mem_bytes: float = 2 * 1024**3
+    m_lo: float = 0.02
+    m_hi: float = 0.5
+    k: float = 3.0
+    amp: float = 0.8
+    peak_lo_h: float = 10.0
+    peak_hi_h: float = 22.0
+    noise: float = 0.5
+    start_s: float = 0.0
+
+    @property
+    def expected_mean(self) -> float:
+        return self.m_lo + (self.m_hi - self.m_lo) / (self.k + 1.0)
+
+
+class SyntheticTrace(DemandSource):
+    """A seeded synthetic trace that the engine streams like any other demand source."""
+
+    channels = ("cpu_mhz",)
+
+    def __init__(self, spec: SyntheticTraceSpec, *, vm_block: int = 131072, name: str = "syn") -> None:
+        self.spec = spec
+        self.vm_block = int(vm_block)
+        self._key = np.uint64(spec.seed & 0xFFFFFFFFFFFFFFFF)
+        n = spec.n_vms
+        self.sizes = VmSizes(
+            names=_LazyNames(name, n),
+            vcpus=np.full(n, spec.vcpus, dtype=np.int32),
+            vcpu_mhz=np.full(n, spec.vcpu_mhz, dtype=np.float64),
+            mem_bytes=np.full(n, spec.mem_bytes, dtype=np.float64),
+        )
+
+    # ---- per-VM parameters (cheap: a few floats per VM, computed per block) -------------------
+    def vm_params(self, v0: int, v1: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        s = self.spec
+        with np.errstate(over="ignore"):
+            h = _mix64(np.arange(v0, v1, dtype=np.uint64) * _GOLD ^ self._key ^ np.uint64(0xA5A5A5A5A5A5A5A5))
+        u1, u2, u3 = _unit(h, 0), _unit(h, 24), _unit(h, 40)
+        mean = (s.m_lo + (s.m_hi - s.m_lo) * u1.astype(np.float64) ** s.k).astype(np.float32)
+        amp = (s.amp * u2).astype(np.float32)
+        phase_s = ((s.peak_lo_h + (s.peak_hi_h - s.peak_lo_h) * u3) * 3600.0).astype(np.float64)
+        scale = (s.noise * mean).astype(np.float32)
+        return mean, amp, phase_s, scale
+
+    def utilisation(self, t0: int, t1: int, v0: int = 0, v1: int | None = None) -> np.ndarray:
+        """Utilisation (0..1) of VMs ``[v0, v1)`` at steps ``[t0, t1)``, float32 shaped (steps, VMs)."""
+        s = self.spec
+        v1 = s.n_vms if v1 is None else v1
+        if not (0 <= t0 <= t1 <= s.n_steps and 0 <= v0 <= v1 <= s.n_vms):
+            raise IndexError(f"block [{t0},{t1}) x [{v0},{v1}) outside {s.n_steps} steps x {s.n_vms} VMs")
+        mean, amp, phase_s, scale = self.vm_params(v0, v1)
+        t_s = s.start_s + s.step_s * np.arange(t0, t1, dtype=np.float64)
+        wave = np.cos(2.0 * np.pi * (t_s[:, None] - phase_s[None, :]) / DAY_S).astype(np.float32)
+        u = mean[None, :] * (np.float32(1.0) + amp[None, :] * wave)
+        del wave
+        with np.errstate(over="ignore"):
+            # one 64-bit hash per (step, VM): counter = vm * n_steps + step, keyed by the seed
+            ctr = (np.arange(v0, v1, dtype=np.uint64)[None, :] * np.uint64(s.n_steps)
+                   + np.arange(t0, t1, dtype=np.uint64)[:, None])
+            ctr *= _GOLD
+            ctr ^= self._key
+            h = _mix64(ctr)
+        e = _unit(h, 0)
+        e += _unit(h, 32)
+        del h, ctr
+        e -= np.float32(1.0)  # triangular on [-1, 1)
+        e *= scale[None, :]
+        u += e
+        del e
+        np.clip(u, 0.0, 1.0, out=u)
+        return u
+
+    def blocks(self, t_chunk: int, v_chunk: int | None = None) -> Iterator[tuple[int, int, int, int, np.ndarray]]:
+        """Every block of the trace, time-major: (t0, t1, v0, v1, utilisation)."""
+        s = self.spec
+        v_chunk = v_chunk or self.vm_block
+        for t0 in range(0, s.n_steps, t_chunk):
+            t1 = min(s.n_steps, t0 + t_chunk)
+            for v0 in range(0, s.n_vms, v_chunk):
+                v1 = min(s.n_vms, v0 + v_chunk)
+                yield t0, t1, v0, v1, self.utilisation(t0, t1, v0, v1)
+
+    # ---- DemandSource ------------------------------------------------------------------------
+    def span_s(self):
+        s = self.spec
+        return s.start_s, s.start_s + s.n_steps * s.step_s
+
+    def native_step_s(self):
+        return self.spec.step_s
+
+    def window(self, grid: TimeGrid, t0: int, t1: int, channels: tuple[str, ...]) -> dict[str, np.ndarray]:
+        """Per-step CPU demand (MHz) of all VMs for engine steps ``[t0, t1)``, built VM block by VM block.
+
+        The engine grid must be the trace's own grid (same start and step).
+        """
+        s = self.spec
+        if abs(grid.step_s - s.step_s) > 1e-9 or abs(grid.start_s - s.start_s) > 1e-6:
+            raise ValueError("SyntheticTrace streams on its own grid: set the scenario's step and start to the trace's")
+        out = np.empty((t1 - t0, s.n_vms), dtype=np.float32)
+        cap = np.float32(s.vcpus * s.vcpu_mhz)
+        for v0 in range(0, s.n_vms, self.vm_block):
+            v1 = min(s.n_vms, v0 + self.vm_block)
+            blk = self.utilisation(t0, t1, v0, v1)
+            np.multiply(blk, cap, out=out[:, v0:v1])
+        return {"cpu_mhz": out} if "cpu_mhz" in channels else {}
+
+
+class _LazyNames:
+    """VM names ``syn-<i>`` without a million Python strings, until someone asks for them."""
+
+    def __init__(self, prefix: str, n: int) -> None:
+        self.prefix, self.n = prefix, n
+        self.size = n
+        self.shape = (n,)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, idx):
+        arr = np.arange(self.n)[idx]
+        if np.ndim(arr) == 0:
+            return f"{self.prefix}-{int(arr)}"
+        return np.array([f"{self.prefix}-{i}" for i in arr.ravel()], dtype=object).reshape(arr.shape)
+
+    def astype(self, dtype):
+        return np.array([f"{self.prefix}-{i}" for i in range(self.n)], dtype=object).astype(dtype)
+
+
+def synthetic_context(scenario, trace: SyntheticTrace, *, seed: int | None = None):
+    """An engine context for ``scenario`` whose VMs are the synthetic trace's VMs.
+
+    ``scenario`` supplies the hosts, placement and simulation settings; its ``vms`` are ignored
+    (give one small profile group as a placeholder). Run it with
+    ``densim.engine.simulate(scenario, ctx=synthetic_context(scenario, trace))``.
+    """
+    from densim.engine.state import EngineContext, VmTable, build_hosts
+    from densim.rng import make_rng
+    from densim.scenario.io import catalog_for
+
+    s = trace.spec
+    seed = scenario.simulation.seed if seed is None else int(seed)
+    grid = TimeGrid(start_s=float(s.start_s), step_s=float(s.step_s), n_steps=int(s.n_steps))
+    if scenario.simulation.horizon_s is not None:
+        n = int(round(scenario.simulation.horizon_s / s.step_s))
+        grid = TimeGrid(start_s=float(s.start_s), step_s=float(s.step_s), n_steps=min(n, s.n_steps))
+    sz = trace.sizes
+    vms = VmTable(names=sz.names, group=np.zeros(s.n_vms, dtype=np.int32), group_names=["synthetic"],
+                  vcpus=sz.vcpus, vcpu_mhz=sz.vcpu_mhz, mem_bytes=sz.mem_bytes)
+    return EngineContext(scenario=scenario, grid=grid, vms=vms, hosts=build_hosts(scenario), source=trace,
+                         rng=make_rng(seed), seed=seed, catalog=catalog_for(scenario))
