@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.densim-installed
 PYTEST_ARGS ?=
 
-.PHONY: demo test bench bench-io bench-peers docs clean setup browser
+.PHONY: demo test bench bench-io bench-plan bench-outofcore bench-peers docs clean setup browser
 
 setup: $(STAMP)
 
@@ -26,6 +26,19 @@ test: $(STAMP) browser
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/ladder.py
+	$(BIN)/python benchmarks/ladder.py --rungs 100000 --section 'memory={"model": "vsphere-like"}'
+
+bench-io: $(STAMP)
+	$(BIN)/python benchmarks/io_bench.py
+
+bench-plan: $(STAMP)
+	$(BIN)/python benchmarks/plan_bench.py
+
+bench-outofcore: $(STAMP)
+	$(BIN)/python benchmarks/outofcore.py
+
+bench-peers: $(STAMP)
+	$(MAKE) -C benchmarks/peers run PYTHON=$(abspath $(BIN)/python)
 
 docs: $(STAMP)
 	$(BIN)/python -m densim.reports.docgen docs/reference
