@@ -36,6 +36,9 @@ def rung(vms: int, extra: dict, write: bool) -> dict:
     from densim.units import parse
 
     parse("1 GiB", "byte")  # import pint and build its registry
+    from densim.engine.stages import load_plugins
+
+    load_plugins()  # import the resource-model stages
     startup = time.perf_counter() - t_start
 
     t0 = time.perf_counter()
@@ -59,6 +62,7 @@ def rung(vms: int, extra: dict, write: bool) -> dict:
         "breakdown_s": {k: round(v, 3) for k, v in res.timings.items()},
         "energy_kwh": round(res.summary["totals"]["energy_kwh"], 3),
         "hosts_used": res.summary["hosts_used"],
+        "stages": res.summary["models"]["stages"],
         "extra": extra,
     }
     if write:
