@@ -56,24 +56,20 @@ def placement_csv(res: PlanResult) -> str:
     return buf.getvalue()
 
 
-def rightsizing_csv(res: PlanResult) -> str:
-    rows = res.rightsizing.table()
+def _dict_rows_csv(rows: list[dict]) -> str:
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
     w.writeheader()
-    for r in rows:
-        w.writerow(r)
+    w.writerows(rows)
     return buf.getvalue()
+
+
+def rightsizing_csv(res: PlanResult) -> str:
+    return _dict_rows_csv(res.rightsizing.table())
 
 
 def ranking_csv(res: PlanResult) -> str:
-    rows = [r.row() for r in res.ranked()]
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
-    w.writeheader()
-    for r in rows:
-        w.writerow(r)
-    return buf.getvalue()
+    return _dict_rows_csv([r.row() for r in res.ranked()])
 
 
 def figures(res: PlanResult) -> list[dict]:

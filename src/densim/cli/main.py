@@ -16,7 +16,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from densim.errors import InputError, ScenarioInvalid
+from densim.cli.common import fail, run_guarded
 
 app = typer.Typer(
     name="densim",
@@ -27,30 +27,10 @@ app = typer.Typer(
 )
 
 
-def fail(msg: str, code: int = 1) -> None:
-    """Print a one-line error to stderr and exit non-zero."""
-    typer.echo(f"densim: error: {msg}", err=True)
-    raise typer.Exit(code)
-
-
 def console():
     from rich.console import Console
 
     return Console(stderr=False, highlight=False)
-
-
-def run_guarded(fn, *args, **kwargs):
-    """Call ``fn``; turn bad-input errors into one line on stderr and exit status 1."""
-    try:
-        return fn(*args, **kwargs)
-    except ScenarioInvalid as exc:
-        for line in exc.lines():
-            typer.echo(f"densim: error: {line}", err=True)
-        raise typer.Exit(1) from None
-    except InputError as exc:
-        fail(exc.one_line())
-    except KeyError as exc:  # unknown registry names
-        fail(str(exc).strip("'\""))
 
 
 def _progress_runner(no_progress: bool):

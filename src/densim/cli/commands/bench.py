@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import typer
+
+from densim.cli.common import fail
 
 
 def register(app: typer.Typer) -> None:
@@ -28,8 +29,7 @@ def register(app: typer.Typer) -> None:
                 h = h.model_copy(update={"run": h.run.model_copy(update={"seed": seed})})
             doc = run_bench(h)
         except InputError as exc:
-            print(exc.one_line(), file=sys.stderr)
-            raise typer.Exit(1) from None
+            fail(exc.one_line())
         write_json_atomic(out, doc)
         r = doc["result"]
         typer.echo(f"{h.name}: {r['tiles']} tiles ({r['vms']} VMs incl. partial tile; {r['tiles_fractional']:.2f} with partial), "
@@ -48,8 +48,7 @@ def register(app: typer.Typer) -> None:
         try:
             da, db = load_result(a), load_result(b)
         except InputError as exc:
-            print(exc.one_line(), file=sys.stderr)
-            raise typer.Exit(1) from None
+            fail(exc.one_line())
         typer.echo(format_comparison(da, db, a.name, b.name))
 
     app.add_typer(bench, name="bench")

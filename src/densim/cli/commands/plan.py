@@ -7,6 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from densim.cli.common import fail
+
 
 def plan_command(
     inventory: Annotated[Path, typer.Argument(help="RVTools xlsx/CSV, Azure folder, Bitbrains/OpenDC/PlanetLab folder, or generic long CSV/Parquet")],
@@ -56,8 +58,7 @@ def plan_command(
         res = plan(inv, spec)
         summary = write_outputs(res, out, seed)
     except InputError as exc:
-        typer.echo(exc.one_line(), err=True)  # one line, never wrapped
-        raise typer.Exit(1) from None
+        fail(exc.one_line())  # one line, never wrapped
 
     con = Console()
     t = Table(title=f"densim plan: {inv.describe()}")

@@ -13,6 +13,8 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from densim.cli.common import run_guarded as _guard
+
 
 def _fmt_s(x: float) -> str:
     if x is None or not math.isfinite(x):
@@ -155,20 +157,6 @@ def _print_size(out: dict[str, Any]) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-
-
-def _guard(fn, *args):
-    from densim.errors import InputError, ScenarioInvalid
-
-    try:
-        return fn(*args)
-    except ScenarioInvalid as exc:
-        for line in exc.lines():
-            typer.echo(f"densim: error: {line}", err=True)
-        raise typer.Exit(1) from None
-    except InputError as exc:
-        typer.echo(f"densim: error: {exc.one_line()}", err=True)
-        raise typer.Exit(1) from None
 
 
 def _emit(out: dict[str, Any], json_out: bool, out_file: Optional[Path], printer) -> None:

@@ -8,23 +8,8 @@ from typing import Annotated, Optional
 
 import typer
 
-
-def _fail(msg: str) -> None:
-    typer.echo(f"densim: error: {msg}", err=True)
-    raise typer.Exit(1)
-
-
-def _guard(fn, *args, **kwargs):
-    from densim.errors import InputError, ScenarioInvalid
-
-    try:
-        return fn(*args, **kwargs)
-    except ScenarioInvalid as exc:
-        for line in exc.lines():
-            typer.echo(f"densim: error: {line}", err=True)
-        raise typer.Exit(1) from None
-    except InputError as exc:
-        _fail(exc.one_line())
+from densim.cli.common import fail as _fail
+from densim.cli.common import run_guarded as _guard
 
 
 def register(app: typer.Typer) -> None:
