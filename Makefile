@@ -27,6 +27,8 @@ test: $(STAMP) browser
 bench: $(STAMP)
 	$(BIN)/python benchmarks/ladder.py
 	$(BIN)/python benchmarks/ladder.py --rungs 100000 --section 'memory={"model": "vsphere-like"}'
+	$(BIN)/python benchmarks/ladder.py --rungs 100000 --section 'memory={"model": "vsphere-like"}' --overcommit 1.5
+	$(BIN)/python benchmarks/ladder.py --rungs 100000 --section 'memory={"model": "vsphere-like"}' --overcommit 3
 
 bench-io: $(STAMP)
 	$(BIN)/python benchmarks/io_bench.py

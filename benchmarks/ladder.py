@@ -6,7 +6,7 @@ loading the scenario, reading the 1,052 trace files, placement and the engine; m
 loading numba's cached placement kernel are process start-up and reported apart (``startup_s``).
 Writing results is reported apart too (``write_s``).
 
-    python benchmarks/ladder.py [--rungs 1000,10000,100000] [--stage memory=on]
+    python benchmarks/ladder.py [--rungs 1000,10000,100000] [--section 'memory={"model": "vsphere-like"}'] [--overcommit 1.5]
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "planetlab.yaml"
 
 
-def rung(vms: int, extra: dict, write: bool) -> dict:
+def rung(vms: int, extra: dict, write: bool, overcommit: float | None = None) -> dict:
     t_start = time.perf_counter()
     import numpy as np
 
@@ -46,6 +46,10 @@ def rung(vms: int, extra: dict, write: bool) -> dict:
     d["cluster"]["hosts"][0]["count"] = vms // 10
     d["vms"][0]["count"] = vms
     d["output"] = {"vm_timeseries": "off"}
+    if overcommit:
+        # 16 VMs of 2 vCPUs fill a 32-core host; size them so that they allocate `overcommit` x its memory
+        d["vms"][0]["memory"] = f"{overcommit * 128 / 16:g} GiB"
+        d["placement"]["memory_overcommit"] = overcommit * 1.001
     for key, value in extra.items():
         d[key] = value
     sc = scenario_from_dict(d, source=EXAMPLE, base_dir=EXAMPLE.parent)
@@ -64,7 +68,11 @@ def rung(vms: int, extra: dict, write: bool) -> dict:
         "hosts_used": res.summary["hosts_used"],
         "stages": res.summary["models"]["stages"],
         "extra": extra,
+        "overcommit": overcommit,
     }
+    mem = res.summary.get("memory")
+    if mem:
+        out["memory"] = {k: v for k, v in mem.items() if not isinstance(v, (list, dict))}
     if write:
         import tempfile
 
@@ -81,6 +89,7 @@ def main() -> None:
     ap.add_argument("--rungs", default="1000,10000,100000")
     ap.add_argument("--section", action="append", default=[], help="scenario section as JSON, e.g. memory={\"model\": \"...\"}")
     ap.add_argument("--write", action="store_true", help="also time writing the result files")
+    ap.add_argument("--overcommit", type=float, help="size VMs so each host allocates this x its memory (e.g. 1.5)")
     ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     extra = {}
@@ -88,10 +97,10 @@ def main() -> None:
         k, v = s.split("=", 1)
         extra[k] = json.loads(v)
     if args.child:
-        print(json.dumps(rung(args.child, extra, args.write)))
+        print(json.dumps(rung(args.child, extra, args.write, args.overcommit)))
         return
     for n in (int(x) for x in args.rungs.split(",")):
-        cmd = [sys.executable, __file__, "--child", str(n)] + sum((["--section", s] for s in args.section), []) + (["--write"] if args.write else [])
+        cmd = [sys.executable, __file__, "--child", str(n)] + sum((["--section", s] for s in args.section), []) + (["--write"] if args.write else []) + (["--overcommit", str(args.overcommit)] if args.overcommit else [])
         r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"})
         if r.returncode != 0:
             sys.stderr.write(r.stderr)

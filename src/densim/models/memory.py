@@ -64,6 +64,19 @@ def seg_sum(x, seg, n_seg: int) -> np.ndarray:
     return np.bincount(seg, weights=x, minlength=n_seg)
 
 
+def compact_segments(seg, n_seg: int):
+    """``(used, local)``: the sorted segment ids present in ``seg`` and each element's index into them.
+
+    Same result as ``np.unique(seg, return_inverse=True)`` for ids in ``[0, n_seg)``, in O(n + n_seg)
+    without sorting.
+    """
+    present = np.zeros(int(n_seg), dtype=bool)
+    present[seg] = True
+    used = np.flatnonzero(present)
+    local = np.cumsum(present, dtype=np.int64) - 1
+    return used, local[seg]
+
+
 def min_free_bytes(host_memory_bytes):
     """ESXi ``minFree``: 899 MB for the first 28 GB of host RAM plus 1 % of the rest (§2.2, [S6]).
 
@@ -456,14 +469,19 @@ def solve_throughput(
     seg_all = np.asarray(seg, dtype=np.int64)
     total = faults.total
     idx = np.flatnonzero(total > 0)
-    useg, seg = np.unique(seg_all[idx], return_inverse=True)  # compact segment ids
+    useg, seg = compact_segments(seg_all[idx], n_seg)
     m = useg.size
-    theta = np.broadcast_to(np.asarray(overlap, dtype=float), total.shape)[idx]
+    every = idx.size == total.size  # all elements fault: no gathers needed
+
+    def sub(a):
+        return a if every else a[idx]
+
+    theta = sub(np.broadcast_to(np.asarray(overlap, dtype=float), total.shape))
     w = float(costs.writes_per_fault)
     p_read = 1.0 / (1.0 + w)
     t_sw = float(costs.software_s)
     t_gsw = float(costs.software_s if costs.guest_software_s is None else costs.guest_software_s)
-    fc, fs, fg, fz = faults.cache[idx], faults.store[idx], faults.guest[idx], faults.compressed[idx]
+    fc, fs, fg, fz = sub(faults.cache), sub(faults.store), sub(faults.guest), sub(faults.compressed)
 
     def per_seg(x):
         return np.broadcast_to(np.asarray(x, float), (n_seg,))
@@ -475,12 +493,22 @@ def solve_throughput(
     rl_s = np.broadcast_to(st.read_latency_s, (m,))
     rl_c = np.broadcast_to(ca.read_latency_s, (m,)) if ca is not None else np.zeros(m)
 
+    def at_el(a):
+        """A per-segment value per element (a device's scalar figure stays a scalar)."""
+        a = np.asarray(a, float)
+        return a if a.ndim == 0 else a[seg]
+
+    rl_s_el = at_el(st.read_latency_s)
+    rl_c_el = at_el(ca.read_latency_s) if ca is not None else 0.0
+
     # X = 1 / (1 + a + b ws + c wc): the waits enter linearly, the rest is fixed per element
-    a0 = (fz * costs.decompress_s + fc * (t_sw + rl_c[seg]) + fs * (t_sw + rl_s[seg]) + fg * (t_gsw + rl_s[seg])) / theta
+    a0 = (fz * costs.decompress_s + fc * (t_sw + rl_c_el) + fs * (t_sw + rl_s_el) + fg * (t_gsw + rl_s_el)) / theta
     b0 = (fs + fg) / theta
-    c0 = fc / theta
+    c0 = fc / theta if ca is not None else None
 
     def x_of(wc, ws):
+        if c0 is None:  # no cache device: wc is 0
+            return 1.0 / (1.0 + a0 + b0 * ws[seg])
         return 1.0 / (1.0 + a0 + b0 * ws[seg] + c0 * wc[seg])
 
     wc = np.zeros(m)
@@ -529,8 +557,11 @@ def solve_throughput(
             break
         wc = solve(ca, fc, bg_c, ws, True, has_c)
     x_sub = x_of(wc, ws)
-    x = np.ones(total.shape)
-    x[idx] = x_sub
+    if every:
+        x = x_sub
+    else:
+        x = np.ones(total.shape)
+        x[idx] = x_sub
 
     def scatter(vals, base):
         out = np.array(np.broadcast_to(np.asarray(base, float), (n_seg,)), dtype=float)

@@ -4,7 +4,11 @@ Switched on by ``memory.model: vsphere-like`` in the scenario. Per chunk it flat
 (steps x VMs) arrays of the VMs on hosts that are short of memory into one element array,
 runs :func:`densim.models.memory.reclaim`, :func:`~densim.models.memory.fault_rates` and
 :func:`~densim.models.memory.solve_throughput` on it (vectorised; the only loop is over blocks
-of time steps to bound memory use), and writes per-VM and per-host metrics.
+of time steps to bound memory use), and writes per-VM and per-host metrics. When active memory
+is constant in time (profiles rather than trace memory usage) it reclaims once per VM and runs
+the per-step fault-cost fixed point over the faulting VMs only; where memory sits is then a
+constant row per VM (read-only broadcasts), which keeps the stage's cost near zero unless VMs
+actually fault.
 
 Active memory per VM and step: the trace's memory usage when it has one (Bitbrains CSV,
 profiles), else the VM's memory workload profile (``workload.memory_profile`` of its group, or
@@ -121,6 +125,8 @@ class MemoryStage(BaseStage):
         self.hosts_short = np.flatnonzero(self.deficit_h > 0)
         self.vm_idx = np.flatnonzero(placed & (self.deficit_h[np.where(placed, vms.host, 0)] > 0))
         self._rec1 = None  # one-step reclamation, reused while active memory is constant
+        self._host_idx = vms.host[self.vm_idx]
+        self._cap_vm = vms.vcpus * vms.vcpu_mhz
         self.swap_steps = np.zeros(H)
         self.max_slowdown = np.ones(vms.n)
         for name, (unit, doc) in VM_METRICS.items():
@@ -177,69 +183,162 @@ class MemoryStage(BaseStage):
             # no host is short of memory: constant rows, handed out as read-only broadcasts
             self._all_fit(chunk, cfg_all, T, V, H)
             return
+        if self._active_is_static(chunk):
+            self._static(chunk, cfg_all, T, V, H)
+            return
         out_vm = {k: np.zeros((T, V), dtype=np.float32) for k in VM_METRICS}
         out_vm["mem_slowdown"][:] = 1.0
         out_vm["mem_resident_gib"][:] = (cfg_all / M.GIB).astype(np.float32)[None, :]
         out_vm["mem_active_gib"][:] = self._active(chunk, np.arange(V), cfg_all, 0, T) / M.GIB
         out_h = {k: np.zeros((T, H), dtype=np.float32) for k in HOST_METRICS}
         out_h["mem_deficit_gib"][:] = (self.deficit_h / M.GIB).astype(np.float32)[None, :]
-        if idx.size:
-            k = idx.size
-            block = max(1, BLOCK_ELEMENTS // k)
-            cfg = cfg_all[idx]
-            host = vms.host[idx]
-            demand = chunk.vm["cpu_demand_mhz"]
-            cap_vm = (vms.vcpus * vms.vcpu_mhz)[idx]
-            static = not (chunk.vm.get("mem_used_bytes") is not None and self.use_trace_mem[idx].any())
-            for b0 in range(0, T, block):  # blocks of time steps only
-                b1 = min(T, b0 + block)
-                n = b1 - b0
-                seg = M.segments(host, H, n)
-                util = np.clip(demand[b0:b1][:, idx] / cap_vm[None, :], 0.0, 1.0)
-                rate = (self.rate[idx][None, :] * util).ravel()
-                p = self.params
-                if static:
-                    # active memory does not change with time: reclaim once (one step), repeat it
-                    if self._rec1 is None:
-                        self._rec1 = self._reclaim(cfg, self._active(chunk, idx, cfg, 0, 1), host, H, 1, idx)
-                    rec = _tile_rec(self._rec1, n)
+        k = idx.size
+        every = k == V  # all VMs under pressure: plain slices instead of column scatter
+        block = max(1, BLOCK_ELEMENTS // k)
+        cfg = cfg_all[idx]
+        host = vms.host[idx]
+        demand = chunk.vm["cpu_demand_mhz"]
+        cap_vm = (vms.vcpus * vms.vcpu_mhz)[idx]
+        for b0 in range(0, T, block):  # blocks of time steps only
+            b1 = min(T, b0 + block)
+            n = b1 - b0
+            seg = M.segments(host, H, n)
+            util = np.clip((demand[b0:b1] if every else demand[b0:b1][:, idx]) / cap_vm[None, :], 0.0, 1.0)
+            rec = self._reclaim(cfg, self._active(chunk, idx, cfg, b0, b1), host, H, n, idx)
+            miss = self._miss(np.tile(self.miss_group[idx], n), rec.resident_active_fraction)
+            f = M.fault_rates(rec, (self.rate[idx][None, :] * util).ravel(), miss_ratio_values=miss)
+            tp = self._solve(f, seg, n * H, np.tile(self.theta[idx], n))
+            sl = slice(b0, b1)
+
+            def put(name, arr):
+                a = arr.reshape(n, k)
+                if every:
+                    out_vm[name][sl] = a
                 else:
-                    rec = self._reclaim(cfg, self._active(chunk, idx, cfg, b0, b1), host, H, n, idx)
-                grp = np.tile(self.miss_group[idx], n)
-                miss = np.zeros(grp.size)
-                for gi in np.unique(grp):
-                    sel = grp == gi
-                    prof = self.profiles[gi]
-                    miss[sel] = M.miss_ratio(prof.miss_model, rec.resident_active_fraction[sel], **prof.miss_params())
-                f = M.fault_rates(rec, rate, miss_ratio_values=miss)
-                tp = M.solve_throughput(f, seg, n * H, store=self.store, cache=self.cache, costs=p.costs(),
-                                        overlap=np.tile(self.theta[idx], n),
-                                        background_store_iops=self.settings.background_swap_iops)
-                sl = slice(b0, b1)
+                    out_vm[name][sl, idx] = a
 
-                def put(name, arr):
-                    out_vm[name][sl, idx] = arr.reshape(n, k).astype(np.float32)
+            put("mem_resident_gib", rec.resident_bytes / M.GIB)
+            put("mem_shared_gib", rec.shared_bytes / M.GIB)
+            put("mem_ballooned_gib", rec.ballooned_bytes / M.GIB)
+            put("mem_compressed_gib", rec.compressed_bytes / M.GIB)
+            put("mem_swapped_gib", rec.swapped_bytes / M.GIB)
+            put("mem_fault_rate_per_s", tp.fault_rate_per_s)
+            put("mem_slowdown", tp.slowdown)
+            hs = lambda a: M.seg_sum(a, seg, n * H).reshape(n, H)  # noqa: E731
+            out_h["mem_swapped_gib"][sl] = hs(rec.swapped_bytes) / M.GIB
+            out_h["mem_swapping"][sl] = hs(rec.swapped_bytes + rec.compressed_bytes + rec.ballooned_active_bytes) > 0
+            out_h["mem_swap_iops"][sl] = (tp.load_store_iops + tp.load_cache_iops).reshape(n, H)
+            out_h["mem_swap_device_util"][sl] = np.maximum(tp.util_store, tp.util_cache).reshape(n, H)
+        self._emit(chunk, out_vm, out_h)
 
-                put("mem_resident_gib", rec.resident_bytes / M.GIB)
-                put("mem_shared_gib", rec.shared_bytes / M.GIB)
-                put("mem_ballooned_gib", rec.ballooned_bytes / M.GIB)
-                put("mem_compressed_gib", rec.compressed_bytes / M.GIB)
-                put("mem_swapped_gib", rec.swapped_bytes / M.GIB)
-                put("mem_fault_rate_per_s", tp.fault_rate_per_s)
-                put("mem_slowdown", tp.slowdown)
-                hs = lambda a: M.seg_sum(a, seg, n * H).reshape(n, H)  # noqa: E731
-                swapped_h = hs(rec.swapped_bytes)
-                pressed = hs(rec.swapped_bytes + rec.compressed_bytes + rec.ballooned_active_bytes) > 0
-                out_h["mem_swapped_gib"][sl] = (swapped_h / M.GIB).astype(np.float32)
-                out_h["mem_swapping"][sl] = pressed.astype(np.float32)
-                out_h["mem_swap_iops"][sl] = (tp.load_store_iops + tp.load_cache_iops).reshape(n, H).astype(np.float32)
-                out_h["mem_swap_device_util"][sl] = np.maximum(tp.util_store, tp.util_cache).reshape(n, H).astype(np.float32)
+    def _active_is_static(self, chunk) -> bool:
+        """True when no VM under pressure takes its active memory from a trace (it is constant)."""
+        return not (chunk.vm.get("mem_used_bytes") is not None and self.use_trace_mem[self.vm_idx].any())
+
+    def _miss(self, group, resident_active_fraction):
+        """Miss ratio per element, each VM group with its own miss-ratio model (a loop over groups)."""
+        miss = np.zeros(group.size)
+        for gi in np.unique(group):
+            sel = group == gi
+            prof = self.profiles[gi]
+            miss[sel] = M.miss_ratio(prof.miss_model, resident_active_fraction[sel], **prof.miss_params())
+        return miss
+
+    def _solve(self, faults, seg, n_seg, overlap):
+        p = self.params
+        return M.solve_throughput(faults, seg, n_seg, store=self.store, cache=self.cache, costs=p.costs(),
+                                  overlap=overlap, background_store_iops=self.settings.background_swap_iops)
+
+    def _emit(self, chunk, out_vm, out_h) -> None:
         for name, arr in out_vm.items():
             chunk.vm_out[name] = arr
         for name, arr in out_h.items():
             chunk.host_out["host_" + name if name == "mem_swapped_gib" else name] = arr
         self.swap_steps += out_h["mem_swapping"].sum(axis=0)
         np.maximum(self.max_slowdown, out_vm["mem_slowdown"].max(axis=0), out=self.max_slowdown)
+
+    def _static(self, chunk, cfg_all, T, V, H) -> None:
+        """Active memory constant in time (profiles, no trace memory): reclaim once, per VM.
+
+        Where each VM's memory sits does not change from step to step, so those metrics are
+        constant rows (read-only broadcasts). Only the fault rate varies, with the VM's CPU use,
+        and only VMs whose active memory was reclaimed fault: the per-step fault-cost fixed point
+        runs over those VMs alone (their devices' load comes from them plus any background load).
+        """
+        idx = self.vm_idx
+        if self._rec1 is None:
+            cfg = cfg_all[idx]
+            host = self._host_idx
+            rec = self._reclaim(cfg, self._active(chunk, idx, cfg, 0, 1), host, H, 1, idx)
+            miss = self._miss(self.miss_group[idx], rec.resident_active_fraction)
+            unit = M.fault_rates(rec, 1.0, miss_ratio_values=miss)  # faults per access: F / r
+            faulting = unit.total * self.rate[idx] > 0
+            self._rec1 = rec
+            self._unit = unit
+            self._fidx = np.flatnonzero(faulting)
+
+            def row(a_idx, base):
+                out = np.array(base, dtype=np.float32)
+                out[idx] = a_idx
+                return out
+
+            zero_v = np.zeros(V, np.float32)
+            self._rows_vm = {
+                "mem_active_gib": (self.active_frac * cfg_all / M.GIB).astype(np.float32),
+                "mem_resident_gib": row(rec.resident_bytes / M.GIB, cfg_all / M.GIB),
+                "mem_shared_gib": row(rec.shared_bytes / M.GIB, zero_v),
+                "mem_ballooned_gib": row(rec.ballooned_bytes / M.GIB, zero_v),
+                "mem_compressed_gib": row(rec.compressed_bytes / M.GIB, zero_v),
+                "mem_swapped_gib": row(rec.swapped_bytes / M.GIB, zero_v),
+            }
+            seg1 = M.segments(host, H, 1)
+            self._rows_h = {
+                "mem_deficit_gib": (self.deficit_h / M.GIB).astype(np.float32),
+                "mem_swapped_gib": (M.seg_sum(rec.swapped_bytes, seg1, H) / M.GIB).astype(np.float32),
+                "mem_swapping": (M.seg_sum(rec.swapped_bytes + rec.compressed_bytes + rec.ballooned_active_bytes, seg1, H) > 0
+                                 ).astype(np.float32),
+            }
+        out_vm = {name: np.broadcast_to(r, (T, V)) for name, r in self._rows_vm.items()}
+        out_h = {name: np.broadcast_to(r, (T, H)) for name, r in self._rows_h.items()}
+        fidx = self._fidx
+        if fidx.size == 0 and self.settings.background_swap_iops <= 0:
+            out_vm["mem_fault_rate_per_s"] = np.broadcast_to(np.float32(0.0), (T, V))
+            out_vm["mem_slowdown"] = np.broadcast_to(np.float32(1.0), (T, V))
+            out_h["mem_swap_iops"] = np.broadcast_to(np.float32(0.0), (T, H))
+            out_h["mem_swap_device_util"] = np.broadcast_to(np.float32(0.0), (T, H))
+            self._emit(chunk, out_vm, out_h)
+            return
+        vms_idx = self.vm_idx[fidx]
+        k = fidx.size
+        fr = np.zeros((T, V), np.float32)
+        sd = np.ones((T, V), np.float32)
+        iops = np.zeros((T, H), np.float32)
+        util_d = np.zeros((T, H), np.float32)
+        u = self._unit
+        tiers = {name: getattr(u, name)[fidx] for name in ("compressed", "cache", "store", "guest", "miss_ratio")}
+        host = self._host_idx[fidx]
+        demand = chunk.vm["cpu_demand_mhz"]
+        cap_vm = self._cap_vm[vms_idx]
+        rate = self.rate[vms_idx]
+        theta = self.theta[vms_idx]
+        block = max(1, BLOCK_ELEMENTS // max(k, 1))
+        for b0 in range(0, T, block):
+            b1 = min(T, b0 + block)
+            n = b1 - b0
+            r = (rate[None, :] * np.clip(demand[b0:b1][:, vms_idx] / cap_vm[None, :], 0.0, 1.0))  # accesses/s
+            f = M.FaultRates(**{name: (r * t[None, :]).ravel() if name != "miss_ratio" else np.tile(t, n)
+                                for name, t in tiers.items()})
+            tp = self._solve(f, M.segments(host, H, n), n * H, np.tile(theta, n))
+            sl = slice(b0, b1)
+            fr[sl, vms_idx] = tp.fault_rate_per_s.reshape(n, k)
+            sd[sl, vms_idx] = tp.slowdown.reshape(n, k)
+            iops[sl] = (tp.load_store_iops + tp.load_cache_iops).reshape(n, H)
+            util_d[sl] = np.maximum(tp.util_store, tp.util_cache).reshape(n, H)
+        out_vm["mem_fault_rate_per_s"] = fr
+        out_vm["mem_slowdown"] = sd
+        out_h["mem_swap_iops"] = iops
+        out_h["mem_swap_device_util"] = util_d
+        self._emit(chunk, out_vm, out_h)
 
     def finish(self, ctx, summary: dict) -> None:
         hosts, vms = ctx.hosts, ctx.vms
@@ -259,13 +358,6 @@ class MemoryStage(BaseStage):
             "vms_slowed": int(np.count_nonzero(self.max_slowdown > 1.0 + 1e-9)),
             "worst_vm_slowdown": float(self.max_slowdown.max()) if vms.n else 1.0,
         }
-
-
-def _tile_rec(rec: M.Reclamation, n: int) -> M.Reclamation:
-    """A one-step :class:`Reclamation` repeated for ``n`` steps (elements and segments step-major)."""
-    import dataclasses
-
-    return M.Reclamation(**{f.name: np.tile(getattr(rec, f.name), n) for f in dataclasses.fields(rec)})
 
 
 @STAGES.register("memory", description="memory over-commit: sharing, balloon, compression, host swap (guide §2)",
