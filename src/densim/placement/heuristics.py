@@ -86,31 +86,89 @@ def first_fit_kernel(order, vm_cpu, vm_mem, cpu_cap, mem_cap):
 
 
 @njit
-def scan_fit_kernel(order, vm_cpu, vm_mem, cpu_cap, mem_cap, best):
+def scan_fit_kernel(order, vm_cpu, vm_mem, cpu_cap, mem_cap, best, host_type, type_ptr, type_hosts):
     """Best-fit (``best``) or worst-fit: the feasible host whose normalised free space after
-    placement, (cpu_free - c)/cpu_cap + (mem_free - m)/mem_cap, is smallest (largest)."""
+    placement, (cpu_free - c)/cpu_cap + (mem_free - m)/mem_cap, is smallest (largest); ties go to
+    the lowest host index.
+
+    Only hosts that can still matter are scanned: the partly filled hosts that have room for the
+    smallest VM, plus one representative per host type (same CPU and memory capacity) of the
+    untouched hosts, its lowest-index empty host (all empty hosts of a type score alike, and they
+    are used in index order). A host that cannot take the smallest VM leaves the scan for good.
+    Best-fit keeps few hosts partly filled, so it costs O(VMs x (open hosts + types)) instead of
+    O(VMs x hosts); worst-fit opens every host and stays O(VMs x hosts).
+    ``type_hosts[type_ptr[t]:type_ptr[t + 1]]`` are the hosts of type ``t`` in ascending order.
+    """
     n_h = cpu_cap.size
+    n_types = type_ptr.size - 1
     cpu_free = cpu_cap.copy()
     mem_free = mem_cap.copy()
     out = np.full(vm_cpu.size, -1, dtype=np.int64)
     eps = 1e-9
+    if order.size == 0:
+        return out
+    min_c = np.inf
+    min_m = np.inf
+    for k in range(order.size):
+        min_c = min(min_c, vm_cpu[order[k]])
+        min_m = min(min_m, vm_mem[order[k]])
+    partial = np.empty(n_h, dtype=np.int64)
+    pos = np.full(n_h, -1, dtype=np.int64)
+    n_partial = 0
+    next_empty = type_ptr[:-1].copy()
     for k in range(order.size):
         v = order[k]
         c = vm_cpu[v]
         m = vm_mem[v]
         chosen = -1
         score_best = 0.0
-        for h in range(n_h):
+        for i in range(n_partial + n_types):
+            if i < n_partial:
+                h = partial[i]
+            else:
+                t = i - n_partial
+                if next_empty[t] >= type_ptr[t + 1]:
+                    continue
+                h = type_hosts[next_empty[t]]
             if cpu_free[h] + eps >= c and mem_free[h] + eps * max(1.0, m) >= m:
                 s = (cpu_free[h] - c) / cpu_cap[h] + (mem_free[h] - m) / mem_cap[h]
-                if chosen < 0 or (best and s < score_best) or ((not best) and s > score_best):
+                if chosen < 0 or (best and s < score_best) or ((not best) and s > score_best) or (s == score_best and h < chosen):
                     chosen = h
                     score_best = s
-        if chosen >= 0:
-            out[v] = chosen
-            cpu_free[chosen] -= c
-            mem_free[chosen] -= m
+        if chosen < 0:
+            continue
+        out[v] = chosen
+        cpu_free[chosen] -= c
+        mem_free[chosen] -= m
+        if pos[chosen] < 0:  # an empty host: the next one of its type becomes the representative
+            next_empty[host_type[chosen]] += 1
+        open_ = cpu_free[chosen] + eps >= min_c and mem_free[chosen] + eps * max(1.0, min_m) >= min_m
+        if pos[chosen] < 0 and open_:
+            pos[chosen] = n_partial
+            partial[n_partial] = chosen
+            n_partial += 1
+        elif pos[chosen] >= 0 and not open_:  # full for every VM: swap-remove from the scan
+            i = pos[chosen]
+            last = partial[n_partial - 1]
+            partial[i] = last
+            pos[last] = i
+            n_partial -= 1
+            pos[chosen] = -2
+        elif pos[chosen] < 0:
+            pos[chosen] = -2  # filled in one go: neither empty nor open
     return out
+
+
+def host_types(cpu_cap: np.ndarray, mem_cap: np.ndarray):
+    """``(type per host, CSR pointer, hosts by type in ascending order)`` for hosts of equal capacities."""
+    keys = np.stack([np.asarray(cpu_cap, np.float64), np.asarray(mem_cap, np.float64)], axis=1)
+    if keys.shape[0] == 0:
+        return np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros(0, np.int64)
+    _, inv = np.unique(keys, axis=0, return_inverse=True)
+    inv = inv.reshape(-1).astype(np.int64)
+    order = np.argsort(inv, kind="stable").astype(np.int64)
+    ptr = np.concatenate([[0], np.cumsum(np.bincount(inv))]).astype(np.int64)
+    return inv, ptr, order
 
 
 def decreasing_order(vm_cpu: np.ndarray, vm_mem: np.ndarray, cpu_cap: np.ndarray, mem_cap: np.ndarray) -> np.ndarray:
