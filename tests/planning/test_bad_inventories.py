@@ -124,3 +124,17 @@ def test_missing_or_unrecognisable_inventory(tmp_path):
     with pytest.raises(InputError) as exc:
         load_inventory(odd, "nonsense")
     assert "unknown inventory format 'nonsense'" in exc.value.one_line()
+
+
+def test_generic_disk_read_without_disk_write_is_named(tmp_path):
+    p = tmp_path / "w.csv"
+    p.write_text("vm,time [s],vcpus,memory [GiB],cpu_used [%],disk_read [KB/s]\na,0,2,4,10,100\na,300,2,4,20,100\n")
+    with pytest.raises(InputError, match=r"header: column 'disk_read' needs 'disk_write' too"):
+        load_inventory(p)
+
+
+def test_generic_disk_unit_must_be_a_rate(tmp_path):
+    p = tmp_path / "w.csv"
+    p.write_text("vm,time [s],vcpus,memory [GiB],cpu_used [%],disk_read [GiB],disk_write [KB/s]\na,0,2,4,10,1,1\n")
+    with pytest.raises(InputError, match=r"unknown unit 'gib' for disk_read"):
+        load_inventory(p)

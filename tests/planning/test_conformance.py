@@ -54,6 +54,9 @@ def test_series_formats_read_back_the_same_demand(tmp_path, fmt):
         np.testing.assert_allclose(inv.mem_used_bytes[:, idx], W.mem_used_mib * MIB, rtol=1e-6)
     else:
         assert fmt == "azure"  # the Azure trace carries no memory series
+    if fmt.startswith("generic-csv"):  # disk throughput: B/s, KB/s and MB/s columns read back as bytes/s
+        np.testing.assert_allclose(inv.disk_read_Bps[:, idx], W.disk_read_kBps * 1000, rtol=1e-6)
+        np.testing.assert_allclose(inv.disk_write_Bps[:, idx], W.disk_write_kBps * 1000, rtol=1e-6)
 
 
 @pytest.mark.parametrize("old_mb", [False, True], ids=["MiB-headers", "older-MB-headers"])
@@ -114,3 +117,7 @@ def test_foundation_trace_formats_read_back_the_same_demand(tmp_path, fmt):
     np.testing.assert_allclose(inv.cpu_mhz[:, idx], W.cpu_mhz, rtol=1e-5, atol=1e-2)
     if fmt == "bitbrains":
         np.testing.assert_allclose(inv.mem_used_bytes[:, idx], W.mem_used_mib * MIB, rtol=1e-5)
+        # Bitbrains disk throughput is in KB/s, read with KB = 1,024 bytes as its memory columns
+        kb = 1024.0
+        np.testing.assert_allclose(inv.disk_read_Bps[:, idx], W.disk_read_kBps * kb, rtol=1e-5)
+        np.testing.assert_allclose(inv.disk_write_Bps[:, idx], W.disk_write_kBps * kb, rtol=1e-5)

@@ -9,7 +9,13 @@ Per candidate:
    anti-affinity, the CPU Ready bound; VMs whose peaks do not coincide share a host);
 3. re-check every host at full time resolution with the ready model (binomial occupancy, normal
    approximation, :func:`densim.models.queueing.expected_excess`); if a host breaks the bound the
-   placement is repeated with a tighter window bound;
+   placement is repeated with a tighter window bound. Where the plan has a ``memory`` section, the
+   memory model replays every host short of memory and the worst VM's slowdown must stay below
+   ``qos.memory_slowdown`` (else the memory over-commit used for placing is lowered by 10 %);
+   where a candidate has local ``storage`` and the inventory disk series, every host's mean I/O
+   latency per step must stay below ``qos.io_latency_ms`` (placement keeps each host's per-window
+   IOPS within the datastore's budget at that latency, lowered by 15 % when a host still breaks
+   it) (:mod:`densim.analysis.plan_qos`);
 4. add ``ha_spare_hosts`` spare hosts (N+k: any k hosts may fail and the survivors' spare capacity
    is the spare hosts');
 5. cost: bill of materials (or price), energy from the power model at each host's mean
@@ -26,10 +32,12 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from densim.analysis.plan_qos import LocalStorage
 from densim.errors import InputError
 from densim.inventory.model import Inventory
 from densim.models.cost import BomLine, CostInputs, bom_cost_usd, power_w, tco_per_year
 from densim.scenario.hardware import HostCpu, PowerSpec
+from densim.scenario.memory import MemorySettings
 from densim.units import Bytes, PosBytes
 
 _CFG = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
@@ -47,6 +55,7 @@ class Candidate(BaseModel):
     price_usd: float | None = Field(default=None, ge=0)
     price_date: str | None = None
     rack_units: float = Field(default=1.0, gt=0)
+    storage: LocalStorage | None = Field(default=None, description="local datastore shared by the host's VMs")
 
 
 class QosSpec(BaseModel):
@@ -57,6 +66,10 @@ class QosSpec(BaseModel):
     memory_overcommit: float = Field(default=1.0, gt=0, description="max configured memory / host memory")
     max_cpu_utilisation: float = Field(default=1.0, gt=0, le=1.0, description="cap on summed demand / host MHz")
     ha_spare_hosts: int = Field(default=0, ge=0)
+    memory_slowdown: float = Field(default=1.10, ge=1.0, description="worst VM's memory slowdown X0/X, every step "
+                                   "(checked when the plan has a memory section)")
+    io_latency_ms: float = Field(default=20.0, gt=0, description="worst host's mean I/O latency, every step "
+                                 "(checked when a candidate has storage and the inventory disk series)")
 
 
 class RightsizeSpec(BaseModel):
@@ -91,6 +104,7 @@ class PlanSpec(BaseModel):
     policy: str = "timeseries"
     windows: int = Field(default=720, ge=1, description="time windows used while placing")
     optimise: OptimiseSpec = Field(default_factory=OptimiseSpec)
+    memory: MemorySettings | None = Field(default=None, description="memory over-commit model for the memory QoS check")
     candidates: list[Candidate] = Field(min_length=1)
 
 
@@ -136,6 +150,13 @@ class CandidateResult:
     per_host: dict = field(default_factory=dict)
     window_bound_pct: float = 0.0
     optimiser: dict = field(default_factory=dict)
+    memory_overcommit_used: float = 0.0
+    mem_hosts_short: int = 0
+    mem_slowdown_worst: float = 1.0
+    io_budget_iops: float = float("nan")
+    io_latency_worst_ms: float = float("nan")
+    io_latency_mean_ms: float = float("nan")
+    notes: list = field(default_factory=list)
     wall_s: float = 0.0
 
     def row(self) -> dict[str, Any]:
@@ -152,6 +173,13 @@ class CandidateResult:
             "cpu_util_mean": self.cpu_util_mean,
             "cpu_util_peak": self.cpu_util_peak,
             "mem_peak_frac": self.mem_peak_frac,
+            "memory_overcommit_used": self.memory_overcommit_used,
+            "mem_hosts_short": self.mem_hosts_short,
+            "mem_slowdown_worst": self.mem_slowdown_worst,
+            "io_budget_iops": _finite_or_none(self.io_budget_iops),
+            "io_latency_worst_ms": _finite_or_none(self.io_latency_worst_ms),
+            "io_latency_mean_ms": _finite_or_none(self.io_latency_mean_ms),
+            "notes": "; ".join(self.notes),
             "host_capex_usd": self.host_capex_usd,
             "price_date": self.price_date,
             "tco_per_year_usd": self.tco.get("total_usd", float("nan")),
@@ -160,6 +188,11 @@ class CandidateResult:
             "optimiser_status": self.optimiser.get("status", ""),
             "optimiser_gap": self.optimiser.get("gap", float("nan")),
         }
+
+
+def _finite_or_none(x: float) -> float | None:
+    """Not modelled (nan) or unbounded (inf) figures are written as null, not as non-JSON NaN/Infinity."""
+    return float(x) if np.isfinite(x) else None
 
 
 def host_type_of(c: Candidate):
@@ -194,30 +227,55 @@ def plan_candidate(inv: Inventory, spec: PlanSpec, c: Candidate, *, vcpus=None, 
     if host.usable_mem_bytes <= 0:
         res.reason = "hypervisor memory >= host memory"
         return res
+    qos = _QosChecks(inv, spec, c, host)
+    res.notes.extend(qos.notes)
+    res.io_budget_iops = qos.io_cap
+    if qos.infeasible:
+        res.reason = qos.infeasible
+        res.wall_s = time.perf_counter() - t0
+        return res
     bound = q.cpu_ready_pct
-    for _attempt in range(6):
+    mem_oc = q.memory_overcommit
+    for _attempt in range(10):
         p = build_problem(
             vcpus, mem_bytes, cpu, inv.mem_used_bytes, host, n_windows=spec.windows, cpu_overcommit=q.cpu_overcommit,
-            memory_overcommit=q.memory_overcommit, max_cpu_utilisation=q.max_cpu_utilisation, ready_bound_pct=bound,
-            anti_affinity=anti, affinity=aff,
+            memory_overcommit=mem_oc, max_cpu_utilisation=q.max_cpu_utilisation, ready_bound_pct=bound,
+            anti_affinity=anti, affinity=aff, io_iops=qos.io_iops, io_cap_iops=qos.io_cap,
         )
         pl = place(p, spec.policy)
         if pl.unplaceable:
             j, why = pl.unplaceable[0]
+            if why == "demand" and qos.io_iops is not None and float(qos.io_iops[:, j].max()) > qos.io_cap:
+                why = (f"its disk I/O peak of {float(qos.io_iops[:, j].max()):,.0f} IOPS exceeds a host's budget of "
+                       f"{qos.io_cap:,.0f} IOPS at <= {q.io_latency_ms:g} ms")
             res.reason = f"{len(pl.unplaceable)} VM(s) fit no empty host, e.g. {inv.names[j]!s} ({int(vcpus[j])} vCPUs, {mem_bytes[j] / 2**30:.1f} GiB): {why}"
             res.wall_s = time.perf_counter() - t0
             return res
         m = host_metrics(pl.host_of_vm, pl.n_hosts, host, vcpus, cpu, inv.mem_used_bytes)
-        if m.ready_pct_worst.max(initial=0.0) <= q.cpu_ready_pct + 1e-9:
+        broken = qos.broken(pl.host_of_vm, pl.n_hosts, m, mem_bytes, vcpus)
+        if not broken:
             break
-        bound *= 0.7  # windows hid a coincidence of peaks: tighten and place again
+        if "ready" in broken:
+            bound *= 0.7  # windows hid a coincidence of peaks: tighten and place again
+        if "memory" in broken:
+            # fewer configured bytes per host: less reclamation, fewer faults. Below the fullest
+            # offending host's ratio at once (steps above it would not change the placement).
+            mem_oc = min(mem_oc, qos.worst_mem_ratio) * 0.9
+        if "io" in broken:
+            qos.io_cap *= 0.85  # read mix or window maxima hid a latency peak
     else:
-        res.reason = f"could not meet CPU Ready <= {q.cpu_ready_pct} % at full resolution"
+        res.reason = "could not meet " + ", ".join(qos.describe(b) for b in broken) + " at full resolution"
     if spec.optimise.enabled and not res.reason and inv.n_vms <= spec.optimise.max_vms:
-        better = _optimise(inv, spec, host, vcpus, mem_bytes, cpu, pl.host_of_vm, q)
+        better = _optimise(inv, spec, host, vcpus, mem_bytes, cpu, pl.host_of_vm, q, qos)
         res.optimiser = better["info"]
         if better["host_of_vm"] is not None:
             pl.host_of_vm, pl.n_hosts, m = better["host_of_vm"], better["n_hosts"], better["metrics"]
+    last = qos.last(pl.host_of_vm, pl.n_hosts, mem_bytes, vcpus)
+    res.memory_overcommit_used = mem_oc
+    res.mem_hosts_short = last.get("mem_hosts_short", 0)
+    res.mem_slowdown_worst = last.get("mem_slowdown_worst", 1.0)
+    res.io_latency_worst_ms = last.get("io_latency_worst_ms", float("nan"))
+    res.io_latency_mean_ms = last.get("io_latency_mean_ms", float("nan"))
     res.feasible = not res.reason
     res.window_bound_pct = bound
     res.n_hosts_packed = pl.n_hosts
@@ -243,7 +301,91 @@ def plan_candidate(inv: Inventory, spec: PlanSpec, c: Candidate, *, vcpus=None, 
     return res
 
 
-def _optimise(inv, spec: PlanSpec, host, vcpus, mem_bytes, cpu, heuristic_host_of, q) -> dict:
+class _QosChecks:
+    """The full-resolution QoS checks of one candidate: CPU Ready, and memory and storage where modelled."""
+
+    def __init__(self, inv: Inventory, spec: PlanSpec, c: Candidate, host) -> None:
+        from densim.analysis import plan_qos
+        from densim.scenario.catalog import CatalogError, builtin_catalog
+
+        self.inv, self.spec, self.c, self.host, self.q = inv, spec, c, host, spec.qos
+        self.cat = builtin_catalog()
+        self.notes: list[str] = []
+        self.infeasible = ""
+        self.worst_mem_ratio = np.inf  # configured / usable memory of the fullest host breaking the memory bound
+        self.cpu = inv.cpu_mhz if inv.cpu_mhz is not None else inv.capacity_mhz[None, :].astype(np.float32)
+        self.memory = spec.memory if spec.memory is not None and spec.memory.model != "none" else None
+        if self.memory is not None:
+            for field_, name in (("swap_device", self.memory.swap_device), ("swap_cache_device", self.memory.swap_cache_device),
+                                 ("workload", self.memory.workload)):
+                if name is None:
+                    continue
+                try:
+                    self.cat.raw("memory_workloads" if field_ == "workload" else "devices", name)
+                except (CatalogError, KeyError) as exc:
+                    raise InputError(None, f"memory.{field_}", str(exc).strip("'\"")) from None
+        self.io_iops = None
+        self.io_cap = float("inf")
+        self.ds = None
+        st = c.storage
+        if st is not None:
+            try:
+                self.ds = plan_qos.datastore_model(st, self.cat)
+            except (CatalogError, KeyError) as exc:
+                raise InputError(None, f"candidates.{c.name}.storage", str(exc).strip("'\"")) from None
+            if not inv.has_disk:
+                self.notes.append("storage not checked: the inventory has no disk read/write series")
+                self.ds = None
+            else:
+                self.io_iops = (inv.disk_read_Bps + inv.disk_write_Bps) / np.float32(st.block_size_bytes)
+                tot = float(inv.disk_read_Bps.sum(dtype=np.float64) + inv.disk_write_Bps.sum(dtype=np.float64))
+                rf = float(inv.disk_read_Bps.sum(dtype=np.float64)) / tot if tot > 0 else st.read_fraction
+                self.io_cap = plan_qos.max_iops_at_latency(self.ds, st, self.q.io_latency_ms / 1e3, rf)
+                if self.io_cap <= 0:
+                    self.infeasible = (f"its datastore's I/O latency at no load exceeds qos.io_latency_ms = "
+                                       f"{self.q.io_latency_ms:g} ms")
+
+    def _measure(self, host_of, n_hosts, mem_bytes, vcpus) -> dict:
+        from densim.analysis import plan_qos
+
+        out: dict = {}
+        if self.memory is not None:
+            mc = plan_qos.memory_check(host_of, n_hosts, self.host.mem_bytes, np.asarray(mem_bytes, float),
+                                       np.asarray(vcpus, float) * self.host.core_mhz, self.cpu, self.inv.mem_used_bytes,
+                                       self.memory, self.cat)
+            out["mem_hosts_short"] = mc.hosts_short
+            out["mem_slowdown_worst"] = float(mc.slowdown_worst.max(initial=1.0))
+            bad = mc.slowdown_worst > self.q.memory_slowdown + 1e-9
+            cfg_h = np.bincount(host_of, weights=np.asarray(mem_bytes, float), minlength=n_hosts)
+            self.worst_mem_ratio = float((cfg_h[bad] / self.host.usable_mem_bytes).max(initial=0.0)) if bad.any() else np.inf
+        if self.ds is not None:
+            sc = plan_qos.storage_check(host_of, n_hosts, self.inv.disk_read_Bps, self.inv.disk_write_Bps, self.c.storage, self.ds)
+            out["io_latency_worst_ms"] = float(sc.latency_worst_s.max(initial=0.0)) * 1e3
+            tot = sc.iops_peak.sum()
+            out["io_latency_mean_ms"] = float(np.mean(sc.latency_mean_s)) * 1e3 if tot > 0 else 0.0
+        return out
+
+    def broken(self, host_of, n_hosts, m, mem_bytes, vcpus) -> list[str]:
+        """Which bounds the placement breaks at full resolution: "ready", "memory", "io"."""
+        out = []
+        if m.ready_pct_worst.max(initial=0.0) > self.q.cpu_ready_pct + 1e-9:
+            out.append("ready")
+        got = self._measure(host_of, n_hosts, mem_bytes, vcpus)
+        if got.get("mem_slowdown_worst", 1.0) > self.q.memory_slowdown + 1e-9:
+            out.append("memory")
+        if got.get("io_latency_worst_ms", 0.0) > self.q.io_latency_ms * (1 + 1e-9):
+            out.append("io")
+        return out
+
+    def last(self, host_of, n_hosts, mem_bytes, vcpus) -> dict:
+        return self._measure(host_of, n_hosts, mem_bytes, vcpus)
+
+    def describe(self, what: str) -> str:
+        return {"ready": f"CPU Ready <= {self.q.cpu_ready_pct} %", "memory": f"memory slowdown <= {self.q.memory_slowdown}",
+                "io": f"I/O latency <= {self.q.io_latency_ms} ms"}.get(what, what)
+
+
+def _optimise(inv, spec: PlanSpec, host, vcpus, mem_bytes, cpu, heuristic_host_of, q, qos: "_QosChecks") -> dict:
     """CP-SAT on integer sizes (vCPU slots, MiB, MHz per window) with lazily added windows.
 
     The heuristic placed against ``spec.windows`` windows; CP-SAT starts from the ``optimise.windows``
@@ -290,10 +432,13 @@ def _optimise(inv, spec: PlanSpec, host, vcpus, mem_bytes, cpu, heuristic_host_o
         info["reason"] = f"windows still overloaded after {o.rounds} rounds"
     elif r.n_hosts < heur_hosts:
         m = host_metrics(r.host_of_vm, r.n_hosts, host, vcpus, cpu, inv.mem_used_bytes)
-        if m.ready_pct_worst.max(initial=0.0) <= q.cpu_ready_pct + 1e-9 and m.mem_used_peak_frac.max(initial=0.0) <= 1 + 1e-9:
+        broken = qos.broken(r.host_of_vm, r.n_hosts, m, mem_bytes, vcpus)
+        if m.mem_used_peak_frac.max(initial=0.0) > 1 + 1e-9:
+            broken.append("memory in use")
+        if not broken:
             info["adopted"] = True
             return {"host_of_vm": r.host_of_vm, "n_hosts": r.n_hosts, "metrics": m, "info": info}
-        info["reason"] = "CP-SAT placement breaks the CPU Ready or memory bound at full resolution"
+        info["reason"] = "CP-SAT placement breaks " + ", ".join(qos.describe(b) for b in broken) + " at full resolution"
     return {"host_of_vm": None, "info": info}
 
 

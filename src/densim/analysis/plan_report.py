@@ -26,6 +26,8 @@ def summary_dict(res: PlanResult, seed: int | None = None) -> dict:
                       "memory_gib": float(inv.mem_bytes.sum() / 2**30), "steps": inv.n_steps, "step_s": inv.step_s,
                       "demand_rule": inv.demand_rule},
         "qos": res.spec.qos.model_dump(),
+        "memory": res.spec.memory.model_dump(by_alias=True) if res.spec.memory is not None else None,
+        "storage": {c.name: c.storage.model_dump(by_alias=True) for c in res.spec.candidates if c.storage is not None},
         "policy": res.spec.policy,
         "windows": res.spec.windows,
         "cost_inputs": res.spec.cost.model_dump(),
@@ -113,15 +115,18 @@ def figures(res: PlanResult) -> list[dict]:
 
 def _table_html(rows: list[dict]) -> str:
     cols = ["candidate", "feasible", "hosts", "lower_bound_hosts", "vms_per_host", "ready_pct_worst",
+            "mem_slowdown_worst", "memory_overcommit_used", "io_latency_worst_ms", "io_budget_iops",
             "cpu_util_mean", "host_capex_usd", "tco_per_year_usd", "tco_per_vm_year_usd", "optimiser_status",
-            "optimiser_gap", "reason"]
+            "optimiser_gap", "reason", "notes"]
     head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
     body = []
     for r in rows:
         cells = []
         for c in cols:
             v = r[c]
-            if isinstance(v, float):
+            if v is None:
+                v = "-"
+            elif isinstance(v, float):
                 v = f"{v:,.2f}" if np.isfinite(v) else "-"
             cells.append(f"<td>{html.escape(str(v))}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
@@ -143,6 +148,15 @@ def report_html(res: PlanResult, summary: dict) -> str:
     rs_html = (f"<p>Right-sizing on: P{rs['percentile']:g} + {rs['headroom'] * 100:g} % headroom reclaimed "
                f"{rs['vcpus_reclaimed']} vCPUs and {rs['memory_reclaimed_gib']:.1f} GiB; {rs['undersized_vms']} VMs are under-sized.</p>"
                if rs else "<p>Right-sizing off: VMs keep their configured sizes.</p>")
+    qos_extra = ""
+    if summary.get("memory"):
+        mem = summary["memory"]
+        qos_extra += (f" Memory model <code>{html.escape(str(mem.get('model')))}</code> (swap to "
+                      f"<code>{html.escape(str(mem.get('swap_device')))}</code>): every VM's memory slowdown &le; "
+                      f"{q['memory_slowdown']:g} at every step; the over-commit actually used is in the table.")
+    if summary.get("storage"):
+        qos_extra += (f" Local storage: every host's mean I/O latency &le; {q['io_latency_ms']:g} ms at every step "
+                      "(open queueing over the host's drives; per-host IOPS budget in the table).")
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>densim capacity plan</title>
 <style>body{{font-family:sans-serif;margin:2em;max-width:1100px}}table{{border-collapse:collapse}}
@@ -154,7 +168,7 @@ td,th{{border:1px solid #ccc;padding:3px 6px;font-size:13px}}th{{background:#eee
 <p><b>Demand rule:</b> {html.escape(inv['demand_rule'])}</p>
 <p><b>Quality of service:</b> worst VM's CPU Ready &le; {q['cpu_ready_pct']:g} % per vCPU at every step (binomial occupancy of
 runnable vCPUs vs cores x SMT gain, normal approximation); vCPU:logical CPU &le; {q['cpu_overcommit']:g};
-configured memory &le; {q['memory_overcommit']:g} x host memory; memory in use &le; host memory; {q['ha_spare_hosts']} spare host(s) for HA.
+configured memory &le; {q['memory_overcommit']:g} x host memory; memory in use &le; host memory; {q['ha_spare_hosts']} spare host(s) for HA.{qos_extra}
 Placement policy <code>{html.escape(summary['policy'])}</code> over {summary['windows']} time windows, re-checked at full resolution.</p>
 {rs_html}
 <h2>Ranking (cheapest per VM first)</h2>

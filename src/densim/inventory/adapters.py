@@ -19,8 +19,8 @@ import numpy as np
 from densim.inventory.model import DEFAULT_VCPU_MHZ, Inventory, build_inventory
 
 RULES = {
-    "bitbrains": "Bitbrains GWA-T-12: CPU usage [MHZ] and memory usage [KB] as recorded (Unix-second timestamps), "
-    "mean per step; sizes = cores, provisioned MHz / cores, provisioned memory",
+    "bitbrains": "Bitbrains GWA-T-12: CPU usage [MHZ], memory usage [KB] and disk read/write throughput [KB/s] as "
+    "recorded (Unix-second timestamps), mean per step; sizes = cores, provisioned MHz / cores, provisioned memory",
     "opendc": "OpenDC Parquet: fragment cpu_usage (MHz) laid back to back from each task's submission time, mean per step; "
     "no memory series (configured memory is used)",
     "planetlab": "PlanetLab: demand = CPU % / 100 x vCPUs x MHz per vCPU (sizes given as options); no memory series",
@@ -56,9 +56,10 @@ def read_via_foundation(fmt: str, path: str | Path, *, step_s: float | None = No
     step = float(step_s or src.native_step_s() or 300.0)
     n = max(1, int(math.ceil((hi - lo) / step - 1e-9)))
     grid = TimeGrid(lo, step, n)
-    chans = src.window(grid, 0, n, ("cpu_mhz", "mem_used_bytes"))
+    chans = src.window(grid, 0, n, ("cpu_mhz", "mem_used_bytes", "disk_read_Bps", "disk_write_Bps"))
     sz = src.sizes
     return build_inventory(
         names, sz.vcpus, sz.vcpu_mhz, sz.mem_bytes, cpu_mhz=chans["cpu_mhz"], mem_used_bytes=chans.get("mem_used_bytes"),
+        disk_read_Bps=chans.get("disk_read_Bps"), disk_write_Bps=chans.get("disk_write_Bps"),
         step_s=step, start_s=lo, source=str(path), fmt=fmt, demand_rule=RULES[fmt],
     )

@@ -13,6 +13,8 @@ column         required  meaning and accepted units
 ``memory``     yes       configured memory: ``[bytes]``, ``[KiB]``, ``[MiB]``, ``[GiB]``, ``[KB]``, ``[MB]``, ``[GB]``
 ``cpu_used``   yes       CPU demand: ``[MHz]``, ``[GHz]``, or ``[%]`` of the VM's vCPUs x speed
 ``memory_used`` no       memory in use, memory units as above
+``disk_read``  no        disk read throughput: ``[B/s]``, ``[KB/s]``, ``[KiB/s]``, ``[MB/s]``, ``[MiB/s]`` (default B/s)
+``disk_write`` no        disk write throughput, units as ``disk_read`` (give both or neither)
 ``anti_affinity`` no     group label: no two VMs of a group on one host (same on every row)
 ``affinity``   no        group label: the VMs of a group share one host (same on every row)
 ============== ========= ==================================================================
@@ -36,6 +38,7 @@ from densim.inventory.model import DEFAULT_VCPU_MHZ, Inventory, build_inventory
 _HEADER = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_ ]*?)\s*(?:\[\s*([^\]]*)\s*\])?\s*$")
 TIME_UNITS = {"s": 1.0, "sec": 1.0, "ms": 1e-3, "us": 1e-6, "min": 60.0, "h": 3600.0}
 FREQ_UNITS = {"mhz": 1.0, "ghz": 1000.0, "khz": 1e-3, "hz": 1e-6}
+RATE_UNITS = {"b/s": 1.0, "kb/s": 1e3, "kib/s": 1024.0, "mb/s": 1e6, "mib/s": 2.0**20, "gb/s": 1e9}
 COLUMNS = {
     "vm": None,
     "time": TIME_UNITS,
@@ -44,11 +47,13 @@ COLUMNS = {
     "memory": MEM_UNITS,
     "cpu_used": {**FREQ_UNITS, "%": None},
     "memory_used": MEM_UNITS,
+    "disk_read": RATE_UNITS,
+    "disk_write": RATE_UNITS,
     "anti_affinity": None,
     "affinity": None,
 }
-DEFAULT_UNIT = {"time": "s", "vcpu_speed": "mhz", "memory": "bytes", "memory_used": "bytes"}
-SUFFIX = {"_s": "s", "_ms": "ms", "_mhz": "mhz", "_ghz": "ghz", "_bytes": "bytes", "_mib": "mib", "_gib": "gib", "_pct": "%"}
+DEFAULT_UNIT = {"time": "s", "vcpu_speed": "mhz", "memory": "bytes", "memory_used": "bytes", "disk_read": "b/s", "disk_write": "b/s"}
+SUFFIX = {"_bps": "b/s", "_s": "s", "_ms": "ms", "_mhz": "mhz", "_ghz": "ghz", "_bytes": "bytes", "_mib": "mib", "_gib": "gib", "_pct": "%"}
 
 
 def parse_header(source: Path, col: int, header: str) -> tuple[str, str | None] | None:
@@ -173,6 +178,14 @@ def read_generic(path: str | Path, *, step_s: float | None = None) -> Inventory:
     if "memory_used" in found:
         mu = num("memory_used") * scale("memory_used", MEM_UNITS)
         mem_used, _, _ = to_grid(vm_idx, t_s, mu, names.size, step_s=step, start_s=start)
+    disk = {}
+    if ("disk_read" in found) != ("disk_write" in found):
+        have, miss = ("disk_read", "disk_write") if "disk_read" in found else ("disk_write", "disk_read")
+        raise InputError(path, "header", f"column {have!r} needs {miss!r} too")
+    for key in ("disk_read", "disk_write"):
+        if key in found:
+            rate = num(key) * scale(key, RATE_UNITS)
+            disk[key + "_Bps"], _, _ = to_grid(vm_idx, t_s, rate, names.size, step_s=step, start_s=start)
     tags = {}
     for key in ("anti_affinity", "affinity"):
         if key in found:
@@ -184,7 +197,7 @@ def read_generic(path: str | Path, *, step_s: float | None = None) -> Inventory:
                 raise InputError(path, f"row {r + 2}, column {found[key][0]!r}", f"{key} group of VM {names[vm_idx[r]]!r} changes over time")
             tags[key] = first
     return build_inventory(
-        names, vcpus, speed, mem, cpu_mhz=cpu, mem_used_bytes=mem_used, step_s=step, start_s=start, tags=tags,
+        names, vcpus, speed, mem, cpu_mhz=cpu, mem_used_bytes=mem_used, step_s=step, start_s=start, tags=tags, **disk,
         source=str(path), fmt="generic",
         demand_rule="generic long format: demand as given, averaged per step",
     )
@@ -209,6 +222,9 @@ def write_generic(inv: Inventory, path: str | Path) -> Path:
     }
     if inv.mem_used_bytes is not None:
         data["memory_used [bytes]"] = inv.mem_used_bytes.reshape(-1).astype(np.float64)
+    if inv.has_disk:
+        data["disk_read [B/s]"] = inv.disk_read_Bps.reshape(-1).astype(np.float64)
+        data["disk_write [B/s]"] = inv.disk_write_Bps.reshape(-1).astype(np.float64)
     df = pl.DataFrame(data)
     path = Path(path)
     if path.suffix.lower() == ".parquet":

@@ -1,7 +1,8 @@
 """The inventory: what runs today (VM sizes) and, when known, what each VM demanded over time.
 
-Arrays, one entry per VM, with the unit in each name. ``cpu_mhz`` / ``mem_used_bytes`` are optional
-(steps x VMs) demand series on a uniform grid of ``step_s`` seconds from ``start_s``.
+Arrays, one entry per VM, with the unit in each name. ``cpu_mhz``, ``mem_used_bytes``,
+``disk_read_Bps`` and ``disk_write_Bps`` are optional (steps x VMs) demand series on a uniform grid
+of ``step_s`` seconds from ``start_s``.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 DEFAULT_VCPU_MHZ = 2400.0  # used only when a source gives no clock; stated in every report
+SERIES = ("cpu_mhz", "mem_used_bytes", "disk_read_Bps", "disk_write_Bps")  # optional (steps x VMs) arrays
 
 
 @dataclass(frozen=True)
@@ -21,6 +23,8 @@ class Inventory:
     mem_bytes: np.ndarray  # (N,) float64 configured memory
     cpu_mhz: np.ndarray | None = None  # (T, N) float32 CPU demand per step
     mem_used_bytes: np.ndarray | None = None  # (T, N) float32 memory in use per step
+    disk_read_Bps: np.ndarray | None = None  # (T, N) float32 disk read bytes per second
+    disk_write_Bps: np.ndarray | None = None  # (T, N) float32 disk write bytes per second
     step_s: float = 300.0
     start_s: float = 0.0
     source: str = ""
@@ -33,7 +37,7 @@ class Inventory:
         for name in ("vcpus", "vcpu_mhz", "mem_bytes"):
             if getattr(self, name).shape != (n,):
                 raise ValueError(f"inventory field {name} has shape {getattr(self, name).shape}, expected ({n},)")
-        for name in ("cpu_mhz", "mem_used_bytes"):
+        for name in SERIES:
             arr = getattr(self, name)
             if arr is not None and (arr.ndim != 2 or arr.shape[1] != n):
                 raise ValueError(f"inventory series {name} has shape {arr.shape}, expected (steps, {n})")
@@ -70,8 +74,7 @@ class Inventory:
             vcpus=self.vcpus[idx],
             vcpu_mhz=self.vcpu_mhz[idx],
             mem_bytes=self.mem_bytes[idx],
-            cpu_mhz=None if self.cpu_mhz is None else self.cpu_mhz[:, idx],
-            mem_used_bytes=None if self.mem_used_bytes is None else self.mem_used_bytes[:, idx],
+            **{k: None if getattr(self, k) is None else getattr(self, k)[:, idx] for k in SERIES},
             tags={k: v[idx] for k, v in self.tags.items()},
         )
 
@@ -79,11 +82,11 @@ class Inventory:
         """The first ``n_steps`` of the demand series (for quick runs)."""
         if self.cpu_mhz is None:
             return self
-        return replace(
-            self,
-            cpu_mhz=self.cpu_mhz[:n_steps],
-            mem_used_bytes=None if self.mem_used_bytes is None else self.mem_used_bytes[:n_steps],
-        )
+        return replace(self, **{k: None if getattr(self, k) is None else getattr(self, k)[:n_steps] for k in SERIES})
+
+    @property
+    def has_disk(self) -> bool:
+        return self.disk_read_Bps is not None and self.disk_write_Bps is not None
 
     def describe(self) -> str:
         span = f", {self.n_steps} steps of {self.step_s:g} s" if self.cpu_mhz is not None else ", no time series"
@@ -91,8 +94,8 @@ class Inventory:
 
 
 def build_inventory(
-    names, vcpus, vcpu_mhz, mem_bytes, *, cpu_mhz=None, mem_used_bytes=None, step_s=300.0, start_s=0.0,
-    source="", fmt="", demand_rule="", tags=None,
+    names, vcpus, vcpu_mhz, mem_bytes, *, cpu_mhz=None, mem_used_bytes=None, disk_read_Bps=None, disk_write_Bps=None,
+    step_s=300.0, start_s=0.0, source="", fmt="", demand_rule="", tags=None,
 ) -> Inventory:
     """An :class:`Inventory` with the arrays converted to their canonical dtypes."""
     return Inventory(
@@ -102,6 +105,8 @@ def build_inventory(
         mem_bytes=np.asarray(mem_bytes, dtype=np.float64),
         cpu_mhz=None if cpu_mhz is None else np.asarray(cpu_mhz, dtype=np.float32),
         mem_used_bytes=None if mem_used_bytes is None else np.asarray(mem_used_bytes, dtype=np.float32),
+        disk_read_Bps=None if disk_read_Bps is None else np.asarray(disk_read_Bps, dtype=np.float32),
+        disk_write_Bps=None if disk_write_Bps is None else np.asarray(disk_write_Bps, dtype=np.float32),
         step_s=float(step_s),
         start_s=float(start_s),
         source=str(source),

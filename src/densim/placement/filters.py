@@ -38,8 +38,8 @@ def f_capacity(state, j: int) -> np.ndarray:
 
 @FILTERS.register(
     "demand",
-    description="in every time window the summed CPU demand fits the host's MHz x target utilisation, and the "
-    "summed memory in use fits its memory",
+    description="in every time window the summed CPU demand fits the host's MHz x target utilisation, the "
+    "summed memory in use fits its memory, and the summed disk IOPS fit its datastore's budget at the latency bound",
 )
 def f_demand(state, j: int) -> np.ndarray:
     p = state.p
@@ -49,6 +49,8 @@ def f_demand(state, j: int) -> np.ndarray:
         ok &= ((state.cpu_w_mhz[h] + p.cpu_w_mhz[:, j]) <= p.host.capacity_mhz * p.max_cpu_utilisation + 1e-6).all(axis=1)
     if p.mem_w_bytes is not None:
         ok &= ((state.mem_w_bytes[h] + p.mem_w_bytes[:, j]) <= p.host.usable_mem_bytes + 1e-3).all(axis=1)
+    if p.io_w_iops is not None:
+        ok &= ((state.io_w_iops[h] + p.io_w_iops[:, j]) <= p.io_cap_iops * (1 + 1e-9)).all(axis=1)
     return ok
 
 

@@ -65,6 +65,8 @@ class PackingProblem:
     mem_bytes: np.ndarray  # (N,)
     cpu_w_mhz: np.ndarray | None = None  # (W, N) CPU demand per window (window maximum)
     mem_w_bytes: np.ndarray | None = None  # (W, N) memory in use per window
+    io_w_iops: np.ndarray | None = None  # (W, N) disk I/Os per second per window
+    io_cap_iops: float = float("inf")  # per host: the IOPS its datastore serves within the latency bound
     u_w: np.ndarray | None = None  # (W, N) per-vCPU busy fraction on this host type, in [0, 1]
     cpu_overcommit: float = 4.0  # vCPUs per logical CPU
     memory_overcommit: float = 1.0
@@ -103,13 +105,14 @@ class HostState:
         self.mem_used_bytes = np.zeros(cap)
         self.cpu_w_mhz = np.zeros((cap, w))
         self.mem_w_bytes = np.zeros((cap, w)) if p.mem_w_bytes is not None else None
+        self.io_w_iops = np.zeros((cap, w)) if p.io_w_iops is not None else None
         self.k_mean = np.zeros((cap, w))
         self.k_var = np.zeros((cap, w))
         self.u_max = np.zeros((cap, w))
         self.groups: list[set] = []
 
     def _grow(self) -> None:
-        for name in ("vcpus_used", "mem_used_bytes", "cpu_w_mhz", "mem_w_bytes", "k_mean", "k_var", "u_max"):
+        for name in ("vcpus_used", "mem_used_bytes", "cpu_w_mhz", "mem_w_bytes", "io_w_iops", "k_mean", "k_var", "u_max"):
             arr = getattr(self, name)
             if arr is not None:
                 setattr(self, name, np.concatenate([arr, np.zeros_like(arr)]))
@@ -129,6 +132,8 @@ class HostState:
             self.cpu_w_mhz[h] += p.cpu_w_mhz[:, j]
         if p.mem_w_bytes is not None:
             self.mem_w_bytes[h] += p.mem_w_bytes[:, j]
+        if p.io_w_iops is not None:
+            self.io_w_iops[h] += p.io_w_iops[:, j]
         if p.u_w is not None:
             u = p.u_w[:, j]
             self.k_mean[h] += p.vcpus[j] * u
@@ -275,7 +280,7 @@ def place(p: PackingProblem, policy: str | Policy = "consolidate", *, order: np.
 
 def _snapshot(state: HostState, h: int) -> dict:
     out = {}
-    for name in ("vcpus_used", "mem_used_bytes", "cpu_w_mhz", "mem_w_bytes", "k_mean", "k_var", "u_max"):
+    for name in ("vcpus_used", "mem_used_bytes", "cpu_w_mhz", "mem_w_bytes", "io_w_iops", "k_mean", "k_var", "u_max"):
         arr = getattr(state, name)
         if arr is not None:
             out[name] = np.copy(arr[h])
@@ -299,4 +304,6 @@ def lower_bound_hosts(p: PackingProblem) -> int:
         lb = max(lb, np.ceil((p.cpu_w_mhz.sum(axis=1) / (p.host.capacity_mhz * p.max_cpu_utilisation)).max() - 1e-9))
     if p.mem_w_bytes is not None:
         lb = max(lb, np.ceil((p.mem_w_bytes.sum(axis=1) / p.host.usable_mem_bytes).max() - 1e-9))
+    if p.io_w_iops is not None and p.io_cap_iops > 0 and np.isfinite(p.io_cap_iops):
+        lb = max(lb, np.ceil((p.io_w_iops.sum(axis=1) / p.io_cap_iops).max() - 1e-9))
     return int(max(lb, 1 if p.n_vms else 0))

@@ -48,8 +48,11 @@ def build_problem(
     ready_bound_pct: float = 5.0,
     anti_affinity: np.ndarray | None = None,
     affinity: np.ndarray | None = None,
+    io_iops: np.ndarray | None = None,
+    io_cap_iops: float = float("inf"),
 ) -> PackingProblem:
     cpu_w = None if cpu_mhz is None else window_max(cpu_mhz, n_windows)
+    io_w = None if io_iops is None else window_max(io_iops, n_windows)
     mem_w = None if mem_used_bytes is None else window_max(mem_used_bytes, n_windows)
     u_w = None if cpu_w is None else busy_fraction(cpu_w, vcpus, host.core_mhz)
     return PackingProblem(
@@ -57,6 +60,7 @@ def build_problem(
         cpu_w_mhz=cpu_w, mem_w_bytes=mem_w, u_w=u_w, cpu_overcommit=cpu_overcommit,
         memory_overcommit=memory_overcommit, max_cpu_utilisation=max_cpu_utilisation,
         ready_bound_pct=ready_bound_pct, anti_affinity=anti_affinity, affinity=affinity,
+        io_w_iops=io_w, io_cap_iops=float(io_cap_iops),
     )
 
 

@@ -62,15 +62,27 @@ def plan_command(
 
     con = Console()
     t = Table(title=f"densim plan: {inv.describe()}")
-    for col in ("rank", "candidate", "hosts", "lower bound", "VMs/host", "worst ready %", "mean CPU util", "TCO/VM-year"):
+    show_mem = spec.memory is not None and spec.memory.model != "none"
+    show_io = any(c.storage is not None for c in spec.candidates)
+    cols = ["rank", "candidate", "hosts", "lower bound", "VMs/host", "worst ready %"]
+    cols += ["worst mem slowdown"] if show_mem else []
+    cols += ["worst I/O ms"] if show_io else []
+    cols += ["mean CPU util", "TCO/VM-year"]
+    for col in cols:
         t.add_column(col, justify="right" if col != "candidate" else "left")
     for i, r in enumerate(res.ranked(), start=1):
         if r.feasible:
-            t.add_row(str(i), r.name, str(r.n_hosts), str(r.lower_bound_hosts), f"{r.vms_per_host:.1f}",
-                      f"{r.ready_pct_worst:.2f}", f"{r.cpu_util_mean * 100:.1f} %", f"${r.tco['per_vm_usd']:,.0f}")
+            row = [str(i), r.name, str(r.n_hosts), str(r.lower_bound_hosts), f"{r.vms_per_host:.1f}", f"{r.ready_pct_worst:.2f}"]
+            row += [f"{r.mem_slowdown_worst:.3f}"] if show_mem else []
+            row += [f"{r.io_latency_worst_ms:.2f}" if r.io_latency_worst_ms == r.io_latency_worst_ms else "-"] if show_io else []
+            row += [f"{r.cpu_util_mean * 100:.1f} %", f"${r.tco['per_vm_usd']:,.0f}"]
         else:
-            t.add_row(str(i), r.name, "-", "-", "-", "-", "-", "infeasible")
+            row = [str(i), r.name] + ["-"] * (len(cols) - 3) + ["infeasible"]
+        t.add_row(*row)
     con.print(t)
+    for r in res.ranked():
+        for note in r.notes:
+            con.print(f"{r.name}: {note}", markup=False, highlight=False)
     for r in res.ranked():
         o = r.optimiser
         if o.get("status") not in (None, "SKIPPED"):

@@ -1,0 +1,184 @@
+"""Memory and storage quality of service for the capacity plan, checked at full time resolution.
+
+The plan places VMs on windowed demand; these checks replay a placement step by step through the
+same models the engine uses and report, per host, the worst memory slowdown and the worst mean
+I/O latency:
+
+* **memory** (:mod:`densim.models.memory`, modelling guide §2): on every host whose configured
+  memory (plus per-VM overhead, the hypervisor's share and minFree) exceeds its memory, the
+  reclamation pipeline (page sharing, balloon, compression, host swap) runs for every step with
+  active memory from the inventory's memory-in-use series (or the memory profile's active
+  fraction), and the fault-cost fixed point with queueing at the swap device gives each VM's
+  slowdown ``X0 / X``. Access rates scale with each VM's CPU use in the step, as in the engine.
+* **storage** (:mod:`densim.models.storage.vmio`, guide §4): each host's VMs share the
+  candidate's local datastore (drives x RAID behind optional controllers); their summed disk
+  traffic (bytes/s from the inventory / block size) gives the host's IOPS and read fraction per
+  step, and the open queueing network gives the mean latency. ``max_iops_at_latency`` inverts it
+  to the per-host IOPS budget the placement uses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from densim.units import PosBytes
+
+_CFG = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+
+class LocalStorage(BaseModel):
+    """A candidate host's local datastore that all its VMs share."""
+
+    model_config = _CFG
+
+    device: str = Field(description="catalog device (section devices)")
+    drives: int = Field(default=1, ge=1)
+    raid: str = Field(default="jbod", description="jbod, raid0, raid1, raid10, raid5, raid6")
+    controller: str | None = Field(default=None, description="catalog controller (section controllers)")
+    controllers: int = Field(default=1, ge=0)
+    block_size_bytes: PosBytes = Field(default=4096.0, alias="block_size", description="bytes per I/O")
+    read_fraction: float = Field(default=0.7, ge=0, le=1, description="used in steps without traffic")
+    burstiness: float = Field(default=1.0, ge=0, description="(ca^2 + cs^2) / 2 of the Allen-Cunneen wait")
+
+
+# ---------------------------------------------------------------------------------------------
+# memory
+
+
+@dataclass
+class MemoryCheck:
+    slowdown_worst: np.ndarray  # (H,) worst VM's slowdown over all steps (1 = none)
+    vm_slowdown_max: np.ndarray  # (N,)
+    hosts_short: int  # hosts whose configured memory exceeds what the memory model can give VMs
+    swapped_gib_peak: np.ndarray  # (H,) peak host swap in use
+
+
+def memory_check(host_of: np.ndarray, n_hosts: int, host_mem_bytes: float, mem_bytes: np.ndarray,
+                 capacity_mhz: np.ndarray, cpu_mhz: np.ndarray, mem_used_bytes: np.ndarray | None, settings,
+                 catalog, *, block_elements: int = 2_000_000) -> MemoryCheck:
+    """Worst memory slowdown per host for a placement (``settings``: scenario ``MemorySettings``)."""
+    from densim.models import memory as M
+    from densim.models.devices import DeviceSpec
+    from densim.models.workload_memory import MemoryWorkload
+
+    params = settings.params(catalog)
+    prof = catalog.get("memory_workloads", settings.workload, MemoryWorkload)
+    n = mem_bytes.shape[0]
+    cfg_h = np.bincount(host_of, weights=mem_bytes, minlength=n_hosts)
+    n_h = np.bincount(host_of, minlength=n_hosts).astype(float)
+    cap_h = host_mem_bytes - params.hypervisor_bytes - n_h * params.overhead_per_vm_bytes
+    if params.use_min_free:
+        cap_h = cap_h - M.min_free_bytes(host_mem_bytes)
+    short = cfg_h > cap_h
+    out = MemoryCheck(np.ones(n_hosts), np.ones(n), int(short.sum()), np.zeros(n_hosts))
+    idx = np.flatnonzero(short[host_of])
+    if idx.size == 0:
+        return out
+    store = M.DeviceArrays.from_spec(catalog.get("devices", settings.swap_device, DeviceSpec))
+    cache = (M.DeviceArrays.from_spec(catalog.get("devices", settings.swap_cache_device, DeviceSpec))
+             if settings.swap_cache_device else None)
+    k = idx.size
+    cfg = mem_bytes[idx].astype(float)
+    hosts = host_of[idx]
+    cap_vm = capacity_mhz[idx].astype(float)
+    t_total = cpu_mhz.shape[0]
+    block = max(1, block_elements // k)
+    for t0 in range(0, t_total, block):
+        t1 = min(t_total, t0 + block)
+        steps = t1 - t0
+        if mem_used_bytes is not None:
+            act = np.minimum(mem_used_bytes[t0:t1][:, idx].astype(float), cfg[None, :])
+        else:
+            act = np.broadcast_to(prof.active_fraction * cfg, (steps, k))
+        util = np.clip(cpu_mhz[t0:t1][:, idx] / cap_vm[None, :], 0.0, 1.0)
+        seg = M.segments(hosts, n_hosts, steps)
+        r = M.evaluate(
+            np.tile(cfg, steps), act.ravel(), seg, steps * n_hosts, host_mem_bytes, params, store=store, cache=cache,
+            swap_cache_bytes=settings.swap_cache_bytes, access_rate_per_s=(prof.total_access_rate_per_s * util).ravel(),
+            balloon_active_share=prof.balloon_active_share, compressible_fraction=prof.compressible_fraction,
+            overlap=prof.overlap, miss_model=prof.miss_model, miss_params=prof.miss_params(),
+            background_store_iops=settings.background_swap_iops,
+        )
+        sl = r.tp.slowdown.reshape(steps, k)
+        np.maximum.at(out.vm_slowdown_max, idx, sl.max(axis=0))
+        swapped = M.seg_sum(r.rec.swapped_bytes, seg, steps * n_hosts).reshape(steps, n_hosts)
+        np.maximum(out.swapped_gib_peak, swapped.max(axis=0) / M.GIB, out=out.swapped_gib_peak)
+    np.maximum.at(out.slowdown_worst, host_of, out.vm_slowdown_max)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# storage
+
+
+def datastore_model(st: LocalStorage, catalog):
+    from densim.models.devices import DeviceSpec
+    from densim.models.storage import ControllerSpec
+    from densim.models.storage.vmio import DatastoreModel
+
+    dev = catalog.get("devices", st.device, DeviceSpec)
+    ctl = catalog.get("controllers", st.controller, ControllerSpec) if st.controller else None
+    return DatastoreModel.build(st.device, dev, st.drives, st.raid, ctl, st.controllers, st.block_size_bytes)
+
+
+def host_io(host_of: np.ndarray, n_hosts: int, read_Bps: np.ndarray, write_Bps: np.ndarray, block_bytes: float):
+    """Per-host IOPS and read IOPS per step, ``(T, H)`` each, by segment reduction over VMs."""
+    onehot = np.zeros((host_of.size, n_hosts))
+    onehot[np.arange(host_of.size), host_of] = 1.0
+    r = (read_Bps.astype(np.float64) / block_bytes) @ onehot
+    w = (write_Bps.astype(np.float64) / block_bytes) @ onehot
+    return r + w, r
+
+
+def latency_s(model, st: LocalStorage, iops: np.ndarray, read_iops: np.ndarray):
+    """Mean front-end latency (s) and a saturation flag per entry; read fraction from the traffic."""
+    from densim.models.storage.vmio import datastore_latency_s
+
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rf = np.where(iops > 0, read_iops / np.maximum(iops, 1e-300), st.read_fraction)
+    lat, _util, sat = datastore_latency_s(model, iops, rf, st.burstiness)
+    return np.where(iops > 0, lat, 0.0), sat
+
+
+def max_iops_at_latency(model, st: LocalStorage, bound_s: float, read_fraction: float) -> float:
+    """Largest front-end IOPS whose mean latency stays <= ``bound_s`` (bisection; 0 if even an idle
+    datastore is slower)."""
+    from densim.models.storage.vmio import datastore_latency_s
+
+    def lat(x):
+        ll, _u, sat = datastore_latency_s(model, np.array([[x]]), np.array([[read_fraction]]), st.burstiness)
+        return np.inf if sat[0, 0] else float(ll[0, 0])
+
+    if lat(1e-9) > bound_s:
+        return 0.0
+    lo, hi = 0.0, 1.0
+    while lat(hi) <= bound_s and hi < 1e12:
+        lo, hi = hi, hi * 2.0
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if lat(mid) <= bound_s:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+@dataclass
+class StorageCheck:
+    latency_worst_s: np.ndarray  # (H,) worst step's mean I/O latency
+    latency_mean_s: np.ndarray  # (H,) IOPS-weighted mean latency
+    iops_peak: np.ndarray  # (H,)
+    saturated_steps: np.ndarray  # (H,)
+
+
+def storage_check(host_of, n_hosts, read_Bps, write_Bps, st: LocalStorage, model) -> StorageCheck:
+    iops, rd = host_io(host_of, n_hosts, read_Bps, write_Bps, st.block_size_bytes)
+    lat, sat = latency_s(model, st, iops, rd)
+    lat = np.where(sat, np.inf, lat)
+    tot = iops.sum(axis=0)
+    finite = np.where(np.isfinite(lat), lat, 0.0)
+    mean = np.divide((finite * iops).sum(axis=0), tot, out=np.zeros(n_hosts), where=tot > 0)
+    return StorageCheck(lat.max(axis=0, initial=0.0), mean, iops.max(axis=0, initial=0.0), sat.sum(axis=0))
