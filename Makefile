@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.densim-installed
 PYTEST_ARGS ?=
 
-.PHONY: demo test bench bench-io bench-plan bench-outofcore bench-peers docs clean setup browser
+.PHONY: demo test bench bench-placement bench-io bench-plan bench-outofcore bench-peers docs clean setup browser
 
 setup: $(STAMP)
 
@@ -29,6 +29,9 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/ladder.py --rungs 100000 --section 'memory={"model": "vsphere-like"}'
 	$(BIN)/python benchmarks/ladder.py --rungs 100000 --section 'memory={"model": "vsphere-like"}' --overcommit 1.5
 	$(BIN)/python benchmarks/ladder.py --rungs 100000 --section 'memory={"model": "vsphere-like"}' --overcommit 3
+
+bench-placement: $(STAMP)
+	$(BIN)/python benchmarks/placement_bench.py
 
 bench-io: $(STAMP)
 	$(BIN)/python benchmarks/io_bench.py

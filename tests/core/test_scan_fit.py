@@ -1,4 +1,5 @@
-"""Best-fit and worst-fit scan only open hosts plus one empty host per type; same answer as a full scan."""
+"""Best-fit (open hosts plus one empty host per type) and worst-fit (a max-tree per host type) give the
+same answer as a full scan of every host."""
 
 import numpy as np
 from hypothesis import given, settings
@@ -8,16 +9,27 @@ from densim.placement import place
 
 
 def full_scan(vm_cpu, vm_mem, cpu_cap, mem_cap, best):
-    """The textbook definition, O(VMs x hosts): every host is scored for every VM; ties -> lowest index."""
+    """The textbook definition, O(VMs x hosts): every host is scored for every VM; ties -> lowest index.
+
+    Score = (cpu_free/cpu_cap + mem_free/mem_cap) - (c/cpu_cap + m/mem_cap). For worst-fit the
+    best host of each host type is taken on the free-space sum alone (the subtracted term is the
+    same for the whole type; comparing the sums avoids rounding ties that the subtraction creates),
+    then the types' winners are compared by score.
+    """
     cpu_free, mem_free = cpu_cap.astype(float).copy(), mem_cap.astype(float).copy()
     out = np.full(len(vm_cpu), -1)
+    types = np.unique(np.stack([cpu_cap, mem_cap], axis=1), axis=0, return_inverse=True)[1].reshape(-1)
     for v, (c, m) in enumerate(zip(vm_cpu, vm_mem)):
         ok = (cpu_free + 1e-9 >= c) & (mem_free + 1e-9 * max(1.0, m) >= m)
         if not ok.any():
             continue
-        score = (cpu_free - c) / cpu_cap + (mem_free - m) / mem_cap
-        score = np.where(ok, score if best else -score, np.inf)
-        h = int(np.argmin(score))  # first minimum = lowest index among ties
+        free_sum = cpu_free / cpu_cap + mem_free / mem_cap
+        score = free_sum - (c / cpu_cap + m / mem_cap)
+        if best:
+            h = int(np.argmin(np.where(ok, score, np.inf)))  # first minimum = lowest index among ties
+        else:
+            winners = [int(np.argmax(np.where(ok & (types == t), free_sum, -np.inf))) for t in np.unique(types[ok])]
+            h = min(winners, key=lambda x: (-score[x], x))
         out[v] = h
         cpu_free[h] -= c
         mem_free[h] -= m
@@ -76,3 +88,31 @@ def test_medium_random_instance_matches_full_scan():
     for best in (True, False):
         got = place("best-fit" if best else "worst-fit", vc, vm, cc, mc)
         np.testing.assert_array_equal(got, full_scan(vc, vm, cc, mc, best))
+
+
+def first_fit_scan(vm_cpu, vm_mem, cpu_cap, mem_cap):
+    """First-fit by definition: the lowest-index host with room, O(VMs x hosts)."""
+    cpu_free, mem_free = cpu_cap.astype(float).copy(), mem_cap.astype(float).copy()
+    out = np.full(len(vm_cpu), -1)
+    for v, (c, m) in enumerate(zip(vm_cpu, vm_mem)):
+        ok = np.flatnonzero((cpu_free + 1e-9 >= c) & (mem_free + 1e-9 * max(1.0, m) >= m))
+        if ok.size:
+            out[v] = ok[0]
+            cpu_free[ok[0]] -= c
+            mem_free[ok[0]] -= m
+    return out
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    vms=st.lists(st.tuples(st.integers(1, 12), st.integers(1, 64)), min_size=1, max_size=80),
+    hosts=st.lists(st.tuples(st.sampled_from([8, 16, 24]), st.sampled_from([32, 64, 128])), min_size=1, max_size=15),
+)
+def test_first_fit_tree_same_as_scan(vms, hosts):
+    # the segment tree drops hosts that cannot take the smallest VM and skips VMs at least as large
+    # as one that already fit nowhere; neither may change the answer
+    vc = np.array([c for c, _ in vms], float)
+    vm = np.array([m for _, m in vms], float)
+    cc = np.array([c for c, _ in hosts], float)
+    mc = np.array([m for _, m in hosts], float)
+    np.testing.assert_array_equal(place("first-fit", vc, vm, cc, mc), first_fit_scan(vc, vm, cc, mc))

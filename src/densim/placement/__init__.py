@@ -40,7 +40,7 @@ def best_fit(vm_cpu, vm_mem, cpu_cap, mem_cap, rng=None, **_):
 @POLICIES.register("worst-fit", description="each VM to the feasible host left with the most normalised free space (spreads load)", source="CloudSim Plus VmAllocationPolicySimple")
 def worst_fit(vm_cpu, vm_mem, cpu_cap, mem_cap, rng=None, **_):
     vc, vm, cc, mc = _f64(vm_cpu, vm_mem, cpu_cap, mem_cap)
-    return _h.scan_fit_kernel(np.arange(vc.size, dtype=np.int64), vc, vm, cc, mc, False, *_h.host_types(cc, mc))
+    return _h.worst_fit_kernel(np.arange(vc.size, dtype=np.int64), vc, vm, cc, mc, *_h.host_types(cc, mc))
 
 
 @POLICIES.register("none", description="places nothing: every VM is listed as unplaced (do-nothing policy)")

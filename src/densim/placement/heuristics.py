@@ -64,6 +64,25 @@ def _tree_update(tc, tm, size, leaf, cval, mval):
 
 
 @njit
+def _known_misfit(fail_c, fail_m, n_fail, c, m):
+    """True if a VM at least as large as one that already fit nowhere is asked for: free capacity
+    only shrinks, so it cannot fit either (saves a fruitless search of the whole tree)."""
+    for i in range(n_fail):
+        if c >= fail_c[i] and m >= fail_m[i]:
+            return True
+    return False
+
+
+@njit
+def _remember_misfit(fail_c, fail_m, n_fail, c, m):
+    if n_fail < fail_c.size:
+        fail_c[n_fail] = c
+        fail_m[n_fail] = m
+        return n_fail + 1
+    return n_fail
+
+
+@njit
 def first_fit_kernel(order, vm_cpu, vm_mem, cpu_cap, mem_cap):
     n_h = cpu_cap.size
     size = 1
@@ -74,22 +93,39 @@ def first_fit_kernel(order, vm_cpu, vm_mem, cpu_cap, mem_cap):
     tc, tm = _tree_build(cpu_free, mem_free, size)
     out = np.full(vm_cpu.size, -1, dtype=np.int64)
     eps = 1e-9
+    fail_c = np.empty(512)
+    fail_m = np.empty(512)
+    n_fail = 0
+    min_c = np.inf
+    min_m = np.inf
+    for k in range(order.size):
+        min_c = min(min_c, vm_cpu[order[k]])
+        min_m = min(min_m, vm_mem[order[k]])
     for k in range(order.size):
         v = order[k]
+        if _known_misfit(fail_c, fail_m, n_fail, vm_cpu[v], vm_mem[v]):
+            continue
         h = _tree_find(tc, tm, size, vm_cpu[v] - eps, vm_mem[v] - eps * max(1.0, vm_mem[v]))
+        if h < 0:
+            n_fail = _remember_misfit(fail_c, fail_m, n_fail, vm_cpu[v], vm_mem[v])
         if h >= 0:
             out[v] = h
             cpu_free[h] -= vm_cpu[v]
             mem_free[h] -= vm_mem[v]
-            _tree_update(tc, tm, size, h, cpu_free[h], mem_free[h])
+            if cpu_free[h] + eps < min_c or mem_free[h] + eps * max(1.0, min_m) < min_m:
+                # full for every VM: out of the tree, so its spare capacity in the other dimension
+                # no longer lures searches into subtrees where nothing fits
+                _tree_update(tc, tm, size, h, -1.0, -1.0)
+            else:
+                _tree_update(tc, tm, size, h, cpu_free[h], mem_free[h])
     return out
 
 
 @njit
 def scan_fit_kernel(order, vm_cpu, vm_mem, cpu_cap, mem_cap, best, host_type, type_ptr, type_hosts):
     """Best-fit (``best``) or worst-fit: the feasible host whose normalised free space after
-    placement, (cpu_free - c)/cpu_cap + (mem_free - m)/mem_cap, is smallest (largest); ties go to
-    the lowest host index.
+    placement, (cpu_free/cpu_cap + mem_free/mem_cap) - (c/cpu_cap + m/mem_cap), is smallest
+    (largest); ties go to the lowest host index.
 
     Only hosts that can still matter are scanned: the partly filled hosts that have room for the
     smallest VM, plus one representative per host type (same CPU and memory capacity) of the
@@ -131,7 +167,7 @@ def scan_fit_kernel(order, vm_cpu, vm_mem, cpu_cap, mem_cap, best, host_type, ty
                     continue
                 h = type_hosts[next_empty[t]]
             if cpu_free[h] + eps >= c and mem_free[h] + eps * max(1.0, m) >= m:
-                s = (cpu_free[h] - c) / cpu_cap[h] + (mem_free[h] - m) / mem_cap[h]
+                s = (cpu_free[h] / cpu_cap[h] + mem_free[h] / mem_cap[h]) - (c / cpu_cap[h] + m / mem_cap[h])
                 if chosen < 0 or (best and s < score_best) or ((not best) and s > score_best) or (s == score_best and h < chosen):
                     chosen = h
                     score_best = s
@@ -156,6 +192,139 @@ def scan_fit_kernel(order, vm_cpu, vm_mem, cpu_cap, mem_cap, best, host_type, ty
             pos[chosen] = -2
         elif pos[chosen] < 0:
             pos[chosen] = -2  # filled in one go: neither empty nor open
+    return out
+
+
+@njit
+def _wf_query(ts, tc, tm, off, size, c, m, eps):
+    """Leftmost leaf of one host type's tree with the largest free-space sum ``ts`` among leaves
+    with ``tc >= c`` and ``tm >= m`` (branch and bound; -1 if none)."""
+    best_i = -1
+    best_s = -np.inf
+    stack = np.empty(128, dtype=np.int64)
+    top = 0
+    stack[top] = 1
+    top += 1
+    tol_m = eps * max(1.0, m)
+    while top > 0:
+        top -= 1
+        node = stack[top]
+        k = off + node
+        if tc[k] + eps < c or tm[k] + tol_m < m or ts[k] < best_s:
+            continue
+        # the first leaf below ``node``: a tie cannot beat a leaf further left
+        first = node
+        while first < size:
+            first *= 2
+        if ts[k] == best_s and first - size > best_i:
+            continue
+        if node >= size:
+            best_s = ts[k]
+            best_i = node - size
+            continue
+        left = 2 * node
+        right = left + 1
+        # visit the child with the larger bound first; on equal bounds the left one
+        if ts[off + right] > ts[off + left]:
+            stack[top] = left
+            top += 1
+            stack[top] = right
+            top += 1
+        else:
+            stack[top] = right
+            top += 1
+            stack[top] = left
+            top += 1
+    return best_i
+
+
+@njit
+def _wf_set(ts, tc, tm, off, size, i, sval, cval, mval):
+    j = size + i
+    ts[off + j] = sval
+    tc[off + j] = cval
+    tm[off + j] = mval
+    j //= 2
+    while j >= 1:
+        a = off + 2 * j
+        ts[off + j] = max(ts[a], ts[a + 1])
+        tc[off + j] = max(tc[a], tc[a + 1])
+        tm[off + j] = max(tm[a], tm[a + 1])
+        j //= 2
+
+
+@njit
+def worst_fit_kernel(order, vm_cpu, vm_mem, cpu_cap, mem_cap, host_type, type_ptr, type_hosts):
+    """Worst-fit with one max-tree per host type: same answer as :func:`scan_fit_kernel` with
+    ``best=False`` in O(log hosts) per VM in the usual case instead of O(hosts).
+
+    Within a type the score (cpu_free/cpu_cap + mem_free/mem_cap) - (c/cpu_cap + m/mem_cap) is the
+    free-space sum minus a constant, so the best host of the type is the feasible one with the
+    largest sum (leftmost on ties); the types' winners are then compared by score.
+    """
+    n_types = type_ptr.size - 1
+    eps = 1e-9
+    out = np.full(vm_cpu.size, -1, dtype=np.int64)
+    sizes = np.empty(n_types, dtype=np.int64)
+    offs = np.empty(n_types, dtype=np.int64)
+    total = 0
+    for t in range(n_types):
+        n_t = type_ptr[t + 1] - type_ptr[t]
+        size = 1
+        while size < max(n_t, 1):
+            size *= 2
+        sizes[t] = size
+        offs[t] = total
+        total += 2 * size
+    ts = np.full(total, -np.inf)
+    tc = np.full(total, -np.inf)
+    tm = np.full(total, -np.inf)
+    cpu_free = cpu_cap.copy()
+    mem_free = mem_cap.copy()
+    for t in range(n_types):
+        for i in range(type_ptr[t + 1] - type_ptr[t]):
+            h = type_hosts[type_ptr[t] + i]
+            _wf_set(ts, tc, tm, offs[t], sizes[t], i, cpu_free[h] / cpu_cap[h] + mem_free[h] / mem_cap[h], cpu_free[h], mem_free[h])
+    fail_c = np.empty(512)
+    fail_m = np.empty(512)
+    n_fail = 0
+    min_c = np.inf
+    min_m = np.inf
+    for k in range(order.size):
+        min_c = min(min_c, vm_cpu[order[k]])
+        min_m = min(min_m, vm_mem[order[k]])
+    for k in range(order.size):
+        v = order[k]
+        c = vm_cpu[v]
+        m = vm_mem[v]
+        if _known_misfit(fail_c, fail_m, n_fail, c, m):
+            continue
+        chosen = -1
+        chosen_t = -1
+        chosen_i = -1
+        score_best = 0.0
+        for t in range(n_types):
+            i = _wf_query(ts, tc, tm, offs[t], sizes[t], c, m, eps)
+            if i < 0:
+                continue
+            h = type_hosts[type_ptr[t] + i]
+            s = (cpu_free[h] / cpu_cap[h] + mem_free[h] / mem_cap[h]) - (c / cpu_cap[h] + m / mem_cap[h])
+            if chosen < 0 or s > score_best or (s == score_best and h < chosen):
+                chosen = h
+                chosen_t = t
+                chosen_i = i
+                score_best = s
+        if chosen < 0:
+            n_fail = _remember_misfit(fail_c, fail_m, n_fail, c, m)
+            continue
+        out[v] = chosen
+        cpu_free[chosen] -= c
+        mem_free[chosen] -= m
+        if cpu_free[chosen] + eps < min_c or mem_free[chosen] + eps * max(1.0, min_m) < min_m:
+            _wf_set(ts, tc, tm, offs[chosen_t], sizes[chosen_t], chosen_i, -np.inf, -np.inf, -np.inf)  # full for every VM
+        else:
+            _wf_set(ts, tc, tm, offs[chosen_t], sizes[chosen_t], chosen_i,
+                    cpu_free[chosen] / cpu_cap[chosen] + mem_free[chosen] / mem_cap[chosen], cpu_free[chosen], mem_free[chosen])
     return out
 
 
