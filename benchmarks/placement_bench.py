@@ -1,8 +1,8 @@
 """Placement policies at the ladder's largest size: 100,000 VMs onto 10,000 hosts.
 
 Three inventories: ``uniform`` (the PlanetLab ladder: 2 vCPUs / 2 GiB VMs on 32-core / 128 GiB
-hosts), ``mixed`` (1-8 vCPUs, 1-32 GiB VMs on three host sizes: 32/48/64 cores x 256/384/512 GiB,
-so three host types) and ``overfull`` (the mixed VMs with twice the memory: many fit nowhere). One JSON line per policy and inventory; JIT compilation is excluded (warm-up).
+hosts), ``mixed`` (1-8 vCPUs, 1-32 GiB VMs on hosts of 32/48/64 cores and, drawn independently,
+256/384/512 GiB: up to nine host types) and ``overfull`` (the mixed VMs with twice the memory: many fit nowhere). One JSON line per policy and inventory; JIT compilation is excluded (warm-up).
 
     python benchmarks/placement_bench.py
 """

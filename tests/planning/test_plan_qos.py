@@ -159,3 +159,14 @@ def test_qos_example_runs_on_a_small_inventory(tmp_path):
     assert summary["memory"]["model"] == "vsphere-like" and len(summary["storage"]) == 2
     html = (tmp_path / "out" / "report.html").read_text()
     assert "memory slowdown" in html and "mean I/O latency" in html
+
+
+def test_cp_sat_is_skipped_when_affinity_groups_must_share_a_host():
+    # CP-SAT's model has no affinity constraint, so it must not replace a placement that keeps the
+    # groups together
+    inv = inventory(n=6)
+    inv = build_inventory(inv.names, inv.vcpus, inv.vcpu_mhz, inv.mem_bytes, cpu_mhz=inv.cpu_mhz,
+                          mem_used_bytes=inv.mem_used_bytes, tags={"affinity": ["a", "a", "", "", "b", "b"]})
+    res = plan(inv, spec(optimise={"enabled": True})).results[0]
+    assert res.optimiser["status"] == "SKIPPED" and "affinity" in res.optimiser["reason"]
+    assert res.host_of_vm[0] == res.host_of_vm[1] and res.host_of_vm[4] == res.host_of_vm[5]

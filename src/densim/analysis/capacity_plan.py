@@ -266,7 +266,7 @@ def plan_candidate(inv: Inventory, spec: PlanSpec, c: Candidate, *, vcpus=None, 
     else:
         res.reason = "could not meet " + ", ".join(qos.describe(b) for b in broken) + " at full resolution"
     if spec.optimise.enabled and not res.reason and inv.n_vms <= spec.optimise.max_vms:
-        better = _optimise(inv, spec, host, vcpus, mem_bytes, cpu, pl.host_of_vm, q, qos)
+        better = _optimise(inv, spec, host, vcpus, mem_bytes, cpu, pl.host_of_vm, q, qos, mem_oc)
         res.optimiser = better["info"]
         if better["host_of_vm"] is not None:
             pl.host_of_vm, pl.n_hosts, m = better["host_of_vm"], better["n_hosts"], better["metrics"]
@@ -385,7 +385,8 @@ class _QosChecks:
                 "io": f"I/O latency <= {self.q.io_latency_ms} ms"}.get(what, what)
 
 
-def _optimise(inv, spec: PlanSpec, host, vcpus, mem_bytes, cpu, heuristic_host_of, q, qos: "_QosChecks") -> dict:
+def _optimise(inv, spec: PlanSpec, host, vcpus, mem_bytes, cpu, heuristic_host_of, q, qos: "_QosChecks",
+              memory_overcommit: float) -> dict:
     """CP-SAT on integer sizes (vCPU slots, MiB, MHz per window) with lazily added windows.
 
     The heuristic placed against ``spec.windows`` windows; CP-SAT starts from the ``optimise.windows``
@@ -398,12 +399,16 @@ def _optimise(inv, spec: PlanSpec, host, vcpus, mem_bytes, cpu, heuristic_host_o
 
     o = spec.optimise
     base = np.stack([np.asarray(vcpus, dtype=np.float64), np.ceil(np.asarray(mem_bytes) / 2**20)], axis=1)
-    base_cap = np.array([np.floor(q.cpu_overcommit * host.logical_cpus), np.floor(q.memory_overcommit * host.usable_mem_bytes / 2**20)])
+    # the memory over-commit the heuristic ended with (lowered when the memory QoS check needed it)
+    base_cap = np.array([np.floor(q.cpu_overcommit * host.logical_cpus), np.floor(memory_overcommit * host.usable_mem_bytes / 2**20)])
     cw_f = window_max(cpu, spec.windows)  # (W, N) MHz, as the heuristic saw them
     cw = np.ceil(cw_f)  # integer sizes for CP-SAT, rounded up (conservative)
     cap_f = host.capacity_mhz * q.max_cpu_utilisation
     cpu_cap = np.floor(cap_f)
     anti = inv.tags.get("anti_affinity")
+    aff = inv.tags.get("affinity")
+    if aff is not None and any(str(g) for g in aff):
+        return {"host_of_vm": None, "info": {"status": "SKIPPED", "reason": "affinity groups are not modelled in CP-SAT"}}
     if (cw > cpu_cap).any() or (base > base_cap[None, :]).any():
         return {"host_of_vm": None, "info": {"status": "SKIPPED", "reason": "a VM exceeds an empty host"}}
     sel = list(np.argsort(-cw.sum(axis=1))[: o.windows])

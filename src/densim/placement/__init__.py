@@ -25,7 +25,7 @@ def first_fit(vm_cpu, vm_mem, cpu_cap, mem_cap, rng=None, **_):
     return _h.first_fit_kernel(np.arange(vc.size, dtype=np.int64), vc, vm, cc, mc)
 
 
-@POLICIES.register("first-fit-decreasing", description="first-fit over VMs sorted by decreasing size", source="Johnson 1973 (FFD <= 11/9 OPT + 6/9)")
+@POLICIES.register("first-fit-decreasing", description="first-fit over VMs sorted by decreasing size", source="Johnson 1973 (FFD <= 11/9 OPT + O(1)); Dosa 2007 (tight constant 6/9), one dimension only")
 def first_fit_decreasing(vm_cpu, vm_mem, cpu_cap, mem_cap, rng=None, **_):
     vc, vm, cc, mc = _f64(vm_cpu, vm_mem, cpu_cap, mem_cap)
     return _h.first_fit_kernel(_h.decreasing_order(vc, vm, cc, mc), vc, vm, cc, mc)
