@@ -67,6 +67,17 @@ def _tree_update(tc, tm, size, leaf, cval, mval):
 
 
 @njit
+def _smallest(order, vm_cpu, vm_mem):
+    """The smallest vCPU count and memory among the VMs to place (hosts below either are full)."""
+    min_c = np.inf
+    min_m = np.inf
+    for k in range(order.size):
+        min_c = min(min_c, vm_cpu[order[k]])
+        min_m = min(min_m, vm_mem[order[k]])
+    return min_c, min_m
+
+
+@njit
 def _known_misfit(fail_c, fail_m, n_fail, c, m):
     """True if a VM at least as large as one that already fit nowhere is asked for: free capacity
     only shrinks, so it cannot fit either (saves a fruitless search of the whole tree)."""
@@ -96,14 +107,9 @@ def first_fit_kernel(order, vm_cpu, vm_mem, cpu_cap, mem_cap):
     tc, tm = _tree_build(cpu_free, mem_free, size)
     out = np.full(vm_cpu.size, -1, dtype=np.int64)
     eps = 1e-9
-    fail_c = np.empty(512)
-    fail_m = np.empty(512)
+    fail_c, fail_m = np.empty(512), np.empty(512)  # VMs that fit nowhere (at most 512 remembered)
     n_fail = 0
-    min_c = np.inf
-    min_m = np.inf
-    for k in range(order.size):
-        min_c = min(min_c, vm_cpu[order[k]])
-        min_m = min(min_m, vm_mem[order[k]])
+    min_c, min_m = _smallest(order, vm_cpu, vm_mem)
     for k in range(order.size):
         v = order[k]
         if _known_misfit(fail_c, fail_m, n_fail, vm_cpu[v], vm_mem[v]):
@@ -146,11 +152,7 @@ def scan_fit_kernel(order, vm_cpu, vm_mem, cpu_cap, mem_cap, best, host_type, ty
     eps = 1e-9
     if order.size == 0:
         return out
-    min_c = np.inf
-    min_m = np.inf
-    for k in range(order.size):
-        min_c = min(min_c, vm_cpu[order[k]])
-        min_m = min(min_m, vm_mem[order[k]])
+    min_c, min_m = _smallest(order, vm_cpu, vm_mem)
     partial = np.empty(n_h, dtype=np.int64)
     pos = np.full(n_h, -1, dtype=np.int64)
     n_partial = 0
@@ -288,14 +290,9 @@ def worst_fit_kernel(order, vm_cpu, vm_mem, cpu_cap, mem_cap, host_type, type_pt
         for i in range(type_ptr[t + 1] - type_ptr[t]):
             h = type_hosts[type_ptr[t] + i]
             _wf_set(ts, tc, tm, offs[t], sizes[t], i, cpu_free[h] / cpu_cap[h] + mem_free[h] / mem_cap[h], cpu_free[h], mem_free[h])
-    fail_c = np.empty(512)
-    fail_m = np.empty(512)
+    fail_c, fail_m = np.empty(512), np.empty(512)  # VMs that fit nowhere (at most 512 remembered)
     n_fail = 0
-    min_c = np.inf
-    min_m = np.inf
-    for k in range(order.size):
-        min_c = min(min_c, vm_cpu[order[k]])
-        min_m = min(min_m, vm_mem[order[k]])
+    min_c, min_m = _smallest(order, vm_cpu, vm_mem)
     for k in range(order.size):
         v = order[k]
         c = vm_cpu[v]
