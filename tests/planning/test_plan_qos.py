@@ -170,3 +170,19 @@ def test_cp_sat_is_skipped_when_affinity_groups_must_share_a_host():
     res = plan(inv, spec(optimise={"enabled": True})).results[0]
     assert res.optimiser["status"] == "SKIPPED" and "affinity" in res.optimiser["reason"]
     assert res.host_of_vm[0] == res.host_of_vm[1] and res.host_of_vm[4] == res.host_of_vm[5]
+
+
+def test_example_candidates_files_validate_against_the_published_schema():
+    import json
+    from pathlib import Path
+
+    import jsonschema
+    import yaml
+
+    root = Path(__file__).resolve().parents[2]
+    schema = json.loads((root / "docs" / "reference" / "plan.schema.json").read_text())
+    for f in sorted((root / "examples" / "planning").glob("*.yaml")):
+        jsonschema.validate(yaml.safe_load(f.read_text()), schema)
+    bad = {"candidates": [dict(HOST, storage={"device": "x", "drives": 0})]}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, schema)

@@ -44,21 +44,25 @@ _CFG = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
 
 class Candidate(BaseModel):
+    """One host configuration: CPU, memory, power model, and a parts list or a price."""
+
     model_config = _CFG
 
     name: str
     cpu: HostCpu
     memory_bytes: PosBytes = Field(alias="memory")
-    hypervisor_memory_bytes: Bytes = Field(default=0.0, alias="hypervisor_memory")
+    hypervisor_memory_bytes: Bytes = Field(default=0.0, alias="hypervisor_memory", description="memory the hypervisor keeps")
     power: PowerSpec
-    bom: list[BomLine] | None = None
-    price_usd: float | None = Field(default=None, ge=0)
+    bom: list[BomLine] | None = Field(default=None, description="parts from catalog/bom.yaml (capex = their sum)")
+    price_usd: float | None = Field(default=None, ge=0, description="capex per host when there is no bom")
     price_date: str | None = None
     rack_units: float = Field(default=1.0, gt=0)
     storage: LocalStorage | None = Field(default=None, description="local datastore shared by the host's VMs")
 
 
 class QosSpec(BaseModel):
+    """Bounds every VM (and host) must meet at every step of the demand series."""
+
     model_config = _CFG
 
     cpu_ready_pct: float = Field(default=5.0, gt=0, description="worst VM's CPU Ready % per vCPU, every step")
@@ -96,16 +100,18 @@ class OptimiseSpec(BaseModel):
 
 
 class PlanSpec(BaseModel):
+    """The candidates file of ``densim plan``: QoS bounds, cost inputs and candidate host types."""
+
     model_config = _CFG
 
-    qos: QosSpec = Field(default_factory=QosSpec)
-    cost: CostInputs = Field(default_factory=CostInputs)
-    rightsizing: RightsizeSpec = Field(default_factory=RightsizeSpec)
-    policy: str = "timeseries"
+    qos: QosSpec = Field(default_factory=QosSpec, description="quality-of-service bounds every VM must meet at every step")
+    cost: CostInputs = Field(default_factory=CostInputs, description="TCO inputs: years, energy, space, licences")
+    rightsizing: RightsizeSpec = Field(default_factory=RightsizeSpec, description="resize VMs to a demand percentile first")
+    policy: str = Field(default="timeseries", description="placement prefab (registry placement-prefab)")
     windows: int = Field(default=720, ge=1, description="time windows used while placing")
     optimise: OptimiseSpec = Field(default_factory=OptimiseSpec)
     memory: MemorySettings | None = Field(default=None, description="memory over-commit model for the memory QoS check")
-    candidates: list[Candidate] = Field(min_length=1)
+    candidates: list[Candidate] = Field(min_length=1, description="host configurations to compare")
 
 
 def load_plan_spec(path: str | Path) -> PlanSpec:

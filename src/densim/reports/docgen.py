@@ -1,4 +1,4 @@
-"""Generate the reference pages from code: scenario schema, output columns, model registries.
+"""Generate the reference pages from code: scenario and plan-file schemas, output columns, model registries.
 
     python -m densim.reports.docgen docs/reference
 """
@@ -56,12 +56,11 @@ def _outputs_md() -> str:
     return "\n".join(lines)
 
 
-def _schema_md() -> str:
-    from densim.scenario.model import Scenario
-
-    schema = Scenario.model_json_schema(by_alias=True)
-    lines = ["# Scenario file reference", "", "Generated from code by `make docs`; do not edit. The JSON Schema is in "
-             "[scenario.schema.json](scenario.schema.json) (`densim schema`); point your editor's YAML plugin at it for completion.", "",
+def _model_md(model, title: str, schema_file: str, intro: str, top: str) -> str:
+    """A field table per object of a pydantic model's JSON Schema."""
+    schema = model.model_json_schema(by_alias=True)
+    lines = [f"# {title}", "", f"Generated from code by `make docs`; do not edit. The JSON Schema is in "
+             f"[{schema_file}]({schema_file}){intro}; point your editor's YAML plugin at it for completion.", "",
              "Quantities accept unit strings (`\"256 GiB\"`, `\"2.3 GHz\"`, `\"95 W\"`, `\"5 min\"`) or numbers in the canonical unit.", ""]
     defs = schema.get("$defs", {})
 
@@ -76,13 +75,27 @@ def _schema_md() -> str:
             lines.append(f"| `{fname}` | {t} | {default} | {desc} |")
         lines.append("")
 
-    table("Scenario (top level)", schema)
+    table(top, schema)
     for name in sorted(defs):
         table(name, defs[name])
     return "\n".join(lines)
 
 
+def _schema_md() -> str:
+    from densim.scenario.model import Scenario
+
+    return _model_md(Scenario, "Scenario file reference", "scenario.schema.json", " (`densim schema`)", "Scenario (top level)")
+
+
+def _plan_md() -> str:
+    from densim.analysis.capacity_plan import PlanSpec
+
+    return _model_md(PlanSpec, "Capacity plan candidates file reference (`densim plan --candidates`)", "plan.schema.json", "",
+                     "PlanSpec (top level)")
+
+
 def generate(out_dir: str | Path) -> list[Path]:
+    from densim.analysis.capacity_plan import PlanSpec
     from densim.scenario.model import Scenario
 
     out = Path(out_dir)
@@ -90,6 +103,8 @@ def generate(out_dir: str | Path) -> list[Path]:
     files = {
         "scenario.md": _schema_md(),
         "scenario.schema.json": json.dumps(Scenario.model_json_schema(by_alias=True), indent=2),
+        "plan.md": _plan_md(),
+        "plan.schema.json": json.dumps(PlanSpec.model_json_schema(by_alias=True), indent=2),
         "output-columns.md": _outputs_md(),
         "models.md": _registries_md(),
     }
