@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from densim.placement._jit import njit
+from densim._jit import njit
 
 
 @njit

@@ -203,7 +203,7 @@ class MemoryStage(BaseStage):
             b1 = min(T, b0 + block)
             n = b1 - b0
             seg = M.segments(host, H, n)
-            util = np.clip((demand[b0:b1] if every else demand[b0:b1][:, idx]) / cap_vm[None, :], 0.0, 1.0)
+            util = np.clip((demand[b0:b1] if every else np.take(demand[b0:b1], idx, axis=1)) / cap_vm[None, :], 0.0, 1.0)
             rec = self._reclaim(cfg, self._active(chunk, idx, cfg, b0, b1), host, H, n, idx)
             miss = self._miss(np.tile(self.miss_group[idx], n), rec.resident_active_fraction)
             f = M.fault_rates(rec, (self.rate[idx][None, :] * util).ravel(), miss_ratio_values=miss)
@@ -325,8 +325,11 @@ class MemoryStage(BaseStage):
         for b0 in range(0, T, block):
             b1 = min(T, b0 + block)
             n = b1 - b0
-            r = (rate[None, :] * np.clip(demand[b0:b1][:, vms_idx] / cap_vm[None, :], 0.0, 1.0))  # accesses/s
-            f = M.FaultRates(**{name: (r * t[None, :]).ravel() if name != "miss_ratio" else np.tile(t, n)
+            # np.take keeps C order (a[:, idx] may not, and every ravel below would then copy)
+            r = rate[None, :] * np.clip(np.take(demand[b0:b1], vms_idx, axis=1) / cap_vm[None, :], 0.0, 1.0)  # accesses/s
+            # a tier no VM uses (e.g. no swap cache device) is a read-only zero broadcast, not an array
+            f = M.FaultRates(**{name: np.tile(t, n) if name == "miss_ratio" else
+                                ((r * t[None, :]).ravel() if t.any() else np.broadcast_to(0.0, (n * k,)))
                                 for name, t in tiers.items()})
             tp = self._solve(f, M.segments(host, H, n), n * H, np.tile(theta, n))
             sl = slice(b0, b1)
