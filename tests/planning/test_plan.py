@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import json
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +15,7 @@ from densim.analysis.capacity_plan import load_plan_spec, plan
 from densim.errors import InputError
 from densim.inventory import load_inventory
 
+from ..browser import open_report
 from .fixtures import small_workload, write_generic_csv, write_rvtools_xlsx
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -103,33 +103,15 @@ def test_bad_candidates_file_names_the_field(tmp_path):
     assert "qos.cpu_ready_pct" in exc.value.one_line()
 
 
-def _chromium() -> str | None:
-    return "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else shutil.which("chromium")
-
-
 @pytest.mark.browser
 def test_plan_report_opens_in_a_real_browser_without_console_errors(tmp_path):
-    exe = _chromium()
-    if exe is None:
-        pytest.skip("chromium not installed")
-    pw = pytest.importorskip("playwright.sync_api")
     inv_path = write_generic_csv(tmp_path / "w.csv", small_workload(6, 50))
     out = tmp_path / "out"
     r = CliRunner().invoke(_app(), ["plan", str(inv_path), "-c", str(CANDIDATES), "-o", str(out)])
     assert r.exit_code == 0, r.output
-    errors: list[str] = []
-    with pw.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=exe, headless=True, args=["--no-sandbox"])
-        page = browser.new_page()
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto((out / "report.html").as_uri())
-        page.wait_for_selector("#fig0 .main-svg")
-        n_plots = page.locator(".js-plotly-plot").count()
-        n_rows = page.locator("table tbody tr").count()
-        browser.close()
-    assert errors == []
-    assert n_plots == 3 and n_rows == 3
+    page = open_report(out / "report.html", "#fig0 .main-svg")
+    assert page.errors == []
+    assert page.plots == 3 and page.table_rows == 3
 
 
 @pytest.fixture
@@ -156,24 +138,11 @@ def test_plan_over_real_bitbrains_vms(gwa_rnd, tmp_path):
 
 @pytest.mark.browser
 def test_real_trace_plan_report_opens_without_console_errors(gwa_rnd, tmp_path):
-    exe = _chromium()
-    if exe is None:
-        pytest.skip("chromium not installed")
-    pw = pytest.importorskip("playwright.sync_api")
     inv = load_inventory(gwa_rnd, limit=20).with_series_steps(288)
     from densim.analysis.plan_report import write_outputs
 
     write_outputs(plan(inv, load_plan_spec(CANDIDATES)), tmp_path)
-    errors: list[str] = []
-    with pw.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=exe, headless=True, args=["--no-sandbox"])
-        page = browser.new_page()
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto((tmp_path / "report.html").as_uri())
-        page.wait_for_selector("#fig0 .main-svg")
-        browser.close()
-    assert errors == []
+    assert open_report(tmp_path / "report.html", "#fig0 .main-svg").errors == []
 
 
 def test_the_howto_candidates_snippet_is_valid(tmp_path):

@@ -186,3 +186,18 @@ def test_example_candidates_files_validate_against_the_published_schema():
     bad = {"candidates": [dict(HOST, storage={"device": "x", "drives": 0})]}
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(bad, schema)
+
+
+def test_bad_candidate_storage_names_the_field(tmp_path):
+    from densim.analysis.capacity_plan import load_plan_spec
+    from densim.errors import InputError
+
+    p = tmp_path / "c.yaml"
+    p.write_text("candidates:\n  - name: h\n    cpu: {cores_per_socket: 8, base_clock: 2 GHz}\n    memory: 64 GiB\n"
+                 "    power: {model: linear, idle: 100 W, peak: 200 W}\n    price_usd: 1\n"
+                 "    storage: {device: sata-7k2-2tb, drives: 2, raid: raid5}\n")
+    with pytest.raises(InputError, match=r"candidates\[0\]\.storage: .*raid5 needs at least 3 drives, got 2"):
+        load_plan_spec(p)
+    sata = dict(HOST, storage={"device": "floppy-1.44mb"})
+    with pytest.raises(InputError, match=r"candidates\.h\.storage.*floppy"):
+        plan(inventory(disk_MBps=0.1), spec(candidates=[sata]))

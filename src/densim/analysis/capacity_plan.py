@@ -318,6 +318,7 @@ class _QosChecks:
         self.cat = builtin_catalog()
         self.notes: list[str] = []
         self.infeasible = ""
+        self._memo = None
         self.worst_mem_ratio = np.inf  # configured / usable memory of the fullest host breaking the memory bound
         self.cpu = inv.cpu_mhz if inv.cpu_mhz is not None else inv.capacity_mhz[None, :].astype(np.float32)
         self.memory = spec.memory if spec.memory is not None and spec.memory.model != "none" else None
@@ -352,8 +353,12 @@ class _QosChecks:
                                        f"{self.q.io_latency_ms:g} ms")
 
     def _measure(self, host_of, n_hosts, mem_bytes, vcpus) -> dict:
+        """Memory and storage figures of a placement (the last one is kept: ``last`` asks again)."""
         from densim.analysis import plan_qos
 
+        key = (int(n_hosts), np.asarray(host_of).tobytes(), np.asarray(mem_bytes).tobytes())
+        if self._memo is not None and self._memo[0] == key:
+            return self._memo[1]
         out: dict = {}
         if self.memory is not None:
             mc = plan_qos.memory_check(host_of, n_hosts, self.host.mem_bytes, np.asarray(mem_bytes, float),
@@ -369,6 +374,7 @@ class _QosChecks:
             out["io_latency_worst_ms"] = float(sc.latency_worst_s.max(initial=0.0)) * 1e3
             tot = sc.iops_peak.sum()
             out["io_latency_mean_ms"] = float(np.mean(sc.latency_mean_s)) * 1e3 if tot > 0 else 0.0
+        self._memo = (key, out)
         return out
 
     def broken(self, host_of, n_hosts, m, mem_bytes, vcpus) -> list[str]:

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from densim.units import PosBytes
 
@@ -42,6 +42,15 @@ class LocalStorage(BaseModel):
     block_size_bytes: PosBytes = Field(default=4096.0, alias="block_size", description="bytes per I/O")
     read_fraction: float = Field(default=0.7, ge=0, le=1, description="used in steps without traffic")
     burstiness: float = Field(default=1.0, ge=0, description="(ca^2 + cs^2) / 2 of the Allen-Cunneen wait")
+
+    @model_validator(mode="after")
+    def _raid(self) -> "LocalStorage":
+        from densim.models.storage import raid_check
+
+        problem = raid_check(self.raid, self.drives)
+        if problem:
+            raise ValueError(problem)
+        return self
 
 
 # ---------------------------------------------------------------------------------------------
@@ -69,10 +78,7 @@ def memory_check(host_of: np.ndarray, n_hosts: int, host_mem_bytes: float, mem_b
     n = mem_bytes.shape[0]
     cfg_h = np.bincount(host_of, weights=mem_bytes, minlength=n_hosts)
     n_h = np.bincount(host_of, minlength=n_hosts).astype(float)
-    cap_h = host_mem_bytes - params.hypervisor_bytes - n_h * params.overhead_per_vm_bytes
-    if params.use_min_free:
-        cap_h = cap_h - M.min_free_bytes(host_mem_bytes)
-    short = cfg_h > cap_h
+    short = cfg_h > M.guest_capacity_bytes(host_mem_bytes, n_h, params)
     out = MemoryCheck(np.ones(n_hosts), np.ones(n), int(short.sum()), np.zeros(n_hosts))
     idx = np.flatnonzero(short[host_of])
     if idx.size == 0:
@@ -125,11 +131,14 @@ def datastore_model(st: LocalStorage, catalog):
 
 
 def host_io(host_of: np.ndarray, n_hosts: int, read_Bps: np.ndarray, write_Bps: np.ndarray, block_bytes: float):
-    """Per-host IOPS and read IOPS per step, ``(T, H)`` each, by segment reduction over VMs."""
-    onehot = np.zeros((host_of.size, n_hosts))
-    onehot[np.arange(host_of.size), host_of] = 1.0
-    r = (read_Bps.astype(np.float64) / block_bytes) @ onehot
-    w = (write_Bps.astype(np.float64) / block_bytes) @ onehot
+    """Per-host IOPS and read IOPS per step, ``(T, H)`` each: a sparse VM -> host incidence product
+    (one multiply-add per VM and step)."""
+    from scipy import sparse
+
+    n = host_of.size
+    onehot = sparse.csr_matrix((np.ones(n), (np.arange(n), host_of)), shape=(n, n_hosts))
+    r = np.asarray((onehot.T @ (read_Bps.astype(np.float64) / block_bytes).T).T)
+    w = np.asarray((onehot.T @ (write_Bps.astype(np.float64) / block_bytes).T).T)
     return r + w, r
 
 
@@ -144,8 +153,8 @@ def latency_s(model, st: LocalStorage, iops: np.ndarray, read_iops: np.ndarray):
 
 
 def max_iops_at_latency(model, st: LocalStorage, bound_s: float, read_fraction: float) -> float:
-    """Largest front-end IOPS whose mean latency stays <= ``bound_s`` (bisection; 0 if even an idle
-    datastore is slower)."""
+    """Largest front-end IOPS whose mean latency stays <= ``bound_s`` (0 if even an idle datastore
+    is slower)."""
     from densim.models.storage.vmio import datastore_latency_s
 
     def lat(x):
@@ -157,6 +166,7 @@ def max_iops_at_latency(model, st: LocalStorage, bound_s: float, read_fraction: 
     lo, hi = 0.0, 1.0
     while lat(hi) <= bound_s and hi < 1e12:
         lo, hi = hi, hi * 2.0
+    # own bisection rather than scipy.optimize.bisect: the answer must stay on the feasible side
     for _ in range(60):
         mid = 0.5 * (lo + hi)
         if lat(mid) <= bound_s:

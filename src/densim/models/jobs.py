@@ -48,7 +48,7 @@ from densim.models.fabric import (
     remote_path,
 )
 from densim.models.sharing import maxmin_rates, mmc_stretch
-from densim.units import Bytes, PosBytes, PosSeconds, Seconds
+from densim.units import PosBytes, PosSeconds, Seconds
 
 _CFG = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 

@@ -633,6 +633,13 @@ class MemoryParams:
         return FaultCosts(self.software_s, self.guest_software_s, self.decompress_s, self.writes_per_fault)
 
 
+def guest_capacity_bytes(host_memory_bytes, n_vms, params: MemoryParams):
+    """Host memory left for guest memory: ``M_host - M_hv - n_vms x M_ovh - minFree`` (guide §2.2)."""
+    mh = np.asarray(host_memory_bytes, dtype=float)
+    mf = min_free_bytes(mh) if params.use_min_free else 0.0
+    return mh - params.hypervisor_bytes - np.asarray(n_vms, dtype=float) * params.overhead_per_vm_bytes - mf
+
+
 @dataclass(frozen=True)
 class HostResult:
     rec: Reclamation
@@ -667,8 +674,7 @@ def evaluate(
     n_vm_seg = np.bincount(seg, minlength=n_seg).astype(float)
     ovh = n_vm_seg * params.overhead_per_vm_bytes
     mh = np.broadcast_to(np.asarray(host_memory_bytes, float), (n_seg,))
-    mf = min_free_bytes(mh) if params.use_min_free else 0.0
-    capacity = mh - params.hypervisor_bytes - ovh - mf
+    capacity = guest_capacity_bytes(mh, n_vm_seg, params)
     r = oversubscription(seg_sum(cfg, seg, n_seg), mh, params.hypervisor_bytes, ovh)
     rec = reclaim(
         cfg,

@@ -63,7 +63,6 @@ def walk_cycles(guest_page_bytes: int, host_page_bytes: int, paging: Paging, lea
     """
     n = page_table_levels(guest_page_bytes)
     if paging == "ept":
-        m = page_table_levels(host_page_bytes)
         guest_leaf4k = 1 if guest_page_bytes == PAGE_4K_BYTES else 0
         host_leaf4k = (n + 1) if host_page_bytes == PAGE_4K_BYTES else 0
         total = walk_references(guest_page_bytes, host_page_bytes, paging)

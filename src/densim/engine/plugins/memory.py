@@ -116,8 +116,7 @@ class MemoryStage(BaseStage):
         n_h = np.bincount(vms.host[placed], minlength=H).astype(float)
         p = self.params
         ovh = n_h * p.overhead_per_vm_bytes
-        mf = M.min_free_bytes(hosts.mem_bytes) if p.use_min_free else 0.0
-        self.capacity_h = hosts.mem_bytes - p.hypervisor_bytes - ovh - mf
+        self.capacity_h = M.guest_capacity_bytes(hosts.mem_bytes, n_h, p)
         self.deficit_h = np.maximum(cfg_h - self.capacity_h, 0.0)
         self.cfg_h = cfg_h
         self.ratio_h = M.oversubscription(cfg_h, hosts.mem_bytes, p.hypervisor_bytes, ovh)
