@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.densim-installed
 PYTEST_ARGS ?=
 
-.PHONY: demo test bench bench-placement bench-io bench-plan bench-outofcore bench-peers docs clean setup browser
+.PHONY: golden demo test bench bench-placement bench-io bench-plan bench-outofcore bench-peers docs clean setup browser
 
 setup: $(STAMP)
 
@@ -23,6 +23,11 @@ browser: $(STAMP)
 
 test: $(STAMP) browser
 	$(BIN)/python -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
+
+# Rewrite the golden snapshots (tests/golden/snapshots) and print what moved; name cases with
+# `make golden CASES="study-mail-server run-planetlab"`. Say in the commit which figures moved and why.
+golden: $(STAMP)
+	$(BIN)/python -m tests.golden.update $(CASES)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/ladder.py

@@ -1,0 +1,40 @@
+"""Rewrite golden snapshots and print what moved: ``make golden`` (all) or ``make golden CASES="a b"``.
+
+A commit that changes snapshots must say which figures moved and why; paste this output into it.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+
+from tests.golden.cases import CASES, diff, format_diff, load_snapshot, write_snapshot
+
+
+def main(argv: list[str]) -> int:
+    names = argv or list(CASES)
+    unknown = [n for n in names if n not in CASES]
+    if unknown:
+        print(f"unknown golden case(s): {', '.join(unknown)}; known: {', '.join(CASES)}", file=sys.stderr)
+        return 2
+    moved = 0
+    for name in names:
+        with tempfile.TemporaryDirectory() as tmp:
+            now = CASES[name](Path(tmp))
+        old = load_snapshot(name)
+        rows = diff(old or {}, now)
+        if old is None:
+            print(f"{name}: new snapshot ({len(now)} figures)")
+        elif rows:
+            moved += 1
+            print(format_diff(name, rows, limit=200))
+        else:
+            print(f"{name}: no change")
+        write_snapshot(name, now)
+    print(f"\n{len(names)} case(s) written, {moved} with moved figures")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
