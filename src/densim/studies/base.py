@@ -7,7 +7,11 @@ import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+Role = Literal["calibration", "arithmetic", "prediction", "target"]
+ROLES: tuple[str, ...] = ("calibration", "arithmetic", "prediction", "target")
+AREAS: tuple[str, ...] = ("memory", "storage", "cpu-virtualization", "power", "cluster", "cost")
 
 
 @dataclass(frozen=True)
@@ -23,6 +27,7 @@ class Study:
     run: Callable[[Path, int], dict[str, Any]]
     source: str = ""
     tags: tuple[str, ...] = field(default_factory=tuple)
+    area: str = ""  # one of AREAS: where its figures count in the validation table
 
 
 def headline(
@@ -36,12 +41,28 @@ def headline(
     unit: str = "",
     lower: float | None = None,
     upper: float | None = None,
+    role: Role | None = None,
+    fitted: str | None = None,
+    estimated_inputs: tuple[str, ...] | list[str] = (),
 ) -> dict[str, Any]:
     """One published figure against the model's value.
 
     Passes when ``|simulated - published| <= tolerance`` (or ``<= tolerance * |published|`` with
     ``relative=True``), or, when ``lower``/``upper`` are given, when the value lies in that band.
+
+    ``role`` says what the comparison is worth:
+
+    * ``calibration``: a parameter was fitted to this figure (``fitted`` names it); agreement is by
+      construction and never counts as a validation pass;
+    * ``arithmetic``: accounting from inputs (``estimated_inputs`` names the inputs that are
+      estimates rather than cited figures);
+    * ``prediction``: no parameter was tuned to this figure; only these count as validation;
+    * ``target``: an acceptance bound set by us, not a published measurement.
     """
+    if role is not None and role not in ROLES:
+        raise ValueError(f"headline {name!r}: role must be one of {', '.join(ROLES)}, got {role!r}")
+    if role == "calibration" and not fitted:
+        raise ValueError(f"headline {name!r}: a calibration figure must name the parameter fitted to it")
     if lower is not None or upper is not None:
         lo = -float("inf") if lower is None else lower
         hi = float("inf") if upper is None else upper
@@ -59,6 +80,10 @@ def headline(
         "tolerance": tol_text,
         "source": source,
         "passed": bool(passed),
+        "role": role,
+        "fitted": fitted,
+        "estimated_inputs": list(estimated_inputs),
+        "validation": role == "prediction",
     }
 
 
