@@ -45,3 +45,25 @@ def test_bad_study_is_one_line_and_exit_1(tmp_path):
     r = CliRunner().invoke(app, ["sweep", str(path), "--out", str(tmp_path / "r"), "--no-progress"])
     assert r.exit_code == 1
     assert "study.yaml:axes: axis 'placement.cpu_overcommit' repeats a value" in r.output
+
+
+def test_query_is_read_only_unless_allowed(tmp_path):
+    # a query from someone else must not write outside the store: COPY/ATTACH/INSTALL/CREATE/SET are refused
+    path = write_study(tmp_path, axes="  placement.cpu_overcommit: [1.0]\n", reps=1, runner="engine")
+    out = tmp_path / "results"
+    assert CliRunner().invoke(app, ["sweep", str(path), "--out", str(out), "--backend", "inprocess", "--no-progress"]).exit_code == 0
+    target = tmp_path / "stolen.csv"
+    for sql in (f"COPY (SELECT * FROM results) TO '{target}'", f"ATTACH '{tmp_path / 'x.db'}' AS x",
+                "INSTALL httpfs", "CREATE TABLE t AS SELECT 1", "SET threads = 1",
+                f"SELECT 1; COPY (SELECT 1) TO '{target}'"):
+        r = CliRunner().invoke(app, ["query", str(path), "--out", str(out), sql])
+        assert r.exit_code == 1, (sql, r.output)
+        assert "read-only" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert not target.exists()
+    # reading is fine, and so is writing when the user says so
+    r = CliRunner().invoke(app, ["query", str(path), "--out", str(out), "--format", "json", "SELECT count(*) AS n FROM results"])
+    assert r.exit_code == 0 and json.loads(r.output) == [{"n": 1}]
+    r = CliRunner().invoke(app, ["query", str(path), "--out", str(out), "--allow-writes",
+                                 f"COPY (SELECT 1 AS one) TO '{target}' (HEADER)"])
+    assert r.exit_code == 0, r.output
+    assert target.read_text().split() == ["one", "1"]

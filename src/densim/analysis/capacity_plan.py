@@ -115,19 +115,11 @@ class PlanSpec(BaseModel):
 
 
 def load_plan_spec(path: str | Path) -> PlanSpec:
-    import yaml
-
     from densim.scenario.io import format_loc
+    from densim.textio import read_mapping_file
 
     path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(path, "", f"cannot read: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark else ""
-        raise InputError(path, where, f"not valid YAML ({getattr(exc, 'problem', exc)})") from None
+    data = read_mapping_file(path, "candidates file")
     try:
         return PlanSpec.model_validate(data or {})
     except ValidationError as exc:

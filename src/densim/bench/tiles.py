@@ -25,10 +25,24 @@ from scipy import stats
 
 import densim
 from densim.errors import InputError
-from densim.models.cpu_power import package_power_w, power_limited_frequency_mhz, turbo_frequency_mhz
+from densim.models.cpu_power import (
+    package_power_w,
+    power_limited_frequency_mhz,
+    turbo_frequency_mhz,
+)
 from densim.models.devices import DeviceSpec, device_response_s
 from densim.models.numa import NumaSpec, costop_stretch, remote_fraction
-from densim.models.requests import PathCosts, RequestClass, VmRole, qos_margin, ready_stretch, response_quantile_s, solve_class, users_in_interval, visit_cycles
+from densim.models.requests import (
+    PathCosts,
+    RequestClass,
+    VmRole,
+    qos_margin,
+    ready_stretch,
+    response_quantile_s,
+    solve_class,
+    users_in_interval,
+    visit_cycles,
+)
 from densim.models.virtualization import ExitCosts, IoPath, TlbSpec
 from densim.placement import numa as placement
 from densim.rng import make_rng
@@ -115,16 +129,10 @@ def builtin_tile() -> TileSpec:
 
 def load_host(path: str | Path) -> BenchHost:
     """Read and validate a HOST.yaml; bad input raises a one-line :class:`InputError`."""
+    from densim.textio import read_mapping_file
+
     p = Path(path)
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(p, "", "file not found") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(p, f"line {mark.line + 1}" if mark else "", "invalid YAML") from None
-    if not isinstance(data, dict):
-        raise InputError(p, "", "a host file must be a mapping (name, server, virtualization, run)")
+    data = read_mapping_file(p, "host file")
     try:
         host = BenchHost.model_validate(data)
     except ValidationError as exc:

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from densim.errors import ScenarioInvalid
@@ -19,29 +17,13 @@ _PATH_KEYS = {"path", "file", "trace_path", "inventory"}
 
 
 def _read_mapping(path: Path) -> dict[str, Any]:
+    from densim.errors import InputError
+    from densim.textio import read_mapping_file
+
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ScenarioInvalid(path, [("", "file not found")]) from None
-    except OSError as exc:
-        raise ScenarioInvalid(path, [("", f"cannot read: {exc.strerror}")]) from None
-    try:
-        if path.suffix.lower() == ".json":
-            data = json.loads(text)
-        else:
-            data = yaml.safe_load(text)
-    except json.JSONDecodeError as exc:
-        raise ScenarioInvalid(path, [(f"line {exc.lineno} column {exc.colno}", f"invalid JSON: {exc.msg}")]) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1} column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ScenarioInvalid(path, [(where, f"invalid YAML: {problem}")]) from None
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise ScenarioInvalid(path, [("", "a scenario file must be a mapping of keys to values")])
-    return data
+        return read_mapping_file(path, "scenario file")
+    except InputError as exc:
+        raise ScenarioInvalid(path, [(exc.where, exc.problem)]) from None
 
 
 def _resolve_paths(node: Any, base: Path) -> Any:

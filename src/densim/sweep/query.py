@@ -67,12 +67,27 @@ def manifest(store: str | Path) -> dict:
     return json.loads((Path(store) / MANIFEST).read_text(encoding="utf-8"))
 
 
-def run_query(store: str | Path, sql: str):
-    """Run ``sql`` over the store; returns (column names, rows)."""
+# statement kinds a read-only query may contain (SELECT covers FROM-first, DESCRIBE, SHOW, SUMMARIZE)
+READ_ONLY = ("SELECT", "EXPLAIN")
+
+
+def run_query(store: str | Path, sql: str, *, allow_writes: bool = False):
+    """Run ``sql`` over the store; returns (column names, rows).
+
+    Unless ``allow_writes``, every statement must be a query (SELECT/EXPLAIN): COPY, EXPORT,
+    ATTACH, INSTALL/LOAD, CREATE, SET, PRAGMA and the rest are refused, so a query received from
+    someone else cannot write files or change DuckDB's settings.
+    """
     import duckdb
 
     con = connect(store)
     try:
+        if not allow_writes:
+            kinds = [st.type.name for st in con.extract_statements(sql)]
+            bad = [k for k in kinds if k not in READ_ONLY]
+            if bad:
+                raise InputError("query", "", f"{bad[0]} statements are not allowed: densim query is read-only "
+                                              "(SELECT/EXPLAIN); pass --allow-writes to run them")
         cur = con.execute(sql)
     except duckdb.Error as exc:
         raise InputError("query", "", str(exc).splitlines()[0]) from None

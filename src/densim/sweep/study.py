@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from densim.errors import InputError
@@ -199,19 +198,9 @@ def scenario_id(values: dict[str, Any]) -> str:
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(path, "", "study file not found") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1} column {mark.column + 1}" if mark else ""
-        raise InputError(path, where, f"invalid YAML: {getattr(exc, 'problem', None) or exc}") from None
-    if not isinstance(data, dict):
-        raise InputError(path, "", "a study file must be a mapping")
-    return data
+    from densim.textio import read_mapping_file
+
+    return read_mapping_file(path, "study file")
 
 
 def load_study(path: str | Path) -> Study:

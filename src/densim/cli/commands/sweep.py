@@ -72,12 +72,14 @@ def register(app: typer.Typer) -> None:
         sql: Annotated[str, typer.Argument(help="SQL over the views scenarios, summary, results, hosts, vms, host_steps, ...")],
         out: Annotated[Path, typer.Option("--out", "-o", help="results root")] = Path("results"),
         fmt: Annotated[str, typer.Option("--format", "-f", help="table, csv or json")] = "table",
+        allow_writes: Annotated[bool, typer.Option("--allow-writes", help="allow statements other than SELECT/EXPLAIN "
+                                                   "(COPY, ATTACH, CREATE, SET, ...)")] = False,
     ) -> None:
-        """Run DuckDB SQL over a sweep's results store, in place."""
+        """Run DuckDB SQL over a sweep's results store, in place (read-only unless --allow-writes)."""
         from densim.sweep.query import resolve_store, run_query
 
         store = _guard(resolve_store, study, out)
-        cols, rows = _guard(run_query, store, sql)
+        cols, rows = _guard(run_query, store, sql, allow_writes=allow_writes)
         if fmt == "csv":
             import csv
 
