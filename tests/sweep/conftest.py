@@ -38,7 +38,7 @@ def toy_env(monkeypatch):
     return monkeypatch
 
 
-def write_study(tmp: Path, *, axes: str | None = None, reps: int = 2, runner: str = "toy_runner:run") -> Path:
+def write_study(tmp: Path, *, axes: str | None = None, reps: int = 2, runner: str = "toy") -> Path:
     (tmp / "base.yaml").write_text(BASE)
     axes = axes or "  placement.cpu_overcommit: [1, 2]\n  cluster.hosts[0].count: [2, 3]\n"
     text = f"name: toy\nscenario: base.yaml\nseed: 7\nreplications: {reps}\nrunner: {runner}\naxes:\n{axes}"

@@ -54,3 +54,19 @@ def test_engine_runner_validates_every_point_before_running(tmp_path):
         load_study(path)
     assert "placement.cpu_overcommit=0" in str(exc.value)
     assert "must be > 0" in str(exc.value)
+
+
+def test_runner_is_a_registered_name_never_a_module(tmp_path):
+    # 'os:system' would import os and call os.system(mapping, seed) if data files could name modules
+    path = write_study(tmp_path, runner="os:system")
+    with pytest.raises(InputError, match="unknown runner 'os:system'.*registered: engine.*not a module"):
+        load_study(path)
+
+
+def test_installed_plugin_runner_is_found_by_its_entry_point(toy_env, tmp_path):
+    # tests/sweep/densim_toy_runner-0.1.dist-info declares [densim.runners] toy = toy_runner:run
+    from densim.sweep.study import resolve_runner
+    from toy_runner import run
+
+    assert resolve_runner("toy") is run
+    assert load_study(write_study(tmp_path)).spec.runner == "toy"

@@ -17,6 +17,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from densim.registry import Registry
+
 
 def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     """Nested summary dict -> one flat row: ``a.b`` keys, lists as JSON text."""
@@ -91,6 +93,22 @@ def engine_runner(mapping: dict[str, Any], seed: int) -> dict[str, bytes]:
 
 
 engine_runner.validate = _validate_engine  # type: ignore[attr-defined]
+
+RUNNERS: Registry = Registry("sweep-runner", default="engine")
+RUNNERS.add("engine", engine_runner, description="the densim engine on the point's scenario", source="densim")
+ENTRY_POINT_GROUP = "densim.runners"
+
+
+def load_runner_plugins() -> None:
+    """Register the runners that installed packages declare in the ``densim.runners`` entry-point group."""
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name in RUNNERS:
+            continue
+        fn = ep.load()
+        RUNNERS.add(ep.name, fn, description=(fn.__doc__ or "").strip().splitlines()[0] if fn.__doc__ else "",
+                    source=f"entry point {ep.value}")
 
 
 def execute(runner_name: str, mapping: dict[str, Any], seed: int) -> dict[str, bytes]:

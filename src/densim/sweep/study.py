@@ -47,7 +47,8 @@ class StudySpec(BaseModel):
     seed: int = Field(default=0, ge=0, description="root seed; replication seeds are spawned from it")
     replications: int = Field(default=1, gt=0)
     axes: dict[str, list[Any]] = Field(default_factory=dict, description="field path -> list of values")
-    runner: str = Field(default="engine", description="'engine' or 'module:function'")
+    runner: str = Field(default="engine", description="a registered runner name: 'engine', or one an installed "
+                        "plug-in registers under the 'densim.runners' entry-point group")
     metrics: list[str] = Field(default_factory=list, description="summary fields the report compares (default: all numeric)")
 
     @field_validator("name")
@@ -247,18 +248,18 @@ def load_study(path: str | Path) -> Study:
 
 
 def resolve_runner(name: str, *, source: Any = None):
-    """``"engine"`` -> :func:`densim.sweep.runners.engine_runner`; ``"pkg.mod:fn"`` -> that function."""
-    import importlib
+    """The runner registered as ``name`` (see :data:`densim.sweep.runners.RUNNERS`).
 
-    if name == "engine":
-        from densim.sweep.runners import engine_runner
+    A study file names a runner; it never names a module to import, so a study received from
+    someone else cannot run code that the user did not install. Plug-ins register through the
+    ``densim.runners`` entry-point group of a package the user installed.
+    """
+    from densim.sweep.runners import RUNNERS, load_runner_plugins
 
-        return engine_runner
-    mod_name, sep, fn_name = name.partition(":")
-    if not sep or not mod_name or not fn_name:
-        raise InputError(source, "runner", f"expected 'engine' or 'module:function', got {name!r}")
+    if not isinstance(name, str) or name not in RUNNERS:
+        load_runner_plugins()
     try:
-        mod = importlib.import_module(mod_name)
-        return getattr(mod, fn_name)
-    except (ImportError, AttributeError) as exc:
-        raise InputError(source, "runner", f"cannot import {name!r}: {exc}") from None
+        return RUNNERS.get(name)
+    except KeyError:
+        hint = " (a study names a registered runner, not a module: install the plug-in that provides it)" if ":" in str(name) else ""
+        raise InputError(source, "runner", f"unknown runner {name!r}; registered: {', '.join(RUNNERS.names())}{hint}") from None
