@@ -23,8 +23,24 @@ app = typer.Typer(
     help="What-if simulator and capacity planner for virtualized data centres.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    add_completion=False,
+    add_completion=True,
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        import densim
+
+        typer.echo(f"densim {densim.__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", help="print the version and exit", is_eager=True,
+                                          callback=_print_version)] = False,
+) -> None:
+    """What-if simulator and capacity planner for virtualized data centres."""
 
 
 def console():
@@ -61,6 +77,9 @@ def _simulate_and_write(path: Path, out: Path, seed: Optional[int], no_progress:
     from densim.scenario import load_scenario
 
     t0 = time.perf_counter()
+    # a run that fails must not leave an older run's complete-looking result in --out
+    if out.is_dir():
+        (out / "summary.json").unlink(missing_ok=True)
     sc = load_scenario(path)
     with _progress_runner(no_progress)(f"simulating {sc.name}") as cb:
         res = simulate(sc, seed=seed, progress=cb)
@@ -98,7 +117,9 @@ def run(
     """Simulate SCENARIO and write summary.json, Parquet tables and report.html to --out."""
     res, wall = run_guarded(_simulate_and_write, scenario, out, seed, no_progress, not no_report)
     if json_out:
-        typer.echo(json.dumps(res.summary, indent=2))
+        from densim.atomic import dumps_strict
+
+        typer.echo(dumps_strict(res.summary, indent=2))
     else:
         _print_run(res, out, wall)
 
@@ -221,8 +242,38 @@ def _discover() -> None:
 _discover()
 
 
-def main() -> None:  # pragma: no cover
-    app()
+def main(argv: list[str] | None = None) -> None:
+    """The ``densim`` entry point: every failure is one line on stderr, never a traceback.
+
+    Exit status: 0 done, 1 bad input or an unexpected error (one line, with a pointer to
+    ``--debug`` for the traceback), 2 bad usage, 130 interrupted (Ctrl-C).
+    """
+    import os
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args or os.environ.get("DENSIM_DEBUG") == "1"
+    args = [a for a in args if a != "--debug"]
+    try:
+        rv = app(args=args, prog_name="densim", standalone_mode=False)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except (KeyboardInterrupt, typer.Abort):
+        print("densim: interrupted; no complete result was written by this run", file=sys.stderr)
+        sys.exit(130)
+    except typer.TyperException as exc:  # usage errors: click's own message, exit 2
+        exc.show()
+        sys.exit(getattr(exc, "exit_code", 2))
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, not a traceback
+        if debug:
+            raise
+        text = " ".join(str(exc).split())[:300] or type(exc).__name__
+        print(f"densim: error: unexpected {type(exc).__name__}: {text} (run again with --debug for the traceback)",
+              file=sys.stderr)
+        sys.exit(1)
+    code = rv if isinstance(rv, int) else 0
+    if code == 130:  # typer turns Ctrl-C into a silent exit 130 before it reaches us
+        print("densim: interrupted; no complete result was written by this run", file=sys.stderr)
+    sys.exit(code)
 
 
 if __name__ == "__main__":  # pragma: no cover
