@@ -10,6 +10,7 @@ pint is imported lazily (it costs ~0.7 s) and only when a string actually carrie
 
 from __future__ import annotations
 
+import math
 import re
 from functools import lru_cache
 from typing import Annotated, Any
@@ -29,6 +30,9 @@ CANONICAL = {
 }
 
 _NUMBER = re.compile(r"^\s*[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?\s*$")
+# a quantity string starts with its number: "256 GiB", "2.3GHz", "1e3 IOPS" (not "GiB", "% ", "inf W")
+_LEADING_NUMBER = re.compile(r"^\s*[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?")
+MAX_QUANTITY_CHARS = 64
 
 
 @lru_cache(maxsize=1)
@@ -50,8 +54,15 @@ class UnitError(ValueError):
 @lru_cache(maxsize=4096)
 def _parse_str(text: str, unit: str) -> float:
     if _NUMBER.match(text):
-        return float(text)
+        return _finite(float(text), text)
     cleaned = text.strip().replace(",", "")
+    if len(cleaned) > MAX_QUANTITY_CHARS:
+        raise UnitError(f"a quantity is a number and a unit, not {len(cleaned)} characters")
+    if not _LEADING_NUMBER.match(cleaned):
+        raise UnitError(f"{text!r} has no number: write a quantity such as {'1 ' + unit!r}")
+    if "**" in cleaned or "^" in cleaned:
+        # pint evaluates powers with Python integers: "10**10**10 W" would never finish
+        raise UnitError(f"{text!r}: powers are not allowed in a quantity; write the number out (e.g. 1e9)")
     # "1.5k" style counts are not units; let pint report them
     ureg = _registry()
     try:
@@ -59,11 +70,25 @@ def _parse_str(text: str, unit: str) -> float:
     except Exception as exc:  # pint raises several types
         raise UnitError(f"cannot parse {text!r} as a quantity ({type(exc).__name__}: {exc})") from None
     if not hasattr(q, "to"):
-        return float(q)
+        if unit not in ("", "1", "dimensionless"):
+            raise UnitError(f"{text!r} is not convertible to {unit}")
+        return _finite(float(q), text)
     try:
-        return float(q.to(unit).magnitude)
+        # pint treats bits and bytes as dimensionless, so "50 %" would pass as 0.0625 bytes
+        info = "byte" in unit and not any(t in str(q.units) for t in ("byte", "bit"))
+        if info or q.dimensionality != ureg.Quantity(1, unit).dimensionality:
+            raise UnitError(f"{text!r} is not convertible to {unit}")
+        return _finite(float(q.to(unit).magnitude), text)
+    except UnitError:
+        raise
     except Exception:
         raise UnitError(f"{text!r} is not convertible to {unit}") from None
+
+
+def _finite(x: float, text: Any) -> float:
+    if not math.isfinite(x):
+        raise UnitError(f"{text!r} is not a finite quantity")
+    return x
 
 
 def parse(value: Any, unit: str) -> float:
@@ -71,7 +96,13 @@ def parse(value: Any, unit: str) -> float:
     if isinstance(value, bool):
         raise UnitError(f"expected a quantity in {unit}, got a boolean")
     if isinstance(value, (int, float)):
-        return float(value)
+        try:
+            x = float(value)
+        except OverflowError:
+            raise UnitError(f"{value!r} is too large") from None
+        if math.isinf(x):
+            raise UnitError(f"expected a finite quantity in {unit}, got {value!r}")
+        return x
     if isinstance(value, str):
         return _parse_str(value, unit)
     raise UnitError(f"expected a number or a string with a unit ({unit}), got {type(value).__name__}")

@@ -40,7 +40,7 @@ from densim.scenario.hardware import HostCpu, PowerSpec
 from densim.scenario.memory import MemorySettings
 from densim.units import Bytes, PosBytes
 
-_CFG = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+_CFG = ConfigDict(allow_inf_nan=False, frozen=True, extra="forbid", populate_by_name=True)
 
 
 class Candidate(BaseModel):

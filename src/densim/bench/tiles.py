@@ -52,7 +52,7 @@ from densim.scenario.io import resolve_cpu
 from densim.scenario.virtualization import VirtualizationSettings
 from densim.units import MHz, PosSeconds
 
-_CFG = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+_CFG = ConfigDict(allow_inf_nan=False, frozen=True, extra="forbid", populate_by_name=True)
 SCHEMA_ID = "densim-bench-tiles/1"
 GiB = 1024**3
 

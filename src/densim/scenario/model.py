@@ -6,6 +6,7 @@ canonical unit named by the attribute suffix. YAML keys are the aliases (``memor
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -17,7 +18,14 @@ from densim.scenario.storage import StorageSettings
 from densim.scenario.virtualization import VirtualizationSettings
 from densim.units import PosBytes, PosMHz, PosSeconds, Seconds
 
-_CFG = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+_CFG = ConfigDict(allow_inf_nan=False, frozen=True, extra="forbid", populate_by_name=True)
+
+# sanity limits: far beyond what a run can do on any machine, small enough to refuse a typo
+# (1e12 hosts, a million-year horizon at 1 ms) before anything is allocated
+MAX_HOSTS = 10_000_000
+MAX_VMS = 100_000_000
+MAX_STEPS = 100_000_000
+MAX_SEED = 2**64 - 1
 
 TRACE_FORMATS = ("planetlab", "bitbrains", "opendc", "generic")
 
@@ -75,7 +83,7 @@ class VmGroup(BaseModel):
     model_config = _CFG
 
     name: str
-    count: int | None = Field(default=None, gt=0)
+    count: int | None = Field(default=None, gt=0, le=MAX_VMS, strict=True)
     vcpus: int | None = Field(default=None, gt=0)
     vcpu_mhz: PosMHz | None = Field(default=None, alias="vcpu_speed")
     memory_bytes: PosBytes | None = Field(default=None, alias="memory")
@@ -104,7 +112,7 @@ class HostGroup(BaseModel):
     model_config = _CFG
 
     name: str | None = None
-    count: int = Field(default=1, gt=0)
+    count: int = Field(default=1, gt=0, le=MAX_HOSTS, strict=True)
     server: str | None = Field(default=None, description="name of a server in the catalog or in parts.servers")
     cpu: HostCpu | None = None
     memory_bytes: PosBytes | None = Field(default=None, alias="memory")
@@ -146,12 +154,25 @@ class SimulationSpec(BaseModel):
     step_s: PosSeconds = Field(default=300.0, alias="step")
     horizon_s: PosSeconds | None = Field(default=None, alias="horizon", description="default: the traces' span")
     start_s: float | None = Field(default=None, alias="start", description="Unix seconds; default: the traces' start")
-    seed: int = Field(default=42, ge=0)
+    seed: int = Field(default=42, ge=0, le=MAX_SEED, strict=True, description="0 to 2**64 - 1 (numpy's seed range)")
     cpu_model: str = Field(default="binomial", description="CPU contention model (registry 'cpu-contention')")
     burstiness: float = Field(
         default=1.0, ge=0.0, description="variance multiplier of runnable vCPUs, (ca^2+cs^2)/2 in Kingman's terms"
     )
     chunk_steps: int | None = Field(default=None, gt=0, description="time steps per engine chunk (default: by memory)")
+
+    @model_validator(mode="after")
+    def _steps(self) -> "SimulationSpec":
+        if self.horizon_s is not None:
+            if self.step_s > self.horizon_s:
+                raise ValueError(f"step ({self.step_s:g} s) is longer than the horizon ({self.horizon_s:g} s)")
+            n = self.horizon_s / self.step_s
+            if n > MAX_STEPS:
+                raise ValueError(f"horizon / step = {n:.3g} time steps, more than {MAX_STEPS:,}: use a longer step "
+                                 "or a shorter horizon")
+        if self.start_s is not None and not math.isfinite(self.start_s):
+            raise ValueError("start must be a finite time (Unix seconds)")
+        return self
 
 
 class OutputSpec(BaseModel):
@@ -166,7 +187,7 @@ class OutputSpec(BaseModel):
 class Parts(BaseModel):
     """A scenario's own catalog entries; same layout as the built-in catalog files."""
 
-    model_config = ConfigDict(frozen=True, extra="allow")
+    model_config = ConfigDict(allow_inf_nan=False, frozen=True, extra="allow")
 
     cpus: list[CpuSpec] = Field(default_factory=list)
     servers: list[ServerSpec] = Field(default_factory=list)

@@ -39,7 +39,7 @@ _PATH_TOKEN = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 class StudySpec(BaseModel):
     """The contents of a study file."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(allow_inf_nan=False, frozen=True, extra="forbid")
 
     name: str = Field(min_length=1, description="study name; results go to <out>/<name>")
     description: str = ""
