@@ -164,19 +164,85 @@ def demo(
     typer.echo(f"Open the report: {out.resolve() / 'report.html'}")
 
 
+def _published_text(h: dict) -> str:
+    """A headline's published value; a target shows its bound, never as a published figure."""
+    if h.get("role") == "target":
+        return f"target {h['tolerance']}"
+    return f"{h['published']:g}"
+
+
+def studies_overview(seed: int = 42) -> dict:
+    """Every built-in study run once (in a scratch folder): area, headline counts by role and
+    predictions passing, plus the totals. Calibration figures never count as validation passes."""
+    import tempfile
+
+    from densim.studies.base import ROLES, all_studies
+    from densim.studies.runner import evaluate_study
+
+    rows = []
+    total = {"studies": 0, "headlines": 0, "roles": dict.fromkeys(ROLES, 0), "predictions_passed": 0, "predictions_total": 0,
+             "saturated_resources": 0}
+    with tempfile.TemporaryDirectory(prefix="densim-studies-") as tmp:
+        for name, st in all_studies().items():
+            s = evaluate_study(st, Path(tmp) / name, seed)
+            heads = s["headline"]
+            rows.append({
+                "name": name, "area": st.area, "description": st.description, "headlines": len(heads),
+                "roles": s["roles"], "predictions_passed": s["predictions_passed"], "predictions_total": s["predictions_total"],
+                "saturated_resources": len(s["saturation"]),
+                "saturated_headlines": sum(1 for h in heads if h["saturated"]),
+            })
+            total["studies"] += 1
+            total["headlines"] += len(heads)
+            for r in ROLES:
+                total["roles"][r] += s["roles"][r]
+            total["predictions_passed"] += s["predictions_passed"]
+            total["predictions_total"] += s["predictions_total"]
+            total["saturated_resources"] += len(s["saturation"])
+    return {"seed": seed, "studies": rows, "total": total}
+
+
 @app.command()
-def studies() -> None:
-    """List the built-in studies."""
+def studies(
+    as_json: Annotated[bool, typer.Option("--json", help="print the overview as JSON")] = False,
+    seed: Annotated[int, typer.Option()] = 42,
+) -> None:
+    """List the built-in studies: area, headline figures by role, predictions passing.
+
+    Runs every study once in a scratch folder (a few seconds). Only predictions count as
+    validation; calibration figures (a parameter was fitted to them) never do.
+    """
     from rich.table import Table
 
-    from densim.studies.base import all_studies
+    from densim.studies.base import ROLES
 
-    tab = Table(title="built-in studies")
-    tab.add_column("name")
-    tab.add_column("description")
-    for name, st in all_studies().items():
-        tab.add_row(name, st.description)
+    ov = run_guarded(studies_overview, seed)
+    if as_json:
+        typer.echo(json.dumps(ov, indent=2))
+        return
+    from rich import box
+
+    tab = Table(title="built-in studies: headline figures by role", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    tab.add_column("name", no_wrap=True)
+    tab.add_column("area", no_wrap=True)
+    short = {"calibration": "calib", "arithmetic": "arith", "prediction": "pred", "target": "target"}
+    for col in ROLES:
+        tab.add_column(short[col], justify="right", no_wrap=True, min_width=len(short[col]))
+    tab.add_column("passing", no_wrap=True)
+    tab.add_column("sat.", justify="right", no_wrap=True)
+    def pred(d: dict) -> str:
+        return f"{d['predictions_passed']}/{d['predictions_total']}" if d["predictions_total"] else "-"
+    for r in ov["studies"]:
+        tab.add_row(r["name"], r["area"], *(str(r["roles"][k]) for k in ROLES), pred(r),
+                    str(r["saturated_resources"]) if r["saturated_resources"] else "-")
+    t = ov["total"]
+    tab.add_section()
+    tab.add_row(f"total: {t['studies']}", "", *(str(t["roles"][k]) for k in ROLES), pred(t), str(t["saturated_resources"]))
     console().print(tab)
+    typer.echo(f"{t['headlines']} headline figures: " + ", ".join(f"{t['roles'][k]} {k}" for k in ROLES)
+               + f"; predictions {t['predictions_passed']}/{t['predictions_total']} pass. Calibration figures agree by "
+               "construction and never count as validation. 'passing': predictions that pass; 'sat.': resources >= 90 % busy in the runs the study "
+               "evaluates. 'densim studies --json' for details.")
 
 
 @app.command()
@@ -186,7 +252,7 @@ def study(
     seed: Annotated[int, typer.Option()] = 42,
 ) -> None:
     """Run a built-in study; writes summary.json (with the headline comparison) and report.html."""
-    from densim.studies.base import all_studies
+    from densim.studies.base import ROLES, all_studies
     from densim.studies.runner import run_study
 
     found = all_studies()
@@ -196,12 +262,20 @@ def study(
     summary = run_guarded(run_study, found[name], out, seed)
     from rich.table import Table
 
-    tab = Table(title=f"study {name}")
-    for col in ("figure", "published", "simulated", "tolerance", "result"):
+    tab = Table(title=f"study {name} ({found[name].area})")
+    for col in ("figure", "role", "published", "simulated", "tolerance", "result"):
         tab.add_column(col)
     for h in summary.get("headline", []):
-        tab.add_row(h["name"], f"{h['published']:g}", f"{h['simulated']:.4g}", str(h["tolerance"]), "pass" if h["passed"] else "FAIL")
+        result = "pass" if h["passed"] else "FAIL"
+        if h["role"] == "calibration" and h["passed"]:
+            result += " (fitted)"
+        if h.get("saturated"):
+            result += " [saturated]"
+        tab.add_row(h["name"], h["role"], _published_text(h), f"{h['simulated']:.4g}", str(h["tolerance"]), result)
     console().print(tab)
+    counts = ", ".join(f"{summary['roles'][r]} {r}" for r in ROLES)
+    typer.echo(f"roles: {counts}; predictions: {summary['predictions_passed']}/{summary['predictions_total']} pass (validation); "
+               f"saturated resources: {len(summary.get('saturation', []))}")
     typer.echo(f"report: {out / 'report.html'}")
 
 

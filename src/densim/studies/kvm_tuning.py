@@ -12,6 +12,15 @@ load *as studied beforehand*; automatic binding (numad-style) only sees VM sizes
 observed use afterwards. The score gain, the tile count and each step's contribution come out of
 the overhead, NUMA and queueing models; the tile's per-request work was fitted to 12 tuned tiles
 and the virtio-net host cost and TLB miss rates to the step sizes (notes in the catalog files).
+
+Role of each headline: the tuned tile count is a **calibration** (the tile's ``instructions_m`` were
+scaled so the tuned host carries 12 tiles); the default-to-tuned gain is a **calibration** too: the
+TLB/LLC miss rates and the virtio-net host cycles were fitted so the three steps land near the
+modelling guide's illustrative split (1.20 x 1.15 x 1.12), whose product *is* the published +54 %
+(guide §3.6.2 calls the split "a calibration target"). The automatic-binding share is a **target**:
+issue 6's acceptance bound (>= 0.8 of the manual gain), not a published figure. None of the three is
+a prediction. Node utilisation of every run is checked for saturation: the benchmark searches the
+largest tile count whose QoS holds, so its nodes run close to full by construction.
 """
 
 from __future__ import annotations
@@ -23,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from densim.atomic import write_json_atomic
-from densim.studies.base import Study, headline
+from densim.studies.base import Study, busy_check, headline
 
 SERVER = "ibm-x3650-m3-x5680"
 SOURCE = "seeds/003 (Theurer, IBM LTC, 2010): SPECvirt_sc2010 KVM 1169 @ 72 VMs; +54 % default to tuned"
@@ -105,12 +114,31 @@ def run_study(out_dir: Path | None, seed: int, include_newer: bool = True) -> di
     manual_gain = score("+node binding (manual)") - score("+SR-IOV")
     auto_gain = score("auto node binding") - score("+SR-IOV")
     auto_share = auto_gain / manual_gain if manual_gain > 0 else float("nan")
+    tuned_run = "+node binding (manual)"
     heads = [
-        headline("tiles, fully tuned (hugepages + SR-IOV + node binding)", 12, tuned["tiles"], tolerance=1, source=SOURCE, lower=11, upper=13, unit="tiles"),
-        headline("score gain, default to fully tuned", 1.54, score("+node binding (manual)") / base, tolerance=0.15, source=SOURCE, unit="x"),
+        headline("tiles, fully tuned (hugepages + SR-IOV + node binding)", 12, tuned["tiles"], tolerance=1, source=SOURCE, lower=11, upper=13,
+                 unit="tiles", role="calibration", fitted="tile.yaml instructions_m (one common scale, to 12 tuned tiles)",
+                 rests_on=(tuned_run,)),
+        headline("score gain, default to fully tuned", 1.54, score(tuned_run) / base, tolerance=0.15, source=SOURCE, unit="x",
+                 role="calibration",
+                 fitted="tile.yaml tlb_mpki_4k, llc_mpki; virtio-net host_cycles (catalog/virtualization.yaml): fitted to the "
+                        "guide's step split 1.20 x 1.15 x 1.12, whose product is the published +54 %",
+                 rests_on=("default", tuned_run)),
         headline("automatic node binding: share of the manual binding gain", 0.8, auto_share, tolerance=0.0, lower=0.8,
-                 source="issue 6 acceptance: automatic binding recovers >= 80 % of manual binding's gain", unit="share"),
+                 source="issue 6 acceptance: automatic binding recovers >= 80 % of manual binding's gain", unit="share",
+                 role="target", rests_on=("+SR-IOV", tuned_run, "auto node binding")),
     ]
+    busy = []
+    for key, _label, host in steps + alternatives:
+        doc = docs[key]
+        util = np.asarray(doc["result"]["node_utilisation"], dtype=float)
+        warm = int(doc["configuration"]["run"]["warmup_intervals"])
+        util = util[warm:] if util.ndim == 2 and util.shape[0] > warm else util
+        if util.size:
+            nodes = util.shape[-1]
+            names = [f"NUMA node {j}" for j in range(nodes)] if nodes > 1 else ["host CPU (unbound: one pool)"]
+            busy.append(busy_check(key, names, util, kind="host CPU node",
+                                   step_s=float(doc["configuration"]["run"]["interval"])))
     fig = {
         "data": [{"type": "bar", "x": [r["step"] for r in rows], "y": [r["score"] for r in rows],
                   "text": [f"{r['tiles_fractional']:.1f} tiles" for r in rows], "name": "score"}],
@@ -125,6 +153,7 @@ def run_study(out_dir: Path | None, seed: int, include_newer: bool = True) -> di
         "auto_vs_manual": {"manual_gain": manual_gain, "auto_gain": auto_gain, "auto_share": auto_share,
                            "auto_moves": docs["auto node binding"]["result"]["numa_moves"]},
         "figures": [fig],
+        "busy": busy,
     }
 
 
@@ -138,4 +167,5 @@ STUDY = Study(
     run=_run,
     source=SOURCE,
     tags=("virtualization", "numa", "benchmark"),
+    area="cpu-virtualization",
 )

@@ -9,6 +9,11 @@ Model: one VM (``oltp-sql`` profile) on a host whose memory for it is cut to ``L
 the three runs differ only in the swap device (catalog ``devices``). Two constants were fitted
 to the SSD and FC SAN points (the profile's access rate and the hypervisor's per-fault software
 time, see ``catalog/memory.yaml``); the SATA point is a prediction.
+
+Role of each headline: SSD and FC SAN are **calibration** (``fault_software_time`` of the
+vsphere-like model and the ``oltp-sql`` profile's ``access_rate_per_s`` were fitted to them);
+local SATA is a **prediction**. Swap-device utilisation of each run (and of the memory-limit sweep
+behind the figure) is checked for saturation.
 """
 
 from __future__ import annotations
@@ -23,12 +28,13 @@ from densim.models.devices import DeviceSpec
 from densim.models.workload_memory import MemoryWorkload, load_workload
 from densim.scenario.catalog import builtin_catalog
 from densim.scenario.memory import MemorySettings
-from densim.studies.base import Study, headline
+from densim.studies.base import Study, busy_check, headline
 
 GIB = M.GIB
 SOURCE = "C. Kumar (VMware), SSDs for SQL databases on vSphere hosts when memory is overcommitted, 2009 [S8]"
 VM_BYTES = 16 * GIB  # (E) configured memory of the SQL VM
 LIMIT_BYTES = 12 * GIB  # (E) memory left to it ("memory cut so that it swaps")
+FITTED = "vsphere-like fault_software_time and oltp-sql access_rate_per_s (fitted together, catalog/memory.yaml)"
 DEVICES = {"local SSD": ("intel-dc-s3710-400gb", 0.88), "FC SAN": ("fc-san-lun", 0.31), "local SATA": ("sata-7k2-2tb", 0.17)}
 
 
@@ -72,7 +78,7 @@ def throughput(
 
 def run(out_dir: Path, seed: int) -> dict[str, Any]:
     del out_dir
-    heads, rows = [], {}
+    heads, rows, busy = [], {}, []
     for label, (dev, published) in DEVICES.items():
         r = throughput(dev)
         x = float(r["throughput"][0])
@@ -84,20 +90,26 @@ def run(out_dir: Path, seed: int) -> dict[str, Any]:
             "faults_per_s": float(r["faults_per_s"][0]),
             "swapped_gib": float(r["swapped_gib"][0]),
         }
-        note = " (fitted point)" if label != "local SATA" else " (predicted)"
+        fitted = label != "local SATA"
+        note = " (fitted point)" if fitted else " (predicted)"
+        run_name = f"swap on {label}"
+        busy.append(busy_check(run_name, [dev], r["device_utilisation"][:1], kind="swap device"))
         heads.append(headline(f"throughput with swap on {label}, % of unconstrained{note}", 100 * published, 100 * x,
-                              tolerance=5.0, source=SOURCE, unit="%"))
+                              tolerance=5.0, source=SOURCE, unit="%", role="calibration" if fitted else "prediction",
+                              fitted=FITTED if fitted else None, rests_on=(run_name,)))
     # limit sweep for the figure
     limits = np.linspace(VM_BYTES * 0.5, VM_BYTES, 21)
     data = []
     for label, (dev, _) in DEVICES.items():
         r = throughput(dev, limit_bytes=limits)
+        busy.append(busy_check(f"sweep {label}", [f"{dev} at {lim / GIB:.1f} GiB limit" for lim in limits],
+                               r["device_utilisation"], kind="swap device"))
         data.append({"type": "scatter", "mode": "lines", "name": label, "x": (limits / GIB).tolist(),
                      "y": (100 * r["throughput"]).tolist()})
     fig = {"data": data, "layout": {"title": {"text": "SQL OLTP throughput vs memory left to the VM"},
                                      "xaxis": {"title": {"text": "memory limit (GiB)"}},
                                      "yaxis": {"title": {"text": "% of unconstrained throughput"}}}}
-    return {"study": "swap-device-sql", "seed": seed, "headline": heads, "figures": [fig], "runs": rows,
+    return {"study": "swap-device-sql", "seed": seed, "headline": heads, "figures": [fig], "runs": rows, "busy": busy,
             "inputs": {"vm_gib": VM_BYTES / GIB, "limit_gib": LIMIT_BYTES / GIB}}
 
 
@@ -107,4 +119,5 @@ STUDY = Study(
     run=run,
     source=SOURCE,
     tags=("memory",),
+    area="memory",
 )
