@@ -235,8 +235,10 @@ def part_issues(parts: dict[str, list[dict[str, Any]]]) -> list[tuple[str, str]]
             except ValidationError as exc:
                 loc, problem = validation_issues(exc)[0]
                 head = f"{kind} {entry['name']!r}"
-                if not problem.startswith(head):
-                    problem = f"{head}: {loc + ' ' if loc else ''}{problem}".replace(": required field is missing", " is required")
+                if problem == "required field is missing" and loc:
+                    problem = f"{head}: {loc} is required"
+                elif not problem.startswith(head):
+                    problem = f"{head}: {loc + ': ' if loc else ''}{problem}"
                 issues.append((where, problem))
     return issues
 
