@@ -62,12 +62,16 @@ class Catalog:
 
 def part_schemas() -> dict[str, tuple[str, type[BaseModel]]]:
     """Catalog section -> (kind of part, its one pydantic schema), for every part kind a model reads."""
+    from densim.bench.tiles import PlatformSpec
+    from densim.models.cost import BomPart
     from densim.models.devices import DeviceSpec
     from densim.models.fabric import NicSpec, SwitchSpec, TargetSpec, TransportSpec
     from densim.models.jobs import BatchProfile
     from densim.models.storage import ControllerSpec, EnclosureSpec, IoStack
     from densim.models.virtualization import ExitCosts, IoPath
+    from densim.models.workload_memory import MemoryWorkload
     from densim.scenario.hardware import CpuSpec, ServerSpec
+    from densim.scenario.memory import MemoryModelDefaults
 
     return {
         "devices": ("device", DeviceSpec),
@@ -83,6 +87,10 @@ def part_schemas() -> dict[str, tuple[str, type[BaseModel]]]:
         "batch_profiles": ("batch profile", BatchProfile),
         "virt_exit_costs": ("exit-cost set", ExitCosts),
         "virt_io_paths": ("I/O path", IoPath),
+        "virt_platforms": ("virtualization platform", PlatformSpec),
+        "bom_parts": ("priced part", BomPart),
+        "memory_models": ("memory model", MemoryModelDefaults),
+        "memory_workloads": ("memory workload", MemoryWorkload),
     }
 
 
