@@ -42,3 +42,14 @@ class ScenarioInvalid(InputError):
 
     def lines(self) -> list[str]:
         return [f"{self.source}:{w}: {p}" if w else f"{self.source}: {p}" for w, p in self.issues]
+
+
+class PartError(InputError):
+    """A catalog part (device, controller, target, ...) lacks a figure a model needs.
+
+    The message names the part and the field, e.g. ``device 'foo': seq_read is required by the
+    fabric model (give seq_read, or media_rate for an HDD)``.
+    """
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(None, "", problem)

@@ -25,7 +25,11 @@ def test_engine_summary_carries_the_jobs_result(engine_run):
     alone = run_fabric(sc)
     fab = res.summary["fabric"]
     assert [t["runtime_s"] for t in fab["tenants"]] == pytest.approx([t["runtime_s"] for t in alone.tenants], rel=1e-12)
-    assert fab["components"][0]["component"] == "jbof/drives"
+    # the example's JBOF holds 2 P4600 per server (16 for 8): the jobs stay CPU-bound, so the busiest
+    # component is a data-node VM's vCPUs; the pool has 2 drives per server
+    assert fab["components"][0]["kind"] == "vm-cpu"
+    drives = next(c for c in alone.components if c["component"] == "jbof/drives")
+    assert drives["capacity"] == 16
 
 
 def test_job_cpu_is_delivered_by_the_engine(engine_run):

@@ -109,7 +109,7 @@ def test_queue_depth_zero_names_the_field(tmp_path):
 
 
 def test_controller_without_ports_names_the_field(tmp_path):
-    parts = {"controllers": [{"name": "portless", "ports": 0, "max_iops": 100000}]}
+    parts = {"controllers": [{"name": "portless", "ports": 0, "max_iops": 100000, "bandwidth": "1 GB/s"}]}
     system = {"controllers": [{"name": "c", "model": "portless"}],
               "arrays": [{"name": "d", "device": "intel-dc-s3700-400gb", "drives": 4, "raid": "raid10", "controllers": "c"}]}
     lines = _lines(_io(tmp_path, system=system, parts=parts))

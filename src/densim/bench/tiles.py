@@ -24,12 +24,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from scipy import stats
 
 import densim
-from densim.errors import InputError
-from densim.models.cpu_power import (
-    package_power_w,
-    power_limited_frequency_mhz,
-    turbo_frequency_mhz,
-)
+from densim.errors import InputError, PartError
+from densim.models.cpu_power import package_power_w, power_limited_frequency_mhz, turbo_frequency_mhz
 from densim.models.devices import DeviceSpec, device_response_s
 from densim.models.numa import NumaSpec, costop_stretch, remote_fraction
 from densim.models.requests import (
@@ -208,7 +204,9 @@ class Bench:
             f_bins = turbo_frequency_mhz(k, self.cores, self.cpu.base_mhz, self.cpu.turbo_mhz, self.platform.all_core_turbo_mhz)
         else:
             f_bins = np.full_like(k, self.cpu.base_mhz)
-        f_pwr = power_limited_frequency_mhz(k, tdp_w=self.cpu.tdp_w or 1e9, base_mhz=self.cpu.base_mhz, uncore_w=pw.uncore_w,
+        if self.cpu.tdp_w is None:
+            raise PartError(f"CPU {self.cpu.name!r}: tdp is required by the bench power-limited clock model")
+        f_pwr = power_limited_frequency_mhz(k, tdp_w=self.cpu.tdp_w, base_mhz=self.cpu.base_mhz, uncore_w=pw.uncore_w,
                                             core_dynamic_w_at_base=pw.core_dynamic_w_at_base, core_leakage_w=pw.core_leakage_w,
                                             cores=self.cores, gated_core_w=pw.gated_core_w, power_gating=v.power.power_gating)
         # the clock never drops below base for power (base is the TDP-rated clock)

@@ -23,21 +23,24 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from densim.errors import PartError
 from densim.models.queueing import mmc_response_s
 from densim.units import Bytes, BytesPerSecond, PerSecond, PosSeconds, Seconds, Watts
 
 DeviceKind = Literal["hdd", "sata_ssd", "sas_ssd", "nvme_ssd", "san_lun", "dram", "other"]
 
 REF_BLOCK_BYTES = 4096.0  # datasheet IOPS and latencies are for 4 KiB random I/O
-DEFAULT_HDD_NCQ_GAIN = 1.6  # (E) modelling guide §4.5: 1.5-2x at QD32
 
 
 class DeviceSpec(BaseModel):
     """Datasheet figures of one block device (4 KiB random I/O unless stated).
 
     Either give ``read_latency``/``write_latency``/``read_iops``/``write_iops`` directly, or (for
-    ``kind: hdd``) the mechanics ``rpm`` and ``seek_read`` (+ ``seek_write``, ``media_rate``,
-    ``ncq_gain``) from which they are computed.
+    ``kind: hdd``) the mechanics ``rpm``, ``seek_read``, ``seek_write``, ``media_rate`` and
+    ``ncq_gain`` from which they (and the sequential rates) are computed by the validator. Optional
+    figures a model needs (``seq_read``/``seq_write`` for transfers larger than 4 KiB, power for the
+    power model) are read through :meth:`seq_bps` / :meth:`power_figures`, which raise an error
+    naming the part and the field when they are missing.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
@@ -55,8 +58,12 @@ class DeviceSpec(BaseModel):
     parallelism: float | None = Field(
         default=None, gt=0, description="internal parallel units; default IOPS x QD1 latency (Little's law)"
     )
-    seq_read_bps: BytesPerSecond | None = Field(default=None, alias="seq_read")
-    seq_write_bps: BytesPerSecond | None = Field(default=None, alias="seq_write")
+    seq_read_bps: BytesPerSecond | None = Field(
+        default=None, alias="seq_read", description="sequential read bandwidth; an HDD's defaults to its media_rate"
+    )
+    seq_write_bps: BytesPerSecond | None = Field(
+        default=None, alias="seq_write", description="sequential write bandwidth; an HDD's defaults to its media_rate"
+    )
     capacity_bytes: Bytes | None = Field(default=None, alias="capacity")
     idle_power_w: Watts | None = Field(default=None, alias="idle_power")
     active_power_w: Watts | None = Field(default=None, alias="active_power")
@@ -69,7 +76,8 @@ class DeviceSpec(BaseModel):
     media_bps: BytesPerSecond | None = Field(default=None, alias="media_rate", description="sustained media transfer rate (HDD)")
     overhead_s: Seconds = Field(default=0.0, alias="overhead", description="controller/command overhead per request")
     ncq_gain: float | None = Field(
-        default=None, ge=1.0, description="HDD throughput at queue depth 32 relative to depth 1 (NCQ/TCQ reordering)"
+        default=None, ge=1.0,
+        description="HDD throughput at queue depth 32 relative to depth 1 (NCQ/TCQ reordering; guide §4.5: 1.5-2x)"
     )
     max_queue_depth: int = Field(default=32, gt=0, description="device command queue depth (NCQ 32, SAS TCQ 64+, NVMe 64K)")
     # endurance and packaging
@@ -83,30 +91,73 @@ class DeviceSpec(BaseModel):
 
     @model_validator(mode="after")
     def _complete(self) -> "DeviceSpec":
+        """Derive every quantity a model reads, once, here (models never guess a missing figure).
+
+        * HDD mechanics (``rpm``, ``seek_read``, ``seek_write``, ``media_rate``, ``ncq_gain``, all
+          required together): QD1 latency ``t1 = seek + 30/rpm + 4096/media + overhead`` and
+          saturated IOPS ``ncq_gain / t1``, unless given.
+        * HDD sequential rates: ``seq_read = seq_write = media_rate`` unless given (the head streams
+          at the media rate once positioned).
+        """
+        who = f"device {self.name!r}"
         fill: dict[str, float] = {}
-        if self.rpm is not None and self.seek_read_s is not None:
+        mech = {"rpm": self.rpm, "seek_read": self.seek_read_s, "seek_write": self.seek_write_s,
+                "media_rate": self.media_bps, "ncq_gain": self.ncq_gain}
+        if self.rpm is not None or self.seek_read_s is not None:
+            for alias, v in mech.items():
+                if v is None:
+                    raise ValueError(f"{who}: {alias} is required for a drive given by its mechanics "
+                                     f"(give rpm, seek_read, seek_write, media_rate and ncq_gain)")
             rot = 30.0 / self.rpm  # half a revolution on average
-            xfer = REF_BLOCK_BYTES / self.media_bps if self.media_bps else 0.0
+            xfer = REF_BLOCK_BYTES / self.media_bps
             t_r = self.seek_read_s + rot + xfer + self.overhead_s
-            t_w = (self.seek_write_s or self.seek_read_s) + rot + xfer + self.overhead_s
-            gain = self.ncq_gain if self.ncq_gain is not None else DEFAULT_HDD_NCQ_GAIN
+            t_w = self.seek_write_s + rot + xfer + self.overhead_s
             if self.read_latency_s is None:
                 fill["read_latency_s"] = t_r
             if self.write_latency_s is None:
                 fill["write_latency_s"] = t_w
             if self.read_iops is None:
-                fill["read_iops"] = gain / t_r
+                fill["read_iops"] = self.ncq_gain / t_r
             if self.write_iops is None:
-                fill["write_iops"] = gain / t_w
+                fill["write_iops"] = self.ncq_gain / t_w
+        if self.kind == "hdd" and self.media_bps is not None:
+            if self.seq_read_bps is None:
+                fill["seq_read_bps"] = self.media_bps
+            if self.seq_write_bps is None:
+                fill["seq_write_bps"] = self.media_bps
         for k, v in fill.items():
             object.__setattr__(self, k, float(v))
-        missing = [a for a, f in (("read_latency", "read_latency_s"), ("write_latency", "write_latency_s"),
-                                  ("read_iops", "read_iops"), ("write_iops", "write_iops")) if getattr(self, f) is None]
-        if missing:
-            raise ValueError(f"missing {', '.join(missing)} (give them, or for an HDD 'rpm' and 'seek_read')")
-        if self.idle_power_w is not None and self.active_power_w is not None and self.active_power_w < self.idle_power_w:
-            raise ValueError("active_power must be >= idle_power")
+        for alias, f in (("read_latency", "read_latency_s"), ("write_latency", "write_latency_s"),
+                         ("read_iops", "read_iops"), ("write_iops", "write_iops")):
+            if getattr(self, f) is None:
+                raise ValueError(f"{who}: {alias} is required (give it, or for an HDD its mechanics: "
+                                 f"rpm, seek_read, seek_write, media_rate, ncq_gain)")
+        if (self.idle_power_w is None) != (self.active_power_w is None):
+            missing = "idle_power" if self.idle_power_w is None else "active_power"
+            raise ValueError(f"{who}: {missing} is required when the other power figure is given")
+        if self.idle_power_w is not None and self.active_power_w < self.idle_power_w:
+            raise ValueError(f"{who}: active_power must be >= idle_power")
         return self
+
+    def seq_bps(self, write: bool, model: str) -> float:
+        """Sequential bandwidth (B/s) for reads or writes; an error naming the part when not given."""
+        bw = self.seq_write_bps if write else self.seq_read_bps
+        if bw is None:
+            f = "seq_write" if write else "seq_read"
+            raise PartError(f"device {self.name!r}: {f} is required by the {model} (give {f}, or media_rate for an HDD)")
+        return float(bw)
+
+    def capacity(self, model: str) -> float:
+        """Capacity in bytes; an error naming the part when not given."""
+        if self.capacity_bytes is None:
+            raise PartError(f"device {self.name!r}: capacity is required by the {model}")
+        return float(self.capacity_bytes)
+
+    def power_figures(self, model: str) -> tuple[float, float]:
+        """``(idle_w, active_w)``; an error naming the part when the datasheet power is not given."""
+        if self.idle_power_w is None:
+            raise PartError(f"device {self.name!r}: idle_power and active_power are required by the {model}")
+        return float(self.idle_power_w), float(self.active_power_w)
 
     def servers(self, read_fraction: float = 1.0) -> float:
         """Effective number of parallel servers for a read/write mix."""
@@ -194,21 +245,21 @@ def block_service(dev: DeviceSpec, block_bytes: float = REF_BLOCK_BYTES, read_fr
     """
     p = float(read_fraction)
     extra = max(float(block_bytes) - REF_BLOCK_BYTES, 0.0)
-    bw_r = dev.seq_read_bps or dev.media_bps
-    bw_w = dev.seq_write_bps or dev.media_bps or bw_r
+    needs_bw = sequential or extra > 0.0  # 4 KiB random I/O is the datasheet point itself
 
-    def per_op(lat: float, iops: float, bw: float | None) -> tuple[float, float]:
-        if sequential and bw:
+    def per_op(lat: float, iops: float, write: bool) -> tuple[float, float]:
+        if not needs_bw:
+            return lat, iops
+        bw = dev.seq_bps(write, "block-device model")
+        if sequential:
             if dev.kind == "hdd":
                 t = float(block_bytes) / bw + dev.overhead_s
                 return t, 1.0 / t
             return lat + extra / bw, bw / float(block_bytes)
-        t = lat + (extra / bw if bw else 0.0)
-        inv = 1.0 / iops + (extra / bw if bw else 0.0)
-        return t, 1.0 / inv
+        return lat + extra / bw, 1.0 / (1.0 / iops + extra / bw)
 
-    tr, cr = per_op(dev.read_latency_s, dev.read_iops, bw_r)
-    tw, cw = per_op(dev.write_latency_s, dev.write_iops, bw_w)
+    tr, cr = per_op(dev.read_latency_s, dev.read_iops, False)
+    tw, cw = per_op(dev.write_latency_s, dev.write_iops, True)
     t1 = float(mix_service_s(tr, tw, p))
     cap = float(mix_iops(cr, cw, p))
     servers = float(dev.parallelism) if dev.parallelism is not None else max(1.0, cap * t1)
@@ -216,10 +267,9 @@ def block_service(dev: DeviceSpec, block_bytes: float = REF_BLOCK_BYTES, read_fr
 
 
 def device_power_w(dev: DeviceSpec, utilisation):
-    """Linear power between idle and active by busy share (vectorised; 0 W when not given)."""
+    """Linear power between idle and active by busy share (vectorised; the part must give both)."""
     u = np.clip(np.asarray(utilisation, float), 0.0, 1.0)
-    idle = dev.idle_power_w if dev.idle_power_w is not None else (dev.active_power_w or 0.0)
-    active = dev.active_power_w if dev.active_power_w is not None else idle
+    idle, active = dev.power_figures("device power model")
     return idle + (active - idle) * u
 
 

@@ -40,8 +40,9 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from densim.errors import PartError
 from densim.models.devices import DeviceSpec
 from densim.units import Bytes, BytesPerSecond, PerSecond, Seconds
 
@@ -60,13 +61,13 @@ class NicSpec(BaseModel):
     kind: Literal["ethernet", "rdma", "nvmeof-hba", "fc-hba"]
     ports: int = Field(default=1, gt=0)
     port_speed_bps: BytesPerSecond = Field(alias="port_speed", gt=0)
-    host_bus_bps: BytesPerSecond | None = Field(default=None, alias="host_bus", description="PCIe slot limit")
+    host_bus_bps: BytesPerSecond = Field(alias="host_bus", gt=0, description="PCIe slot limit (both ports together)")
     source: str = ""
 
     @property
     def bandwidth_bps(self) -> float:
-        bw = self.ports * self.port_speed_bps
-        return min(bw, self.host_bus_bps) if self.host_bus_bps else bw
+        """``min(ports x port_speed, host_bus)``."""
+        return min(self.ports * self.port_speed_bps, self.host_bus_bps)
 
 
 class SwitchSpec(BaseModel):
@@ -110,9 +111,47 @@ class TargetSpec(BaseModel):
     cache_bytes: Bytes = Field(default=0.0, alias="cache", description="write-back cache per controller")
     protection: Literal["none", "raid0", "raid1", "raid10", "raid5", "raid6"] = "none"
     device: str = Field(description="name of a device in the catalog 'devices' section")
-    device_count: int = Field(gt=0)
+    device_count: int | None = Field(
+        default=None, gt=0, description="drives in the target (or give drives_per_server instead)"
+    )
+    drives_per_server: int | None = Field(
+        default=None, gt=0,
+        description="drives populated per server attached to the pool (the target is sized by the servers using it)",
+    )
+    bays: int | None = Field(default=None, gt=0, description="drive bays of the enclosure; the populated drives must fit")
     switch: str | None = Field(default=None, description="switch in front of the target ports")
     source: str = ""
+
+    @model_validator(mode="after")
+    def _sizing(self) -> "TargetSpec":
+        if (self.device_count is None) == (self.drives_per_server is None):
+            raise ValueError(f"storage target {self.name!r}: give exactly one of device_count and drives_per_server")
+        if self.device_count is not None and self.bays is not None and self.device_count > self.bays:
+            raise ValueError(f"storage target {self.name!r}: device_count {self.device_count} exceeds its {self.bays} bays")
+        return self
+
+    def sized_for(self, servers: int) -> "TargetSpec":
+        """This target populated for ``servers`` attached servers (``drives_per_server`` each).
+
+        A target with a fixed ``device_count`` is returned unchanged.
+        """
+        if self.device_count is not None:
+            return self
+        n = self.drives_per_server * int(servers)
+        if n <= 0:
+            raise PartError(f"storage target {self.name!r}: sized per server but no server uses it")
+        if self.bays is not None and n > self.bays:
+            raise PartError(f"storage target {self.name!r}: {servers} servers x {self.drives_per_server} drives = {n} "
+                            f"exceed its {self.bays} bays")
+        return self.model_copy(update={"device_count": n})
+
+    @property
+    def drives(self) -> int:
+        """Populated drives (after :meth:`sized_for` for a per-server target)."""
+        if self.device_count is None:
+            raise PartError(f"storage target {self.name!r}: drive count unknown until the target is sized for "
+                            f"its servers ({self.drives_per_server} per server)")
+        return int(self.device_count)
 
     @property
     def write_penalty(self) -> float:
@@ -120,16 +159,18 @@ class TargetSpec(BaseModel):
 
     @property
     def usable_fraction(self) -> float:
-        n = self.device_count
+        n = self.drives
         return {"raid1": 0.5, "raid10": 0.5, "raid5": (n - 1) / n, "raid6": max(n - 2, 0) / n}.get(self.protection, 1.0)
 
 
 def drive_s_per_byte(dev: DeviceSpec, io_bytes: float, write: bool) -> float:
-    """Seconds one drive is busy per byte of ``io_bytes``-sized I/O (see module docstring)."""
+    """Seconds one drive is busy per byte of ``io_bytes``-sized I/O (see module docstring).
+
+    Needs the device's sequential rate (``seq_read``/``seq_write``; an HDD's comes from its media
+    rate, :class:`DeviceSpec`): an error names the part when it is missing.
+    """
     iops = dev.write_iops if write else dev.read_iops
-    bw = dev.seq_write_bps if write else dev.seq_read_bps
-    if bw is None:
-        bw = iops * 4096.0
+    bw = dev.seq_bps(write, "fabric model")
     if dev.kind == "hdd":
         return (1.0 / iops + io_bytes / bw) / io_bytes
     return max(1.0 / bw, 1.0 / (iops * io_bytes))
@@ -138,10 +179,13 @@ def drive_s_per_byte(dev: DeviceSpec, io_bytes: float, write: bool) -> float:
 def drive_service_s(dev: DeviceSpec, io_bytes: float, write: bool) -> float:
     """Unloaded time of one ``io_bytes`` I/O on one drive: QD1 access latency + transfer."""
     lat = dev.write_latency_s if write else dev.read_latency_s
-    bw = dev.seq_write_bps if write else dev.seq_read_bps
-    if bw is None:
-        bw = (dev.write_iops if write else dev.read_iops) * 4096.0
-    return lat + io_bytes / bw
+    return lat + io_bytes / dev.seq_bps(write, "fabric model")
+
+
+def check_fabric_device(dev: DeviceSpec) -> None:
+    """Raise :class:`densim.errors.PartError` if ``dev`` lacks a figure the fabric model reads."""
+    for write in (False, True):
+        dev.seq_bps(write, "fabric model")
 
 
 class Components:
@@ -241,7 +285,7 @@ def remote_path(
     port_in = comps.add(f"{pool}/target-ports-in", "target-ports", n_ports * target.port_speed_bps, n_ports)
     ctl_bw = comps.add(f"{pool}/controller-bandwidth", "controller", target.controllers * target.controller_bandwidth_bps, target.controllers)
     ctl_io = comps.add(f"{pool}/controller-iops", "controller", target.controllers * target.controller_iops, target.controllers)
-    drives = comps.add(f"{pool}/drives", "drives", target.device_count, target.device_count)
+    drives = comps.add(f"{pool}/drives", "drives", target.drives, target.drives)
     port_one = min(nic.port_speed_bps, target.port_speed_bps)
     for load, service, rx_tx, port, write in (
         (p.read_load, p.read_service, nic_rx, port_out, False),
@@ -272,6 +316,4 @@ def remote_path(
 
 def pool_usable_bytes(target: TargetSpec, device: DeviceSpec) -> float:
     """Capacity a pool offers to volumes after protection (RAID 1/10 halve it)."""
-    if device.capacity_bytes is None:
-        return float("inf")
-    return target.device_count * device.capacity_bytes * target.usable_fraction
+    return target.drives * device.capacity("fabric model") * target.usable_fraction

@@ -43,6 +43,7 @@ from densim.models.fabric import (
     SwitchSpec,
     TargetSpec,
     TransportSpec,
+    check_fabric_device,
     local_path,
     pool_usable_bytes,
     remote_path,
@@ -552,7 +553,10 @@ def build_system(sc, catalog=None, *, source: str = "scenario") -> JobSystem:
     """
     from densim.errors import InputError
     from densim.scenario.catalog import CatalogError
-    from densim.scenario.io import catalog_for, resolve_servers
+    from pydantic import ValidationError
+
+    from densim.errors import PartError
+    from densim.scenario.io import catalog_for, resolve_servers, validation_issues
 
     fab = sc.fabric
     catalog = catalog or catalog_for(sc)
@@ -562,6 +566,8 @@ def build_system(sc, catalog=None, *, source: str = "scenario") -> JobSystem:
             return catalog.get(section, name, model)
         except CatalogError as exc:
             raise InputError(source, where, str(exc).strip("'\"")) from None
+        except ValidationError as exc:
+            raise InputError(source, where, validation_issues(exc)[0][1]) from None
 
     comps = Components()
     hosts: list[HostInfo] = []
@@ -578,16 +584,40 @@ def build_system(sc, catalog=None, *, source: str = "scenario") -> JobSystem:
     vm_groups = {v.name: v for v in sc.vms}
     pools = {p.name: p for p in fab.pools}
     pool_specs: dict[str, tuple[TargetSpec, DeviceSpec, SwitchSpec | None]] = {}
+    # servers attached to each pool: a target sized per server is populated for them
+    pool_servers: dict[str, set[int]] = defaultdict(set)
+    for ten in fab.tenants:
+        if ten.storage != "local" and ten.hosts in group_hosts:
+            pool_servers[ten.storage].update(group_hosts[ten.hosts])
     for i, p in enumerate(fab.pools):
-        tgt = get("storage_targets", p.target, TargetSpec, f"fabric.pools[{i}].target")
-        upd = {k: v for k, v in (("device", p.device), ("device_count", p.device_count), ("switch", p.switch)) if v is not None}
-        tgt = tgt.model_copy(update=upd)
-        dev = get("devices", tgt.device, DeviceSpec, f"fabric.pools[{i}].device")
-        sw = get("switches", tgt.switch, SwitchSpec, f"fabric.pools[{i}].switch") if tgt.switch else None
+        where = f"fabric.pools[{i}]"
+        tgt = get("storage_targets", p.target, TargetSpec, f"{where}.target")
+        upd = {k: v for k, v in (("device", p.device), ("switch", p.switch)) if v is not None}
+        if p.device_count is not None:
+            upd.update(device_count=p.device_count, drives_per_server=None)
+        elif p.drives_per_server is not None:
+            upd.update(device_count=None, drives_per_server=p.drives_per_server)
+        try:
+            tgt = TargetSpec.model_validate({**tgt.model_dump(), **upd}).sized_for(len(pool_servers[p.name]))
+        except PartError as exc:
+            raise InputError(source, where, exc.problem) from None
+        except ValidationError as exc:
+            raise InputError(source, where, validation_issues(exc)[0][1]) from None
+        dev = get("devices", tgt.device, DeviceSpec, f"{where}.device")
+        try:
+            check_fabric_device(dev)
+        except PartError as exc:
+            raise InputError(source, f"{where}.device", exc.problem) from None
+        sw = get("switches", tgt.switch, SwitchSpec, f"{where}.switch") if tgt.switch else None
         pool_specs[p.name] = (tgt, dev, sw)
     local_dev = None
     if fab.local_storage is not None:
         local_dev = get("devices", fab.local_storage.device, DeviceSpec, "fabric.local_storage.device")
+        try:
+            check_fabric_device(local_dev)
+            local_dev.capacity("fabric model")
+        except PartError as exc:
+            raise InputError(source, "fabric.local_storage.device", exc.problem) from None
 
     tenants: list[TenantInfo] = []
     flows: list[Flow] = []
@@ -622,8 +652,9 @@ def build_system(sc, catalog=None, *, source: str = "scenario") -> JobSystem:
                     raise InputError(source, f"{where}.transport", f"local storage needs a local transport, not {transport.name!r}")
                 path = local_path(comps, host.name, local_dev, fab.local_storage.count, transport, prof.io_size_bytes)
                 host_used[h] += vph * vol_bytes
-                if local_dev.capacity_bytes and host_used[h] > fab.local_storage.count * local_dev.capacity_bytes * (1 + 1e-9):
-                    raise InputError(source, f"{where}.volumes", f"volumes need {host_used[h] / 1e9:.0f} GB on {host.name}, local drives hold {fab.local_storage.count * local_dev.capacity_bytes / 1e9:.0f} GB")
+                local_bytes = fab.local_storage.count * local_dev.capacity("fabric model")
+                if host_used[h] > local_bytes * (1 + 1e-9):
+                    raise InputError(source, f"{where}.volumes", f"volumes need {host_used[h] / 1e9:.0f} GB on {host.name}, local drives hold {local_bytes / 1e9:.0f} GB")
             else:
                 if not transport.remote:
                     raise InputError(source, f"{where}.transport", f"pool {ten.storage!r} is remote; {transport.name!r} is a local transport")

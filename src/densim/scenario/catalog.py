@@ -60,6 +60,40 @@ class Catalog:
         return str(name).lower() in self._sections.get(section, {})
 
 
+def part_schemas() -> dict[str, tuple[str, type[BaseModel]]]:
+    """Catalog section -> (kind of part, its one pydantic schema), for every part kind a model reads."""
+    from densim.bench.tiles import PlatformSpec
+    from densim.models.cost import BomPart
+    from densim.models.devices import DeviceSpec
+    from densim.models.fabric import NicSpec, SwitchSpec, TargetSpec, TransportSpec
+    from densim.models.jobs import BatchProfile
+    from densim.models.storage import ControllerSpec, EnclosureSpec, IoStack
+    from densim.models.virtualization import ExitCosts, IoPath
+    from densim.models.workload_memory import MemoryWorkload
+    from densim.scenario.hardware import CpuSpec, ServerSpec
+    from densim.scenario.memory import MemoryModelDefaults
+
+    return {
+        "devices": ("device", DeviceSpec),
+        "controllers": ("controller", ControllerSpec),
+        "enclosures": ("enclosure", EnclosureSpec),
+        "io_stacks": ("I/O stack", IoStack),
+        "nics": ("NIC", NicSpec),
+        "switches": ("switch", SwitchSpec),
+        "transports": ("transport", TransportSpec),
+        "storage_targets": ("storage target", TargetSpec),
+        "cpus": ("CPU", CpuSpec),
+        "servers": ("server", ServerSpec),
+        "batch_profiles": ("batch profile", BatchProfile),
+        "virt_exit_costs": ("exit-cost set", ExitCosts),
+        "virt_io_paths": ("I/O path", IoPath),
+        "virt_platforms": ("virtualization platform", PlatformSpec),
+        "bom_parts": ("priced part", BomPart),
+        "memory_models": ("memory model", MemoryModelDefaults),
+        "memory_workloads": ("memory workload", MemoryWorkload),
+    }
+
+
 def _load_yaml_sections(text: str, origin: str) -> dict[str, list[dict[str, Any]]]:
     data = yaml.safe_load(text) or {}
     if not isinstance(data, dict):

@@ -8,7 +8,7 @@
       model: fluid
       local_storage: {device: intel-dc-p4600-1.6tb, count: 2}
       pools:
-        - {name: jbof, target: nvmeof-jbof-8x-p4600}
+        - {name: jbof, target: nvmeof-jbof-32bay-p4600}   # 2 P4600 per attached server
       tenants:
         - name: tenant-a
           hosts: cluster-a          # a cluster.hosts group (by name)
@@ -41,19 +41,32 @@ class LocalStorage(BaseModel):
 
 
 class PoolSettings(BaseModel):
-    """A shared storage pool on a catalog storage target; device fields override the target's."""
+    """A shared storage pool on a catalog storage target; device fields override the target's.
+
+    A target sized per server (``drives_per_server``) is populated for every host of the tenants
+    that use the pool.
+    """
 
     model_config = _CFG
 
     name: str
     target: str = Field(description="catalog 'storage_targets' entry")
     device: str | None = None
-    device_count: int | None = Field(default=None, gt=0)
+    device_count: int | None = Field(default=None, gt=0, description="fixed drive count (overrides the target's sizing)")
+    drives_per_server: int | None = Field(
+        default=None, gt=0, description="drives per attached server (overrides the target's sizing)"
+    )
     switch: str | None = Field(default=None, description="switch in front of the target (default: the target's)")
     provisioning: Literal["thin", "thick"] = Field(
         default="thin",
         description="thick: the tenants' volume sizes must fit; thin: the bytes their jobs store must fit",
     )
+
+    @model_validator(mode="after")
+    def _one_sizing(self) -> "PoolSettings":
+        if self.device_count is not None and self.drives_per_server is not None:
+            raise ValueError(f"pool {self.name!r}: give device_count or drives_per_server, not both")
+        return self
 
 
 class TenantSettings(BaseModel):

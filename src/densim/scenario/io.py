@@ -194,10 +194,95 @@ def resolve_servers(sc: Scenario, catalog: Catalog | None = None) -> list[tuple[
     return out
 
 
-def semantic_issues(sc: Scenario) -> list[tuple[str, str]]:
-    """Cross-reference checks pydantic cannot do: catalog names exist, trace paths exist."""
+def part_issues(parts: dict[str, list[dict[str, Any]]]) -> list[tuple[str, str]]:
+    """Every problem of a scenario's own ``parts``, each validated with its part kind's schema.
+
+    One issue per part: ``(parts.devices[0].read_latency, "device 'foo': ...")``.
+    """
+    from densim.scenario.catalog import part_schemas
+
+    schemas = part_schemas()
     issues: list[tuple[str, str]] = []
+    for section, entries in (parts or {}).items():
+        if section not in schemas or not isinstance(entries, list):
+            continue
+        kind, model = schemas[section]
+        for i, entry in enumerate(entries):
+            where = f"parts.{section}[{i}]"
+            if not isinstance(entry, dict) or not entry.get("name"):
+                issues.append((f"{where}.name", "every part needs a name"))
+                continue
+            try:
+                model.model_validate(entry)
+            except ValidationError as exc:
+                loc, problem = validation_issues(exc)[0]
+                head = f"{kind} {entry['name']!r}"
+                if problem == "required field is missing" and loc:
+                    problem = f"{head}: {loc} is required"
+                elif not problem.startswith(head):
+                    problem = f"{head}: {loc + ': ' if loc else ''}{problem}"
+                issues.append((where, problem))
+    return issues
+
+
+def model_part_issues(sc: Scenario, catalog: Catalog) -> list[tuple[str, str]]:
+    """Parts a switched-on model will read, checked for the fields that model needs."""
+    from densim.errors import PartError
+    from densim.models.devices import DeviceSpec, block_service
+    from densim.models.fabric import TargetSpec, check_fabric_device
+
+    issues: list[tuple[str, str]] = []
+
+    def device(name: str, where: str) -> DeviceSpec | None:
+        try:
+            return catalog.get("devices", name, DeviceSpec)
+        except (CatalogError, ValidationError):
+            return None  # reported as an unknown name or an invalid part elsewhere
+
+    fab = sc.fabric
+    if fab.model != "none":
+        for i, p in enumerate(fab.pools):
+            dev_name = p.device
+            if dev_name is None:
+                try:
+                    dev_name = catalog.get("storage_targets", p.target, TargetSpec).device
+                except (CatalogError, ValidationError) as exc:
+                    issues.append((f"fabric.pools[{i}].target", str(exc).splitlines()[0].strip("'\"")))
+                    continue
+            dev = device(dev_name, f"fabric.pools[{i}].device")
+            try:
+                if dev is not None:
+                    check_fabric_device(dev)
+            except PartError as exc:
+                issues.append((f"fabric.pools[{i}].device", exc.problem))
+        if fab.local_storage is not None:
+            dev = device(fab.local_storage.device, "fabric.local_storage.device")
+            try:
+                if dev is not None:
+                    check_fabric_device(dev)
+                    dev.capacity("fabric model")
+            except PartError as exc:
+                issues.append(("fabric.local_storage.device", exc.problem))
+    st = sc.storage
+    if st.model != "none":
+        for i, ds in enumerate(st.datastores):
+            dev = device(ds.device, f"storage.datastores[{i}].device")
+            try:
+                if dev is not None:
+                    block_service(dev, st.block_size_bytes, 1.0)
+                    block_service(dev, st.block_size_bytes, 0.0)
+            except PartError as exc:
+                issues.append((f"storage.datastores[{i}].device", exc.problem))
+    return issues
+
+
+def semantic_issues(sc: Scenario) -> list[tuple[str, str]]:
+    """Cross-reference checks pydantic cannot do: parts are complete, catalog names exist, trace paths exist."""
+    issues: list[tuple[str, str]] = part_issues(sc.parts.model_dump(by_alias=True, exclude_none=True))
+    if issues:
+        return issues
     catalog = catalog_for(sc)
+    issues += model_part_issues(sc, catalog)
     for i, g in enumerate(sc.cluster.hosts):
         where = f"cluster.hosts[{i}]"
         if g.server is not None and ("servers", g.server) not in catalog:

@@ -35,8 +35,8 @@ SOURCE = "Issue 5 reference run (local NVMe, Spark Terasort 1 TB on 4 x 2S Xeon 
 # storage variant -> (pool target or None for local, transport, storage adapter)
 VARIANTS: dict[str, tuple[str | None, str, str | None]] = {
     "local": (None, "local-nvme", None),
-    "nvmeof-rdma": ("nvmeof-jbof-8x-p4600", "nvmeof-rdma", "connectx-4-2x40g-roce"),
-    "nvmeof-hw-adapter": ("nvmeof-jbof-8x-p4600", "nvmeof-hw", "nvmeof-hba-2x40g"),
+    "nvmeof-rdma": ("nvmeof-jbof-32bay-p4600", "nvmeof-rdma", "connectx-4-2x40g-roce"),
+    "nvmeof-hw-adapter": ("nvmeof-jbof-32bay-p4600", "nvmeof-hw", "nvmeof-hba-2x40g"),
     "iscsi-hdd": ("iscsi-san-64x-10k", "iscsi", "x710-da2-2x10g"),
 }
 JOB = "spark-terasort-1tb"

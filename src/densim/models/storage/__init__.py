@@ -34,9 +34,10 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from scipy import stats
 
+from densim.errors import PartError
 from densim.models.devices import REF_BLOCK_BYTES, DeviceSpec, block_service, device_power_w
 from densim.models.queueing import erlang_c, ggc_wait_s, mva
 from densim.units import BytesPerSecond, PerSecond, Seconds, Watts
@@ -121,7 +122,7 @@ class ControllerSpec(BaseModel):
         default=None, gt=0, description="drives it can address (more than ports behind expanders); default: ports"
     )
     max_iops: PerSecond = Field(gt=0, description="I/O processor cap, small random I/Os per second")
-    bandwidth_bps: BytesPerSecond | None = Field(default=None, alias="bandwidth", description="throughput cap")
+    bandwidth_bps: BytesPerSecond = Field(alias="bandwidth", gt=0, description="throughput cap")
     latency_s: Seconds = Field(default=0.0, alias="latency", description="added per-I/O latency (firmware path)")
     pcie_gen: int = Field(default=2, ge=1, le=5)
     pcie_lanes: int = Field(default=8, gt=0)
@@ -131,9 +132,15 @@ class ControllerSpec(BaseModel):
     source: str = ""
     notes: str = ""
 
+    @model_validator(mode="after")
+    def _complete(self) -> "ControllerSpec":
+        if self.max_devices is None:  # direct-attach: one drive per port
+            object.__setattr__(self, "max_devices", self.ports)
+        return self
+
     @property
     def devices_limit(self) -> int:
-        return self.max_devices or self.ports
+        return int(self.max_devices)
 
     @property
     def link_bps(self) -> float:
@@ -199,7 +206,7 @@ class ArrayUnit:
 
     @property
     def usable_bytes(self) -> float:
-        return raid_usable_bytes(self.raid, self.drives, self.device.capacity_bytes or 0.0)
+        return raid_usable_bytes(self.raid, self.drives, self.device.capacity("storage model"))
 
 
 @dataclass(frozen=True)
@@ -342,7 +349,7 @@ def build_stations(arrays: list[ArrayUnit], cpu: HostCpuIo | None, pattern: IoPa
                 f"controller group {key!r}: {drives} drives exceed {n} x {ctl.name} "
                 f"({ctl.devices_limit} drives each; ports {ctl.ports})"
             )
-        s_ctl = max(1.0 / ctl.max_iops, b / ctl.bandwidth_bps if ctl.bandwidth_bps else 0.0) + ctl.latency_s
+        s_ctl = max(1.0 / ctl.max_iops, b / ctl.bandwidth_bps) + ctl.latency_s
         s_link = b / ctl.link_bps
         for j in range(n):
             stations.append(Station(f"{key}/{ctl.name}#{j + 1}", "controller", key, be_ios / n, s_ctl, 1.0))
@@ -493,13 +500,23 @@ def arrays_power_w(arrays: list[ArrayUnit], result: IoResult | None) -> float:
 
 
 def server_power_w(points_w: list[float] | None, idle_w: float | None, peak_w: float | None, utilisation: float) -> float:
-    """Server power at CPU ``utilisation``: SPECpower 11-point table interpolation, else linear."""
+    """Server power at CPU ``utilisation``: SPECpower 11-point table interpolation, else linear.
+
+    A server with neither a table nor idle and peak power is an error (no silent 0 W).
+    """
     u = min(max(float(utilisation), 0.0), 1.0)
     if points_w:
         return float(np.interp(u, np.linspace(0, 1, len(points_w)), points_w))
     if idle_w is None or peak_w is None:
-        return 0.0
+        raise PartError("server power: the storage model needs power 'points' or both 'idle' and 'peak'")
     return float(idle_w + (peak_w - idle_w) * u)
+
+
+def part_price_usd(part, what: str) -> float:
+    """``part.price_usd``; an error naming the part when the catalog entry has no price."""
+    if part.price_usd is None:
+        raise PartError(f"{what} {part.name!r}: price_usd is required by the storage sizing model")
+    return float(part.price_usd)
 
 
 def host_ios_per_io(arrays: list[ArrayUnit], read_fraction: float) -> float:
@@ -551,5 +568,6 @@ __all__ = [
     "arrays_power_w",
     "server_power_w",
     "host_ios_per_io",
+    "part_price_usd",
     "endurance_check",
 ]

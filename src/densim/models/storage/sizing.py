@@ -38,6 +38,7 @@ from densim.models.storage import (
     arrays_power_w,
     build_stations,
     host_ios_per_io,
+    part_price_usd,
     raid_usable_bytes,
     solve_open,
 )
@@ -123,7 +124,7 @@ def evaluate(
     enclosure: EnclosureSpec | None,
 ) -> tuple[bool, Candidate | None]:
     """Whether one configuration meets ``target``, and its figures."""
-    usable = raid_usable_bytes(raid, drives, device.capacity_bytes or 0.0)
+    usable = raid_usable_bytes(raid, drives, device.capacity("storage sizing model"))
     if usable < target.capacity_bytes:
         return False, None
     extra = max(0, drives - costs.server_bays)
@@ -155,9 +156,9 @@ def evaluate(
         lat = res.mean_latency_s if target.latency_metric == "mean" else res.p99_latency_s
         ok = lat <= target.max_latency_s
     worst = max(res.stations, key=lambda s: s.utilisation)
-    dev_cost = drives * (device.price_usd or 0.0)
-    ctl_cost = controllers * (controller.price_usd or 0.0) if controller else 0.0
-    encl_cost = n_encl * (enclosure.price_usd or 0.0) if n_encl else 0.0
+    dev_cost = drives * part_price_usd(device, "device")
+    ctl_cost = controllers * part_price_usd(controller, "controller") if controller else 0.0
+    encl_cost = n_encl * part_price_usd(enclosure, "enclosure") if n_encl else 0.0
     srv_cost = costs.server_base_usd + cores * costs.per_core_usd
     power = (arrays_power_w([arr], res) + (n_encl * enclosure.power_w if n_encl else 0.0)
              + costs.server_power_w + cores * costs.per_core_power_w)
