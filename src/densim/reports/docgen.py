@@ -18,6 +18,7 @@ def _registries_md() -> str:
     import densim.models.power  # noqa: F401
     import densim.placement  # noqa: F401
     import densim.placement.prefabs  # noqa: F401  (placement filters, weighers and prefab policies)
+    import densim.sweep.runners  # noqa: F401  (sweep runners)
     import densim.workloads.readers  # noqa: F401
     from densim.registry import Registry
 
@@ -27,6 +28,8 @@ def _registries_md() -> str:
     for kind, reg in sorted(Registry.all().items()):
         lines += [f"## {kind}", "", f"Default: `{reg.default}`" if reg.default else "No default.", "", "| name | description | source |", "|---|---|---|"]
         for e in reg:
+            if e.source.startswith("entry point "):
+                continue  # installed plug-ins are not densim's own reference
             lines.append(f"| `{e.name}` | {e.description} | {e.source} |")
         lines.append("")
     return "\n".join(lines)
