@@ -192,7 +192,8 @@ class StorageStage(BaseStage):
 
 
 @STAGES.register("storage", description="per-VM disk I/O on datastores (open queueing per step)",
-                 source="modelling guide §4; densim.models.storage.vmio")
+                 source="modelling guide §4; densim.models.storage.vmio",
+                 after=("memory",))  # the memory stage's swap I/O must be on chunk.vm before the queues are solved
 def storage_stage(ctx):
     if ctx.scenario.storage.model == "none":
         return None
