@@ -234,7 +234,7 @@ def simulate(scenario: Scenario, *, seed: int | None = None, progress: Callable[
         host_acc.add("cpu_demand_mhz", t0, host_claim)
         host_acc.add("cpu_delivered_mhz", t0, host_delivered)
         host_acc.add("utilisation", t0, util, want_max=True)
-        ctx.saturation.add("host CPU", hosts.names, util)
+        ctx.saturation.add("host CPU", hosts.names, util)  # per host, per step
         nv = np.maximum(vcpus_per_host, 1)[None, :] * step_s
         host_acc.add("cpu_ready_pct", t0, host_ready_s / nv * 100.0, want_max=True)
         host_acc.add("power_w", t0, power)

@@ -25,8 +25,9 @@ Per chunk of time steps the engine calls, for every active stage in that order:
 3. ``after_cpu(ctx, chunk)``: reads the CPU results, writes its own metrics to ``chunk.vm_out`` /
    ``chunk.host_out`` (arrays shaped (steps, VMs) / (steps, hosts)) after declaring them with
    ``ctx.declare(name, level="vm"|"host", agg="mean"|"sum"|"max", unit=..., doc=...)``, and reports
-   the busy share of the resources it models with ``ctx.saturation.add(kind, names, busy)`` (see
-   :class:`densim.engine.state.SaturationLog`).
+   the busy share of the resources it models with :func:`add_saturation` ``(ctx, kind, names, busy)``
+   (see :class:`densim.engine.state.SaturationLog`); ``summary["saturation"]`` lists those at or
+   above 90 % busy in some step.
 
 ``finish(ctx, summary)`` may add entries to ``summary.json``.
 """
@@ -153,6 +154,17 @@ def stage_order(names: Iterable[str], after: dict[str, Iterable[str]], before: d
 
 
 STAGES: StageRegistry = StageRegistry("engine-stage")
+
+
+def add_saturation(ctx, kind: str, names, busy, *, key=None) -> None:
+    """Report a chunk of busy shares ``(steps, len(names))`` to ``ctx.saturation`` (see SaturationLog).
+
+    The one way a stage contributes to ``summary["saturation"]``; a stand-in context without a
+    saturation log (unit tests of a stage) is accepted and ignored.
+    """
+    log = getattr(ctx, "saturation", None)
+    if log is not None:
+        log.add(kind, names, busy, key=key)
 
 
 def ordered_entries(registry: StageRegistry | None = None):
