@@ -221,8 +221,10 @@ class MemoryStage(BaseStage):
         host = vms.host[idx]
         demand = chunk.vm["cpu_demand_mhz"]
         cap_vm = (vms.vcpus * vms.vcpu_mhz)[idx]
-        util_s = np.zeros((T, H), np.float32)
-        util_c = np.zeros((T, H), np.float32)
+        # per-device busy shares for the saturation log (only the devices that exist as such)
+        # (without a cache device the store's utilisation is mem_swap_device_util itself: no copy)
+        util_s = np.zeros((T, H), np.float32) if not self.coupled and self.cache is not None else None
+        util_c = np.zeros((T, H), np.float32) if self.cache is not None else None
         swap_io = np.zeros((T, V), np.float32) if self.coupled else None
         for b0 in range(0, T, block):  # blocks of time steps only
             b1 = min(T, b0 + block)
@@ -254,8 +256,10 @@ class MemoryStage(BaseStage):
             out_h["mem_swapping"][sl] = hs(rec.swapped_bytes + rec.compressed_bytes + rec.ballooned_active_bytes) > 0
             out_h["mem_swap_iops"][sl] = (tp.load_store_iops + tp.load_cache_iops).reshape(n, H)
             out_h["mem_swap_device_util"][sl] = np.maximum(tp.util_store, tp.util_cache).reshape(n, H)
-            util_s[sl] = tp.util_store.reshape(n, H)
-            util_c[sl] = tp.util_cache.reshape(n, H)
+            if util_s is not None:
+                util_s[sl] = tp.util_store.reshape(n, H)
+            if util_c is not None:
+                util_c[sl] = tp.util_cache.reshape(n, H)
             if swap_io is not None:
                 put_io = tp.extra["store_iops_el"].reshape(n, k)
                 if every:
@@ -263,6 +267,8 @@ class MemoryStage(BaseStage):
                 else:
                     swap_io[sl, idx] = put_io
         self._emit(chunk, out_vm, out_h)
+        if util_s is None and not self.coupled:
+            util_s = out_h["mem_swap_device_util"]
         self._publish(ctx, chunk, util_s, util_c, swap_io)
 
     def _active_is_static(self, chunk) -> bool:
@@ -294,9 +300,9 @@ class MemoryStage(BaseStage):
 
     def _publish(self, ctx, chunk, util_s, util_c, swap_io) -> None:
         """Swap devices' busy shares to the saturation log; swap I/O to the storage stage."""
-        if not self.coupled:  # with swap_datastore the store is a datastore, reported by the storage stage
+        if util_s is not None:  # with swap_datastore the store is a datastore, reported by the storage stage
             add_saturation(ctx, "swap device", self._store_names, util_s, key="store")
-        if self.cache is not None:
+        if util_c is not None:
             add_saturation(ctx, "swap device", self._cache_names, util_c, key="cache")
         if swap_io is not None:
             from densim.models.storage.vmio import add_swap_io
@@ -377,8 +383,10 @@ class MemoryStage(BaseStage):
         rate = self.rate[vms_idx]
         theta = self.theta[vms_idx]
         block = max(1, BLOCK_ELEMENTS // max(k, 1))
-        util_s = np.zeros((T, H), np.float32)
-        util_c = np.zeros((T, H), np.float32)
+        # per-device busy shares for the saturation log (only the devices that exist as such)
+        # (without a cache device the store's utilisation is mem_swap_device_util itself: no copy)
+        util_s = np.zeros((T, H), np.float32) if not self.coupled and self.cache is not None else None
+        util_c = np.zeros((T, H), np.float32) if self.cache is not None else None
         swap_io = np.zeros((T, V), np.float32) if self.coupled else None
         for b0 in range(0, T, block):
             b1 = min(T, b0 + block)
@@ -396,8 +404,10 @@ class MemoryStage(BaseStage):
             sd[sl, vms_idx] = tp.slowdown.reshape(n, k)
             iops[sl] = (tp.load_store_iops + tp.load_cache_iops).reshape(n, H)
             util_d[sl] = np.maximum(tp.util_store, tp.util_cache).reshape(n, H)
-            util_s[sl] = tp.util_store.reshape(n, H)
-            util_c[sl] = tp.util_cache.reshape(n, H)
+            if util_s is not None:
+                util_s[sl] = tp.util_store.reshape(n, H)
+            if util_c is not None:
+                util_c[sl] = tp.util_cache.reshape(n, H)
             if swap_io is not None:
                 swap_io[sl, vms_idx] = tp.extra["store_iops_el"].reshape(n, k)
         out_vm["mem_fault_rate_per_s"] = fr
@@ -405,6 +415,8 @@ class MemoryStage(BaseStage):
         out_h["mem_swap_iops"] = iops
         out_h["mem_swap_device_util"] = util_d
         self._emit(chunk, out_vm, out_h)
+        if util_s is None and not self.coupled:
+            util_s = out_h["mem_swap_device_util"]
         self._publish(ctx, chunk, util_s, util_c, swap_io)
 
     def finish(self, ctx, summary: dict) -> None:
