@@ -5,12 +5,20 @@ from __future__ import annotations
 import pytest
 
 from densim.engine import simulate
+from densim.registry import Registry
 from densim.engine.stages import STAGES, BaseStage, StageOrderError, StageRegistry, load_plugins, stage_order
 from tests.core.helpers import const_vms, host, scenario
 
 
-def test_order_follows_dependencies_not_names():
+def _fresh() -> StageRegistry:
+    """A private registry, taken out of the global list (``densim models`` / docgen list every registry)."""
     reg = StageRegistry("test-stage")
+    Registry._all.pop("test-stage", None)
+    return reg
+
+
+def test_order_follows_dependencies_not_names():
+    reg = _fresh()
     # alphabetically 'aa-consumer' < 'zz-producer', but the consumer declares it runs after the producer
     reg.register("aa-consumer", description="reads what zz-producer wrote", after=("zz-producer",))(lambda ctx: None)
     reg.register("zz-producer", description="writes first")(lambda ctx: None)
@@ -18,7 +26,7 @@ def test_order_follows_dependencies_not_names():
 
 
 def test_before_and_factory_attributes_declare_order_too():
-    reg = StageRegistry("test-stage")
+    reg = _fresh()
 
     def late(ctx):
         return None
