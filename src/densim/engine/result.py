@@ -217,7 +217,17 @@ class Result:
         }
         for st in self.stages:
             st.finish(c, out)
+        out["saturation"] = self.saturation
         return out
+
+    @cached_property
+    def saturation(self) -> list[dict[str, Any]]:
+        """Resources at or above 90 % busy in some step: host CPU, datastores, swap devices, fabric
+        components (rows of :func:`densim.saturation.saturation_rows`, highest peak first)."""
+        from densim.saturation import summarise
+
+        log = self.ctx.saturation
+        return summarise(log.rows()) if log is not None else []
 
     # ---- files -----------------------------------------------------------------------------
     def write(self, out_dir: str | Path, *, report: bool = True) -> Path:

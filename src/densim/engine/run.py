@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from densim.engine.stages import STAGES, load_plugins
+from densim.engine.stages import load_plugins, ordered_entries
 from densim.engine.state import EngineContext, build_context
 from densim.models.cpu import CPU_CONTENTION, maxmin_share
 from densim.models.power import host_power_w
@@ -141,11 +141,14 @@ def simulate(scenario: Scenario, *, seed: int | None = None, progress: Callable[
     # ---- stages ----------------------------------------------------------------------------
     load_plugins()
     stages = []
-    for entry in STAGES:
+    ctx.stages = {}
+    for entry in ordered_entries():  # dependency order (stages.py), not name order
         st = entry.obj(ctx)
         if st is not None:
-            st.prepare(ctx)
             stages.append(st)
+            ctx.stages[st.name] = st
+    for st in stages:  # prepare once every active stage is known (a stage may look another up)
+        st.prepare(ctx)
 
     contention = CPU_CONTENTION.get(sc.simulation.cpu_model)
     burst = sc.simulation.burstiness
@@ -231,6 +234,7 @@ def simulate(scenario: Scenario, *, seed: int | None = None, progress: Callable[
         host_acc.add("cpu_demand_mhz", t0, host_claim)
         host_acc.add("cpu_delivered_mhz", t0, host_delivered)
         host_acc.add("utilisation", t0, util, want_max=True)
+        ctx.saturation.add("host CPU", hosts.names, util)  # per host, per step
         nv = np.maximum(vcpus_per_host, 1)[None, :] * step_s
         host_acc.add("cpu_ready_pct", t0, host_ready_s / nv * 100.0, want_max=True)
         host_acc.add("power_w", t0, power)

@@ -4,20 +4,38 @@ A stage factory ``factory(ctx) -> Stage | None`` is registered in :data:`STAGES`
 when the scenario switches its mechanism off. Every module in :mod:`densim.engine.plugins` is
 imported by the engine, so registering is all a model has to do.
 
-Per chunk of time steps the engine calls, for every active stage in registration order:
+**Order.** A stage declares which stages it must run after (``after=``) and/or before
+(``before=``) when it registers, or as ``after``/``before`` attributes of the factory::
+
+    @STAGES.register("storage", description=..., after=("memory",))
+
+:func:`stage_order` sorts every registered stage topologically (Kahn's algorithm; among stages
+that are free to go next, the alphabetically first goes first, so the order is deterministic and
+stages with no constraint between them keep a stable order). The order is computed over *all*
+registered stages and then restricted to the active ones, so ``a after b after c`` still puts
+``a`` after ``c`` when ``b`` is switched off. A cycle, or a name in ``after``/``before`` that is no
+registered stage, is a :class:`StageOrderError`. ``summary.json`` records the order in
+``models.stages``.
+
+Per chunk of time steps the engine calls, for every active stage in that order:
 
 1. ``before_cpu(ctx, chunk)``: may add to ``chunk.vm["cpu_demand_mhz"]`` (overheads, fault handling)
    or scale ``chunk.host_capacity_mhz`` (turbo, SMT);
 2. the CPU model runs (delivered, unserved, ready, utilisation, power);
 3. ``after_cpu(ctx, chunk)``: reads the CPU results, writes its own metrics to ``chunk.vm_out`` /
    ``chunk.host_out`` (arrays shaped (steps, VMs) / (steps, hosts)) after declaring them with
-   ``ctx.declare(name, level="vm"|"host", agg="mean"|"sum"|"max", unit=..., doc=...)``.
+   ``ctx.declare(name, level="vm"|"host", agg="mean"|"sum"|"max", unit=..., doc=...)``, and reports
+   the busy share of the resources it models with :func:`add_saturation` ``(ctx, kind, names, busy)``
+   (see :class:`densim.engine.state.SaturationLog`); ``summary["saturation"]`` lists those at or
+   above 90 % busy in some step.
 
 ``finish(ctx, summary)`` may add entries to ``summary.json``.
 """
 
 from __future__ import annotations
 
+import heapq
+from collections.abc import Callable, Iterable
 from typing import Protocol
 
 from densim.registry import Registry
@@ -53,7 +71,106 @@ class BaseStage:
         pass
 
 
-STAGES: Registry = Registry("engine-stage")
+class StageOrderError(ValueError):
+    """The declared stage dependencies have a cycle or name a stage that is not registered."""
+
+
+class StageRegistry(Registry):
+    """The stage registry: a :class:`~densim.registry.Registry` that also keeps ``after``/``before``."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__(kind)
+        self.after: dict[str, tuple[str, ...]] = {}
+        self.before: dict[str, tuple[str, ...]] = {}
+
+    def register(self, name: str, *, description: str, source: str = "", after: Iterable[str] = (),
+                 before: Iterable[str] = ()) -> Callable:
+        base = super().register(name, description=description, source=source)
+        if isinstance(after, str) or isinstance(before, str):
+            raise TypeError(f"stage {name!r}: after/before take a sequence of stage names, not a string")
+
+        def deco(obj):
+            base(obj)
+            key = name.lower()
+            self.after[key] = tuple(s.lower() for s in (*after, *getattr(obj, "after", ())))
+            self.before[key] = tuple(s.lower() for s in (*before, *getattr(obj, "before", ())))
+            return obj
+
+        return deco
+
+    def unregister(self, name: str) -> None:
+        """Remove a stage (tests register dummy stages and take them out again)."""
+        key = name.lower()
+        self._entries.pop(key, None)
+        self.after.pop(key, None)
+        self.before.pop(key, None)
+
+    def order(self) -> list[str]:
+        """Every registered stage name (lower case), dependencies first; see :func:`stage_order`."""
+        return stage_order(self.names(), self.after, self.before)
+
+
+def stage_order(names: Iterable[str], after: dict[str, Iterable[str]], before: dict[str, Iterable[str]]) -> list[str]:
+    """Topological order of ``names`` under ``x after y`` / ``x before y`` constraints.
+
+    Kahn's algorithm with a heap: among the stages whose predecessors have all been placed, the
+    alphabetically first goes next (deterministic, and independent of registration order).
+    Raises :class:`StageOrderError` on an unknown name or a cycle.
+    """
+    nodes = sorted(set(names))
+    known = set(nodes)
+    preds: dict[str, set[str]] = {n: set() for n in nodes}
+    for n in nodes:
+        for p in after.get(n, ()):
+            if p not in known:
+                raise StageOrderError(f"stage {n!r} runs after {p!r}, which is no registered stage; stages: {', '.join(nodes)}")
+            preds[n].add(p)
+        for s in before.get(n, ()):
+            if s not in known:
+                raise StageOrderError(f"stage {n!r} runs before {s!r}, which is no registered stage; stages: {', '.join(nodes)}")
+            preds[s].add(n)
+    for n in nodes:
+        if n in preds[n]:
+            raise StageOrderError(f"stage {n!r} is declared to run after itself")
+    succ: dict[str, list[str]] = {n: [] for n in nodes}
+    for n, ps in preds.items():
+        for p in ps:
+            succ[p].append(n)
+    indeg = {n: len(preds[n]) for n in nodes}
+    ready = [n for n in nodes if indeg[n] == 0]
+    heapq.heapify(ready)
+    out: list[str] = []
+    while ready:
+        n = heapq.heappop(ready)
+        out.append(n)
+        for s in succ[n]:
+            indeg[s] -= 1
+            if indeg[s] == 0:
+                heapq.heappush(ready, s)
+    if len(out) < len(nodes):
+        stuck = sorted(n for n in nodes if indeg[n] > 0)
+        raise StageOrderError(f"stage dependencies form a cycle among: {', '.join(stuck)}")
+    return out
+
+
+STAGES: StageRegistry = StageRegistry("engine-stage")
+
+
+def add_saturation(ctx, kind: str, names, busy, *, key=None) -> None:
+    """Report a chunk of busy shares ``(steps, len(names))`` to ``ctx.saturation`` (see SaturationLog).
+
+    The one way a stage contributes to ``summary["saturation"]``; a stand-in context without a
+    saturation log (unit tests of a stage) is accepted and ignored.
+    """
+    log = getattr(ctx, "saturation", None)
+    if log is not None:
+        log.add(kind, names, busy, key=key)
+
+
+def ordered_entries(registry: StageRegistry | None = None):
+    """The registry's entries in dependency order."""
+    reg = registry or STAGES
+    return [reg.entry(n) for n in reg.order()]
 
 
 def load_plugins() -> None:

@@ -68,6 +68,68 @@ class Metric:
     doc: str
 
 
+class SaturationLog:
+    """Busy shares of the run's resources, reduced per chunk to what ``summary["saturation"]`` needs.
+
+    A stage (or the engine) calls :meth:`add` once per chunk for each kind of resource it models,
+    with a ``(steps, resources)`` array of busy shares (1.0 = 100 %); the log keeps, per resource,
+    the number of steps at or above :data:`densim.saturation.THRESHOLD` and the peak, so nothing
+    the size of the run is kept. :meth:`add_steady` takes one operating point per resource (a
+    model with no time axis). :meth:`rows` gives the rows of :func:`densim.saturation.saturation_rows`
+    (which, how long, peak) for every resource that reached the threshold in some step.
+    """
+
+    def __init__(self, n_steps: int, step_s: float) -> None:
+        from densim.saturation import THRESHOLD
+
+        self.n_steps = int(n_steps)
+        self.step_s = float(step_s)
+        self.threshold = THRESHOLD
+        self._series: dict[tuple[str, int], dict[str, Any]] = {}
+        self._steady: list[dict[str, Any]] = []
+
+    def add(self, kind: str, names, busy, *, key: Any = None) -> None:
+        """Add a chunk of busy shares ``(steps, len(names))`` for resources of ``kind``.
+
+        Successive chunks of one series must pass the same ``names`` (``key`` tells series of one
+        kind apart when a stage reports two sets of resources of the same kind).
+        """
+        b = np.asarray(busy)
+        if b.ndim != 2 or b.shape[1] != len(names):
+            raise ValueError(f"saturation {kind!r}: busy must be (steps, {len(names)}), got {b.shape}")
+        k = (kind, key)
+        s = self._series.get(k)
+        if s is None:
+            s = self._series[k] = {"names": names, "steps": np.zeros(len(names), dtype=np.int64),
+                                   "peak": np.full(len(names), -np.inf)}
+        if b.shape[0] == 0 or b.shape[1] == 0:
+            return
+        peak = b.max(axis=0)
+        hot = peak >= self.threshold
+        if not hot.any():  # the common case: one reduction, no per-resource work
+            np.maximum(s["peak"], peak, out=s["peak"])
+            return
+        cols = np.flatnonzero(hot)
+        s["steps"][cols] += (b[:, cols] >= self.threshold).sum(axis=0)
+        np.maximum(s["peak"], peak, out=s["peak"])
+
+    def add_steady(self, kind: str, names, busy) -> None:
+        """One steady-state operating point per resource (no time axis): rows with ``duration_s`` None."""
+        from densim.saturation import saturation_rows
+
+        self._steady.extend(saturation_rows(list(names), np.asarray(busy, dtype=float), kind=kind, threshold=self.threshold))
+
+    def rows(self) -> list[dict[str, Any]]:
+        out = list(self._steady)
+        T = max(self.n_steps, 1)
+        for (kind, _key), s in self._series.items():
+            for j in np.flatnonzero(s["steps"]):
+                n = int(s["steps"][j])
+                out.append({"resource": str(s["names"][j]), "kind": kind, "peak": float(s["peak"][j]), "steps": n,
+                            "duration_s": float(n * self.step_s), "share_of_time": float(n / T)})
+        return out
+
+
 @dataclass
 class EngineContext:
     scenario: Scenario
@@ -80,6 +142,16 @@ class EngineContext:
     catalog: Any
     metrics: dict[str, Metric] = field(default_factory=dict)
     extras: dict[str, Any] = field(default_factory=dict)
+    saturation: SaturationLog | None = None
+    stages: dict[str, Any] = field(default_factory=dict)  # active stages by name (set by the engine)
+
+    def __post_init__(self) -> None:
+        if self.saturation is None:
+            self.saturation = SaturationLog(self.grid.n_steps, self.grid.step_s)
+
+    def stage(self, name: str):
+        """The active stage ``name``, or None when the scenario switches it off."""
+        return self.stages.get(name)
 
     def declare(self, name: str, *, level: str, agg: str = "mean", unit: str = "", doc: str = "") -> None:
         if level not in ("vm", "host") or agg not in ("mean", "sum", "max"):

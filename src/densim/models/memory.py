@@ -48,6 +48,7 @@ from densim.registry import Registry
 
 GIB = float(1 << 30)
 MIB = float(1 << 20)
+PAGE_BYTES = 4096.0  # one guest page per swap-in fault
 
 # ---------------------------------------------------------------------------------------------
 # helpers
@@ -604,6 +605,171 @@ def solve_throughput(
         load_store_iops=lam_s,
         util_cache=util_c,
         util_store=util_s,
+    )
+
+
+@njit
+def _fault_load_split(f, a0, b0, c0, ws, wc, seg_s, seg_c, seg_out, m, with_cache):
+    """Like :func:`_fault_load` when the store and the cache have different segments.
+
+    ``X_i = 1 / (1 + a0_i + b0_i ws[seg_s_i] (+ c0_i wc[seg_c_i]))``; the sum of ``f_i X_i`` is
+    taken per ``seg_out`` (the segments of the device being solved).
+    """
+    out = np.zeros(m)
+    for i in range(f.size):
+        d = 1.0 + a0[i] + b0[i] * ws[seg_s[i]]
+        if with_cache:
+            d = d + c0[i] * wc[seg_c[i]]
+        out[seg_out[i]] += f[i] * (1.0 / d)
+    return out
+
+
+def _illinois(g, hi, iterations: int):
+    """Root of the increasing ``g`` on ``[0, hi]`` per segment (``g(0) <= 0 <= g(hi)``), vectorised."""
+    lo = np.zeros_like(hi)
+    g_lo = g(lo)
+    g_hi = g(hi)
+    side = np.zeros_like(hi)
+    for _ in range(iterations):
+        width = hi - lo
+        if not np.any(width > 1e-10 * np.maximum(hi, 1e-12)):
+            break
+        denom = g_hi - g_lo
+        new = np.where(denom > 0, (lo * g_hi - hi * g_lo) / np.where(denom > 0, denom, 1.0), 0.5 * (lo + hi))
+        new = np.clip(new, lo, hi)
+        g_new = g(new)
+        pos = g_new >= 0
+        hi, lo = np.where(pos, new, hi), np.where(pos, lo, new)
+        g_lo = np.where(pos, np.where(side == 1, 0.5 * g_lo, g_lo), g_new)
+        g_hi = np.where(pos, g_new, np.where(side == -1, 0.5 * g_hi, g_hi))
+        side = np.where(pos, 1, -1)
+        done = np.abs(g_new) <= 1e-12 * np.maximum(new, 1e-12)
+        hi = np.where(done, new, hi)
+        lo = np.where(done, new, lo)
+    return hi
+
+
+def solve_throughput_on_datastores(
+    faults: FaultRates,
+    seg,
+    n_seg: int,
+    store_seg,
+    n_store_seg: int,
+    *,
+    queue,
+    cache: DeviceArrays | None = None,
+    costs: FaultCosts = FaultCosts(),
+    overlap=1.0,
+    background_cache_iops=0.0,
+    ios_per_fault: float = 1.0,
+    rounds: int = 3,
+    iterations: int = 40,
+) -> Throughput:
+    """:func:`solve_throughput` with host swap (and guest paging) on *loaded datastores*.
+
+    The store tier of element ``i`` lives on datastore segment ``store_seg[i]`` (a (step, datastore)
+    pair, shared by every host swapping to it); ``seg`` stays the (step, host) segment of the
+    host swap cache device. The fault cost on the store is ``t_sw + R(lambda)``, where ``R`` is the
+    datastore's mean I/O latency from the storage model with the other VMs' I/O on it plus the swap
+    load ``lambda`` (``queue.latency_s(lambda, useg)``, see
+    :class:`densim.models.storage.vmio.SwapQueues`); it replaces the unloaded device latency plus
+    M/M/c wait of :func:`solve_throughput`. Per datastore segment ``lambda`` solves
+
+        ``lambda = k (1 + w) sum_i (F_store,i + F_guest,i) X_i``,
+        ``X_i = 1 / (1 + (a_i + (F_store,i + F_guest,i) R(lambda)) / theta_i)``
+
+    (``k`` = swap I/Os per fault, ``w`` = swap-out writes per fault, ``a_i`` the cost of the other
+    tiers and the software time). The right side falls as ``lambda`` rises, so the root of
+    ``g(lambda) = lambda - rhs(lambda)`` on ``[0, rhs(0)]`` is unique; it is found by the Illinois
+    method for every segment at once. The cache device (per host) and the datastores are
+    alternated ``rounds`` times. ``extra`` holds ``store_iops_el`` (swap I/Os per second per
+    element, reads + writes), ``store_latency_s`` and ``store_useg`` (per datastore segment used).
+    """
+    seg_all = np.asarray(seg, dtype=np.int64)
+    sseg_all = np.asarray(store_seg, dtype=np.int64)
+    total = faults.total
+    idx = np.flatnonzero(total > 0)
+    useg, seg_c = compact_segments(seg_all[idx], n_seg)
+    usseg, seg_s = compact_segments(sseg_all[idx], n_store_seg)
+    m, ms = useg.size, usseg.size
+    every = idx.size == total.size
+
+    def sub(a):
+        return a if every else a[idx]
+
+    theta = sub(np.broadcast_to(np.asarray(overlap, dtype=float), total.shape))
+    w = float(costs.writes_per_fault)
+    p_read = 1.0 / (1.0 + w)
+    t_sw = float(costs.software_s)
+    t_gsw = float(costs.software_s if costs.guest_software_s is None else costs.guest_software_s)
+    fc, fs, fg, fz = (np.broadcast_to(sub(np.broadcast_to(x, total.shape)), (idx.size,))
+                      for x in (faults.cache, faults.store, faults.guest, faults.compressed))
+    ca = cache.take(useg, n_seg) if cache is not None else None
+    bg_c_all = np.broadcast_to(np.asarray(background_cache_iops, float), (n_seg,))
+    bg_c = bg_c_all[useg]
+    rl_c = np.asarray(ca.read_latency_s, float) if ca is not None else np.zeros(())
+    rl_c_el = rl_c if rl_c.ndim == 0 else rl_c[seg_c]
+    a0 = (fz * costs.decompress_s + fc * (t_sw + rl_c_el) + fs * t_sw + fg * t_gsw) / theta
+    b0 = (fs + fg) / theta
+    c0 = fc / theta if ca is not None else None
+    a0_c, b0_c = np.ascontiguousarray(a0, dtype=float), np.ascontiguousarray(b0, dtype=float)
+    c0_c = np.ascontiguousarray(c0, dtype=float) if c0 is not None else np.zeros(1)
+    fd_s = np.ascontiguousarray(fs + fg, dtype=float)
+    f_c = np.ascontiguousarray(fc, dtype=float)
+    with_cache = c0 is not None
+    per_io = (1.0 + w) * float(ios_per_fault)
+    lat_of = queue.bind(usseg, p_read)
+    has_s = seg_sum(fd_s, seg_s, ms) > 0 if ms else np.zeros(0, bool)
+    wc = np.zeros(m)
+    lam_s = np.zeros(ms)
+    R = np.where(has_s, lat_of(lam_s), 0.0)
+
+    for _ in range(rounds if with_cache else 1):
+        if np.any(has_s):
+            def g_s(lam, wc=wc):
+                r = np.where(has_s, lat_of(lam), 0.0)
+                return lam - _fault_load_split(fd_s, a0_c, b0_c, c0_c, r, wc, seg_s, seg_c, seg_s, ms, with_cache) * per_io
+
+            lam_s = _illinois(g_s, np.maximum(-g_s(np.zeros(ms)), 0.0), iterations)
+            R = np.where(has_s, lat_of(lam_s), 0.0)
+        if not with_cache or not np.any(f_c > 0):
+            break
+        cap = np.broadcast_to(ca.capacity_iops(p_read), (m,)) * (1.0 - 1e-9)
+
+        def g_c(lam, R=R):
+            wait = ca.wait_s(lam, p_read)
+            return lam - (_fault_load_split(f_c, a0_c, b0_c, c0_c, R, wait, seg_s, seg_c, seg_c, m, True) * (1.0 + w) + bg_c)
+
+        lam_c0 = _illinois(g_c, np.minimum(np.maximum(-g_c(np.zeros(m)), 0.0), cap), iterations)
+        wc = np.asarray(ca.wait_s(lam_c0, p_read), float) * (seg_sum(f_c, seg_c, m) > 0)
+
+    x_sub = 1.0 / (1.0 + a0 + b0 * R[seg_s] + (c0 * wc[seg_c] if with_cache else 0.0))
+    if every:
+        x = x_sub
+    else:
+        x = np.ones(total.shape)
+        x[idx] = x_sub
+    store_el = np.zeros(total.shape)
+    store_el[idx] = fd_s * x_sub * per_io
+    lam_c = np.array(bg_c_all, dtype=float)
+    lam_c[useg] = seg_sum(fc * x_sub, seg_c, m) * (1.0 + w) + bg_c
+    util_c = lam_c / np.broadcast_to(cache.capacity_iops(p_read), (n_seg,)) if cache is not None else np.zeros(n_seg)
+    cost_c = np.zeros(n_seg)
+    if cache is not None:
+        cost_c = t_sw + np.array(np.broadcast_to(cache.read_latency_s, (n_seg,)), dtype=float)
+        cost_c[useg] += wc
+    lam_s_seg = np.zeros(n_seg)
+    np.add.at(lam_s_seg, seg_all[idx], store_el[idx])
+    return Throughput(
+        throughput=x,
+        fault_rate_per_s=total * x,
+        cost_cache_s=cost_c,
+        cost_store_s=np.zeros(n_seg),  # per datastore segment, in extra["store_latency_s"] (+ t_sw)
+        load_cache_iops=lam_c,
+        load_store_iops=lam_s_seg,  # swap I/O each host sends to its datastore(s)
+        util_cache=util_c,
+        util_store=np.zeros(n_seg),  # the datastores' utilisation is the storage stage's
+        extra={"store_iops_el": store_el, "store_latency_s": R, "store_useg": usseg, "store_iops_seg": lam_s},
     )
 
 

@@ -11,6 +11,7 @@ import numpy as np
 
 import densim
 from densim.atomic import write_text_atomic
+from densim.saturation import THRESHOLD
 
 MAX_HEAT_HOSTS = 120
 MAX_HEAT_STEPS = 400
@@ -67,6 +68,9 @@ def _heatmap(series: np.ndarray, host_names: np.ndarray, order: np.ndarray, step
     fig.update_layout(title=title, xaxis_title="hours from start", yaxis_title="host", height=max(300, 14 * len(sel) + 120),
                       margin={"l": 120, "r": 20, "t": 40, "b": 40})
     return fig
+
+
+MAX_SATURATION_ROWS = 50  # rows shown in the run report (summary.json keeps up to 200)
 
 
 def render_run_report(result, out_path: str | Path) -> Path:
@@ -128,5 +132,6 @@ def render_run_report(result, out_path: str | Path) -> Path:
         "run.html.j2", out_path, figures=figures, title=f"densim run: {s['scenario']}",
         subtitle=f"{c.grid.n_steps} steps of {step:g} s; placement {s['placement']['policy']}; CPU model {s['models']['cpu_contention']}",
         seed=s["seed"], cards=cards, unplaced=s["unplaced_vms"], heat_note=heat_note, energy_rows=energy_rows, worst=worst,
-        extra_sections=extra,
+        extra_sections=extra, saturation=s.get("saturation", [])[:MAX_SATURATION_ROWS],
+        saturation_total=len(s.get("saturation", [])), saturation_threshold=THRESHOLD,
     )

@@ -12,6 +12,18 @@ Example::
       swap_cache_device: intel-dc-s3710-400gb
       swap_cache_size: 64 GiB            # the first 64 GiB of host swap go to the SSD
       workload: generic-server           # profile for VMs without workload.memory_profile
+
+Where host swap lives: by default on ``swap_device``, a catalog device whose only load is the
+host's own swap (plus ``background_swap_iops``). With the storage stage on
+(``storage.model: queueing``) ``swap_datastore`` puts it on a datastore instead, so that swap
+traffic loads the datastore and the datastore's latency (with every VM's I/O on it) is the fault
+cost::
+
+    memory:
+      model: vsphere-like
+      swap_datastore: vm                 # each VM's .vswp on its own datastore (vSphere default)
+      # swap_datastore: swap-lun         # or every host's swap on storage.datastores[] 'swap-lun'
+                                         # (a per-host datastore: the host's own instance)
 """
 
 from __future__ import annotations
@@ -20,7 +32,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from densim.units import Bytes, Seconds
+from densim.units import Bytes, PosBytes, Seconds
 
 
 class MemorySettings(BaseModel):
@@ -54,6 +66,15 @@ class MemorySettings(BaseModel):
     swap_cache_device: str | None = Field(default=None, description="catalog device used as host swap cache")
     swap_cache_bytes: Bytes = Field(default=0.0, alias="swap_cache_size")
     background_swap_iops: float = Field(default=0.0, ge=0, description="other load on the swap device, IOPS")
+    swap_datastore: str | None = Field(
+        default=None,
+        description="put host swap and guest paging on a storage datastore instead of swap_device: 'vm' (each VM's "
+                    "own datastore) or the name of a storage.datastores[] entry; needs storage.model: queueing",
+    )
+    swap_block_size_bytes: PosBytes = Field(
+        default=4096.0, alias="swap_block_size",
+        description="bytes per swap I/O with swap_datastore (4 KiB: one page per I/O); swap IOPS = faults x 4 KiB / this",
+    )
     # demand
     workload: str = Field(default="generic-server", description="memory_workloads profile for VMs that name none")
     trace_memory: Literal["auto", "on", "off"] = Field(
@@ -64,6 +85,9 @@ class MemorySettings(BaseModel):
     def _cache(self) -> "MemorySettings":
         if self.swap_cache_bytes > 0 and self.swap_cache_device is None:
             raise ValueError("swap_cache_size needs swap_cache_device")
+        if self.swap_datastore is not None and self.background_swap_iops > 0:
+            raise ValueError("background_swap_iops is other load on swap_device; with swap_datastore the datastore's "
+                             "other load is the VMs' own I/O from the storage stage")
         return self
 
     def params(self, catalog=None):

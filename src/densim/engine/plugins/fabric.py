@@ -8,6 +8,8 @@ shared component) in ``prepare``. Job time 0 is the start of the simulation grid
   the host's capacity / logical CPUs in MHz (the fitted job CPU costs are logical-CPU seconds), and takes the host's storage-stack CPU (transport cycles per I/O and per byte) off
   the host's capacity, so the engine's CPU model, CPU Ready and power see the job;
 * ``after_cpu`` writes per-VM ``job_iowait_vcpus`` and ``job_storage_mb_per_s``;
+* saturation: every component's mean utilisation over the job run (one operating point, kind
+  ``fabric component``), since the jobs model keeps no per-step component busy series;
 * ``finish`` adds ``summary["fabric"]``: per-tenant runtimes, stage times and bottlenecks, CPU
   shares, per-host CPU and per-component utilisation.
 
@@ -40,6 +42,12 @@ class FabricStage(BaseStage):
             flows = self.system.tenants[ti].flows
             vm_of_flow[flows] = engine_vms[: len(flows)]
         self.vm_of_flow = vm_of_flow
+        # saturation: the jobs model keeps each component's busy time over the job run, not per step,
+        # so components enter as one operating point each (their mean utilisation over the job run)
+        log = getattr(ctx, "saturation", None)
+        if log is not None and self.result.components:
+            comps = self.result.components
+            log.add_steady("fabric component", [c["component"] for c in comps], [c["mean_utilisation"] for c in comps])
         ctx.declare("job_cpu_busy_vcpus", level="vm", agg="mean", unit="vCPUs", doc="vCPUs busy with batch-job work")
         ctx.declare("job_iowait_vcpus", level="vm", agg="mean", unit="vCPUs", doc="vCPUs idle while job tasks wait on block I/O")
         ctx.declare("job_storage_mb_per_s", level="vm", agg="mean", unit="MB/s", doc="batch-job storage throughput")

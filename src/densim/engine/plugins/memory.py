@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from densim.engine.stages import STAGES, BaseStage
+from densim.engine.stages import STAGES, BaseStage, add_saturation
 from densim.errors import InputError
 from densim.models import memory as M
 from densim.models.devices import DeviceSpec
@@ -69,6 +69,11 @@ class MemoryStage(BaseStage):
                 self.cache = M.DeviceArrays.from_spec(cat.get("devices", self.settings.swap_cache_device, DeviceSpec))
             except KeyError as exc:
                 raise InputError(src, "memory.swap_cache_device", str(exc).strip("'\"")) from None
+        # where host swap lives: swap_device (today's unloaded device) or a storage datastore
+        self.coupled = self.settings.swap_datastore is not None
+        if self.coupled:
+            self._check_swap_datastore(sc, src)
+        self.ios_per_fault = M.PAGE_BYTES / self.settings.swap_block_size_bytes
         # one memory profile per VM group
         self.profiles: list[MemoryWorkload] = []
         for gi, g in enumerate(sc.vms):
@@ -85,6 +90,21 @@ class MemoryStage(BaseStage):
                 except Exception as exc:  # pydantic ValidationError
                     raise InputError(src, f"vms[{gi}].workload", f"bad memory_* override: {exc}") from None
             self.profiles.append(base)
+
+    def _check_swap_datastore(self, sc, src) -> None:
+        where = self.settings.swap_datastore
+        st = sc.storage
+        if st.model == "none":
+            raise InputError(src, "memory.swap_datastore", "needs the storage stage (storage.model: queueing)")
+        names = [d.name for d in st.datastores]
+        if where == "vm":
+            for i, g in enumerate(sc.vms):
+                if not (g.datastore or st.default_datastore):
+                    raise InputError(src, f"vms[{i}].datastore", "memory.swap_datastore: vm puts each VM's swap on its own "
+                                     "datastore; name one (vms[].datastore or storage.default_datastore)")
+        elif where not in names:
+            raise InputError(src, "memory.swap_datastore",
+                             f"unknown datastore {where!r}; 'vm' or one of storage.datastores: {', '.join(names)}")
 
     def prepare(self, ctx) -> None:
         vms, hosts = ctx.vms, ctx.hosts
@@ -127,6 +147,9 @@ class MemoryStage(BaseStage):
         self._host_idx = vms.host[self.vm_idx]
         self._cap_vm = vms.vcpus * vms.vcpu_mhz
         self.swap_steps = np.zeros(H)
+        hn = [str(x) for x in hosts.names]
+        self._store_names = [f"{self.settings.swap_device}@{h}" for h in hn]
+        self._cache_names = [f"{self.settings.swap_cache_device}@{h}" for h in hn] if self.cache is not None else []
         self.max_slowdown = np.ones(vms.n)
         for name, (unit, doc) in VM_METRICS.items():
             ctx.declare(name, level="vm", agg="max" if name == "mem_slowdown" else "mean", unit=unit, doc=doc)
@@ -183,7 +206,7 @@ class MemoryStage(BaseStage):
             self._all_fit(chunk, cfg_all, T, V, H)
             return
         if self._active_is_static(chunk):
-            self._static(chunk, cfg_all, T, V, H)
+            self._static(ctx, chunk, cfg_all, T, V, H)
             return
         out_vm = {k: np.zeros((T, V), dtype=np.float32) for k in VM_METRICS}
         out_vm["mem_slowdown"][:] = 1.0
@@ -198,6 +221,11 @@ class MemoryStage(BaseStage):
         host = vms.host[idx]
         demand = chunk.vm["cpu_demand_mhz"]
         cap_vm = (vms.vcpus * vms.vcpu_mhz)[idx]
+        # per-device busy shares for the saturation log (only the devices that exist as such)
+        # (without a cache device the store's utilisation is mem_swap_device_util itself: no copy)
+        util_s = np.zeros((T, H), np.float32) if not self.coupled and self.cache is not None else None
+        util_c = np.zeros((T, H), np.float32) if self.cache is not None else None
+        swap_io = np.zeros((T, V), np.float32) if self.coupled else None
         for b0 in range(0, T, block):  # blocks of time steps only
             b1 = min(T, b0 + block)
             n = b1 - b0
@@ -206,7 +234,7 @@ class MemoryStage(BaseStage):
             rec = self._reclaim(cfg, self._active(chunk, idx, cfg, b0, b1), host, H, n, idx)
             miss = self._miss(np.tile(self.miss_group[idx], n), rec.resident_active_fraction)
             f = M.fault_rates(rec, (self.rate[idx][None, :] * util).ravel(), miss_ratio_values=miss)
-            tp = self._solve(f, seg, n * H, np.tile(self.theta[idx], n))
+            tp = self._solve(f, seg, n * H, np.tile(self.theta[idx], n), ctx=ctx, chunk=chunk, b0=b0, n=n, vm_ids=idx)
             sl = slice(b0, b1)
 
             def put(name, arr):
@@ -228,7 +256,20 @@ class MemoryStage(BaseStage):
             out_h["mem_swapping"][sl] = hs(rec.swapped_bytes + rec.compressed_bytes + rec.ballooned_active_bytes) > 0
             out_h["mem_swap_iops"][sl] = (tp.load_store_iops + tp.load_cache_iops).reshape(n, H)
             out_h["mem_swap_device_util"][sl] = np.maximum(tp.util_store, tp.util_cache).reshape(n, H)
+            if util_s is not None:
+                util_s[sl] = tp.util_store.reshape(n, H)
+            if util_c is not None:
+                util_c[sl] = tp.util_cache.reshape(n, H)
+            if swap_io is not None:
+                put_io = tp.extra["store_iops_el"].reshape(n, k)
+                if every:
+                    swap_io[sl] = put_io
+                else:
+                    swap_io[sl, idx] = put_io
         self._emit(chunk, out_vm, out_h)
+        if util_s is None and not self.coupled:
+            util_s = out_h["mem_swap_device_util"]
+        self._publish(ctx, chunk, util_s, util_c, swap_io)
 
     def _active_is_static(self, chunk) -> bool:
         """True when no VM under pressure takes its active memory from a trace (it is constant)."""
@@ -243,10 +284,31 @@ class MemoryStage(BaseStage):
             miss[sel] = M.miss_ratio(prof.miss_model, resident_active_fraction[sel], **prof.miss_params())
         return miss
 
-    def _solve(self, faults, seg, n_seg, overlap):
+    def _solve(self, faults, seg, n_seg, overlap, *, ctx, chunk, b0: int, n: int, vm_ids):
+        """Fault-cost fixed point for the elements (steps b0..b0+n of the chunk) x VMs ``vm_ids``."""
         p = self.params
-        return M.solve_throughput(faults, seg, n_seg, store=self.store, cache=self.cache, costs=p.costs(),
-                                  overlap=overlap, background_store_iops=self.settings.background_swap_iops)
+        if not self.coupled:
+            return M.solve_throughput(faults, seg, n_seg, store=self.store, cache=self.cache, costs=p.costs(),
+                                      overlap=overlap, background_store_iops=self.settings.background_swap_iops)
+        # swap on a datastore: its latency (other VMs' I/O + swap) is the store fault cost
+        storage = ctx.stage("storage")
+        S = storage.slot_ds.size
+        queue = storage.swap_queues(chunk, b0, b0 + n)
+        store_seg = (np.arange(n, dtype=np.int64)[:, None] * S + storage.swap_slot[vm_ids][None, :]).ravel()
+        return M.solve_throughput_on_datastores(faults, seg, n_seg, store_seg, n * S, queue=queue, cache=self.cache,
+                                                costs=p.costs(), overlap=overlap, ios_per_fault=self.ios_per_fault)
+
+    def _publish(self, ctx, chunk, util_s, util_c, swap_io) -> None:
+        """Swap devices' busy shares to the saturation log; swap I/O to the storage stage."""
+        if util_s is not None:  # with swap_datastore the store is a datastore, reported by the storage stage
+            add_saturation(ctx, "swap device", self._store_names, util_s, key="store")
+        if util_c is not None:
+            add_saturation(ctx, "swap device", self._cache_names, util_c, key="cache")
+        if swap_io is not None:
+            from densim.models.storage.vmio import add_swap_io
+
+            w = float(self.params.writes_per_fault)
+            add_swap_io(chunk, swap_io * np.float32(1.0 / (1.0 + w)), swap_io * np.float32(w / (1.0 + w)))
 
     def _emit(self, chunk, out_vm, out_h) -> None:
         for name, arr in out_vm.items():
@@ -256,7 +318,7 @@ class MemoryStage(BaseStage):
         self.swap_steps += out_h["mem_swapping"].sum(axis=0)
         np.maximum(self.max_slowdown, out_vm["mem_slowdown"].max(axis=0), out=self.max_slowdown)
 
-    def _static(self, chunk, cfg_all, T, V, H) -> None:
+    def _static(self, ctx, chunk, cfg_all, T, V, H) -> None:
         """Active memory constant in time (profiles, no trace memory): reclaim once, per VM.
 
         Where each VM's memory sits does not change from step to step, so those metrics are
@@ -321,6 +383,11 @@ class MemoryStage(BaseStage):
         rate = self.rate[vms_idx]
         theta = self.theta[vms_idx]
         block = max(1, BLOCK_ELEMENTS // max(k, 1))
+        # per-device busy shares for the saturation log (only the devices that exist as such)
+        # (without a cache device the store's utilisation is mem_swap_device_util itself: no copy)
+        util_s = np.zeros((T, H), np.float32) if not self.coupled and self.cache is not None else None
+        util_c = np.zeros((T, H), np.float32) if self.cache is not None else None
+        swap_io = np.zeros((T, V), np.float32) if self.coupled else None
         for b0 in range(0, T, block):
             b1 = min(T, b0 + block)
             n = b1 - b0
@@ -330,17 +397,27 @@ class MemoryStage(BaseStage):
             f = M.FaultRates(**{name: np.tile(t, n) if name == "miss_ratio" else
                                 ((r * t[None, :]).ravel() if t.any() else np.broadcast_to(0.0, (n * k,)))
                                 for name, t in tiers.items()})
-            tp = self._solve(f, M.segments(host, H, n), n * H, np.tile(theta, n))
+            tp = self._solve(f, M.segments(host, H, n), n * H, np.tile(theta, n), ctx=ctx, chunk=chunk, b0=b0, n=n,
+                             vm_ids=vms_idx)
             sl = slice(b0, b1)
             fr[sl, vms_idx] = tp.fault_rate_per_s.reshape(n, k)
             sd[sl, vms_idx] = tp.slowdown.reshape(n, k)
             iops[sl] = (tp.load_store_iops + tp.load_cache_iops).reshape(n, H)
             util_d[sl] = np.maximum(tp.util_store, tp.util_cache).reshape(n, H)
+            if util_s is not None:
+                util_s[sl] = tp.util_store.reshape(n, H)
+            if util_c is not None:
+                util_c[sl] = tp.util_cache.reshape(n, H)
+            if swap_io is not None:
+                swap_io[sl, vms_idx] = tp.extra["store_iops_el"].reshape(n, k)
         out_vm["mem_fault_rate_per_s"] = fr
         out_vm["mem_slowdown"] = sd
         out_h["mem_swap_iops"] = iops
         out_h["mem_swap_device_util"] = util_d
         self._emit(chunk, out_vm, out_h)
+        if util_s is None and not self.coupled:
+            util_s = out_h["mem_swap_device_util"]
+        self._publish(ctx, chunk, util_s, util_c, swap_io)
 
     def finish(self, ctx, summary: dict) -> None:
         hosts, vms = ctx.hosts, ctx.vms
@@ -353,6 +430,7 @@ class MemoryStage(BaseStage):
             "swap_device": s.swap_device,
             "swap_cache_device": s.swap_cache_device,
             "swap_cache_gib": s.swap_cache_bytes / M.GIB,
+            **({"swap_datastore": s.swap_datastore} if self.coupled else {}),
             "hosts_short_of_memory": [str(hosts.names[h]) for h in self.hosts_short],
             "hosts_swapping": [str(hosts.names[h]) for h in swapping],
             "host_swapping_step_share": {str(hosts.names[h]): float(share[h]) for h in swapping},

@@ -3,11 +3,16 @@
 Switched on by ``storage: {model: queueing, datastores: [...]}``. Each VM's I/O comes from its
 trace (channels ``disk_read_Bps``/``disk_write_Bps`` divided by ``storage.block_size``), from
 ``vms[].workload`` (``iops``, ``read_fraction``) for profile-driven VMs, and from swap traffic the
-memory stage adds with :func:`densim.models.storage.vmio.add_swap_io`. The I/O lands on the VM's
-datastore (``vms[].datastore`` or ``storage.default_datastore``); a ``per-host`` datastore is one
-array per host (local disks), a ``shared`` one is a single array for every VM naming it. The
-latency of every datastore is solved for all steps at once (:mod:`densim.models.storage.vmio`), so
-VMs on one datastore slow each other.
+memory stage adds with :func:`densim.models.storage.vmio.add_swap_io` (``memory.swap_datastore``).
+The I/O lands on the VM's datastore (``vms[].datastore`` or ``storage.default_datastore``), swap
+on the datastore the VM's swap lives on; a ``per-host`` datastore is one array per host (local
+disks), a ``shared`` one is a single array for every VM naming it. The latency of every datastore
+is solved for all steps at once (:mod:`densim.models.storage.vmio`), so VMs on one datastore slow
+each other. The stage runs after ``memory`` (declared), and offers the memory stage
+:meth:`StorageStage.swap_queues`: the datastores' latency as a function of swap load, with the
+other VMs' I/O of the step, for the memory model's fault-cost fixed point.
+
+Saturation: the busiest station's utilisation of every datastore slot, per step (``datastore``).
 
 Metrics: ``io_iops`` and ``io_latency_s`` per VM, ``io_saturated`` (share of steps whose datastore
 was saturated), ``vm_io_iops`` per host; ``summary["storage"]`` per datastore.
@@ -17,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from densim.engine.stages import STAGES, BaseStage
+from densim.engine.stages import STAGES, BaseStage, add_saturation
 
 
 class StorageStage(BaseStage):
@@ -73,21 +78,42 @@ class StorageStage(BaseStage):
         ds = np.asarray(group_ds, dtype=np.int64)[grp] if V else np.zeros(0, np.int64)
         host = np.asarray(vms.host, dtype=np.int64)
         per_host = np.array([d.scope == "per-host" for d in st.datastores], dtype=bool)
+
+        def slot_key(ds_of_vm, ok_vm):
+            """One slot per shared datastore, one per (datastore, host) for a per-host one."""
+            key = np.full(V, -1, dtype=np.int64)
+            ph_ = ok_vm & per_host[np.maximum(ds_of_vm, 0)]
+            key[ok_vm & ~ph_] = ds_of_vm[ok_vm & ~ph_] * (H + 1)
+            key[ph_] = ds_of_vm[ph_] * (H + 1) + 1 + host[ph_]
+            return key
+
         ok = (ds >= 0) & (host >= 0)
-        slot = np.full(V, -1, dtype=np.int64)
-        ph = ok & per_host[np.maximum(ds, 0)]
-        slot[ok & ~ph] = ds[ok & ~ph] * (H + 1)
-        slot[ph] = ds[ph] * (H + 1) + 1 + host[ph]
-        used, self.vm_slot = np.unique(slot[ok], return_inverse=True)
+        slot = slot_key(ds, ok)
+        # where each VM's swap lives (memory.swap_datastore); swap added with add_swap_io and no
+        # swap_datastore goes to the VM's own datastore
+        swap_ds, swap_ok = self._swap_datastores(ctx, ds, ok)
+        swap_key = slot_key(swap_ds, swap_ok)
+        used = np.unique(np.concatenate([slot[ok], swap_key[swap_ok]]))
+        self.vm_slot = np.searchsorted(used, slot[ok])
         self.slot_ds = used // (H + 1)
         self.slot_host = used % (H + 1) - 1  # -1 for shared
         self.vm_ok = ok
         full_slot = np.full(V, -1, dtype=np.int64)
         full_slot[ok] = self.vm_slot
         self.full_slot = full_slot
+        swap_slot = np.full(V, -1, dtype=np.int64)
+        swap_slot[swap_ok] = np.searchsorted(used, swap_key[swap_ok])
+        self.swap_slot = swap_slot  # per VM: the slot its host swap lives on (-1: none)
         S = used.size
         rows = np.nonzero(ok)[0]
         self.M = sparse.csr_matrix((np.ones(rows.size), (rows, self.vm_slot)), shape=(V, S))
+        srows = np.nonzero(swap_ok)[0]
+        self.M_swap = sparse.csr_matrix((np.ones(srows.size), (srows, swap_slot[swap_ok])), shape=(V, S))
+        self._base = None
+        names = [d.name for d in st.datastores]
+        host_names = list(getattr(ctx.hosts, "names", []))
+        self.slot_names = [names[self.slot_ds[k]] + (f"@{host_names[self.slot_host[k]]}" if self.slot_host[k] >= 0 else "")
+                           for k in range(S)]
         self.wl_iops = np.asarray(wl_iops, dtype=np.float64)[grp] if V else np.zeros(0)
         self.wl_rf = np.asarray(wl_rf, dtype=np.float64)[grp] if V else np.zeros(0)
         self.host_onehot = sparse.csr_matrix(
@@ -100,6 +126,37 @@ class StorageStage(BaseStage):
         ctx.declare("io_latency_s", level="vm", agg="mean", unit="s", doc="mean I/O latency on the VM's datastore")
         ctx.declare("io_saturated", level="vm", agg="mean", unit="", doc="1 when the VM's datastore was saturated")
         ctx.declare("vm_io_iops", level="host", agg="mean", unit="1/s", doc="I/Os per second of the host's VMs")
+
+    def _swap_datastores(self, ctx, own_ds, own_ok):
+        """Datastore index of each VM's swap (``memory.swap_datastore``) and which VMs have one."""
+        mem = ctx.scenario.memory
+        where = mem.swap_datastore if mem.model != "none" else None
+        host_ok = np.asarray(ctx.vms.host) >= 0
+        if where is None or where == "vm":  # the VM's own datastore
+            return own_ds, own_ok
+        d = self.ds_index[where]  # checked by the memory stage
+        return np.full(own_ds.size, d, dtype=np.int64), host_ok.copy()
+
+    def base_load(self, chunk):
+        """``(total, read)`` IOPS (steps x slots) the VMs' own I/O puts on each slot (no swap); per chunk, memoised."""
+        if self._base is not None and self._base[0] is chunk:
+            return self._base[1], self._base[2]
+        read, write = self._vm_io(chunk)
+        read[:, ~self.vm_ok] = 0.0
+        write[:, ~self.vm_ok] = 0.0
+        write += read
+        MT = self.M.T
+        total = np.asarray(MT.dot(write.T).T, dtype=np.float64)
+        rd = np.asarray(MT.dot(read.T).T, dtype=np.float64)
+        self._base = (chunk, total, rd)
+        return total, rd
+
+    def swap_queues(self, chunk, t0: int, t1: int):
+        """:class:`~densim.models.storage.vmio.SwapQueues` for steps ``t0..t1`` of ``chunk`` (chunk-relative)."""
+        from densim.models.storage.vmio import SwapQueues
+
+        total, rd = self.base_load(chunk)
+        return SwapQueues(self.models, self.slot_ds, total[t0:t1], rd[t0:t1], self.settings.burstiness)
 
     def _vm_io(self, chunk):
         """(read, write) IOPS per VM, float32 (steps x VMs), fresh arrays the caller may modify."""
@@ -126,23 +183,30 @@ class StorageStage(BaseStage):
         from densim.models.storage.vmio import datastore_latency_s
 
         read, write = self._vm_io(chunk)
-        if "swap_read_iops" in chunk.vm:
-            read += chunk.vm["swap_read_iops"].astype(np.float32, copy=False)
-        if "swap_write_iops" in chunk.vm:
-            write += chunk.vm["swap_write_iops"].astype(np.float32, copy=False)
         read[:, ~self.vm_ok] = 0.0
         write[:, ~self.vm_ok] = 0.0
         total = write
         total += read  # write is not used on its own below
+        S = self.M.shape[1]
+        swap_r = chunk.vm.get("swap_read_iops")
+        swap_w = chunk.vm.get("swap_write_iops")
+        swap_tot = None
+        if swap_r is not None or swap_w is not None:
+            swap_r = np.zeros_like(total) if swap_r is None else np.asarray(swap_r, dtype=np.float32)
+            swap_w = np.zeros_like(total) if swap_w is None else np.asarray(swap_w, dtype=np.float32)
+            swap_tot = swap_r + swap_w
         S = self.M.shape[1]
         n = chunk.n_steps
         lat = np.zeros((n, S))
         sat = np.zeros((n, S), dtype=bool)
         util = np.zeros((n, S))
         if S:
-            slot_total = np.asarray(self.M.T.dot(total.T).T)  # (steps, S)
-            slot_read = np.asarray(self.M.T.dot(read.T).T)
+            slot_total = np.asarray(self.M.T.dot(total.T).T, dtype=np.float64)  # (steps, S)
+            slot_read = np.asarray(self.M.T.dot(read.T).T, dtype=np.float64)
             del read
+            if swap_tot is not None:  # swap lands on the datastore the VM's swap lives on
+                slot_total += np.asarray(self.M_swap.T.dot(swap_tot.T).T)
+                slot_read += np.asarray(self.M_swap.T.dot(swap_r.T).T)
             with np.errstate(invalid="ignore", divide="ignore"):
                 rf = np.where(slot_total > 0, slot_read / np.maximum(slot_total, 1e-300), self.settings.read_fraction)
             for d, model in enumerate(self.models):  # loop over datastores, vectorised over steps and slots
@@ -159,12 +223,15 @@ class StorageStage(BaseStage):
             self.acc["steps"] += n
             self.peak_iops = np.maximum(self.peak_iops, slot_total.max(axis=0))
             self.peak_util = np.maximum(self.peak_util, util.max(axis=0))
+            add_saturation(ctx, "datastore", self.slot_names, util)  # busiest station's utilisation
         vm_lat = np.zeros(total.shape, dtype=np.float32)
         vm_sat = np.zeros(total.shape, dtype=np.float32)
         okv = self.vm_ok
         if S:
             vm_lat[:, okv] = lat.astype(np.float32)[:, self.vm_slot]
             vm_sat[:, okv] = sat[:, self.vm_slot]
+        if swap_tot is not None:
+            total += swap_tot  # a VM's I/O includes its swap traffic
         chunk.vm_out["io_iops"] = total
         chunk.vm_out["io_latency_s"] = vm_lat
         chunk.vm_out["io_saturated"] = vm_sat
@@ -172,13 +239,8 @@ class StorageStage(BaseStage):
 
     def finish(self, ctx, summary: dict) -> None:
         out = {}
-        names = [d.name for d in self.settings.datastores]
-        host_names = list(getattr(ctx.hosts, "names", []))
         for k in range(self.slot_ds.size):
-            label = names[self.slot_ds[k]]
-            if self.slot_host[k] >= 0:
-                h = int(self.slot_host[k])
-                label += f"@{host_names[h] if h < len(host_names) else h}"
+            label = self.slot_names[k]
             steps = max(self.acc["steps"][k], 1)
             iops_s = self.acc["iops_s"][k]
             out[label] = {
@@ -192,7 +254,8 @@ class StorageStage(BaseStage):
 
 
 @STAGES.register("storage", description="per-VM disk I/O on datastores (open queueing per step)",
-                 source="modelling guide §4; densim.models.storage.vmio")
+                 source="modelling guide §4; densim.models.storage.vmio",
+                 after=("memory",))  # the memory stage's swap I/O must be on chunk.vm before the queues are solved
 def storage_stage(ctx):
     if ctx.scenario.storage.model == "none":
         return None

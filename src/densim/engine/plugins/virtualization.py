@@ -150,6 +150,10 @@ class VirtualizationStage(BaseStage):
 
 
 @STAGES.register("virtualization", description="virtualization overhead CPU, NUMA remote memory, turbo/SMT capacity",
-                 source="modelling guide §3.3-§3.4, §6.1")
+                 source="modelling guide §3.3-§3.4, §6.1",
+                 # the demand factor scales all guest CPU demand, including what the fabric (batch
+                 # jobs) and storage (cycles per I/O) stages add; the turbo scale applies to the
+                 # capacity left after the fabric stage takes off the host storage stack's CPU
+                 after=("fabric", "storage"))
 def _factory(ctx):
     return VirtualizationStage() if ctx.scenario.virtualization.model == "kvm" else None

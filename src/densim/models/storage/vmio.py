@@ -10,7 +10,8 @@ the mean I/O latency is
 
 exactly the open network of :func:`densim.models.storage.solve_open`, evaluated for every step at
 once. VMs on one datastore share ``lambda``, so they slow each other; swap traffic from the
-memory model adds to the same ``lambda`` (:func:`add_swap_io`).
+memory model adds to the same ``lambda`` (:func:`add_swap_io`), and :class:`SwapQueues` gives the
+memory model the same latency as a function of its swap load, for its fault-cost fixed point.
 """
 
 from __future__ import annotations
@@ -90,15 +91,56 @@ def datastore_latency_s(ds: DatastoreModel, iops, read_fraction, burstiness: flo
 
 
 def add_swap_io(chunk, read_iops, write_iops) -> None:
-    """Add swap traffic (steps x VMs) to the VMs' datastore queues for this chunk.
+    """Add swap traffic (steps x VMs) to the datastore queues for this chunk.
 
-    Call it from the memory stage's ``after_cpu`` (which runs before the storage stage's:
-    stages run in name order). The storage stage adds ``chunk.vm["swap_read_iops"]`` and
-    ``chunk.vm["swap_write_iops"]`` to each VM's own I/O before solving the queues.
+    The memory stage calls it from its ``after_cpu`` (the storage stage declares
+    ``after=("memory",)``, so it runs later in the same chunk). The storage stage adds
+    ``chunk.vm["swap_read_iops"]`` and ``chunk.vm["swap_write_iops"]`` to the datastore each VM's
+    swap lives on (``memory.swap_datastore``; the VM's own datastore otherwise) before solving the
+    queues, and counts it in the VM's ``io_iops``.
     """
     for key, val in (("swap_read_iops", read_iops), ("swap_write_iops", write_iops)):
-        arr = np.asarray(val, dtype=np.float64)
+        arr = np.asarray(val, dtype=np.float32)
         if key in chunk.vm:
             chunk.vm[key] = chunk.vm[key] + arr
         else:
             chunk.vm[key] = arr.copy()
+
+
+class SwapQueues:
+    """The datastores swap traffic lands on, for one block of steps: latency as a function of swap load.
+
+    ``base_total`` / ``base_read`` (steps x slots) are the IOPS the VMs' own I/O puts on each
+    datastore slot (a shared datastore is one slot, a per-host one a slot per host); ``slot_ds``
+    names each slot's :class:`DatastoreModel`. A *store segment* is ``step * n_slots + slot``.
+    :meth:`bind` returns ``lat(lambda)``: the mean front-end latency of each given segment with
+    ``lambda`` swap IOPS (read share ``p_read``) on top of the other I/O, by
+    :func:`datastore_latency_s`, the same function the storage stage reports latency with. A loop
+    over datastore *models* only (a handful); everything else is vectorised.
+    """
+
+    def __init__(self, models, slot_ds, base_total, base_read, burstiness: float = 1.0) -> None:
+        self.models = list(models)
+        self.slot_ds = np.asarray(slot_ds, dtype=np.int64)
+        self.base_total = np.asarray(base_total, dtype=float)
+        self.base_read = np.asarray(base_read, dtype=float)
+        self.burstiness = float(burstiness)
+        self.n_slots = self.slot_ds.size
+
+    def bind(self, useg, p_read: float):
+        useg = np.asarray(useg, dtype=np.int64)
+        t, s = np.divmod(useg, max(self.n_slots, 1))
+        bt = self.base_total[t, s]
+        br = self.base_read[t, s]
+        ds = self.slot_ds[s]
+        groups = [(d, np.flatnonzero(ds == d)) for d in np.unique(ds)]
+
+        def lat(lam):
+            tot = bt + lam
+            rf = np.divide(br + lam * p_read, tot, out=np.full(tot.shape, p_read), where=tot > 0)
+            out = np.empty(tot.shape)
+            for d, sel in groups:
+                out[sel] = datastore_latency_s(self.models[d], tot[sel], rf[sel], self.burstiness)[0]
+            return out
+
+        return lat
