@@ -201,3 +201,14 @@ def test_bad_candidate_storage_names_the_field(tmp_path):
     sata = dict(HOST, storage={"device": "floppy-1.44mb"})
     with pytest.raises(InputError, match=r"candidates\.h\.storage.*floppy"):
         plan(inventory(disk_MBps=0.1), spec(candidates=[sata]))
+
+
+def test_plan_refuses_swap_on_a_datastore(tmp_path):
+    # the plan replays memory without the engine's storage stage: swap_datastore cannot be honoured
+    from densim.analysis.capacity_plan import load_plan_spec
+    from densim.errors import InputError
+
+    f = tmp_path / "c.yaml"
+    f.write_text("candidates:\n  - {name: a, server: x}\nmemory: {model: vsphere-like, swap_datastore: vm}\n")
+    with pytest.raises(InputError, match=r"memory: swap_datastore needs the engine's storage stage"):
+        load_plan_spec(f)

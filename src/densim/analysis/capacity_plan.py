@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from densim.analysis.plan_qos import LocalStorage
 from densim.errors import InputError
@@ -111,6 +111,14 @@ class PlanSpec(BaseModel):
     windows: int = Field(default=720, ge=1, description="time windows used while placing")
     optimise: OptimiseSpec = Field(default_factory=OptimiseSpec)
     memory: MemorySettings | None = Field(default=None, description="memory over-commit model for the memory QoS check")
+
+    @field_validator("memory")
+    @classmethod
+    def _no_swap_datastore(cls, v: MemorySettings | None) -> MemorySettings | None:
+        if v is not None and v.swap_datastore is not None:
+            raise ValueError("swap_datastore needs the engine's storage stage, which the plan does not model; "
+                             "give a swap_device for the plan's memory check")
+        return v
     candidates: list[Candidate] = Field(min_length=1, description="host configurations to compare")
 
 
@@ -124,7 +132,7 @@ def load_plan_spec(path: str | Path) -> PlanSpec:
         return PlanSpec.model_validate(data or {})
     except ValidationError as exc:
         err = exc.errors()[0]
-        raise InputError(path, format_loc(tuple(err["loc"])), err["msg"]) from None
+        raise InputError(path, format_loc(tuple(err["loc"])), str(err["msg"]).removeprefix("Value error, ")) from None
 
 
 @dataclass
