@@ -172,7 +172,9 @@ def test_study_saturation_rows_are_consistent_with_the_checked_runs(summaries):
     headline's ``saturated`` lists exactly the rows of the runs it rests on (no specific sizing)."""
     for name, s in summaries.items():
         checked = {c["run"]: c for c in s["busy_checked"]}
-        if name != "boot-drive":
+        from densim.studies.base import all_studies
+
+        if "no-queueing" not in all_studies()[name].tags:  # a bill of materials, a power curve
             assert checked, f"{name} checks no resource for saturation"
         for r in s["saturation"]:
             assert r["peak"] >= 0.9 and r["resource"].startswith(r["run"] + ": "), (name, r)

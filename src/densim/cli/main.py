@@ -202,10 +202,39 @@ def studies_overview(seed: int = 42) -> dict:
     return {"seed": seed, "studies": rows, "total": total}
 
 
+def _print_validation(seed: int, as_json: bool) -> None:
+    from rich.table import Table
+
+    from densim.atomic import dumps_strict
+    from densim.studies.validation import _err, run_all
+
+    res = run_guarded(run_all, None, seed)
+    if as_json:
+        typer.echo(dumps_strict({"seed": seed, "predictions": res["rows"], "areas": res["areas"]}, indent=2))
+        return
+    tab = Table(title="every prediction (no parameter fitted to it) against its published measurement")
+    for col in ("study", "figure", "measured", "predicted", "error", "tolerance", "within"):
+        tab.add_column(col, justify="right" if col in ("measured", "predicted", "error") else "left")
+    for r in res["rows"]:
+        tab.add_row(r["study"], r["figure"], f"{r['measured']:.4g} {r['unit']}", f"{r['predicted']:.4g} {r['unit']}",
+                    _err(r), r["tolerance"], "yes" if r["within"] else "MISS")
+    con = console()
+    con.print(tab)
+    area = Table(title="per area (MAPE leaves out one-sided bounds)")
+    for col in ("area", "predictions", "MAPE", "within tolerance"):
+        area.add_column(col)
+    for name, a in sorted(res["areas"].items(), key=lambda kv: (kv[0] == "all", kv[0])):
+        area.add_row(name, f"{a['predictions']:.0f}", f"{a['mape_pct']:.1f} %", f"{100 * a['within_share']:.0f} %")
+    con.print(area)
+    con.print("Sources, set-ups and the misses' suspected mechanisms: docs/background/validation.md")
+
+
 @app.command()
 def studies(
     as_json: Annotated[bool, typer.Option("--json", help="print the overview as JSON")] = False,
     seed: Annotated[int, typer.Option()] = 42,
+    validation: Annotated[bool, typer.Option("--validation", help="every prediction with its measured value and "
+                                             "error, and the error per area")] = False,
 ) -> None:
     """List the built-in studies: area, headline figures by role, predictions passing.
 
@@ -216,6 +245,9 @@ def studies(
 
     from densim.studies.base import ROLES
 
+    if validation:
+        _print_validation(seed, as_json)
+        return
     ov = run_guarded(studies_overview, seed)
     if as_json:
         typer.echo(json.dumps(ov, indent=2))

@@ -87,6 +87,6 @@ STUDY = Study(
     description="blade host: SAS controller + two mirrored boot HDDs replaced by one SSD (published: -4.7 % hardware cost)",
     run=run,
     source=SOURCE,
-    tags=("cost", "bom"),
+    tags=("cost", "bom", "no-queueing"),
     area="cost",
 )

@@ -1,0 +1,76 @@
+"""Validation studies: they run, every headline is a prediction, and the arithmetic they rely on."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from densim.studies.base import AREAS, all_studies
+from densim.studies.validation import SPECPOWER, area_summary, specpower_loo, specpower_prediction, validation_table
+
+VAL = sorted(n for n in all_studies() if n.startswith("val-"))
+
+
+def test_there_are_validation_studies():
+    assert len(VAL) >= 5
+
+
+@pytest.mark.parametrize("name", VAL)
+def test_runs_and_every_headline_is_a_prediction(name, tmp_path):
+    study = all_studies()[name]
+    assert study.area in AREAS
+    summary = study.run(tmp_path, 0)
+    assert summary["headline"]
+    for h in summary["headline"]:
+        assert h["role"] == "prediction"
+        assert h["source"]
+        assert math.isfinite(h["simulated"])
+    rows = validation_table({name: summary})
+    assert len(rows) == len(summary["headline"])
+    assert all(r["area"] == study.area for r in rows)
+
+
+def test_linear_power_at_half_load_is_the_midpoint():
+    # X5670: idle 66 W, peak 247 W -> (66 + 247) / 2 = 156.5 W at 50 %
+    assert specpower_prediction("ibm-x3550-2x-x5670")[5] == pytest.approx(156.5)
+    # Fan curve at u = 0.5: 2u - u^1.4 = 1 - 0.5^1.4 = 0.6211
+    assert specpower_prediction("ibm-x3550-2x-x5670", "fan")[5] == pytest.approx(66 + 181 * (1 - 0.5**1.4))
+
+
+def test_loo_table_is_the_neighbour_midpoint():
+    loo = specpower_loo("ibm-x3250-x3480")
+    pts = SPECPOWER["ibm-x3250-x3480"]["points_w"]
+    # leaving out 50 % (69.3 W): the table model gives (61.8 + 76.1) / 2 = 68.95 W
+    row = loo[4]
+    assert row["level"] == pytest.approx(0.5)
+    assert row["table_error"] == pytest.approx(68.95 / 69.3 - 1)
+    assert len(loo) == 9 and pts[5] == 69.3
+
+
+def test_nvme_device_servers_by_littles_law():
+    from densim.studies.val_nvme_qd import closed
+
+    # P4800X: 550 k IOPS x 10 us = 5.5 servers; at QD1 the closed network gives the QD1 latency
+    q1 = closed("intel-optane-p4800x-375gb", 1)
+    assert q1["servers"] == pytest.approx(5.5)
+    assert q1["latency_us"] == pytest.approx(10.0, rel=1e-6)
+
+
+def test_spdk_saturated_latency_is_littles_law():
+    from densim.studies.val_spdk_scaling import system
+
+    r = system(16, 8)
+    # closed network: latency = outstanding / throughput = 2048 / X
+    assert r["latency_us"] == pytest.approx(2048 / r["iops"] * 1e6, rel=1e-6)
+    # 4 cores: CPU bound at 4 x 13.85 M
+    assert system(16, 4)["iops"] == pytest.approx(4 * 13.85e6, rel=1e-6)
+
+
+def test_area_summary_mape_and_share():
+    rows = [{"area": "power", "error_pct": 10.0, "within": True}, {"area": "power", "error_pct": -30.0, "within": False}]
+    s = area_summary(rows)
+    assert s["power"]["mape_pct"] == pytest.approx(20.0)
+    assert s["power"]["within_share"] == pytest.approx(0.5)
+    assert np.isclose(s["all"]["predictions"], 2)
