@@ -553,25 +553,7 @@ def solve_throughput(
         lo = np.zeros(m)
         g_lo = g(lo)
         hi = np.minimum(-g_lo, cap)  # load at zero wait, capped below saturation
-        g_hi = g(hi)
-        side = np.zeros(m)
-        for _ in range(iterations):
-            width = hi - lo
-            if not np.any(mask & (width > 1e-10 * np.maximum(hi, 1e-12))):
-                break
-            denom = g_hi - g_lo
-            new = np.where(denom > 0, (lo * g_hi - hi * g_lo) / np.where(denom > 0, denom, 1.0), 0.5 * (lo + hi))
-            new = np.clip(new, lo, hi)
-            g_new = g(new)
-            pos = g_new >= 0
-            # Illinois: halve the stale end's g when the same end is kept twice
-            hi, lo = np.where(pos, new, hi), np.where(pos, lo, new)
-            g_lo = np.where(pos, np.where(side == 1, 0.5 * g_lo, g_lo), g_new)
-            g_hi = np.where(pos, g_new, np.where(side == -1, 0.5 * g_hi, g_hi))
-            side = np.where(pos, 1, -1)
-            done = np.abs(g_new) <= 1e-12 * np.maximum(new, 1e-12)
-            hi = np.where(done, new, hi)
-            lo = np.where(done, new, lo)
+        hi = _illinois(g, hi, iterations, mask=mask, g_lo=g_lo)
         return np.where(mask, dev.wait_s(hi, p_read), 0.0)
 
     for _ in range(rounds if ca is not None else 1):
@@ -624,21 +606,27 @@ def _fault_load_split(f, a0, b0, c0, ws, wc, seg_s, seg_c, seg_out, m, with_cach
     return out
 
 
-def _illinois(g, hi, iterations: int):
-    """Root of the increasing ``g`` on ``[0, hi]`` per segment (``g(0) <= 0 <= g(hi)``), vectorised."""
+def _illinois(g, hi, iterations: int, *, mask=None, g_lo=None):
+    """Root of the increasing ``g`` on ``[0, hi]`` per segment (``g(0) <= 0 <= g(hi)``), vectorised.
+
+    ``mask`` limits the convergence test to the segments that are solved; ``g_lo`` is ``g(0)`` when
+    the caller has it already.
+    """
     lo = np.zeros_like(hi)
-    g_lo = g(lo)
+    g_lo = g(lo) if g_lo is None else g_lo
     g_hi = g(hi)
     side = np.zeros_like(hi)
     for _ in range(iterations):
         width = hi - lo
-        if not np.any(width > 1e-10 * np.maximum(hi, 1e-12)):
+        wide = width > 1e-10 * np.maximum(hi, 1e-12)
+        if not np.any(wide if mask is None else mask & wide):
             break
         denom = g_hi - g_lo
         new = np.where(denom > 0, (lo * g_hi - hi * g_lo) / np.where(denom > 0, denom, 1.0), 0.5 * (lo + hi))
         new = np.clip(new, lo, hi)
         g_new = g(new)
         pos = g_new >= 0
+        # Illinois: halve the stale end's g when the same end is kept twice
         hi, lo = np.where(pos, new, hi), np.where(pos, lo, new)
         g_lo = np.where(pos, np.where(side == 1, 0.5 * g_lo, g_lo), g_new)
         g_hi = np.where(pos, g_new, np.where(side == -1, 0.5 * g_hi, g_hi))
