@@ -228,7 +228,8 @@ MISS_NOTES: dict[str, str] = {
 
 
 COVERAGE = (
-    "Areas covered so far: power and storage. No memory, CPU/virtualization or whole-cluster case yet: the "
+    "The validation cases built on public measurements cover power and storage; the memory rows come from the "
+    "older studies. No memory, CPU/virtualization or whole-cluster case from public measurements yet: the "
     "candidate sources (VMware's ESX 4.0/4.1 memory papers, the EPT and RVI evaluations, Clark et al. NSDI 2005) "
     "give their per-benchmark numbers in figures that were not readable as text, and the vendor summaries "
     "('up to 48 %' for EPT, 'performance unchanged' with ballooning) are bounds or prose, not measurements to "
