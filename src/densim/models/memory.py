@@ -496,10 +496,7 @@ def solve_throughput(
         return a if every else a[idx]
 
     theta = sub(np.broadcast_to(np.asarray(overlap, dtype=float), total.shape))
-    w = float(costs.writes_per_fault)
-    p_read = 1.0 / (1.0 + w)
-    t_sw = float(costs.software_s)
-    t_gsw = float(costs.software_s if costs.guest_software_s is None else costs.guest_software_s)
+    w, p_read, t_sw, t_gsw = _fault_constants(costs)
     fc, fs, fg, fz = sub(faults.cache), sub(faults.store), sub(faults.guest), sub(faults.compressed)
 
     def per_seg(x):
@@ -606,6 +603,13 @@ def _fault_load_split(f, a0, b0, c0, ws, wc, seg_s, seg_c, seg_out, m, with_cach
     return out
 
 
+def _fault_constants(costs) -> tuple[float, float, float, float]:
+    """``(w, p_read, t_sw, t_gsw)``: writes per fault, read share of swap I/O, host and guest software time."""
+    w = float(costs.writes_per_fault)
+    t_sw = float(costs.software_s)
+    return w, 1.0 / (1.0 + w), t_sw, float(t_sw if costs.guest_software_s is None else costs.guest_software_s)
+
+
 def _illinois(g, hi, iterations: int, *, mask=None, g_lo=None):
     """Root of the increasing ``g`` on ``[0, hi]`` per segment (``g(0) <= 0 <= g(hi)``), vectorised.
 
@@ -686,10 +690,7 @@ def solve_throughput_on_datastores(
         return a if every else a[idx]
 
     theta = sub(np.broadcast_to(np.asarray(overlap, dtype=float), total.shape))
-    w = float(costs.writes_per_fault)
-    p_read = 1.0 / (1.0 + w)
-    t_sw = float(costs.software_s)
-    t_gsw = float(costs.software_s if costs.guest_software_s is None else costs.guest_software_s)
+    w, p_read, t_sw, t_gsw = _fault_constants(costs)
     fc, fs, fg, fz = (np.broadcast_to(sub(np.broadcast_to(x, total.shape)), (idx.size,))
                       for x in (faults.cache, faults.store, faults.guest, faults.compressed))
     ca = cache.take(useg, n_seg) if cache is not None else None
