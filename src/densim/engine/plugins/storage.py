@@ -195,7 +195,6 @@ class StorageStage(BaseStage):
             swap_r = np.zeros_like(total) if swap_r is None else np.asarray(swap_r, dtype=np.float32)
             swap_w = np.zeros_like(total) if swap_w is None else np.asarray(swap_w, dtype=np.float32)
             swap_tot = swap_r + swap_w
-        S = self.M.shape[1]
         n = chunk.n_steps
         lat = np.zeros((n, S))
         sat = np.zeros((n, S), dtype=bool)
