@@ -132,6 +132,16 @@ SSD = Config(
 )
 
 
+
+def _price(part) -> float:
+    """A part's price for the cost comparison; a part without one is an error naming it (no 0 USD guess)."""
+    from densim.errors import PartError
+
+    if part.price_usd is None:
+        raise PartError(f"{type(part).__name__.removesuffix('Spec').lower()} {part.name!r}: price_usd is required by "
+                        "the mail-server cost comparison")
+    return float(part.price_usd)
+
 def evaluate(cfg: Config, users: float, catalog=None) -> dict[str, Any]:
     """Latencies, CPU, power, space and cost of ``cfg`` serving ``users``."""
     from densim.models.devices import DeviceSpec
@@ -215,9 +225,9 @@ def evaluate(cfg: Config, users: float, catalog=None) -> dict[str, Any]:
     total_w = it_w * (1.0 + _p("cooling_w_per_w"))
     rack_units = server.rack_units + sum(e.rack_units * k for e, k in encl)
 
-    capex = {"server": server.price_usd or 0.0, "enclosures": sum((e.price_usd or 0.0) * k for e, k in encl)}
-    capex["drives"] = sum(a["drives"] * (cat.get("devices", a["device"], DeviceSpec).price_usd or 0.0) for a in cfg.arrays)
-    capex["controllers"] = sum(cat.get("controllers", a["controller"], ControllerSpec).price_usd or 0.0 for a in cfg.arrays)
+    capex = {"server": _price(server), "enclosures": sum(_price(e) * k for e, k in encl)}
+    capex["drives"] = sum(a["drives"] * _price(cat.get("devices", a["device"], DeviceSpec)) for a in cfg.arrays)
+    capex["controllers"] = sum(_price(cat.get("controllers", a["controller"], ControllerSpec)) for a in cfg.arrays)
     capex_total = sum(capex.values())
     annual = {
         "hardware": capex_total / _p("amortisation_years"),
