@@ -51,7 +51,7 @@ bench-peers: $(STAMP)
 	$(MAKE) -C benchmarks/peers run PYTHON=$(abspath $(BIN)/python)
 
 docs: $(STAMP)
-	$(BIN)/python -m densim.reports.docgen docs/reference
+	$(BIN)/python -m densim.tools.docgen docs/reference
 
 clean:
 	rm -rf $(VENV) out .pytest_cache

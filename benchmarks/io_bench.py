@@ -13,7 +13,7 @@ from pathlib import Path
 
 from densim.models.devices import DeviceSpec
 from densim.models.storage import ArrayUnit, ControllerSpec, HostCpuIo, IoPattern, build_stations, solve_closed, solve_open
-from densim.scenario.catalog import builtin_catalog
+from densim.catalog.core import builtin_catalog
 
 
 def _time(fn, repeat: int) -> tuple[float, object]:

@@ -30,7 +30,7 @@ def rung(vms: int, extra: dict, write: bool, overcommit: float | None = None) ->
 
     from densim.engine import simulate
     from densim.placement import place
-    from densim.scenario.io import load_mapping, scenario_from_dict
+    from densim.spec.loader import load_mapping, scenario_from_dict
 
     place("first-fit", np.ones(2), np.ones(2), np.ones(1) * 4, np.ones(1) * 4)  # load the cached JIT kernel
     from densim.units import parse

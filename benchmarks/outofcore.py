@@ -36,7 +36,7 @@ def main() -> None:
 
     t0 = time.perf_counter()
     from densim.engine import simulate
-    from densim.scenario.io import scenario_from_dict
+    from densim.spec.loader import scenario_from_dict
     from densim.workloads.synthetic_trace import SyntheticTrace, SyntheticTraceSpec, synthetic_context
 
     hosts = args.hosts or math.ceil(args.vms / 16 * 1.04)

@@ -26,9 +26,9 @@ TARGET_S = 60.0
 
 
 def breakdown(trace: Path, candidates: Path, out: Path) -> dict:
-    from densim.analysis.capacity_plan import load_plan_spec, plan
-    from densim.analysis.plan_report import write_outputs
-    from densim.inventory import load_inventory
+    from densim.tools.plan.capacity import load_plan_spec, plan
+    from densim.tools.plan.report import write_outputs
+    from densim.workloads.formats import load_inventory
 
     t0 = time.perf_counter()
     inv = load_inventory(trace)

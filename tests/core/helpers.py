@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from densim.scenario import scenario_from_dict
+from densim.spec import scenario_from_dict
 
 
 def host(count=1, cores=4, mhz=2000, mem="64 GiB", idle=100, peak=200, name="h"):

@@ -1,6 +1,6 @@
 """Catalog integrity: every catalog part through every model that accepts its kind.
 
-Each part kind has one schema (``densim.scenario.catalog.part_schemas``); every quantity a model
+Each part kind has one schema (``densim.catalog.core.part_schemas``); every quantity a model
 reads is complete after validation, or the model raises an error naming the part and the field.
 These tests run every built-in part through every model of its kind and check the results are
 finite and positive, plus hand-computed values for a few parts (arithmetic in the comments).
@@ -50,9 +50,9 @@ from densim.models.storage import (
     solve_open,
 )
 from densim.models.storage.sizing import Costs, Target, evaluate
-from densim.scenario.catalog import builtin_catalog, part_schemas
-from densim.scenario.hardware import ServerSpec
-from densim.scenario.io import resolve_cpu
+from densim.catalog.core import builtin_catalog, part_schemas
+from densim.models.hardware import ServerSpec
+from densim.spec.loader import resolve_cpu
 
 CAT = builtin_catalog()
 MiB = 1024.0**2
@@ -294,7 +294,7 @@ def test_every_server_through_power_and_capacity(server):
 
 
 def test_every_cpu_resolves():
-    from densim.scenario.hardware import CpuSpec, HostCpu
+    from densim.models.hardware import CpuSpec, HostCpu
 
     for name in CAT.names("cpus"):
         cpu = resolve_cpu(HostCpu(model=name, sockets=2), CAT)

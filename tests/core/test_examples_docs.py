@@ -44,7 +44,7 @@ def test_howto_density_snippet_runs(repo, traces, tmp_path):
 
 
 def test_generated_reference_is_up_to_date(repo, tmp_path):
-    from densim.reports.docgen import generate
+    from densim.tools.docgen import generate
 
     for p in generate(tmp_path):
         committed = repo / "docs/reference" / p.name

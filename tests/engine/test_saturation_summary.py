@@ -45,7 +45,7 @@ def test_nothing_saturated_gives_an_empty_list_and_the_report_says_so(tmp_path):
 def test_datastore_and_swap_device_rows(tmp_path):
     # one swapping VM stalls on its own faults (rho -> 2/3 at most with theta = 1, t_sw = 0); with
     # 900 IOPS of a neighbour on the 1,000-IOPS datastore it is past 90 % busy
-    from densim.scenario import scenario_from_dict
+    from densim.spec import scenario_from_dict
 
     d = _scenario(other_iops=900.0).model_dump(by_alias=True)
     d["parts"]["memory_workloads"][0]["access_rate_per_s"] = 100000

@@ -16,7 +16,7 @@ from densim.errors import InputError
 from densim.models import memory as M
 from densim.models.devices import DeviceSpec
 from densim.models.storage.vmio import DatastoreModel, SwapQueues, datastore_latency_s
-from densim.scenario import scenario_from_dict
+from densim.spec import scenario_from_dict
 
 DISK = {"name": "one-ms-disk", "kind": "other", "read_latency": "1 ms", "write_latency": "1 ms",
         "read_iops": 1000, "write_iops": 1000, "parallelism": 1}

@@ -9,7 +9,7 @@ import pytest
 
 from densim.engine import simulate
 from densim.models.jobs import run_fabric
-from densim.scenario.io import load_scenario
+from densim.spec.loader import load_scenario
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "fabric" / "pooled-nvme.yaml"
 

@@ -11,8 +11,8 @@ from densim.errors import InputError
 from densim.models.devices import DeviceSpec
 from densim.models.fabric import drive_s_per_byte
 from densim.models.jobs import build_system, run_fabric, simulate_jobs
-from densim.scenario.catalog import builtin_catalog
-from densim.scenario.io import scenario_from_dict
+from densim.catalog.core import builtin_catalog
+from densim.spec.loader import scenario_from_dict
 
 GB = 1e9
 
@@ -234,7 +234,7 @@ def test_latency_orders_transports_for_a_single_task():
 
 
 def test_fibre_channel_san_runs():
-    from densim.studies.shared_flash import scenario_dict
+    from densim.tools.studies.shared_flash import scenario_dict
 
     d = scenario_dict("iscsi-hdd", 1)
     d["fabric"]["pools"][0]["target"] = "fc-san-64x-10k"

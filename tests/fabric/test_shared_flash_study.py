@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from densim.studies.shared_flash import PUBLISHED_STAGES_MIN, STUDY, fit_cpu_per_byte
+from densim.tools.studies.shared_flash import PUBLISHED_STAGES_MIN, STUDY, fit_cpu_per_byte
 
 
 @pytest.fixture(scope="module")
@@ -63,8 +63,8 @@ def test_two_tenants_on_a_fixed_8_drive_target_saturate_the_drives():
     # the drives saturate in reduce-and-write, so both slow down, but by less than 2x because part
     # of the work is CPU-bound (guide §5.2: T'/T = 1 + f_io)
     from densim.models.jobs import run_fabric
-    from densim.scenario.io import scenario_from_dict
-    from densim.studies.shared_flash import run_variant, scenario_dict
+    from densim.spec.loader import scenario_from_dict
+    from densim.tools.studies.shared_flash import run_variant, scenario_dict
 
     local = run_variant("local", 1)["runtime_s"]
     d = scenario_dict("nvmeof-rdma", 2)
@@ -79,7 +79,7 @@ def test_two_tenants_on_a_fixed_8_drive_target_saturate_the_drives():
 
 def test_fit_reproduces_the_catalog_costs():
     # Re-run the fit (coarse tolerance to stay quick) and compare with the stored profile.
-    from densim.scenario.catalog import builtin_catalog
+    from densim.catalog.core import builtin_catalog
 
     stored = [float(str(s["cpu_per_byte"]).split()[0]) for s in builtin_catalog().raw("batch_profiles", "spark-terasort-1tb")["stages"]]
     fitted = fit_cpu_per_byte(rel_tol=1e-3)

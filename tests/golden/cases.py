@@ -184,7 +184,7 @@ def _sweep(example: str) -> Callable[[Path], dict[str, Any]]:
     def run(tmp: Path) -> dict[str, Any]:
         study = REPO / "examples" / example
         _cli(["sweep", str(study), "--out", str(tmp), "--backend", "inprocess", "--no-progress"])
-        from densim.sweep.query import connect, resolve_store
+        from densim.tools.sweep.query import connect, resolve_store
 
         con = connect(resolve_store(study, tmp))
         rel = con.execute("SELECT * FROM results ORDER BY scenario, seed")
@@ -196,7 +196,7 @@ def _sweep(example: str) -> Callable[[Path], dict[str, Any]]:
 
 
 def _cases() -> dict[str, Callable[[Path], dict[str, Any]]]:
-    from densim.studies.base import all_studies
+    from densim.tools.studies.base import all_studies
 
     cases: dict[str, Callable[[Path], dict[str, Any]]] = {}
     for name in all_studies():

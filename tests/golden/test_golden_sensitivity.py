@@ -10,7 +10,7 @@ from tests.golden.cases import CASES, diff, format_diff, load_snapshot
 @pytest.fixture
 def nudged_catalog():
     """The built-in catalog with the DC S3700's read latency raised by 1 % (50 us -> 50.5 us)."""
-    from densim.scenario.catalog import builtin_catalog
+    from densim.catalog.core import builtin_catalog
 
     entry = builtin_catalog().raw("devices", "intel-dc-s3700-400gb")
     before = entry["read_latency"]

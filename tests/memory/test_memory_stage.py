@@ -11,8 +11,8 @@ from densim.engine.run import Chunk
 from densim.engine.plugins.memory import memory_stage
 from densim.errors import InputError
 from densim.models import memory as M
-from densim.scenario.catalog import builtin_catalog
-from densim.scenario.memory import MemorySettings
+from densim.catalog.core import builtin_catalog
+from densim.spec.memory import MemorySettings
 
 GIB = M.GIB
 ROOT = Path(__file__).resolve().parents[2]
@@ -113,7 +113,7 @@ def _trace_dir():
                     reason="Bitbrains sample or example not available")
 def test_bitbrains_example_reports_which_hosts_would_swap():
     from densim.engine import simulate
-    from densim.scenario.io import scenario_from_dict
+    from densim.spec.loader import scenario_from_dict
 
     data = yaml.safe_load((ROOT / "examples" / "bitbrains-small.yaml").read_text())
     data["vms"][0]["trace"]["path"] = str(_trace_dir())
@@ -161,7 +161,7 @@ def test_end_to_end_profile_scenario_with_own_profile_and_override(tmp_path):
     # six 16 GiB VMs packed first-fit at 1.6x onto 64 GiB hosts; the scenario brings its own memory
     # profile under parts: and overrides one field per group
     from densim.engine import simulate
-    from densim.scenario.io import load_scenario
+    from densim.spec.loader import load_scenario
 
     res = simulate(load_scenario(Path(__file__).with_name("overcommit-profile.yaml")))
     mem = res.summary["memory"]

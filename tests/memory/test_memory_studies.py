@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from densim.studies import host_swap_cache, ssd_as_memory, swap_device_sql
+from densim.tools.studies import host_swap_cache, ssd_as_memory, swap_device_sql
 
 
 def by_name(summary):
@@ -49,7 +49,7 @@ def test_ssd_as_memory_silicon_design():
 
 
 def test_studies_are_registered():
-    from densim.studies.base import all_studies
+    from densim.tools.studies.base import all_studies
 
     names = all_studies()
     assert {"host-swap-cache", "swap-device-sql", "ssd-as-memory"} <= set(names)

@@ -7,7 +7,7 @@ import csv
 import pytest
 
 from densim.errors import InputError
-from densim.inventory import load_inventory
+from densim.workloads.formats import load_inventory
 
 from .fixtures import VINFO_HEADER, small_workload, write_generic_csv, write_rvtools_csv, write_rvtools_xlsx
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from densim.inventory import load_inventory
+from densim.workloads.formats import load_inventory
 from .fixtures import (
     GIB,
     MIB,

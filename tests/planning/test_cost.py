@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from densim.models.cost import BomPart, CostInputs, Licence, bom_cost_usd, bom_parts, licence_units, power_w, tco_per_year
-from densim.scenario.hardware import PowerSpec
+from densim.models.hardware import PowerSpec
 
 
 def test_every_bom_part_has_a_price_date_and_source():

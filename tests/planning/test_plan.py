@@ -11,9 +11,9 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from densim.analysis.capacity_plan import load_plan_spec, plan
+from densim.tools.plan.capacity import load_plan_spec, plan
 from densim.errors import InputError
-from densim.inventory import load_inventory
+from densim.workloads.formats import load_inventory
 
 from ..browser import open_report
 from .fixtures import small_workload, write_generic_csv, write_rvtools_xlsx
@@ -72,7 +72,7 @@ def test_plan_on_an_rvtools_snapshot_states_the_demand_rule(tmp_path):
 def test_plan_needs_more_hosts_for_a_tighter_ready_bound(tmp_path):
     # 40 VMs of 4 vCPUs busy 60 % +/- noise on 32-core hosts: a 1 % bound needs at least as many hosts as 10 %
     rng = np.random.default_rng(1)
-    from densim.inventory import build_inventory
+    from densim.workloads.inventory import build_inventory
 
     cpu = np.clip(rng.normal(0.6, 0.2, size=(200, 40)), 0, 1) * 4 * 2300.0
     inv = build_inventory([f"v{i}" for i in range(40)], [4] * 40, [2300.0] * 40, [4 * 2**30] * 40, cpu_mhz=cpu)
@@ -139,7 +139,7 @@ def test_plan_over_real_bitbrains_vms(gwa_rnd, tmp_path):
 @pytest.mark.browser
 def test_real_trace_plan_report_opens_without_console_errors(gwa_rnd, tmp_path):
     inv = load_inventory(gwa_rnd, limit=20).with_series_steps(288)
-    from densim.analysis.plan_report import write_outputs
+    from densim.tools.plan.report import write_outputs
 
     write_outputs(plan(inv, load_plan_spec(CANDIDATES)), tmp_path)
     assert open_report(tmp_path / "report.html", "#fig0 .main-svg").errors == []

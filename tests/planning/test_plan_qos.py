@@ -1,15 +1,15 @@
-"""Memory and storage quality of service in ``densim plan`` (densim.analysis.plan_qos)."""
+"""Memory and storage quality of service in ``densim plan`` (densim.tools.plan.qos)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from densim.analysis import plan_qos
-from densim.analysis.capacity_plan import PlanSpec, plan
-from densim.inventory.model import build_inventory
-from densim.scenario.catalog import builtin_catalog
-from densim.scenario.memory import MemorySettings
+from densim.tools.plan import qos as plan_qos
+from densim.tools.plan.capacity import PlanSpec, plan
+from densim.workloads.inventory import build_inventory
+from densim.catalog.core import builtin_catalog
+from densim.spec.memory import MemorySettings
 
 GIB = 2**30
 CAT = builtin_catalog()
@@ -140,9 +140,9 @@ def test_qos_example_runs_on_a_small_inventory(tmp_path):
     # examples/planning/candidates-qos.yaml as shipped, on 6 VMs with memory and disk series.
     from pathlib import Path
 
-    from densim.analysis.capacity_plan import load_plan_spec
-    from densim.analysis.plan_report import write_outputs
-    from densim.inventory import load_inventory
+    from densim.tools.plan.capacity import load_plan_spec
+    from densim.tools.plan.report import write_outputs
+    from densim.workloads.formats import load_inventory
 
     from .fixtures import small_workload, write_generic_csv
 
@@ -189,7 +189,7 @@ def test_example_candidates_files_validate_against_the_published_schema():
 
 
 def test_bad_candidate_storage_names_the_field(tmp_path):
-    from densim.analysis.capacity_plan import load_plan_spec
+    from densim.tools.plan.capacity import load_plan_spec
     from densim.errors import InputError
 
     p = tmp_path / "c.yaml"
@@ -205,7 +205,7 @@ def test_bad_candidate_storage_names_the_field(tmp_path):
 
 def test_plan_refuses_swap_on_a_datastore(tmp_path):
     # the plan replays memory without the engine's storage stage: swap_datastore cannot be honoured
-    from densim.analysis.capacity_plan import load_plan_spec
+    from densim.tools.plan.capacity import load_plan_spec
     from densim.errors import InputError
 
     f = tmp_path / "c.yaml"

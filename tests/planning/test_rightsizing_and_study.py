@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from densim.analysis.rightsizing import rightsize
-from densim.inventory import build_inventory
+from densim.tools.plan.rightsizing import rightsize
+from densim.workloads.inventory import build_inventory
 
 GIB = 2**30
 
@@ -36,7 +36,7 @@ def test_rightsizing_never_sizes_below_one_vcpu_or_above_the_configuration():
 
 
 def test_boot_drive_study_reproduces_the_published_saving(tmp_path):
-    from densim.studies.boot_drive import STUDY, saving_pct
+    from densim.tools.studies.boot_drive import STUDY, saving_pct
 
     out = STUDY.run(tmp_path, 0)
     h = out["headline"][0]

@@ -18,7 +18,7 @@ from densim.models.storage import (
     raid_write_penalty,
     solve_open,
 )
-from densim.scenario.catalog import builtin_catalog
+from densim.catalog.core import builtin_catalog
 
 CAT = builtin_catalog()
 

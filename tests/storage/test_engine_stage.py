@@ -9,8 +9,8 @@ from densim.engine import simulate
 from densim.errors import InputError
 from densim.models.devices import DeviceSpec
 from densim.models.storage.vmio import DatastoreModel, datastore_latency_s
-from densim.scenario import scenario_from_dict
-from densim.scenario.catalog import builtin_catalog
+from densim.spec import scenario_from_dict
+from densim.catalog.core import builtin_catalog
 
 CAT = builtin_catalog()
 
@@ -94,7 +94,7 @@ def test_unknown_datastore_of_a_vm_names_the_field():
 def test_bitbrains_example_disk_traffic_lands_on_datastores(repo, traces, tmp_path):
     import yaml
 
-    from densim.scenario import load_scenario
+    from densim.spec import load_scenario
 
     doc = yaml.safe_load((repo / "examples/storage/bitbrains-datastores.yaml").read_text())
     for g in doc["vms"]:

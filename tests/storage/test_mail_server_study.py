@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from densim.studies.mail_server import HDD, SSD, STUDY, evaluate
+from densim.tools.studies.mail_server import HDD, SSD, STUDY, evaluate
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from densim.models.storage import (
     solve_closed,
     solve_open,
 )
-from densim.scenario.catalog import builtin_catalog
+from densim.catalog.core import builtin_catalog
 
 CAT = builtin_catalog()
 DEVICES = [d for d in CAT.all("devices", DeviceSpec)]

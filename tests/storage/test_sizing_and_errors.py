@@ -13,7 +13,7 @@ from densim.errors import ScenarioInvalid
 from densim.models.devices import DeviceSpec
 from densim.models.storage import IoPattern
 from densim.models.storage.sizing import Costs, Target, evaluate, search
-from densim.scenario.catalog import builtin_catalog
+from densim.catalog.core import builtin_catalog
 
 REPO = Path(__file__).resolve().parents[2]
 CAT = builtin_catalog()

@@ -10,7 +10,7 @@ import pytest
 from densim.models.devices import DeviceSpec
 from densim.models.storage import ArrayUnit, ControllerSpec, IoPattern, build_stations, solve_open
 from densim.models.storage.vmio import DatastoreModel, add_swap_io, datastore_latency_s
-from densim.scenario.catalog import builtin_catalog
+from densim.catalog.core import builtin_catalog
 
 CAT = builtin_catalog()
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from densim.studies.base import AREAS, ROLES, Study, all_studies, annotate, busy_check, headline, role_counts
-from densim.studies.runner import evaluate_study, run_study
+from densim.tools.studies.base import AREAS, ROLES, Study, all_studies, annotate, busy_check, headline, role_counts
+from densim.tools.studies.runner import evaluate_study, run_study
 
 
 @pytest.fixture(scope="module")
@@ -172,7 +172,7 @@ def test_study_saturation_rows_are_consistent_with_the_checked_runs(summaries):
     headline's ``saturated`` lists exactly the rows of the runs it rests on (no specific sizing)."""
     for name, s in summaries.items():
         checked = {c["run"]: c for c in s["busy_checked"]}
-        from densim.studies.base import all_studies
+        from densim.tools.studies.base import all_studies
 
         if "no-queueing" not in all_studies()[name].tags:  # a bill of materials, a power curve
             assert checked, f"{name} checks no resource for saturation"

@@ -3,7 +3,7 @@
 import pytest
 from conftest import write_study
 
-from densim.sweep import load_study, run_sweep, store_files
+from densim.tools.sweep import load_study, run_sweep, store_files
 
 pytest.importorskip("distributed")
 

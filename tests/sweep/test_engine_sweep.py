@@ -6,7 +6,7 @@ from conftest import write_study
 from typer.testing import CliRunner
 
 from densim.cli.main import app
-from densim.sweep import load_study, run_sweep, store_files
+from densim.tools.sweep import load_study, run_sweep, store_files
 
 
 def test_engine_sweep_through_the_cli(tmp_path):

@@ -1,6 +1,6 @@
 """The example studies in examples/sweeps expand and validate (every point), without running them."""
 
-from densim.sweep import load_study
+from densim.tools.sweep import load_study
 
 
 def test_overcommit_example_expands(repo):

@@ -2,8 +2,8 @@
 
 import math
 
-from densim.sweep.report import mean_ci
-from densim.sweep.runners import flatten
+from densim.tools.sweep.report import mean_ci
+from densim.tools.sweep.runners import flatten
 
 
 def test_mean_ci_closed_form():

@@ -9,7 +9,7 @@ import time
 import duckdb
 from conftest import write_study
 
-from densim.sweep import load_study, run_sweep, store_files
+from densim.tools.sweep import load_study, run_sweep, store_files
 
 
 def _run(study_path, out, **kw):
@@ -56,7 +56,7 @@ def test_process_pool_equals_inprocess_and_survives_a_dead_worker(tmp_path, toy_
 
 _DRIVER = """
 import sys
-from densim.sweep import load_study, run_sweep
+from densim.tools.sweep import load_study, run_sweep
 run_sweep(load_study(sys.argv[1]), out=sys.argv[2], backend="process", workers=2)
 """
 

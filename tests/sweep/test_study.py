@@ -5,7 +5,7 @@ from conftest import write_study
 
 from densim.errors import InputError
 from densim.rng import spawn_seeds
-from densim.sweep.study import load_study, parse_path, scenario_id, set_path
+from densim.tools.sweep.study import load_study, parse_path, scenario_id, set_path
 
 
 def test_product_times_replications(tmp_path):
@@ -65,7 +65,7 @@ def test_runner_is_a_registered_name_never_a_module(tmp_path):
 
 def test_installed_plugin_runner_is_found_by_its_entry_point(toy_env, tmp_path):
     # tests/sweep/densim_toy_runner-0.1.dist-info declares [densim.runners] toy = toy_runner:run
-    from densim.sweep.study import resolve_runner
+    from densim.tools.sweep.study import resolve_runner
     from toy_runner import run
 
     assert resolve_runner("toy") is run

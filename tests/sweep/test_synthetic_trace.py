@@ -50,7 +50,7 @@ def test_streams_through_the_engine_with_the_same_energy_as_summed_by_hand():
     # no host is overloaded, so host utilisation = sum of its VMs' demand / 32,000 MHz and
     # energy = sum over steps and hosts of (100 + 150 u) W x 300 s (idle hosts draw 100 W).
     from densim.engine import simulate
-    from densim.scenario.io import scenario_from_dict
+    from densim.spec.loader import scenario_from_dict
 
     spec = SyntheticTraceSpec(n_vms=64, n_steps=48, seed=3)
     tr = SyntheticTrace(spec, vm_block=10)

@@ -46,7 +46,7 @@ def run(mapping: dict, seed: int) -> dict[str, bytes]:
     buf = io.BytesIO()
     pq.write_table(hosts, buf)
     summary = {"n_hosts": n_hosts, "n_vms": n_vms, "mean_host_load": float(load.mean() / overcommit), "seed": seed}
-    from densim.sweep.runners import summary_parquet_bytes
+    from densim.tools.sweep.runners import summary_parquet_bytes
 
     return {
         "hosts.parquet": buf.getvalue(),

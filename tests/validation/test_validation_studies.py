@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from densim.studies.base import AREAS, all_studies
-from densim.studies.validation import SPECPOWER, area_summary, specpower_loo, specpower_prediction, validation_table
+from densim.tools.studies.base import AREAS, all_studies
+from densim.tools.studies.validation import SPECPOWER, area_summary, specpower_loo, specpower_prediction, validation_table
 
 VAL = sorted(n for n in all_studies() if n.startswith("val-"))
 
@@ -50,7 +50,7 @@ def test_loo_table_is_the_neighbour_midpoint():
 
 
 def test_nvme_device_servers_by_littles_law():
-    from densim.studies.val_nvme_qd import closed
+    from densim.tools.studies.val_nvme_qd import closed
 
     # P4800X: 550 k IOPS x 10 us = 5.5 servers; at QD1 the closed network gives the QD1 latency
     q1 = closed("intel-optane-p4800x-375gb", 1)
@@ -59,7 +59,7 @@ def test_nvme_device_servers_by_littles_law():
 
 
 def test_spdk_saturated_latency_is_littles_law():
-    from densim.studies.val_spdk_scaling import system
+    from densim.tools.studies.val_spdk_scaling import system
 
     r = system(16, 8)
     # closed network: latency = outstanding / throughput = 2048 / X

@@ -9,8 +9,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from densim.bench.compare import format_comparison, load_result
-from densim.bench.tiles import Bench, BenchHost, load_host, run_bench, schema
+from densim.tools.tiles.compare import format_comparison, load_result
+from densim.tools.tiles.core import Bench, BenchHost, load_host, run_bench, schema
 from densim.cli.commands.bench import register
 from densim.errors import InputError
 
@@ -154,7 +154,7 @@ def test_howto_host_snippet_is_a_valid_host_file(tmp_path):
 
 
 def test_rebalancing_fixes_a_start_placement_misled_by_vm_sizes():
-    from densim.bench.tiles import builtin_tile
+    from densim.tools.tiles.core import builtin_tile
 
     # vCPU counts that do not follow load: the start heuristic (fewest committed vCPUs) then
     # leaves node 0 busier; the balancer sees the observed use and moves a VM

@@ -5,7 +5,7 @@ import copy
 import pytest
 
 from densim.engine import simulate
-from densim.scenario.io import scenario_from_dict
+from densim.spec.loader import scenario_from_dict
 
 BASE = {
     "name": "virt-engine",
@@ -69,7 +69,7 @@ def test_bad_workload_value_is_reported_with_its_path():
 def test_engine_example_runs():
     from pathlib import Path
 
-    from densim.scenario.io import load_scenario
+    from densim.spec.loader import load_scenario
 
     sc = load_scenario(Path(__file__).resolve().parents[2] / "examples" / "virt" / "engine-kvm.yaml")
     sc = sc.model_copy(update={"simulation": sc.simulation.model_copy(update={"horizon_s": 3600.0})})

@@ -2,7 +2,7 @@
 
 import pytest
 
-from densim.studies.kvm_tuning import STUDY, run_study
+from densim.tools.studies.kvm_tuning import STUDY, run_study
 
 
 @pytest.fixture(scope="module")

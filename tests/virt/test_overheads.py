@@ -22,7 +22,7 @@ from densim.models.virtualization import (
     walk_cycles,
     walk_references,
 )
-from densim.scenario.catalog import builtin_catalog
+from densim.catalog.core import builtin_catalog
 
 K4, M2 = PAGE_4K_BYTES, PAGE_2M_BYTES
 EXITS = ExitCosts(light_cycles=1500, heavy_cycles=10000)

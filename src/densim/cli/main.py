@@ -74,7 +74,7 @@ def _progress_runner(no_progress: bool):
 
 def _simulate_and_write(path: Path, out: Path, seed: Optional[int], no_progress: bool, report: bool = True):
     from densim.engine import simulate
-    from densim.scenario import load_scenario
+    from densim.spec import load_scenario
 
     t0 = time.perf_counter()
     # a run that fails must not leave an older run's complete-looking result in --out
@@ -127,7 +127,7 @@ def run(
 @app.command()
 def validate(scenario: Annotated[Path, typer.Argument(help="scenario file")]) -> None:
     """Check SCENARIO and list every problem with its field path; exit 1 if any."""
-    from densim.scenario import validate_file
+    from densim.spec import validate_file
 
     problems = validate_file(scenario)
     if problems:
@@ -140,7 +140,7 @@ def validate(scenario: Annotated[Path, typer.Argument(help="scenario file")]) ->
 @app.command()
 def schema(out: Annotated[Optional[Path], typer.Option("--out", "-o", help="write to a file")] = None) -> None:
     """Print the JSON Schema of scenario files (for editor completion)."""
-    from densim.scenario.model import Scenario
+    from densim.spec.scenario import Scenario
 
     text = json.dumps(Scenario.model_json_schema(by_alias=True), indent=2)
     if out:
@@ -176,8 +176,8 @@ def studies_overview(seed: int = 42) -> dict:
     predictions passing, plus the totals. Calibration figures never count as validation passes."""
     import tempfile
 
-    from densim.studies.base import ROLES, all_studies
-    from densim.studies.runner import evaluate_study
+    from densim.tools.studies.base import ROLES, all_studies
+    from densim.tools.studies.runner import evaluate_study
 
     rows = []
     total = {"studies": 0, "headlines": 0, "roles": dict.fromkeys(ROLES, 0), "predictions_passed": 0, "predictions_total": 0,
@@ -206,7 +206,7 @@ def _print_validation(seed: int, as_json: bool) -> None:
     from rich.table import Table
 
     from densim.atomic import dumps_strict
-    from densim.studies.validation import _err, run_all
+    from densim.tools.studies.validation import _err, run_all
 
     res = run_guarded(run_all, None, seed)
     if as_json:
@@ -243,7 +243,7 @@ def studies(
     """
     from rich.table import Table
 
-    from densim.studies.base import ROLES
+    from densim.tools.studies.base import ROLES
 
     if validation:
         _print_validation(seed, as_json)
@@ -284,8 +284,8 @@ def study(
     seed: Annotated[int, typer.Option()] = 42,
 ) -> None:
     """Run a built-in study; writes summary.json (with the headline comparison) and report.html."""
-    from densim.studies.base import ROLES, all_studies
-    from densim.studies.runner import run_study
+    from densim.tools.studies.base import ROLES, all_studies
+    from densim.tools.studies.runner import run_study
 
     found = all_studies()
     if name not in found:

@@ -18,7 +18,7 @@ from densim.engine.state import EngineContext, build_context
 from densim.models.cpu import CPU_CONTENTION, maxmin_share
 from densim.models.power import host_power_w
 from densim.placement import place
-from densim.scenario.model import Scenario
+from densim.spec.scenario import Scenario
 
 ELEMENTS_PER_CHUNK = 40_000_000  # (steps x VMs) float32 per array: 160 MB
 

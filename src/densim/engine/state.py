@@ -10,8 +10,8 @@ import numpy as np
 
 from densim.errors import InputError
 from densim.models.power import as_table_w
-from densim.scenario.io import catalog_for, resolve_servers
-from densim.scenario.model import Scenario
+from densim.spec.loader import catalog_for, resolve_servers
+from densim.spec.scenario import Scenario
 from densim.workloads.readers import open_trace
 from densim.workloads.readers.bitbrains import BitbrainsSource
 from densim.workloads.readers.opendc import OpenDcSource

@@ -25,7 +25,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from densim.scenario.hardware import PowerSpec
+from densim.models.hardware import PowerSpec
 
 _CFG = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
@@ -54,7 +54,7 @@ class BomLine(BaseModel):
 
 
 def bom_parts(catalog=None) -> dict[str, BomPart]:
-    from densim.scenario.catalog import builtin_catalog
+    from densim.catalog.core import builtin_catalog
 
     cat = catalog or builtin_catalog()
     return {p.name: p for p in cat.all("bom_parts", BomPart)}
@@ -62,7 +62,7 @@ def bom_parts(catalog=None) -> dict[str, BomPart]:
 
 def bom_cost_usd(lines: list[BomLine] | list[dict], catalog=None) -> tuple[float, list[dict]]:
     """Total price of a bill of materials and its priced lines."""
-    from densim.scenario.catalog import builtin_catalog
+    from densim.catalog.core import builtin_catalog
 
     cat = catalog or builtin_catalog()
     rows = []

@@ -552,11 +552,11 @@ def build_system(sc, catalog=None, *, source: str = "scenario") -> JobSystem:
     Bad references raise :class:`densim.errors.InputError` naming the field path.
     """
     from densim.errors import InputError
-    from densim.scenario.catalog import CatalogError
+    from densim.catalog.core import CatalogError
     from pydantic import ValidationError
 
     from densim.errors import PartError
-    from densim.scenario.io import catalog_for, resolve_servers, validation_issues
+    from densim.spec.loader import catalog_for, resolve_servers, validation_issues
 
     fab = sc.fabric
     catalog = catalog or catalog_for(sc)

@@ -70,7 +70,7 @@ def host_power_w(util: np.ndarray, kind: np.ndarray, idle_w: np.ndarray, peak_w:
 
 
 def as_table_w(spec) -> np.ndarray:
-    """11-point table of a :class:`~densim.scenario.hardware.PowerSpec` (exact for linear and table)."""
+    """11-point table of a :class:`~densim.models.hardware.PowerSpec` (exact for linear and table)."""
     u = np.linspace(0.0, 1.0, 11)
     if spec.model == "table":
         return np.asarray(spec.points_w, dtype=np.float64)

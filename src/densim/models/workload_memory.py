@@ -71,7 +71,7 @@ class MemoryWorkload(BaseModel):
 
 def load_workload(name: str, catalog=None) -> MemoryWorkload:
     """A profile from the catalog section ``memory_workloads``."""
-    from densim.scenario.catalog import builtin_catalog
+    from densim.catalog.core import builtin_catalog
 
     cat = catalog or builtin_catalog()
     return cat.get("memory_workloads", name, MemoryWorkload)

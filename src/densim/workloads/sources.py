@@ -125,7 +125,7 @@ def hash_uniform(seed: int, t_idx: np.ndarray, vm_idx: np.ndarray) -> np.ndarray
 
 
 class ProfileSource(DemandSource):
-    """Synthetic demand from a :class:`~densim.scenario.model.ProfileSpec` for ``count`` VMs."""
+    """Synthetic demand from a :class:`~densim.spec.scenario.ProfileSpec` for ``count`` VMs."""
 
     channels = ("cpu_mhz", "mem_used_bytes")
 

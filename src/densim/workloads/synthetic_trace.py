@@ -199,7 +199,7 @@ def synthetic_context(scenario, trace: SyntheticTrace, *, seed: int | None = Non
     """
     from densim.engine.state import EngineContext, VmTable, build_hosts
     from densim.rng import make_rng
-    from densim.scenario.io import catalog_for
+    from densim.spec.loader import catalog_for
 
     s = trace.spec
     seed = scenario.simulation.seed if seed is None else int(seed)

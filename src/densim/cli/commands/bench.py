@@ -20,7 +20,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Add tiles until a workload misses its QoS; write tile count, score and QoS margins as JSON."""
         from densim.atomic import write_json_atomic
-        from densim.bench.tiles import load_host, run_bench
+        from densim.tools.tiles.core import load_host, run_bench
         from densim.errors import InputError
 
         try:
@@ -42,7 +42,7 @@ def register(app: typer.Typer) -> None:
     @bench.command("compare")
     def compare(a: Path = typer.Argument(..., help="first result JSON"), b: Path = typer.Argument(..., help="second result JSON")) -> None:
         """Show two tile benchmark results side by side."""
-        from densim.bench.compare import format_comparison, load_result
+        from densim.tools.tiles.compare import format_comparison, load_result
         from densim.errors import InputError
 
         try:

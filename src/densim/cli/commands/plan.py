@@ -27,10 +27,10 @@ def plan_command(
     from rich.console import Console
     from rich.table import Table
 
-    from densim.analysis.capacity_plan import load_plan_spec, plan
-    from densim.analysis.plan_report import write_outputs
+    from densim.tools.plan.capacity import load_plan_spec, plan
+    from densim.tools.plan.report import write_outputs
     from densim.errors import InputError
-    from densim.inventory import load_inventory
+    from densim.workloads.formats import load_inventory
 
     try:
         spec = load_plan_spec(candidates)
@@ -48,7 +48,7 @@ def plan_command(
         if rightsize is not None:
             upd["rightsizing"] = spec.rightsizing.model_copy(update={"enabled": rightsize})
         spec = spec.model_copy(update=upd)
-        from densim.inventory import detect_format
+        from densim.workloads.formats import detect_format
 
         fmt = detect_format(inventory) if fmt == "auto" else fmt
         opts = {"snapshot_peak_factor": snapshot_peak_factor} if fmt == "rvtools" else {}

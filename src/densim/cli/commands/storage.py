@@ -43,7 +43,7 @@ def _tty() -> bool:
 def run_io(path: str | Path) -> dict[str, Any]:
     """Solve the storage-only scenario in ``path``; returns the result as a dict."""
     from densim.models.storage import IoPattern, arrays_power_w, build_stations, solve_closed, solve_open
-    from densim.scenario.storage import _load, IoScenario, resolve_system
+    from densim.spec.storage import _load, IoScenario, resolve_system
 
     sc = _load(path, IoScenario)
     arrays, cpu, server, encl, _ = resolve_system(sc, path)
@@ -98,7 +98,7 @@ def run_size(path: str | Path) -> dict[str, Any]:
     from densim.models.devices import DeviceSpec
     from densim.models.storage import ControllerSpec, EnclosureSpec, IoPattern, IoStack
     from densim.models.storage.sizing import Costs, Target, distinct, search
-    from densim.scenario.storage import _catalog, load_sizing
+    from densim.spec.storage import _catalog, load_sizing
 
     sc = load_sizing(path)
     cat = _catalog(sc.parts, path)

@@ -26,7 +26,7 @@ def register(app: typer.Typer) -> None:
         no_progress: Annotated[bool, typer.Option("--no-progress")] = False,
     ) -> None:
         """Run every scenario x replication of a study; rerunning resumes where it stopped."""
-        from densim.sweep import load_study, run_sweep
+        from densim.tools.sweep import load_study, run_sweep
 
         st = _guard(load_study, study)
         n = len(st.tasks())
@@ -76,7 +76,7 @@ def register(app: typer.Typer) -> None:
                                                    "(COPY, ATTACH, CREATE, SET, ...)")] = False,
     ) -> None:
         """Run DuckDB SQL over a sweep's results store, in place (read-only unless --allow-writes)."""
-        from densim.sweep.query import resolve_store, run_query
+        from densim.tools.sweep.query import resolve_store, run_query
 
         store = _guard(resolve_store, study, out)
         cols, rows = _guard(run_query, store, sql, allow_writes=allow_writes)
@@ -109,13 +109,13 @@ def register(app: typer.Typer) -> None:
         html_out: Annotated[Optional[Path], typer.Option("--html", help="write the report here (default: STORE/report.html)")] = None,
     ) -> None:
         """Comparison report across the sweep's axes: tables (mean +/- 95 % CI) and plotly plots."""
-        from densim.sweep.query import resolve_store
-        from densim.sweep.report import render
+        from densim.tools.sweep.query import resolve_store
+        from densim.tools.sweep.report import render
 
         store = _guard(resolve_store, study, out)
         metrics = list(metric) if metric else None
         if metrics is None and Path(study).is_file():
-            from densim.sweep.study import StudySpec, _read_yaml
+            from densim.tools.sweep.study import StudySpec, _read_yaml
 
             try:
                 metrics = list(StudySpec.model_validate(_read_yaml(Path(study))).metrics) or None

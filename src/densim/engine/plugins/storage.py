@@ -38,7 +38,7 @@ class StorageStage(BaseStage):
         cat = ctx.catalog
         self.models = []
         from densim.errors import InputError
-        from densim.scenario.catalog import CatalogError
+        from densim.catalog.core import CatalogError
 
         for i, d in enumerate(st.datastores):
             try:

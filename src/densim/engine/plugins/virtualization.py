@@ -36,8 +36,8 @@ class VirtualizationStage(BaseStage):
     name = "virtualization"
 
     def prepare(self, ctx) -> None:
-        from densim.bench.tiles import PlatformSpec
-        from densim.scenario.io import resolve_servers
+        from densim.tools.tiles.core import PlatformSpec
+        from densim.spec.loader import resolve_servers
 
         sc = ctx.scenario
         v = sc.virtualization

@@ -175,7 +175,7 @@ class IoStack(BaseModel):
 
 
 # --------------------------------------------------------------------------------------------
-# resolved system (built by densim.scenario.storage from a scenario and the catalog)
+# resolved system (built by densim.spec.storage from a scenario and the catalog)
 
 
 @dataclass(frozen=True)

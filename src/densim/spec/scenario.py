@@ -1,0 +1,214 @@
+"""The scenario: hardware, cluster, VMs, placement, simulation settings.
+
+Units are strings (``"256 GiB"``, ``"2.3 GHz"``, ``"95 W"``, ``"5 min"``) or numbers in the
+canonical unit named by the attribute suffix. YAML keys are the aliases (``memory``, ``step``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from densim.spec.fabric import FabricSettings
+from densim.models.hardware import CpuSpec, HostCpu, PowerSpec, ServerSpec
+from densim.spec.memory import MemorySettings
+from densim.spec.storage import StorageSettings
+from densim.spec.virtualization import VirtualizationSettings
+from densim.units import PosBytes, PosMHz, PosSeconds, Seconds
+
+_CFG = ConfigDict(allow_inf_nan=False, frozen=True, extra="forbid", populate_by_name=True)
+
+# sanity limits: far beyond what a run can do on any machine, small enough to refuse a typo
+# (1e12 hosts, a million-year horizon at 1 ms) before anything is allocated
+MAX_HOSTS = 10_000_000
+MAX_VMS = 100_000_000
+MAX_STEPS = 100_000_000
+MAX_SEED = 2**64 - 1
+
+TRACE_FORMATS = ("planetlab", "bitbrains", "opendc", "generic")
+
+
+class TraceRef(BaseModel):
+    """A reference to trace files; never embedded data."""
+
+    model_config = _CFG
+
+    format: Literal["planetlab", "bitbrains", "opendc", "generic"]
+    path: str = Field(description="file or folder, relative to the scenario file that names it")
+    assign: Literal["cycle", "in-order"] = Field(
+        default="cycle", description="VM i gets trace i mod n (cycle) or the first count traces (in-order)"
+    )
+    limit: int | None = Field(default=None, gt=0, description="use only the first N traces (file-name order)")
+    offset: Seconds = Field(default=0.0, description="skip this much of the start of every trace")
+
+
+class ProfileSpec(BaseModel):
+    """A synthetic CPU demand profile as a fraction of the VM's CPU capacity.
+
+    ``u(t) = clip(mean + amplitude * cos(2 pi (t - peak_at) / period) + noise * n(t), 0, 1)`` where
+    ``n`` is uniform noise in [-1, 1] drawn from a counter-based hash of (seed, VM, step), so
+    results do not depend on how time is chunked.
+    """
+
+    model_config = _CFG
+
+    kind: Literal["constant", "diurnal", "random"] = "constant"
+    mean: float = Field(default=0.3, ge=0.0, le=1.0, description="mean utilisation of the VM's vCPUs")
+    amplitude: float = Field(default=0.0, ge=0.0, le=1.0)
+    period_s: PosSeconds = Field(default=86400.0, alias="period")
+    peak_at_s: Seconds = Field(default=14 * 3600.0, alias="peak_at")
+    noise: float = Field(default=0.0, ge=0.0, le=1.0)
+    active_memory_fraction: float = Field(default=0.5, ge=0.0, le=1.0)
+
+    @property
+    def analytic_mean(self) -> float:
+        """Expected utilisation before clipping."""
+        return self.mean
+
+    @property
+    def analytic_peak(self) -> float:
+        return min(1.0, self.mean + (self.amplitude if self.kind != "constant" else 0.0) + self.noise)
+
+
+class VmGroup(BaseModel):
+    """A group of VMs: sizes plus a demand source (a trace or a synthetic profile).
+
+    For ``bitbrains`` and ``opendc`` traces the VM count and sizes come from the trace unless
+    given here; for ``planetlab`` (utilisation only) ``count``, ``vcpus``, ``vcpu_speed`` and
+    ``memory`` are required.
+    """
+
+    model_config = _CFG
+
+    name: str
+    count: int | None = Field(default=None, gt=0, le=MAX_VMS, strict=True)
+    vcpus: int | None = Field(default=None, gt=0)
+    vcpu_mhz: PosMHz | None = Field(default=None, alias="vcpu_speed")
+    memory_bytes: PosBytes | None = Field(default=None, alias="memory")
+    trace: TraceRef | None = None
+    profile: ProfileSpec | None = None
+    workload: dict[str, Any] | None = Field(
+        default=None, description="parameters for a named workload model (memory, storage, request-driven)"
+    )
+    datastore: str | None = Field(default=None, description="storage the VM's disks live on (storage model)")
+    tags: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _source(self) -> "VmGroup":
+        if (self.trace is None) == (self.profile is None):
+            raise ValueError("give exactly one of 'trace' or 'profile'")
+        if self.profile is not None or (self.trace is not None and self.trace.format == "planetlab"):
+            missing = [k for k, v in (("count", self.count), ("vcpus", self.vcpus), ("memory", self.memory_bytes)) if v is None]
+            if missing:
+                raise ValueError(f"missing {', '.join(missing)} (needed for a profile or a utilisation-only trace)")
+        return self
+
+
+class HostGroup(BaseModel):
+    """``count`` hosts of one server type: a catalog server, inline parts, or a server with overrides."""
+
+    model_config = _CFG
+
+    name: str | None = None
+    count: int = Field(default=1, gt=0, le=MAX_HOSTS, strict=True)
+    server: str | None = Field(default=None, description="name of a server in the catalog or in parts.servers")
+    cpu: HostCpu | None = None
+    memory_bytes: PosBytes | None = Field(default=None, alias="memory")
+    power: PowerSpec | None = None
+    rack_units: float | None = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _complete(self) -> "HostGroup":
+        if self.server is None:
+            missing = [k for k, v in (("cpu", self.cpu), ("memory", self.memory_bytes), ("power", self.power)) if v is None]
+            if missing:
+                raise ValueError(f"without 'server', give {', '.join(missing)}")
+        return self
+
+
+class ClusterSpec(BaseModel):
+    model_config = _CFG
+
+    hosts: list[HostGroup] = Field(min_length=1)
+    unused_hosts: Literal["idle", "off"] = Field(
+        default="idle", description="hosts that receive no VM draw idle power (idle) or nothing (off)"
+    )
+
+
+class PlacementSpec(BaseModel):
+    """Initial placement: a policy from the placement registry and capacity limits."""
+
+    model_config = _CFG
+
+    policy: str = Field(default="first-fit", description="first-fit, first-fit-decreasing, best-fit, worst-fit, ...")
+    cpu_overcommit: float = Field(default=1.0, gt=0, description="allowed vCPUs per physical core")
+    memory_overcommit: float = Field(default=1.0, gt=0, description="allowed configured memory per byte of host memory")
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class SimulationSpec(BaseModel):
+    model_config = _CFG
+
+    step_s: PosSeconds = Field(default=300.0, alias="step")
+    horizon_s: PosSeconds | None = Field(default=None, alias="horizon", description="default: the traces' span")
+    start_s: float | None = Field(default=None, alias="start", description="Unix seconds; default: the traces' start")
+    seed: int = Field(default=42, ge=0, le=MAX_SEED, strict=True, description="0 to 2**64 - 1 (numpy's seed range)")
+    cpu_model: str = Field(default="binomial", description="CPU contention model (registry 'cpu-contention')")
+    burstiness: float = Field(
+        default=1.0, ge=0.0, description="variance multiplier of runnable vCPUs, (ca^2+cs^2)/2 in Kingman's terms"
+    )
+    chunk_steps: int | None = Field(default=None, gt=0, description="time steps per engine chunk (default: by memory)")
+
+    @model_validator(mode="after")
+    def _steps(self) -> "SimulationSpec":
+        if self.horizon_s is not None:
+            if self.step_s > self.horizon_s:
+                raise ValueError(f"step ({self.step_s:g} s) is longer than the horizon ({self.horizon_s:g} s)")
+            n = self.horizon_s / self.step_s
+            if n > MAX_STEPS:
+                raise ValueError(f"horizon / step = {n:.3g} time steps, more than {MAX_STEPS:,}: use a longer step "
+                                 "or a shorter horizon")
+        if self.start_s is not None and not math.isfinite(self.start_s):
+            raise ValueError("start must be a finite time (Unix seconds)")
+        return self
+
+
+class OutputSpec(BaseModel):
+    model_config = _CFG
+
+    vm_timeseries: Literal["auto", "on", "off"] = Field(
+        default="auto", description="write vm_steps.parquet (auto: when VMs x steps <= 5 million)"
+    )
+    host_timeseries: Literal["on", "off"] = "on"
+
+
+class Parts(BaseModel):
+    """A scenario's own catalog entries; same layout as the built-in catalog files."""
+
+    model_config = ConfigDict(allow_inf_nan=False, frozen=True, extra="allow")
+
+    cpus: list[CpuSpec] = Field(default_factory=list)
+    servers: list[ServerSpec] = Field(default_factory=list)
+
+
+class Scenario(BaseModel):
+    """A complete what-if scenario."""
+
+    model_config = _CFG
+
+    name: str = "scenario"
+    description: str = ""
+    imports: list[str] = Field(default_factory=list, description="files merged under this one, relative to it")
+    parts: Parts = Field(default_factory=Parts)
+    cluster: ClusterSpec
+    vms: list[VmGroup] = Field(min_length=1)
+    placement: PlacementSpec = Field(default_factory=PlacementSpec)
+    simulation: SimulationSpec = Field(default_factory=SimulationSpec)
+    output: OutputSpec = Field(default_factory=OutputSpec)
+    memory: MemorySettings = Field(default_factory=MemorySettings)
+    storage: StorageSettings = Field(default_factory=StorageSettings)
+    fabric: FabricSettings = Field(default_factory=FabricSettings)
+    virtualization: VirtualizationSettings = Field(default_factory=VirtualizationSettings)
+    base_dir: str = Field(default=".", description="set by the loader: folder of the scenario file", exclude=True)

@@ -1,0 +1,447 @@
+"""Storage in scenarios: datastores VMs use (engine), and storage-only files for ``densim io``/``size``.
+
+Three schemas:
+
+* :class:`StorageSettings`: the ``storage:`` section of a cluster scenario. ``model: queueing``
+  switches per-VM I/O on; ``datastores`` name the arrays VMs' disks live on (``vms[].datastore``).
+* :class:`IoScenario`: a storage-only file for ``densim io FILE``: a system (host, controllers,
+  arrays, enclosures) and a workload (open: an arrival rate; closed: workers x queue depth).
+* :class:`SizingScenario`: a file for ``densim size FILE``: a target and a candidate set.
+
+Catalog references (devices, controllers, enclosures, servers, io_stacks) are checked after
+validation, and every problem is reported as ``FILE:field.path: problem``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+
+from densim.units import Bytes, PerSecond, PosBytes, PosMHz, PosSeconds, Seconds
+
+_CFG = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+RaidName = Literal["jbod", "raid0", "raid1", "raid10", "raid5", "raid6"]
+
+
+def _check_drives(v: int, info: ValidationInfo) -> int:
+    from densim.models.storage import raid_check
+
+    raid = info.data.get("raid")
+    if raid is not None:
+        problem = raid_check(raid, v)
+        if problem:
+            raise ValueError(problem)
+    return v
+
+
+# --------------------------------------------------------------------------------------------
+# engine: datastores
+
+
+class DatastoreSpec(BaseModel):
+    """An array VMs' disks live on."""
+
+    model_config = _CFG
+
+    name: str
+    device: str = Field(description="catalog device name")
+    raid: RaidName = "jbod"
+    drives: int = Field(default=1, gt=0)
+    controller: str | None = Field(default=None, description="catalog controller model (none: direct attach)")
+    controllers: int = Field(default=1, gt=0)
+    scope: Literal["shared", "per-host"] = Field(
+        default="shared", description="one array for all VMs naming it (SAN/NAS) or one per host (local disks)"
+    )
+
+    @field_validator("drives")
+    @classmethod
+    def _raid_drives(cls, v: int, info: ValidationInfo) -> int:
+        return _check_drives(v, info)
+
+
+class StorageSettings(BaseModel):
+    """Per-VM storage: devices, arrays and datastores VMs use. Owned by the storage model.
+
+    model: none (the default) switches the mechanism off; ``queueing`` turns per-VM disk traffic
+    (trace channels ``disk_read_Bps``/``disk_write_Bps`` or ``vms[].workload`` ``iops``) into load
+    on each VM's datastore and a per-VM I/O latency per step.
+    """
+
+    model_config = _CFG
+
+    model: Literal["none", "queueing"] = "none"
+    datastores: list[DatastoreSpec] = Field(default_factory=list)
+    default_datastore: str | None = Field(default=None, description="datastore of VMs that name none")
+    block_size_bytes: PosBytes = Field(default=16384.0, alias="block_size", description="mean I/O size, to turn bytes/s into IOPS")
+    read_fraction: float = Field(default=0.7, ge=0.0, le=1.0, description="for VMs whose source gives no read/write split")
+    burstiness: float = Field(default=1.0, ge=0.0, description="(ca^2 + cs^2)/2 multiplier on queueing delay (Kingman)")
+    cycles_per_io: float = Field(default=0.0, ge=0.0, description="host CPU cycles per I/O added to the VM's host")
+
+    @model_validator(mode="after")
+    def _names(self) -> "StorageSettings":
+        names = [d.name for d in self.datastores]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise ValueError(f"datastore names must be unique: {', '.join(sorted(dup))}")
+        if self.default_datastore is not None and self.default_datastore not in names:
+            raise ValueError(f"default_datastore {self.default_datastore!r} is not a datastore")
+        if self.model == "queueing" and not self.datastores:
+            raise ValueError("model 'queueing' needs at least one datastore")
+        return self
+
+
+# --------------------------------------------------------------------------------------------
+# storage-only scenario for `densim io`
+
+
+class HostIoSpec(BaseModel):
+    """The host: a catalog server (cores, clock, power, price) or cores + clock; the I/O stack cost."""
+
+    model_config = _CFG
+
+    server: str | None = Field(default=None, description="catalog server (cores, clock, power, price)")
+    cores: int | None = Field(default=None, gt=0)
+    clock_mhz: PosMHz | None = Field(default=None, alias="clock")
+    stack: str | None = Field(default=None, description="catalog io_stack (cycles per I/O)")
+    cycles_per_io: float | None = Field(default=None, ge=0)
+
+
+class ControllerGroupSpec(BaseModel):
+    model_config = _CFG
+
+    name: str
+    model: str = Field(description="catalog controller")
+    count: int = Field(default=1, gt=0)
+
+
+class ArraySpec(BaseModel):
+    model_config = _CFG
+
+    name: str
+    device: str = Field(description="catalog device")
+    raid: RaidName = "jbod"
+    drives: int = Field(gt=0)
+    controllers: str | None = Field(default=None, description="name of a controller group (none: direct attach)")
+    share: float = Field(default=1.0, ge=0.0, description="relative share of the workload's I/Os")
+
+    @field_validator("drives")
+    @classmethod
+    def _raid_drives(cls, v: int, info: ValidationInfo) -> int:
+        return _check_drives(v, info)
+
+
+class EnclosureGroupSpec(BaseModel):
+    model_config = _CFG
+
+    model: str = Field(description="catalog enclosure")
+    count: int = Field(default=1, gt=0)
+
+
+class SystemSpec(BaseModel):
+    model_config = _CFG
+
+    host: HostIoSpec = Field(default_factory=HostIoSpec)
+    controllers: list[ControllerGroupSpec] = Field(default_factory=list)
+    arrays: list[ArraySpec] = Field(min_length=1)
+    enclosures: list[EnclosureGroupSpec] = Field(default_factory=list)
+
+
+class IoPatternSpec(BaseModel):
+    model_config = _CFG
+
+    read_fraction: float = Field(default=0.7, ge=0.0, le=1.0)
+    block_size_bytes: PosBytes = Field(default=4096.0, alias="block_size")
+    access: Literal["random", "sequential"] = "random"
+    arrival_cv2: float = Field(default=1.0, ge=0.0, description="squared CV of inter-arrival times (open; Kingman)")
+    service_cv2: float = Field(default=1.0, ge=0.0, description="squared CV of service times")
+
+
+class IoWorkloadSpec(IoPatternSpec):
+    """Open (``iops``) or closed (``workers`` x ``queue_depth`` outstanding, optional think time)."""
+
+    mode: Literal["open", "closed"] = "closed"
+    iops: PerSecond | None = Field(default=None, gt=0, description="open: arrival rate")
+    workers: int = Field(default=1, gt=0)
+    queue_depth: int = Field(default=1, gt=0, description="closed: outstanding I/Os per worker")
+    think_time_s: Seconds = Field(default=0.0, alias="think_time")
+
+    @model_validator(mode="after")
+    def _mode(self) -> "IoWorkloadSpec":
+        if self.mode == "open" and self.iops is None:
+            raise ValueError("an open workload needs 'iops' (the arrival rate)")
+        return self
+
+    @property
+    def outstanding(self) -> int:
+        return self.workers * self.queue_depth
+
+
+class IoScenario(BaseModel):
+    """A storage-only scenario for ``densim io``."""
+
+    model_config = _CFG
+
+    name: str = "io"
+    description: str = ""
+    parts: dict[str, list[dict[str, Any]]] = Field(default_factory=dict, description="own catalog entries by section")
+    system: SystemSpec
+    workload: IoWorkloadSpec
+
+
+# --------------------------------------------------------------------------------------------
+# sizing
+
+
+class SizingTarget(BaseModel):
+    """IOPS at <= a latency, or users at <= a response time."""
+
+    model_config = _CFG
+
+    iops: PerSecond | None = Field(default=None, gt=0)
+    max_latency_s: PosSeconds | None = Field(default=None, alias="max_latency")
+    latency_metric: Literal["mean", "p99"] = "mean"
+    capacity_bytes: Bytes = Field(default=0.0, alias="capacity", description="usable capacity needed")
+    users: int | None = Field(default=None, gt=0)
+    iops_per_user: float | None = Field(default=None, ge=0)
+    requests_per_user_s: float | None = Field(default=None, ge=0, alias="requests_per_user_per_s")
+    ios_per_request: float = Field(default=1.0, ge=0)
+    cpu_per_request_s: Seconds = Field(default=0.0, alias="cpu_per_request", description="CPU time per request on one core")
+    max_response_s: PosSeconds | None = Field(default=None, alias="max_response")
+    max_cpu_utilisation: float = Field(default=1.0, gt=0, le=1.0)
+
+    @model_validator(mode="after")
+    def _kind(self) -> "SizingTarget":
+        if (self.iops is None) == (self.users is None):
+            raise ValueError("give exactly one of 'iops' (with max_latency) or 'users' (with max_response)")
+        if self.iops is not None and self.max_latency_s is None:
+            raise ValueError("an IOPS target needs 'max_latency'")
+        if self.users is not None:
+            missing = [k for k, v in (("iops_per_user", self.iops_per_user), ("requests_per_user_per_s", self.requests_per_user_s),
+                                      ("max_response", self.max_response_s)) if v is None]
+            if missing:
+                raise ValueError(f"a users target needs {', '.join(missing)}")
+        return self
+
+
+class SizingCandidates(BaseModel):
+    model_config = _CFG
+
+    devices: list[str] = Field(min_length=1)
+    raid: list[RaidName] = Field(default_factory=lambda: ["raid10"], min_length=1)
+    drives_min: int = Field(default=1, gt=0)
+    drives_max: int = Field(default=96, gt=0)
+    controllers: list[str] = Field(default_factory=list, description="catalog controllers (NVMe drives attach directly)")
+    extra_controllers: int = Field(default=1, ge=0, description="also try up to this many controllers beyond the minimum")
+    cores: list[int] = Field(default_factory=lambda: [8, 16, 24, 32, 48, 64], min_length=1)
+    clock_mhz: PosMHz = Field(default=2600.0, alias="clock")
+    stack: str | None = Field(default="linux-kernel-irq", description="catalog io_stack")
+    cycles_per_io: float | None = Field(default=None, ge=0)
+    enclosure: str | None = Field(default=None, description="catalog enclosure for drives beyond the server's bays")
+
+
+class SizingCosts(BaseModel):
+    """Prices not in the catalog: the server chassis and CPU cores (per core)."""
+
+    model_config = _CFG
+
+    server_base_usd: float = Field(default=4000.0, ge=0)
+    per_core_usd: float = Field(default=100.0, ge=0)
+    server_rack_units: float = Field(default=2.0, gt=0)
+    server_bays: int = Field(default=24, ge=0)
+    server_power_w: float = Field(default=150.0, ge=0, description="server power without drives and controllers")
+    per_core_power_w: float = Field(default=5.0, ge=0)
+
+
+class SizingScenario(BaseModel):
+    model_config = _CFG
+
+    name: str = "sizing"
+    description: str = ""
+    parts: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
+    target: SizingTarget
+    workload: IoPatternSpec = Field(default_factory=IoPatternSpec)
+    candidates: SizingCandidates
+    costs: SizingCosts = Field(default_factory=SizingCosts)
+    top: int = Field(default=5, gt=0)
+
+
+# --------------------------------------------------------------------------------------------
+# loading and resolving
+
+
+def _load(path: str | Path, model: type[BaseModel]):
+    from densim.errors import ScenarioInvalid
+    from densim.spec.loader import load_mapping, validation_issues
+
+    path = Path(path)
+    data = load_mapping(path)
+    data.pop("imports", None)
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise ScenarioInvalid(path, validation_issues(exc)) from None
+
+
+def _catalog(parts: dict[str, list[dict[str, Any]]], source: str | Path = "<io>"):
+    from densim.errors import ScenarioInvalid
+    from densim.catalog.core import builtin_catalog
+
+    issues = [(f"parts.{sec}[{i}].name", "every part needs a name")
+              for sec, entries in (parts or {}).items() for i, e in enumerate(entries or [])
+              if not isinstance(e, dict) or not e.get("name")]
+    if issues:
+        raise ScenarioInvalid(source, issues)
+    return builtin_catalog().layered(parts)
+
+
+def _get(catalog, section: str, name: str, model, where: str, issues: list):
+    from densim.catalog.core import CatalogError
+    from densim.spec.loader import validation_issues
+
+    try:
+        return catalog.get(section, name, model)
+    except CatalogError as exc:
+        issues.append((where, str(exc.args[0])))
+    except ValidationError as exc:
+        for w, p in validation_issues(exc):
+            issues.append((f"{section}[{name}].{w}" if w else f"{section}[{name}]", p))
+    return None
+
+
+def resolve_host(host: HostIoSpec, catalog, issues: list, where: str = "system.host"):
+    """(HostCpuIo or None, ServerSpec or None)."""
+    from densim.models.storage import HostCpuIo, IoStack
+    from densim.models.hardware import ServerSpec
+    from densim.spec.loader import resolve_cpu
+
+    server = None
+    cores = host.cores
+    clock = host.clock_mhz
+    if host.server is not None:
+        server = _get(catalog, "servers", host.server, ServerSpec, f"{where}.server", issues)
+        if server is not None:
+            try:
+                cpu = resolve_cpu(server.cpu, catalog)
+                cores = cores or cpu.cores * server.cpu.sockets
+                clock = clock or cpu.base_mhz
+            except Exception as exc:  # noqa: BLE001 - reported as an issue with its path
+                issues.append((f"{where}.server", f"cannot resolve the server's CPU: {exc}"))
+    cycles = host.cycles_per_io
+    if cycles is None and host.stack is not None:
+        st = _get(catalog, "io_stacks", host.stack, IoStack, f"{where}.stack", issues)
+        cycles = st.cycles_per_io if st is not None else None
+    if cycles is None or cycles == 0:
+        return None, server
+    if cores is None or clock is None:
+        issues.append((where, "host CPU cost needs 'server' or both 'cores' and 'clock'"))
+        return None, server
+    return HostCpuIo(int(cores), float(clock) * 1e6, float(cycles)), server
+
+
+def resolve_system(sc: IoScenario, source: str | Path = "<io>"):
+    """``(arrays, cpu, server, enclosures, catalog)`` with every catalog problem reported at once."""
+    from densim.errors import ScenarioInvalid
+    from densim.models.devices import DeviceSpec
+    from densim.models.storage import ArrayUnit, ControllerSpec, EnclosureSpec, raid_check
+
+    catalog = _catalog(sc.parts, source)
+    issues: list[tuple[str, str]] = []
+    groups: dict[str, tuple[Any, int]] = {}
+    for i, g in enumerate(sc.system.controllers):
+        ctl = _get(catalog, "controllers", g.model, ControllerSpec, f"system.controllers[{i}].model", issues)
+        if g.name in groups:
+            issues.append((f"system.controllers[{i}].name", f"duplicate controller group {g.name!r}"))
+        groups[g.name] = (ctl, g.count)
+    arrays = []
+    names = set()
+    for i, a in enumerate(sc.system.arrays):
+        where = f"system.arrays[{i}]"
+        if a.name in names:
+            issues.append((f"{where}.name", f"duplicate array name {a.name!r}"))
+        names.add(a.name)
+        dev = _get(catalog, "devices", a.device, DeviceSpec, f"{where}.device", issues)
+        problem = raid_check(a.raid, a.drives)
+        if problem:
+            issues.append((f"{where}.drives", problem))
+        ctl, n = None, 1
+        if a.controllers is not None:
+            if a.controllers not in groups:
+                issues.append((f"{where}.controllers", f"no controller group {a.controllers!r}; known: {', '.join(groups) or '(none)'}"))
+            else:
+                ctl, n = groups[a.controllers]
+        if dev is not None and not problem and (a.controllers is None or ctl is not None):
+            arrays.append(ArrayUnit(a.name, dev, a.drives, a.raid, ctl, n, a.share, a.controllers))
+    # drives per controller group within the ports/devices limit
+    for gname, (ctl, n) in groups.items():
+        if ctl is None:
+            continue
+        drives = sum(a.drives for a in sc.system.arrays if a.controllers == gname)
+        if drives > n * ctl.devices_limit:
+            idx = next(i for i, g in enumerate(sc.system.controllers) if g.name == gname)
+            issues.append((f"system.controllers[{idx}].count",
+                           f"{drives} drives need more than {n} x {ctl.name} ({ctl.devices_limit} drives each, {ctl.ports} ports)"))
+    encl = []
+    for i, e in enumerate(sc.system.enclosures):
+        spec = _get(catalog, "enclosures", e.model, EnclosureSpec, f"system.enclosures[{i}].model", issues)
+        if spec is not None:
+            encl.append((spec, e.count))
+    if encl:
+        bays = sum(e.bays * n for e, n in encl)
+        drives = sum(a.drives for a in sc.system.arrays)
+        if drives > bays:
+            issues.append(("system.enclosures", f"{drives} drives need more than the enclosures' {bays} bays"))
+    cpu, server = resolve_host(sc.system.host, catalog, issues)
+    if sum(a.share for a in sc.system.arrays) <= 0:
+        issues.append(("system.arrays", "shares must add up to more than 0"))
+    if issues:
+        raise ScenarioInvalid(source, issues)
+    return arrays, cpu, server, encl, catalog
+
+
+def load_io_scenario(path: str | Path) -> IoScenario:
+    """Load and validate a ``densim io`` file (raises ScenarioInvalid with field paths)."""
+    sc = _load(path, IoScenario)
+    resolve_system(sc, path)
+    return sc
+
+
+def load_sizing(path: str | Path) -> SizingScenario:
+    """Load and validate a ``densim size`` file (raises ScenarioInvalid with field paths)."""
+    from densim.errors import ScenarioInvalid
+    from densim.models.devices import DeviceSpec
+    from densim.models.storage import ControllerSpec, EnclosureSpec, IoStack
+
+    sc = _load(path, SizingScenario)
+    catalog = _catalog(sc.parts, path)
+    issues: list[tuple[str, str]] = []
+    for i, d in enumerate(sc.candidates.devices):
+        _get(catalog, "devices", d, DeviceSpec, f"candidates.devices[{i}]", issues)
+    for i, c in enumerate(sc.candidates.controllers):
+        _get(catalog, "controllers", c, ControllerSpec, f"candidates.controllers[{i}]", issues)
+    if sc.candidates.enclosure:
+        _get(catalog, "enclosures", sc.candidates.enclosure, EnclosureSpec, "candidates.enclosure", issues)
+    if sc.candidates.stack and sc.candidates.cycles_per_io is None:
+        _get(catalog, "io_stacks", sc.candidates.stack, IoStack, "candidates.stack", issues)
+    if sc.candidates.drives_max < sc.candidates.drives_min:
+        issues.append(("candidates.drives_max", "must be >= drives_min"))
+    if issues:
+        raise ScenarioInvalid(path, issues)
+    return sc
+
+
+__all__ = [
+    "DatastoreSpec",
+    "StorageSettings",
+    "IoScenario",
+    "IoWorkloadSpec",
+    "IoPatternSpec",
+    "SizingScenario",
+    "SystemSpec",
+    "load_io_scenario",
+    "load_sizing",
+    "resolve_system",
+    "resolve_host",
+]

@@ -1,1 +1,0 @@
-"""Built-in studies: each module defines ``STUDY``; discovered by :func:`densim.studies.base.all_studies`."""

@@ -1,0 +1,484 @@
+"""Capacity planning: for each candidate host configuration, how many hosts keep every VM within
+its quality-of-service bound over the whole demand series, and what that costs per VM.
+
+Per candidate:
+
+1. (optional) right-size the VMs (:mod:`densim.tools.plan.rightsizing`);
+2. reduce the demand series to ``windows`` windows (each VM's maximum in the window) and place the
+   VMs with a named policy (default ``timeseries``: capacity with over-commit ratios, NUMA fit,
+   anti-affinity, the CPU Ready bound; VMs whose peaks do not coincide share a host);
+3. re-check every host at full time resolution with the ready model (binomial occupancy, normal
+   approximation, :func:`densim.models.queueing.expected_excess`); if a host breaks the bound the
+   placement is repeated with a tighter window bound. Where the plan has a ``memory`` section, the
+   memory model replays every host short of memory and the worst VM's slowdown must stay below
+   ``qos.memory_slowdown`` (else the memory over-commit used for placing is lowered by 10 %);
+   where a candidate has local ``storage`` and the inventory disk series, every host's mean I/O
+   latency per step must stay below ``qos.io_latency_ms`` (placement keeps each host's per-window
+   IOPS within the datastore's budget at that latency, lowered by 15 % when a host still breaks
+   it) (:mod:`densim.tools.plan.qos`);
+4. add ``ha_spare_hosts`` spare hosts (N+k: any k hosts may fail and the survivors' spare capacity
+   is the spare hosts');
+5. cost: bill of materials (or price), energy from the power model at each host's mean
+   utilisation x PUE x $/kWh, space, licences, maintenance (:mod:`densim.models.cost`).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from densim.tools.plan.qos import LocalStorage
+from densim.errors import InputError
+from densim.workloads.inventory import Inventory
+from densim.models.cost import BomLine, CostInputs, bom_cost_usd, power_w, tco_per_year
+from densim.models.hardware import HostCpu, PowerSpec
+from densim.spec.memory import MemorySettings
+from densim.units import Bytes, PosBytes
+
+_CFG = ConfigDict(allow_inf_nan=False, frozen=True, extra="forbid", populate_by_name=True)
+
+
+class Candidate(BaseModel):
+    """One host configuration: CPU, memory, power model, and a parts list or a price."""
+
+    model_config = _CFG
+
+    name: str
+    cpu: HostCpu
+    memory_bytes: PosBytes = Field(alias="memory")
+    hypervisor_memory_bytes: Bytes = Field(default=0.0, alias="hypervisor_memory", description="memory the hypervisor keeps")
+    power: PowerSpec
+    bom: list[BomLine] | None = Field(default=None, description="parts from catalog/bom.yaml (capex = their sum)")
+    price_usd: float | None = Field(default=None, ge=0, description="capex per host when there is no bom")
+    price_date: str | None = None
+    rack_units: float = Field(default=1.0, gt=0)
+    storage: LocalStorage | None = Field(default=None, description="local datastore shared by the host's VMs")
+
+
+class QosSpec(BaseModel):
+    """Bounds every VM (and host) must meet at every step of the demand series."""
+
+    model_config = _CFG
+
+    cpu_ready_pct: float = Field(default=5.0, gt=0, description="worst VM's CPU Ready % per vCPU, every step")
+    cpu_overcommit: float = Field(default=8.0, gt=0, description="max vCPUs per logical CPU")
+    memory_overcommit: float = Field(default=1.0, gt=0, description="max configured memory / host memory")
+    max_cpu_utilisation: float = Field(default=1.0, gt=0, le=1.0, description="cap on summed demand / host MHz")
+    ha_spare_hosts: int = Field(default=0, ge=0)
+    memory_slowdown: float = Field(default=1.10, ge=1.0, description="worst VM's memory slowdown X0/X, every step "
+                                   "(checked when the plan has a memory section)")
+    io_latency_ms: float = Field(default=20.0, gt=0, description="worst host's mean I/O latency, every step "
+                                 "(checked when a candidate has storage and the inventory disk series)")
+
+
+class RightsizeSpec(BaseModel):
+    model_config = _CFG
+
+    enabled: bool = False
+    percentile: float = Field(default=95.0, ge=0, le=100)
+    headroom: float = Field(default=0.2, ge=0)
+
+
+class OptimiseSpec(BaseModel):
+    """CP-SAT after the heuristic: exact or time-limited vector packing on vCPU slots, memory and the
+    summed CPU demand (and memory in use) per window; adopted when it saves hosts and every host still
+    meets the CPU Ready bound at full resolution."""
+
+    model_config = _CFG
+
+    enabled: bool = False
+    windows: int = Field(default=48, ge=1, description="demand windows CP-SAT starts from (highest total demand)")
+    rounds: int = Field(default=3, ge=1, description="solve rounds adding the windows the answer overloads")
+    max_vms: int = Field(default=3000, ge=1, description="larger inventories keep the heuristic")
+    max_time_s: float = Field(default=5.0, gt=0)
+    max_deterministic_time: float = Field(default=3.0, gt=0)
+
+
+class PlanSpec(BaseModel):
+    """The candidates file of ``densim plan``: QoS bounds, cost inputs and candidate host types."""
+
+    model_config = _CFG
+
+    qos: QosSpec = Field(default_factory=QosSpec, description="quality-of-service bounds every VM must meet at every step")
+    cost: CostInputs = Field(default_factory=CostInputs, description="TCO inputs: years, energy, space, licences")
+    rightsizing: RightsizeSpec = Field(default_factory=RightsizeSpec, description="resize VMs to a demand percentile first")
+    policy: str = Field(default="timeseries", description="placement prefab (registry placement-prefab)")
+    windows: int = Field(default=720, ge=1, description="time windows used while placing")
+    optimise: OptimiseSpec = Field(default_factory=OptimiseSpec)
+    memory: MemorySettings | None = Field(default=None, description="memory over-commit model for the memory QoS check")
+
+    @field_validator("memory")
+    @classmethod
+    def _no_swap_datastore(cls, v: MemorySettings | None) -> MemorySettings | None:
+        if v is not None and v.swap_datastore is not None:
+            raise ValueError("swap_datastore needs the engine's storage stage, which the plan does not model; "
+                             "give a swap_device for the plan's memory check")
+        return v
+    candidates: list[Candidate] = Field(min_length=1, description="host configurations to compare")
+
+
+def load_plan_spec(path: str | Path) -> PlanSpec:
+    from densim.spec.loader import format_loc
+    from densim.textio import read_mapping_file
+
+    path = Path(path)
+    data = read_mapping_file(path, "candidates file")
+    try:
+        return PlanSpec.model_validate(data or {})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise InputError(path, format_loc(tuple(err["loc"])), str(err["msg"]).removeprefix("Value error, ")) from None
+
+
+@dataclass
+class CandidateResult:
+    name: str
+    feasible: bool
+    reason: str = ""
+    n_hosts: int = 0
+    n_hosts_packed: int = 0
+    lower_bound_hosts: int = 0
+    vms_per_host: float = 0.0
+    ready_pct_worst: float = 0.0
+    ready_pct_p99: float = 0.0
+    cpu_util_mean: float = 0.0
+    cpu_util_peak: float = 0.0
+    mem_peak_frac: float = 0.0
+    host_capex_usd: float = 0.0
+    price_date: str = ""
+    tco: dict = field(default_factory=dict)
+    host_of_vm: np.ndarray | None = None
+    per_host: dict = field(default_factory=dict)
+    window_bound_pct: float = 0.0
+    optimiser: dict = field(default_factory=dict)
+    memory_overcommit_used: float = 0.0
+    mem_hosts_short: int = 0
+    mem_slowdown_worst: float = 1.0
+    io_budget_iops: float = float("nan")
+    io_latency_worst_ms: float = float("nan")
+    io_latency_mean_ms: float = float("nan")
+    notes: list = field(default_factory=list)
+    wall_s: float = 0.0
+
+    def row(self) -> dict[str, Any]:
+        return {
+            "candidate": self.name,
+            "feasible": self.feasible,
+            "reason": self.reason,
+            "hosts": self.n_hosts,
+            "hosts_packed": self.n_hosts_packed,
+            "lower_bound_hosts": self.lower_bound_hosts,
+            "vms_per_host": self.vms_per_host,
+            "ready_pct_worst": self.ready_pct_worst,
+            "ready_pct_p99": self.ready_pct_p99,
+            "cpu_util_mean": self.cpu_util_mean,
+            "cpu_util_peak": self.cpu_util_peak,
+            "mem_peak_frac": self.mem_peak_frac,
+            "memory_overcommit_used": self.memory_overcommit_used,
+            "mem_hosts_short": self.mem_hosts_short,
+            "mem_slowdown_worst": self.mem_slowdown_worst,
+            "io_budget_iops": _finite_or_none(self.io_budget_iops),
+            "io_latency_worst_ms": _finite_or_none(self.io_latency_worst_ms),
+            "io_latency_mean_ms": _finite_or_none(self.io_latency_mean_ms),
+            "notes": "; ".join(self.notes),
+            "host_capex_usd": self.host_capex_usd,
+            "price_date": self.price_date,
+            "tco_per_year_usd": self.tco.get("total_usd", float("nan")),
+            "tco_per_vm_year_usd": self.tco.get("per_vm_usd", float("nan")),
+            "tco_per_user_year_usd": self.tco.get("per_user_usd", float("nan")),
+            "optimiser_status": self.optimiser.get("status", ""),
+            "optimiser_gap": self.optimiser.get("gap", float("nan")),
+        }
+
+
+def _finite_or_none(x: float) -> float | None:
+    """Not modelled (nan) or unbounded (inf) figures are written as null, not as non-JSON NaN/Infinity."""
+    return float(x) if np.isfinite(x) else None
+
+
+def host_type_of(c: Candidate):
+    from densim.placement.prefabs import HostType
+    from densim.catalog.core import builtin_catalog
+    from densim.spec.loader import resolve_cpu
+
+    cpu = resolve_cpu(c.cpu, builtin_catalog())
+    return HostType(
+        name=c.name, sockets=c.cpu.sockets, cores_per_socket=cpu.cores, threads_per_core=cpu.threads_per_core,
+        core_mhz=float(cpu.base_mhz), mem_bytes=float(c.memory_bytes), smt_gain=float(cpu.smt_gain),
+        hypervisor_mem_bytes=float(c.hypervisor_memory_bytes),
+    )
+
+
+def plan_candidate(inv: Inventory, spec: PlanSpec, c: Candidate, *, vcpus=None, mem_bytes=None) -> CandidateResult:
+    from densim.placement.prefabs import lower_bound_hosts, place
+    from densim.placement.tspack import build_problem, host_metrics
+
+    t0 = time.perf_counter()
+    host = host_type_of(c)
+    vcpus = inv.vcpus if vcpus is None else vcpus
+    mem_bytes = inv.mem_bytes if mem_bytes is None else mem_bytes
+    cpu = inv.cpu_mhz if inv.cpu_mhz is not None else inv.capacity_mhz[None, :].astype(np.float32)
+    capex, _ = bom_cost_usd(c.bom) if c.bom else (c.price_usd, None)
+    if capex is None:
+        raise InputError(None, f"candidates.{c.name}", "give either 'bom' (parts list) or 'price_usd'")
+    q = spec.qos
+    anti = inv.tags.get("anti_affinity")
+    aff = inv.tags.get("affinity")
+    res = CandidateResult(name=c.name, feasible=False, host_capex_usd=float(capex), price_date=c.price_date or "")
+    if host.usable_mem_bytes <= 0:
+        res.reason = "hypervisor memory >= host memory"
+        return res
+    qos = _QosChecks(inv, spec, c, host)
+    res.notes.extend(qos.notes)
+    res.io_budget_iops = qos.io_cap
+    if qos.infeasible:
+        res.reason = qos.infeasible
+        res.wall_s = time.perf_counter() - t0
+        return res
+    bound = q.cpu_ready_pct
+    mem_oc = q.memory_overcommit
+    for _attempt in range(10):
+        p = build_problem(
+            vcpus, mem_bytes, cpu, inv.mem_used_bytes, host, n_windows=spec.windows, cpu_overcommit=q.cpu_overcommit,
+            memory_overcommit=mem_oc, max_cpu_utilisation=q.max_cpu_utilisation, ready_bound_pct=bound,
+            anti_affinity=anti, affinity=aff, io_iops=qos.io_iops, io_cap_iops=qos.io_cap,
+        )
+        pl = place(p, spec.policy)
+        if pl.unplaceable:
+            j, why = pl.unplaceable[0]
+            if why == "demand" and qos.io_iops is not None and float(qos.io_iops[:, j].max()) > qos.io_cap:
+                why = (f"its disk I/O peak of {float(qos.io_iops[:, j].max()):,.0f} IOPS exceeds a host's budget of "
+                       f"{qos.io_cap:,.0f} IOPS at <= {q.io_latency_ms:g} ms")
+            res.reason = f"{len(pl.unplaceable)} VM(s) fit no empty host, e.g. {inv.names[j]!s} ({int(vcpus[j])} vCPUs, {mem_bytes[j] / 2**30:.1f} GiB): {why}"
+            res.wall_s = time.perf_counter() - t0
+            return res
+        m = host_metrics(pl.host_of_vm, pl.n_hosts, host, vcpus, cpu, inv.mem_used_bytes)
+        broken = qos.broken(pl.host_of_vm, pl.n_hosts, m, mem_bytes, vcpus)
+        if not broken:
+            break
+        if "ready" in broken:
+            bound *= 0.7  # windows hid a coincidence of peaks: tighten and place again
+        if "memory" in broken:
+            # fewer configured bytes per host: less reclamation, fewer faults. Below the fullest
+            # offending host's ratio at once (steps above it would not change the placement).
+            mem_oc = min(mem_oc, qos.worst_mem_ratio) * 0.9
+        if "io" in broken:
+            qos.io_cap *= 0.85  # read mix or window maxima hid a latency peak
+    else:
+        res.reason = "could not meet " + ", ".join(qos.describe(b) for b in broken) + " at full resolution"
+    if spec.optimise.enabled and not res.reason and inv.n_vms <= spec.optimise.max_vms:
+        better = _optimise(inv, spec, host, vcpus, mem_bytes, cpu, pl.host_of_vm, q, qos, mem_oc)
+        res.optimiser = better["info"]
+        if better["host_of_vm"] is not None:
+            pl.host_of_vm, pl.n_hosts, m = better["host_of_vm"], better["n_hosts"], better["metrics"]
+    last = qos.last(pl.host_of_vm, pl.n_hosts, mem_bytes, vcpus)
+    res.memory_overcommit_used = mem_oc
+    res.mem_hosts_short = last.get("mem_hosts_short", 0)
+    res.mem_slowdown_worst = last.get("mem_slowdown_worst", 1.0)
+    res.io_latency_worst_ms = last.get("io_latency_worst_ms", float("nan"))
+    res.io_latency_mean_ms = last.get("io_latency_mean_ms", float("nan"))
+    res.feasible = not res.reason
+    res.window_bound_pct = bound
+    res.n_hosts_packed = pl.n_hosts
+    res.n_hosts = pl.n_hosts + q.ha_spare_hosts
+    res.lower_bound_hosts = lower_bound_hosts(p) + q.ha_spare_hosts
+    res.vms_per_host = inv.n_vms / res.n_hosts
+    res.ready_pct_worst = float(m.ready_pct_worst.max(initial=0.0))
+    res.ready_pct_p99 = float(m.ready_pct_p99.max(initial=0.0))
+    res.cpu_util_mean = float(m.cpu_util_mean.mean()) * pl.n_hosts / res.n_hosts
+    res.cpu_util_peak = float(m.cpu_util_peak.max(initial=0.0))
+    res.mem_peak_frac = float(m.mem_used_peak_frac.max(initial=0.0))
+    res.host_of_vm = pl.host_of_vm
+    util_all = np.concatenate([m.cpu_util_mean, np.zeros(q.ha_spare_hosts)])
+    watts = power_w(c.power, util_all)
+    res.per_host = {"cpu_util_mean": m.cpu_util_mean.tolist(), "cpu_util_peak": m.cpu_util_peak.tolist(),
+                    "ready_pct_worst": m.ready_pct_worst.tolist(), "power_w": watts.tolist(),
+                    "vms": np.bincount(pl.host_of_vm, minlength=pl.n_hosts).tolist()}
+    res.tco = tco_per_year(
+        n_hosts=res.n_hosts, n_vms=inv.n_vms, host_capex_usd=float(capex), host_rack_units=c.rack_units,
+        mean_power_w=watts, sockets=host.sockets, cores_per_socket=host.cores_per_socket, inputs=spec.cost,
+    )
+    res.wall_s = time.perf_counter() - t0
+    return res
+
+
+class _QosChecks:
+    """The full-resolution QoS checks of one candidate: CPU Ready, and memory and storage where modelled."""
+
+    def __init__(self, inv: Inventory, spec: PlanSpec, c: Candidate, host) -> None:
+        from densim.tools.plan import qos as plan_qos
+        from densim.catalog.core import CatalogError, builtin_catalog
+
+        self.inv, self.spec, self.c, self.host, self.q = inv, spec, c, host, spec.qos
+        self.cat = builtin_catalog()
+        self.notes: list[str] = []
+        self.infeasible = ""
+        self._memo = None
+        self.worst_mem_ratio = np.inf  # configured / usable memory of the fullest host breaking the memory bound
+        self.cpu = inv.cpu_mhz if inv.cpu_mhz is not None else inv.capacity_mhz[None, :].astype(np.float32)
+        self.memory = spec.memory if spec.memory is not None and spec.memory.model != "none" else None
+        if self.memory is not None:
+            for field_, name in (("swap_device", self.memory.swap_device), ("swap_cache_device", self.memory.swap_cache_device),
+                                 ("workload", self.memory.workload)):
+                if name is None:
+                    continue
+                try:
+                    self.cat.raw("memory_workloads" if field_ == "workload" else "devices", name)
+                except (CatalogError, KeyError) as exc:
+                    raise InputError(None, f"memory.{field_}", str(exc).strip("'\"")) from None
+        self.io_iops = None
+        self.io_cap = float("inf")
+        self.ds = None
+        st = c.storage
+        if st is not None:
+            try:
+                self.ds = plan_qos.datastore_model(st, self.cat)
+            except (CatalogError, KeyError) as exc:
+                raise InputError(None, f"candidates.{c.name}.storage", str(exc).strip("'\"")) from None
+            if not inv.has_disk:
+                self.notes.append("storage not checked: the inventory has no disk read/write series")
+                self.ds = None
+            else:
+                self.io_iops = (inv.disk_read_Bps + inv.disk_write_Bps) / np.float32(st.block_size_bytes)
+                tot = float(inv.disk_read_Bps.sum(dtype=np.float64) + inv.disk_write_Bps.sum(dtype=np.float64))
+                rf = float(inv.disk_read_Bps.sum(dtype=np.float64)) / tot if tot > 0 else st.read_fraction
+                self.io_cap = plan_qos.max_iops_at_latency(self.ds, st, self.q.io_latency_ms / 1e3, rf)
+                if self.io_cap <= 0:
+                    self.infeasible = (f"its datastore's I/O latency at no load exceeds qos.io_latency_ms = "
+                                       f"{self.q.io_latency_ms:g} ms")
+
+    def _measure(self, host_of, n_hosts, mem_bytes, vcpus) -> dict:
+        """Memory and storage figures of a placement (the last one is kept: ``last`` asks again)."""
+        from densim.tools.plan import qos as plan_qos
+
+        key = (int(n_hosts), np.asarray(host_of).tobytes(), np.asarray(mem_bytes).tobytes())
+        if self._memo is not None and self._memo[0] == key:
+            return self._memo[1]
+        out: dict = {}
+        if self.memory is not None:
+            mc = plan_qos.memory_check(host_of, n_hosts, self.host.mem_bytes, np.asarray(mem_bytes, float),
+                                       np.asarray(vcpus, float) * self.host.core_mhz, self.cpu, self.inv.mem_used_bytes,
+                                       self.memory, self.cat)
+            out["mem_hosts_short"] = mc.hosts_short
+            out["mem_slowdown_worst"] = float(mc.slowdown_worst.max(initial=1.0))
+            bad = mc.slowdown_worst > self.q.memory_slowdown + 1e-9
+            cfg_h = np.bincount(host_of, weights=np.asarray(mem_bytes, float), minlength=n_hosts)
+            self.worst_mem_ratio = float((cfg_h[bad] / self.host.usable_mem_bytes).max(initial=0.0)) if bad.any() else np.inf
+        if self.ds is not None:
+            sc = plan_qos.storage_check(host_of, n_hosts, self.inv.disk_read_Bps, self.inv.disk_write_Bps, self.c.storage, self.ds)
+            out["io_latency_worst_ms"] = float(sc.latency_worst_s.max(initial=0.0)) * 1e3
+            tot = sc.iops_peak.sum()
+            out["io_latency_mean_ms"] = float(np.mean(sc.latency_mean_s)) * 1e3 if tot > 0 else 0.0
+        self._memo = (key, out)
+        return out
+
+    def broken(self, host_of, n_hosts, m, mem_bytes, vcpus) -> list[str]:
+        """Which bounds the placement breaks at full resolution: "ready", "memory", "io"."""
+        out = []
+        if m.ready_pct_worst.max(initial=0.0) > self.q.cpu_ready_pct + 1e-9:
+            out.append("ready")
+        got = self._measure(host_of, n_hosts, mem_bytes, vcpus)
+        if got.get("mem_slowdown_worst", 1.0) > self.q.memory_slowdown + 1e-9:
+            out.append("memory")
+        if got.get("io_latency_worst_ms", 0.0) > self.q.io_latency_ms * (1 + 1e-9):
+            out.append("io")
+        return out
+
+    def last(self, host_of, n_hosts, mem_bytes, vcpus) -> dict:
+        return self._measure(host_of, n_hosts, mem_bytes, vcpus)
+
+    def describe(self, what: str) -> str:
+        return {"ready": f"CPU Ready <= {self.q.cpu_ready_pct} %", "memory": f"memory slowdown <= {self.q.memory_slowdown}",
+                "io": f"I/O latency <= {self.q.io_latency_ms} ms"}.get(what, what)
+
+
+def _optimise(inv, spec: PlanSpec, host, vcpus, mem_bytes, cpu, heuristic_host_of, q, qos: "_QosChecks",
+              memory_overcommit: float) -> dict:
+    """CP-SAT on integer sizes (vCPU slots, MiB, MHz per window) with lazily added windows.
+
+    The heuristic placed against ``spec.windows`` windows; CP-SAT starts from the ``optimise.windows``
+    windows of highest total demand (a relaxation, so its bound is a valid lower bound), and every
+    window the answer overloads is added before solving again. The heuristic placement satisfies
+    every window, so it is always a valid warm start and the answer is never worse.
+    """
+    from densim.placement.optimiser import optimise
+    from densim.placement.tspack import host_metrics, window_max
+
+    o = spec.optimise
+    base = np.stack([np.asarray(vcpus, dtype=np.float64), np.ceil(np.asarray(mem_bytes) / 2**20)], axis=1)
+    # the memory over-commit the heuristic ended with (lowered when the memory QoS check needed it)
+    base_cap = np.array([np.floor(q.cpu_overcommit * host.logical_cpus), np.floor(memory_overcommit * host.usable_mem_bytes / 2**20)])
+    cw_f = window_max(cpu, spec.windows)  # (W, N) MHz, as the heuristic saw them
+    cw = np.ceil(cw_f)  # integer sizes for CP-SAT, rounded up (conservative)
+    cap_f = host.capacity_mhz * q.max_cpu_utilisation
+    cpu_cap = np.floor(cap_f)
+    anti = inv.tags.get("anti_affinity")
+    aff = inv.tags.get("affinity")
+    if aff is not None and any(str(g) for g in aff):
+        return {"host_of_vm": None, "info": {"status": "SKIPPED", "reason": "affinity groups are not modelled in CP-SAT"}}
+    if (cw > cpu_cap).any() or (base > base_cap[None, :]).any():
+        return {"host_of_vm": None, "info": {"status": "SKIPPED", "reason": "a VM exceeds an empty host"}}
+    sel = list(np.argsort(-cw.sum(axis=1))[: o.windows])
+    heur_hosts = int(heuristic_host_of.max()) + 1
+    r = None
+    over = np.zeros(0, dtype=np.int64)
+    for _round in range(o.rounds):
+        sizes = np.concatenate([base, cw[sel].T], axis=1)
+        cap = np.concatenate([base_cap, np.full(len(sel), cpu_cap)])
+        r = optimise(sizes, cap, anti_affinity=anti, warm_start=heuristic_host_of,
+                     max_deterministic_time=o.max_deterministic_time, max_time_s=o.max_time_s)
+        if r.n_hosts >= heur_hosts:  # nothing to gain over the heuristic; r.lower_bound still bounds it
+            over = np.zeros(0, dtype=np.int64)
+            break
+        load = np.zeros((r.n_hosts, cw.shape[0]))
+        np.add.at(load, r.host_of_vm, cw_f.T)
+        over = np.flatnonzero((load > cap_f * (1 + 1e-9)).any(axis=0))
+        if over.size == 0:
+            break
+        worst = over[np.argsort(-load[:, over].max(axis=0))][:16]
+        sel = sorted(set(sel) | set(int(w) for w in worst))
+    best = min(r.n_hosts, heur_hosts) if not over.size else heur_hosts
+    info = {"status": r.status, "hosts": best, "lower_bound": r.lower_bound, "gap": (best - r.lower_bound) / best,
+            "heuristic_hosts": heur_hosts, "windows_used": len(sel), "wall_s": r.wall_s, "adopted": False}
+    if over.size:
+        info["reason"] = f"windows still overloaded after {o.rounds} rounds"
+    elif r.n_hosts < heur_hosts:
+        m = host_metrics(r.host_of_vm, r.n_hosts, host, vcpus, cpu, inv.mem_used_bytes)
+        broken = qos.broken(r.host_of_vm, r.n_hosts, m, mem_bytes, vcpus)
+        if m.mem_used_peak_frac.max(initial=0.0) > 1 + 1e-9:
+            broken.append("memory in use")
+        if not broken:
+            info["adopted"] = True
+            return {"host_of_vm": r.host_of_vm, "n_hosts": r.n_hosts, "metrics": m, "info": info}
+        info["reason"] = "CP-SAT placement breaks " + ", ".join(qos.describe(b) for b in broken) + " at full resolution"
+    return {"host_of_vm": None, "info": info}
+
+
+@dataclass
+class PlanResult:
+    inventory: Inventory
+    spec: PlanSpec
+    results: list[CandidateResult]
+    rightsizing: Any = None
+    wall_s: float = 0.0
+
+    def ranked(self) -> list[CandidateResult]:
+        return sorted(self.results, key=lambda r: (not r.feasible, r.tco.get("per_vm_usd", float("inf")), r.n_hosts))
+
+
+def plan(inv: Inventory, spec: PlanSpec) -> PlanResult:
+    from densim.tools.plan.rightsizing import rightsize
+
+    t0 = time.perf_counter()
+    vcpus, mem = inv.vcpus, inv.mem_bytes
+    rs = None
+    if spec.rightsizing.enabled:
+        rs = rightsize(inv, spec.rightsizing.percentile, spec.rightsizing.headroom)
+        vcpus, mem = rs.vcpus_rec, rs.mem_rec_bytes
+    results = [plan_candidate(inv, spec, c, vcpus=vcpus, mem_bytes=mem) for c in spec.candidates]
+    return PlanResult(inv, spec, results, rs, time.perf_counter() - t0)

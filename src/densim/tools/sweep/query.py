@@ -1,0 +1,95 @@
+"""DuckDB over a results store, in place.
+
+Views (one per result file name found in the store, plus two joins):
+
+* ``scenarios``: one row per sweep point: ``scenario`` id, ``point`` and one column per axis.
+* ``summary``, ``hosts``, ``vms``, ``host_steps``, ``vm_steps``, ...: every ``<name>.parquet`` of
+  every task, with the ``scenario`` and ``seed`` columns of its folder (Hive partitioning).
+* ``results``: ``summary`` joined with ``scenarios``: one row per task, axis values first.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from densim.errors import InputError
+from densim.tools.sweep.store import MANIFEST, SCENARIOS
+
+
+def resolve_store(study: str | Path, out: str | Path = "results") -> Path:
+    """A study file, a store folder, or a study name under ``out``."""
+    p = Path(study)
+    if p.is_dir() and (p / MANIFEST).exists():
+        return p
+    if p.is_file():
+        from densim.tools.sweep.study import _read_yaml
+
+        name = _read_yaml(p).get("name")
+        if not isinstance(name, str):
+            raise InputError(p, "name", "study file has no name")
+        cand = Path(out) / name
+    else:
+        cand = Path(out) / str(study)
+    if not (cand / MANIFEST).exists():
+        raise InputError(str(study), "", f"no results store at {cand} (run 'densim sweep' first)")
+    return cand
+
+
+def _sql_str(path: Path | str) -> str:
+    return "'" + str(path).replace("'", "''") + "'"
+
+
+def connect(store: str | Path):
+    """A DuckDB connection with the store's views defined."""
+    import duckdb
+
+    root = Path(store).resolve()
+    con = duckdb.connect()
+    con.execute(f"CREATE VIEW scenarios AS SELECT * FROM read_parquet({_sql_str(root / SCENARIOS)})")
+    names = sorted({p.stem for p in root.glob("scenario=*/seed=*/*.parquet")})
+    for name in names:
+        glob = root / "scenario=*" / "seed=*" / f"{name}.parquet"
+        con.execute(
+            f'CREATE VIEW "{name}" AS SELECT * FROM read_parquet({_sql_str(glob)}, hive_partitioning = true, '
+            "union_by_name = true, hive_types = {'scenario': 'VARCHAR', 'seed': 'UBIGINT'})"
+        )
+    if "summary" in names:
+        axis_cols = [r[0] for r in con.execute("DESCRIBE scenarios").fetchall()]
+        sum_cols = [r[0] for r in con.execute("DESCRIBE summary").fetchall()]
+        clash = [c for c in sum_cols if c in axis_cols]
+        exclude = ", ".join(f'"{c}"' for c in clash)
+        con.execute(f"CREATE VIEW results AS SELECT s.*, m.* EXCLUDE ({exclude}) FROM summary m JOIN scenarios s USING (scenario)")
+    return con
+
+
+def manifest(store: str | Path) -> dict:
+    return json.loads((Path(store) / MANIFEST).read_text(encoding="utf-8"))
+
+
+# statement kinds a read-only query may contain (SELECT covers FROM-first, DESCRIBE, SHOW, SUMMARIZE)
+READ_ONLY = ("SELECT", "EXPLAIN")
+
+
+def run_query(store: str | Path, sql: str, *, allow_writes: bool = False):
+    """Run ``sql`` over the store; returns (column names, rows).
+
+    Unless ``allow_writes``, every statement must be a query (SELECT/EXPLAIN): COPY, EXPORT,
+    ATTACH, INSTALL/LOAD, CREATE, SET, PRAGMA and the rest are refused, so a query received from
+    someone else cannot write files or change DuckDB's settings.
+    """
+    import duckdb
+
+    con = connect(store)
+    try:
+        if not allow_writes:
+            kinds = [st.type.name for st in con.extract_statements(sql)]
+            bad = [k for k in kinds if k not in READ_ONLY]
+            if bad:
+                raise InputError("query", "", f"{bad[0]} statements are not allowed: densim query is read-only "
+                                              "(SELECT/EXPLAIN); pass --allow-writes to run them")
+        cur = con.execute(sql)
+    except duckdb.Error as exc:
+        raise InputError("query", "", str(exc).splitlines()[0]) from None
+    cols = [d[0] for d in cur.description] if cur.description else []
+    return cols, cur.fetchall()

@@ -1,0 +1,190 @@
+"""The results store: ``<root>/<study>/scenario=<id>/seed=<n>/*`` plus a manifest.
+
+Crash safety: every file is written to a temporary name and renamed, and a task's files are
+first written into a hidden temporary folder that is renamed to ``seed=<n>`` only when all
+files are in place. So a ``seed=<n>`` folder is always complete, and a task counts as done
+exactly when its folder exists; a killed sweep leaves at most a hidden ``.tmp`` folder, which
+the next run deletes.
+
+Determinism: every file except ``runs.json`` depends only on the study inputs, so two stores
+of the same study are byte-identical however the sweep was scheduled, interrupted or resumed.
+``runs.json`` is the run log (start/end times, backend, counts) and is the one file that is
+expected to differ.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from pathlib import Path
+from typing import Any
+
+from densim.atomic import write_atomic, write_json_atomic, write_text_atomic
+from densim.errors import InputError
+from densim.tools.sweep.study import Study, Task
+
+RUN_LOG = "runs.json"
+MANIFEST = "manifest.json"
+SCENARIOS = "scenarios.parquet"
+
+
+class Store:
+    def __init__(self, root: str | Path, study: Study | None = None) -> None:
+        self.root = Path(root)
+        self.study = study
+
+    # -- layout ---------------------------------------------------------------------------
+    def task_dir(self, task: Task) -> Path:
+        return self.root / f"scenario={task.scenario_id}" / f"seed={task.seed}"
+
+    def is_done(self, task: Task) -> bool:
+        return self.task_dir(task).is_dir()
+
+    # -- lifecycle ------------------------------------------------------------------------
+    def prepare(self, *, fresh: bool = False) -> None:
+        """Create the store (or check that an existing one was made from the same inputs)."""
+        study = self._need_study()
+        if fresh and self.root.exists():
+            shutil.rmtree(self.root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._clean_temporaries()
+        old = self.root / MANIFEST
+        if old.exists():
+            try:
+                prev = json.loads(old.read_text(encoding="utf-8"))
+            except (OSError, json.JSONDecodeError):
+                prev = {}
+            prev_points = {s["id"]: s.get("scenario_sha256") for s in prev.get("scenarios", [])}
+            for p in study.points:
+                if p.id in prev_points and prev_points[p.id] != p.sha256:
+                    raise InputError(
+                        self.root,
+                        f"scenario={p.id}",
+                        "the store holds results of different inputs for this point; rerun with --fresh or choose another --out",
+                    )
+            if prev.get("root_seed") not in (None, study.spec.seed):
+                raise InputError(self.root, "root_seed", "the store was made with another root seed; use --fresh or another --out")
+        for p in study.points:
+            target = self.root / f"scenario={p.id}" / "scenario.json"
+            text = json.dumps({"id": p.id, "values": p.values, "scenario": p.mapping}, indent=2, sort_keys=True) + "\n"
+            if not target.exists() or target.read_text(encoding="utf-8") != text:
+                write_text_atomic(target, text)
+        self._write_scenarios_table()
+        self.write_manifest()
+
+    def _clean_temporaries(self) -> None:
+        for d in self.root.glob("scenario=*/.seed=*.tmp-*"):
+            shutil.rmtree(d, ignore_errors=True)
+        for f in self.root.rglob(".*.tmp"):
+            f.unlink(missing_ok=True)
+
+    def commit(self, task: Task, files: dict[str, bytes]) -> Path:
+        """Write a finished task's files: temp folder, each file atomically, then one rename."""
+        final = self.task_dir(task)
+        if final.exists():
+            return final
+        tmp = final.parent / f".seed={task.seed}.tmp-{uuid.uuid4().hex[:8]}"
+        tmp.mkdir(parents=True)
+        try:
+            meta = {"scenario": task.scenario_id, "replication": task.replication, "seed": task.seed}
+            write_json_atomic(tmp / "task.json", meta)
+            for name, data in sorted(files.items()):
+                if name.startswith(("/", ".")) or ".." in Path(name).parts:
+                    raise ValueError(f"runner returned an unsafe file name {name!r}")
+                write_atomic(tmp / name, lambda p, d=data: p.write_bytes(d))
+            os.rename(tmp, final)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        return final
+
+    # -- metadata -------------------------------------------------------------------------
+    def _write_scenarios_table(self) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        study = self._need_study()
+        cols: dict[str, Any] = {
+            "scenario": pa.array([p.id for p in study.points], pa.string()),
+            "point": pa.array([p.index for p in study.points], pa.int64()),
+        }
+        for axis in study.spec.axes:
+            vals = [p.values[axis] for p in study.points]
+            cols[axis] = _column(vals)
+        buf = pa.BufferOutputStream()
+        pq.write_table(pa.table(cols), buf, compression="zstd")
+        data = buf.getvalue().to_pybytes()
+        target = self.root / SCENARIOS
+        if not target.exists() or target.read_bytes() != data:
+            write_atomic(target, lambda p: p.write_bytes(data))
+
+    def write_manifest(self) -> dict[str, Any]:
+        """Deterministic manifest: inputs, every point, every task and whether it is done."""
+        study = self._need_study()
+        tasks = []
+        for t in study.tasks():
+            d = self.task_dir(t)
+            entry: dict[str, Any] = {"scenario": t.scenario_id, "replication": t.replication, "seed": t.seed, "done": d.is_dir()}
+            if entry["done"]:
+                entry["files"] = sorted(p.relative_to(d).as_posix() for p in d.rglob("*") if p.is_file())
+            tasks.append(entry)
+        manifest = {
+            "study": study.name,
+            "description": study.spec.description,
+            "study_file": study.path.name,
+            "study_sha256": study.study_sha256,
+            "runner": study.spec.runner,
+            "root_seed": study.spec.seed,
+            "replications": study.spec.replications,
+            "seeds": study.seeds,
+            "seed_derivation": "numpy SeedSequence(root_seed).spawn(replications); replication r uses seeds[r] in every scenario",
+            "axes": study.spec.axes,
+            "scenarios": [{"id": p.id, "point": p.index, "values": p.values, "scenario_sha256": p.sha256} for p in study.points],
+            "tasks": tasks,
+            "complete": all(t["done"] for t in tasks),
+            "layout": "scenario=<id>/seed=<seed>/<file>; run log with times in runs.json (not deterministic)",
+        }
+        write_json_atomic(self.root / MANIFEST, manifest)
+        return manifest
+
+    def log_run(self, record: dict[str, Any]) -> None:
+        path = self.root / RUN_LOG
+        runs: list[Any] = []
+        if path.exists():
+            try:
+                runs = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, json.JSONDecodeError):
+                runs = []
+        runs.append(record)
+        write_json_atomic(path, runs)
+
+    def _need_study(self) -> Study:
+        if self.study is None:
+            raise RuntimeError("this operation needs the study")
+        return self.study
+
+
+def _column(vals: list[Any]):
+    import pyarrow as pa
+
+    if all(isinstance(v, bool) for v in vals):
+        return pa.array(vals, pa.bool_())
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in vals):
+        return pa.array(vals, pa.int64())
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals):
+        return pa.array([float(v) for v in vals], pa.float64())
+    if all(isinstance(v, str) for v in vals):
+        return pa.array(vals, pa.string())
+    return pa.array([json.dumps(v, sort_keys=True, default=str) for v in vals], pa.string())
+
+
+def store_files(root: str | Path, *, exclude: tuple[str, ...] = (RUN_LOG, "report.html")) -> dict[str, bytes]:
+    """Every file of a store by relative path (for comparing two stores file for file)."""
+    root = Path(root)
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.name not in exclude
+    }

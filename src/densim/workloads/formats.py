@@ -1,0 +1,75 @@
+"""One entry point: :func:`load_inventory` picks the reader from the format name or the file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from densim.errors import InputError
+from densim.workloads.inventory import Inventory
+
+FORMATS = {
+    "rvtools": "RVTools export: .xlsx workbook, a vInfo CSV, or a folder of tab CSVs",
+    "azure": "Azure Public Dataset folder: vmtable.csv + vm_cpu_readings-*.csv (headerless)",
+    "generic": "densim long format CSV/Parquet: one row per VM per timestamp, units in column names",
+    "bitbrains": "Bitbrains GWA-T-12 folder of per-VM CSVs (foundation reader)",
+    "opendc": "OpenDC Parquet folder: tasks.parquet + fragments.parquet (foundation reader)",
+    "planetlab": "PlanetLab/CoMon folder: one file of CPU % per VM (foundation reader)",
+}
+
+
+def detect_format(path: Path) -> str:
+    """Guess the format of ``path`` from its name and first bytes."""
+    from densim.workloads.readers import azure, rvtools
+
+    if not path.exists():
+        raise InputError(path, "", "inventory not found")
+    suffix = "".join(path.suffixes).lower()
+    if suffix.endswith(".xlsx"):
+        return "rvtools"
+    if path.is_dir():
+        names = [p.name for p in path.iterdir()]
+        if azure.is_azure(path):
+            return "azure"
+        if "tasks.parquet" in names or "fragments.parquet" in names or "meta.parquet" in names:
+            return "opendc"
+        if rvtools.is_rvtools(path):
+            return "rvtools"
+        if any(n.endswith((".csv", ".csv.gz")) for n in names):
+            return "bitbrains"
+        if names:
+            return "planetlab"
+        raise InputError(path, "", "empty folder: cannot tell the inventory format")
+    if suffix.endswith(".parquet"):
+        return "generic"
+    if suffix.endswith(".csv"):
+        head = path.read_text(encoding="utf-8-sig", errors="replace").split("\n", 1)[0].strip().lower()
+        if "cpu_used" in head:  # the generic long format's required demand column
+            return "generic"
+        if rvtools.is_rvtools(path):
+            return "rvtools"
+        return "generic"
+    raise InputError(path, "", f"cannot tell the inventory format; pass --format ({', '.join(FORMATS)})")
+
+
+def load_inventory(path: str | Path, fmt: str = "auto", **options: Any) -> Inventory:
+    """Read an inventory in any supported format (``fmt="auto"`` guesses it)."""
+    path = Path(path)
+    fmt = detect_format(path) if fmt in ("auto", "", None) else fmt.lower()
+    if fmt == "rvtools":
+        from densim.workloads.readers.rvtools import read_rvtools
+
+        return read_rvtools(path, **options)
+    if fmt == "azure":
+        from densim.workloads.readers.azure import read_azure
+
+        return read_azure(path, **options)
+    if fmt == "generic":
+        from densim.workloads.readers.generic import read_generic
+
+        return read_generic(path, **options)
+    if fmt in ("bitbrains", "opendc", "planetlab"):
+        from densim.workloads.adapters import read_via_foundation
+
+        return read_via_foundation(fmt, path, **options)
+    raise InputError(path, "format", f"unknown inventory format {fmt!r}; valid: {', '.join(FORMATS)}")

@@ -1,0 +1,232 @@
+"""densim's generic long format: one row per VM per timestamp, units in the column names.
+
+Columns (CSV with a header row, or Parquet); a unit goes in brackets after the name, e.g.
+``memory [GiB]``, or as a suffix, e.g. ``memory_bytes``:
+
+============== ========= ==================================================================
+column         required  meaning and accepted units
+============== ========= ==================================================================
+``vm``         yes       VM name (string)
+``time``       yes       sample time: ``[s]``, ``[ms]``, ``[min]``, ``[h]`` (default s)
+``vcpus``      yes       vCPUs (same on every row of a VM)
+``vcpu_speed`` no        MHz one vCPU delivers: ``[MHz]``, ``[GHz]`` (default 2,400 MHz)
+``memory``     yes       configured memory: ``[bytes]``, ``[KiB]``, ``[MiB]``, ``[GiB]``, ``[KB]``, ``[MB]``, ``[GB]``
+``cpu_used``   yes       CPU demand: ``[MHz]``, ``[GHz]``, or ``[%]`` of the VM's vCPUs x speed
+``memory_used`` no       memory in use, memory units as above
+``disk_read``  no        disk read throughput: ``[B/s]``, ``[KB/s]``, ``[KiB/s]``, ``[MB/s]``, ``[MiB/s]`` (default B/s)
+``disk_write`` no        disk write throughput, units as ``disk_read`` (give both or neither)
+``anti_affinity`` no     group label: no two VMs of a group on one host (same on every row)
+``affinity``   no        group label: the VMs of a group share one host (same on every row)
+============== ========= ==================================================================
+
+Samples belong to step ``round((time - first time) / step)``, the step being the median gap between
+distinct times (or ``step_s``); several samples in one step are averaged, steps without samples are 0.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+
+from densim.errors import InputError
+from densim.workloads.readers._grid import to_grid
+from densim.workloads.readers._table import MEM_UNITS
+from densim.workloads.inventory import DEFAULT_VCPU_MHZ, Inventory, build_inventory
+
+_HEADER = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_ ]*?)\s*(?:\[\s*([^\]]*)\s*\])?\s*$")
+TIME_UNITS = {"s": 1.0, "sec": 1.0, "ms": 1e-3, "us": 1e-6, "min": 60.0, "h": 3600.0}
+FREQ_UNITS = {"mhz": 1.0, "ghz": 1000.0, "khz": 1e-3, "hz": 1e-6}
+RATE_UNITS = {"b/s": 1.0, "kb/s": 1e3, "kib/s": 1024.0, "mb/s": 1e6, "mib/s": 2.0**20, "gb/s": 1e9}
+COLUMNS = {
+    "vm": None,
+    "time": TIME_UNITS,
+    "vcpus": None,
+    "vcpu_speed": FREQ_UNITS,
+    "memory": MEM_UNITS,
+    "cpu_used": {**FREQ_UNITS, "%": None},
+    "memory_used": MEM_UNITS,
+    "disk_read": RATE_UNITS,
+    "disk_write": RATE_UNITS,
+    "anti_affinity": None,
+    "affinity": None,
+}
+DEFAULT_UNIT = {"time": "s", "vcpu_speed": "mhz", "memory": "bytes", "memory_used": "bytes", "disk_read": "b/s", "disk_write": "b/s"}
+SUFFIX = {"_bps": "b/s", "_s": "s", "_ms": "ms", "_mhz": "mhz", "_ghz": "ghz", "_bytes": "bytes", "_mib": "mib", "_gib": "gib", "_pct": "%"}
+
+
+def parse_header(source: Path, col: int, header: str) -> tuple[str, str | None] | None:
+    """``"memory [GiB]"`` -> ("memory", "gib"); unknown names -> None; bad units raise."""
+    m = _HEADER.match(header)
+    if not m:
+        return None
+    name = m.group(1).strip().lower().replace(" ", "_")
+    unit = m.group(2).strip().lower() if m.group(2) is not None else None
+    if name not in COLUMNS and unit is None:
+        for suf, u in SUFFIX.items():
+            if name.endswith(suf) and name[: -len(suf)] in COLUMNS:
+                name, unit = name[: -len(suf)], u
+                break
+    if name not in COLUMNS:
+        return None
+    allowed = COLUMNS[name]
+    if unit is None:
+        unit = DEFAULT_UNIT.get(name)
+        if name == "cpu_used":
+            raise InputError(source, f"column {col + 1} {header!r}", "cpu_used needs a unit: [MHz], [GHz] or [%]")
+    if allowed is None and unit not in (None, ""):
+        raise InputError(source, f"column {col + 1} {header!r}", f"{name} takes no unit")
+    if allowed is not None and unit not in allowed:
+        raise InputError(source, f"column {col + 1} {header!r}", f"unknown unit {unit!r} for {name} (use {', '.join(k for k in allowed)})")
+    return name, unit
+
+
+def _frame(path: Path):
+    import polars as pl
+
+    try:
+        if path.suffix.lower() == ".parquet":
+            return pl.read_parquet(path)
+        return pl.read_csv(path, infer_schema_length=10000)
+    except Exception as exc:
+        raise InputError(path, "", f"cannot read ({type(exc).__name__}: {str(exc).splitlines()[0][:100]})") from None
+
+
+def read_generic(path: str | Path, *, step_s: float | None = None) -> Inventory:
+    import polars as pl
+
+    path = Path(path)
+    if not path.exists():
+        raise InputError(path, "", "inventory not found")
+    df = _frame(path)
+    found: dict[str, tuple[str, str | None]] = {}
+    for i, h in enumerate(df.columns):
+        parsed = parse_header(path, i, h)
+        if parsed is not None:
+            if parsed[0] in found:
+                raise InputError(path, f"column {i + 1} {h!r}", f"second column for {parsed[0]} (first is {found[parsed[0]][0]!r})")
+            found[parsed[0]] = (h, parsed[1])
+    for need in ("vm", "time", "vcpus", "memory", "cpu_used"):
+        if need not in found:
+            raise InputError(path, "header", f"missing column {need!r} (columns: {', '.join(df.columns)})")
+    if df.height == 0:
+        raise InputError(path, "row 2", "no data rows")
+
+    def num(key: str) -> np.ndarray:
+        h, _ = found[key]
+        try:
+            arr = df[h].cast(pl.Float64, strict=True).to_numpy()
+        except Exception:
+            vals = df[h].to_list()
+            for r, v in enumerate(vals):
+                try:
+                    float(v)
+                except (TypeError, ValueError):
+                    raise InputError(path, f"row {r + 2}, column {h!r}", f"not a number: {str(v)[:30]!r}") from None
+            raise
+        bad = ~np.isfinite(arr) | (arr < 0)
+        if bad.any():
+            r = int(np.argmax(bad))
+            raise InputError(path, f"row {r + 2}, column {h!r}", f"must be a number >= 0, got {arr[r]}")
+        return arr
+
+    def scale(key: str, table: dict) -> float:
+        return float(table[found[key][1]])
+
+    names_col = df[found["vm"][0]].cast(pl.Utf8).to_list()
+    for r, v in enumerate(names_col):
+        if v is None or str(v).strip() == "":
+            raise InputError(path, f"row {r + 2}, column {found['vm'][0]!r}", "VM name is blank")
+    names, first_row, vm_idx = np.unique(np.array(names_col, dtype=object), return_index=True, return_inverse=True)
+    order = np.argsort(first_row)  # VMs in order of first appearance
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    vm_idx = rank[vm_idx]
+    names = names[order]
+    first_row = first_row[order]
+    t_s = num("time") * scale("time", TIME_UNITS)
+    vcpus_rows = num("vcpus")
+    mem_rows = num("memory") * scale("memory", MEM_UNITS)
+    speed_rows = num("vcpu_speed") * scale("vcpu_speed", FREQ_UNITS) if "vcpu_speed" in found else np.full(df.height, DEFAULT_VCPU_MHZ)
+
+    def per_vm(rows: np.ndarray, key: str, what: str) -> np.ndarray:
+        v = rows[first_row]
+        diff = rows != v[vm_idx]
+        if diff.any():
+            r = int(np.argmax(diff))
+            raise InputError(path, f"row {r + 2}, column {found[key][0]!r}",
+                             f"{what} of VM {names[vm_idx[r]]!r} changes over time ({rows[r]:g} vs {v[vm_idx[r]]:g})")
+        return v
+
+    vcpus = per_vm(vcpus_rows, "vcpus", "vcpus")
+    bad = (vcpus < 1) | (vcpus != np.round(vcpus))
+    if bad.any():
+        r = int(first_row[np.argmax(bad)])
+        raise InputError(path, f"row {r + 2}, column {found['vcpus'][0]!r}", f"VM {names[np.argmax(bad)]!r} has {vcpus[np.argmax(bad)]:g} vCPUs; must be a whole number >= 1")
+    mem = per_vm(mem_rows, "memory", "memory")
+    if (mem <= 0).any():
+        r = int(first_row[np.argmax(mem <= 0)])
+        raise InputError(path, f"row {r + 2}, column {found['memory'][0]!r}", "memory must be > 0")
+    speed = per_vm(speed_rows, "vcpu_speed", "vcpu_speed") if "vcpu_speed" in found else speed_rows[first_row]
+    cap_rows = (vcpus * speed)[vm_idx]
+    unit = found["cpu_used"][1]
+    cpu_rows = num("cpu_used")
+    cpu_rows = cpu_rows / 100.0 * cap_rows if unit == "%" else cpu_rows * FREQ_UNITS[unit]
+    cpu, step, start = to_grid(vm_idx, t_s, cpu_rows, names.size, step_s=step_s)
+    mem_used = None
+    if "memory_used" in found:
+        mu = num("memory_used") * scale("memory_used", MEM_UNITS)
+        mem_used, _, _ = to_grid(vm_idx, t_s, mu, names.size, step_s=step, start_s=start)
+    disk = {}
+    if ("disk_read" in found) != ("disk_write" in found):
+        have, miss = ("disk_read", "disk_write") if "disk_read" in found else ("disk_write", "disk_read")
+        raise InputError(path, "header", f"column {have!r} needs {miss!r} too")
+    for key in ("disk_read", "disk_write"):
+        if key in found:
+            rate = num(key) * scale(key, RATE_UNITS)
+            disk[key + "_Bps"], _, _ = to_grid(vm_idx, t_s, rate, names.size, step_s=step, start_s=start)
+    tags = {}
+    for key in ("anti_affinity", "affinity"):
+        if key in found:
+            col = np.array([("" if v is None else str(v).strip()) for v in df[found[key][0]].cast(pl.Utf8).to_list()], dtype=object)
+            first = col[first_row]
+            diff = col != first[vm_idx]
+            if diff.any():
+                r = int(np.argmax(diff))
+                raise InputError(path, f"row {r + 2}, column {found[key][0]!r}", f"{key} group of VM {names[vm_idx[r]]!r} changes over time")
+            tags[key] = first
+    return build_inventory(
+        names, vcpus, speed, mem, cpu_mhz=cpu, mem_used_bytes=mem_used, step_s=step, start_s=start, tags=tags, **disk,
+        source=str(path), fmt="generic",
+        demand_rule="generic long format: demand as given, averaged per step",
+    )
+
+
+def write_generic(inv: Inventory, path: str | Path) -> Path:
+    """Write an inventory in the generic long format (CSV or Parquet by suffix), atomically."""
+    import polars as pl
+
+    from densim.atomic import write_atomic
+
+    if inv.cpu_mhz is None:
+        raise ValueError("the generic format needs a demand series")
+    t, n = inv.cpu_mhz.shape
+    data = {
+        "vm": np.tile(inv.names.astype(str), t),
+        "time [s]": np.repeat(inv.start_s + inv.step_s * np.arange(t), n),
+        "vcpus": np.tile(inv.vcpus, t),
+        "vcpu_speed [MHz]": np.tile(inv.vcpu_mhz, t),
+        "memory [bytes]": np.tile(inv.mem_bytes, t),
+        "cpu_used [MHz]": inv.cpu_mhz.reshape(-1).astype(np.float64),
+    }
+    if inv.mem_used_bytes is not None:
+        data["memory_used [bytes]"] = inv.mem_used_bytes.reshape(-1).astype(np.float64)
+    if inv.has_disk:
+        data["disk_read [B/s]"] = inv.disk_read_Bps.reshape(-1).astype(np.float64)
+        data["disk_write [B/s]"] = inv.disk_write_Bps.reshape(-1).astype(np.float64)
+    df = pl.DataFrame(data)
+    path = Path(path)
+    if path.suffix.lower() == ".parquet":
+        return write_atomic(path, lambda p: df.write_parquet(p))
+    return write_atomic(path, lambda p: df.write_csv(p))

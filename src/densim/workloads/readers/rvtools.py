@@ -1,0 +1,359 @@
+"""RVTools exports (VMware): the xlsx workbook or the per-tab CSV files.
+
+Columns are matched by header name, never by position (column counts drift between RVTools
+versions). Header spellings accepted (after lower-casing and dropping spaces/punctuation, and after
+removing the CSV export's tab prefix such as ``vInfo`` in ``vInfoCPUs``):
+
+* vInfo: ``VM``/``VMName``, ``CPUs``, ``Memory`` (MiB; ``Memory MB``/``Memory MiB``/``Memory GiB``
+  variants), ``Powerstate``, ``Template``, ``Cluster``, ``Host``, ``Active Memory``,
+  ``VI SDK Server``.
+* vCPU: ``VM``, ``Overall`` (MHz in use at export time), ``Max`` (MHz).
+* vMemory: ``VM``, ``Active`` and ``Consumed`` (MiB, or ``... MB``).
+* vHost: ``Host``/``Name``, ``Speed``/``CpuMhz`` (MHz per core), ``CPU usage %``.
+
+The snapshot demand rule (RVTools has no time series) is :data:`SNAPSHOT_RULE`.
+Sources: column layout from a 4.x export as listed in ../shared/reference/ecosystem.md §1.1
+(Yoobuu/Kylow report.md; bankielewicz/RVToolsDW rvtools-tabs.md; sbroenne/RVToolsMerge README for the
+CSV prefixes; lrivallain/rvtools2azmigrate for the older "MB" headers).
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from pathlib import Path
+
+import numpy as np
+
+from densim.errors import InputError
+from densim.workloads.readers._table import MEM_UNITS, norm, strip_prefix
+from densim.workloads.inventory import DEFAULT_VCPU_MHZ, Inventory, build_inventory
+
+SNAPSHOT_RULE = (
+    "RVTools is a snapshot, not a time series: each VM gets a one-step demand series. "
+    "CPU demand = the vCPU tab's 'Overall' MHz (usage at export time); without it, the VM's host "
+    "'CPU usage %' x the VM's configured MHz; without either, the configured size (vCPUs x host MHz per core). "
+    "Memory in use = vMemory 'Active' (or vInfo 'Active Memory'); without it, the configured memory. "
+    "Both are multiplied by the snapshot peak factor (default 1.0) and capped at the configured size."
+)
+
+SHEETS = ("vInfo", "vCPU", "vMemory", "vHost", "vDatastore")
+
+# canonical column -> accepted normalised header keys (unit suffix handled separately for memory)
+VINFO = {
+    "vm": ("vm", "vmname", "name"),
+    "cpus": ("cpus", "numcpu", "numcpus"),
+    "powerstate": ("powerstate",),
+    "template": ("template",),
+    "cluster": ("cluster",),
+    "host": ("host",),
+    "server": ("visdkserver",),
+}
+VINFO_MEM = {"memory": "memory", "active": "activememory"}  # base key; unit suffix optional
+VCPU = {"vm": ("vm", "vmname", "name"), "overall": ("overall", "overallmhz"), "max": ("max", "maxmhz")}
+VMEM = {"vm": ("vm", "vmname", "name")}
+VMEM_MEM = {"active": "active", "consumed": "consumed", "size": "size"}
+VHOST = {
+    "host": ("host", "name", "hostname"),
+    "speed": ("speed", "cpumhz", "speedmhz"),
+    "cpu_usage_pct": ("cpuusage%", "cpuusage", "overallcpuusagepct"),
+}
+
+_UNIT_TOKEN = re.compile(r"^[a-z]{1,5}$")
+
+
+class _Sheet:
+    """One tab: a header row and data rows, with spreadsheet row numbers for error messages."""
+
+    def __init__(self, source: Path, name: str, header: list, rows: list[list], first_row: int = 2) -> None:
+        self.source = source
+        self.name = name
+        self.header = [str(h).strip() if h is not None else "" for h in header]
+        self.rows = [r for r in rows if any(c not in (None, "") for c in r)]
+        self.row_numbers = [first_row + i for i, r in enumerate(rows) if any(c not in (None, "") for c in r)]
+        self.keys = [strip_prefix(norm(h), name) for h in self.header]
+
+    def where(self, row_idx: int | None, col: int | None) -> str:
+        parts = [f"sheet {self.name}"]
+        if row_idx is not None:
+            parts.append(f"row {self.row_numbers[row_idx]}")
+        if col is not None:
+            parts.append(f"column {self.header[col]!r}")
+        return ", ".join(parts)
+
+    def error(self, row_idx: int | None, col: int | None, problem: str) -> InputError:
+        return InputError(self.source, self.where(row_idx, col), problem)
+
+    def find(self, aliases: tuple[str, ...]) -> int | None:
+        for a in aliases:
+            if a in self.keys:
+                return self.keys.index(a)
+        return None
+
+    def find_mem(self, base: str) -> tuple[int, float] | None:
+        """Column whose header is ``base`` + optional unit; returns (index, bytes per unit)."""
+        for i, k in enumerate(self.keys):
+            if k == base:
+                return i, MEM_UNITS["mib"]  # RVTools memory columns without a unit are MiB
+            if k.startswith(base):
+                tok = k[len(base):]
+                if tok in MEM_UNITS:
+                    return i, MEM_UNITS[tok]
+                if tok in ("overhead", "reservationlockedtomax", "mhz") or not _UNIT_TOKEN.match(tok):
+                    continue
+                raise self.error(None, i, f"unknown memory unit {tok!r} in header (use MiB, MB, GiB, GB, KiB, KB)")
+        return None
+
+    def column(self, col: int) -> list:
+        return [r[col] if col < len(r) else None for r in self.rows]
+
+    def numbers(self, col: int, what: str, *, unit_bytes: float | None = None, allow_blank: bool = False) -> np.ndarray:
+        out = np.empty(len(self.rows), dtype=np.float64)
+        for i, v in enumerate(self.column(col)):
+            out[i] = self._number(v, i, col, what, unit_bytes, allow_blank)
+        return out
+
+    def _number(self, v, i, col, what, unit_bytes, allow_blank) -> float:
+        if v is None or (isinstance(v, str) and v.strip() == ""):
+            if allow_blank:
+                return np.nan
+            raise self.error(i, col, f"{what} is blank")
+        if isinstance(v, bool):
+            raise self.error(i, col, f"{what} must be a number, got {v}")
+        if isinstance(v, (int, float)):
+            x = float(v)
+            return x * unit_bytes if unit_bytes is not None else x
+        text = str(v).strip().replace(",", "")
+        try:
+            x = float(text)
+            return x * unit_bytes if unit_bytes is not None else x
+        except ValueError:
+            pass
+        if unit_bytes is not None:
+            m = re.match(r"^([-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)\s*([A-Za-z]+)$", text)
+            if m and m.group(2).lower() in MEM_UNITS:
+                return float(m.group(1)) * MEM_UNITS[m.group(2).lower()]
+            if m:
+                raise self.error(i, col, f"unknown memory unit {m.group(2)!r} in {text!r} (use MiB, MB, GiB, GB, KiB, KB)")
+        raise self.error(i, col, f"{what} must be a number, got {text[:30]!r}")
+
+
+# ---------------------------------------------------------------------------------------- loading
+
+
+def _xlsx_sheets(path: Path) -> dict[str, _Sheet]:
+    from openpyxl import load_workbook
+
+    try:
+        wb = load_workbook(path, read_only=True, data_only=True)
+    except Exception as exc:  # openpyxl raises several types for non-workbooks
+        raise InputError(path, "", f"not a readable xlsx workbook ({type(exc).__name__})") from None
+    out: dict[str, _Sheet] = {}
+    try:
+        for ws in wb.worksheets:
+            rows = [list(r) for r in ws.iter_rows(values_only=True)]
+            if not rows:
+                out[ws.title.lower()] = _Sheet(path, ws.title, [], [])
+                continue
+            out[ws.title.lower()] = _Sheet(path, ws.title, rows[0], rows[1:])
+    finally:
+        wb.close()
+    return out
+
+
+def _csv_sheet(path: Path, tab: str) -> _Sheet:
+    try:
+        text = path.read_text(encoding="utf-8-sig", errors="replace")
+    except OSError as exc:
+        raise InputError(path, "", f"cannot read: {exc.strerror}") from None
+    first = text.splitlines()[0] if text.strip() else ""
+    delim = ";" if first.count(";") > first.count(",") else ","
+    rows = list(csv.reader(text.splitlines(), delimiter=delim))
+    if not rows:
+        return _Sheet(path, tab, [], [])
+    return _Sheet(path, tab, rows[0], rows[1:])
+
+
+def _tab_of_csv(path: Path) -> str | None:
+    stem = path.stem.lower()
+    for tab in SHEETS:
+        if stem.endswith(tab.lower()) or stem == tab.lower() or f"tab{tab.lower()}" in stem:
+            return tab
+    return None
+
+
+def _csv_sheets(path: Path) -> dict[str, _Sheet]:
+    files = sorted(path.glob("*.csv")) if path.is_dir() else [path]
+    out: dict[str, _Sheet] = {}
+    for f in files:
+        tab = _tab_of_csv(f)
+        if tab is None and not path.is_dir():
+            # a lone CSV: decide by its first header's prefix
+            head = f.read_text(encoding="utf-8-sig", errors="replace").split("\n", 1)[0].lower()
+            tab = next((t for t in SHEETS if head.startswith(t.lower())), "vInfo")
+        if tab is not None:
+            out[tab.lower()] = _csv_sheet(f, tab)
+    return out
+
+
+def is_rvtools(path: Path) -> bool:
+    if path.suffix.lower() == ".xlsx":
+        return True
+    if path.is_dir():
+        return any(_tab_of_csv(f) == "vInfo" for f in path.glob("*.csv"))
+    if path.suffix.lower() == ".csv":
+        if _tab_of_csv(path) == "vInfo":
+            return True
+        head = path.read_text(encoding="utf-8-sig", errors="replace").split("\n", 1)[0].lower()
+        return head.startswith("vinfo") or head.startswith("vm,") or head.startswith("vm;")
+    return False
+
+
+def _truthy(v) -> bool:
+    return str(v).strip().lower() in ("true", "1", "yes", "wahr", "y")
+
+
+def read_rvtools(
+    path: str | Path,
+    *,
+    include_powered_off: bool = False,
+    snapshot_peak_factor: float = 1.0,
+    default_vcpu_mhz: float = DEFAULT_VCPU_MHZ,
+) -> Inventory:
+    """Read an RVTools export (xlsx, one tab CSV, or a folder of tab CSVs) into an :class:`Inventory`."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError(path, "", "inventory not found")
+    sheets = _xlsx_sheets(path) if path.suffix.lower() == ".xlsx" else _csv_sheets(path)
+    if "vinfo" not in sheets:
+        raise InputError(path, "sheet vInfo", f"missing (sheets found: {', '.join(s.name for s in sheets.values()) or 'none'})")
+    vi = sheets["vinfo"]
+    if not vi.header or not vi.rows:
+        where = f"sheet {vi.name}, row {2 if vi.header else 1}"
+        raise InputError(path, where, "empty sheet: no VM rows under the header" if vi.header else "empty sheet: no header row")
+
+    cols = {k: vi.find(a) for k, a in VINFO.items()}
+    for need in ("vm", "cpus"):
+        if cols[need] is None:
+            raise vi.error(None, None, f"no column for {need!r} (looked for headers {', '.join(VINFO[need])}; found {', '.join(vi.header)})")
+    mem = vi.find_mem(VINFO_MEM["memory"])
+    if mem is None:
+        raise vi.error(None, None, "no 'Memory' column (looked for Memory, Memory MiB, Memory MB)")
+    active_col = vi.find_mem(VINFO_MEM["active"])
+
+    names = [str(v).strip() if v is not None else "" for v in vi.column(cols["vm"])]
+    for i, nm in enumerate(names):
+        if nm == "":
+            raise vi.error(i, cols["vm"], "VM name is blank")
+    keep = np.ones(len(names), dtype=bool)
+    if cols["template"] is not None:
+        keep &= ~np.array([_truthy(v) for v in vi.column(cols["template"])], dtype=bool)
+    if cols["powerstate"] is not None and not include_powered_off:
+        keep &= np.array([str(v).strip().lower() in ("poweredon", "on", "running") for v in vi.column(cols["powerstate"])])
+    cpus = vi.numbers(cols["cpus"], "CPUs")
+    mem_bytes = vi.numbers(mem[0], "Memory", unit_bytes=mem[1])
+    for i in np.flatnonzero(keep):
+        if not (cpus[i] >= 1) or cpus[i] != int(cpus[i]):
+            raise vi.error(int(i), cols["cpus"], f"VM {names[i]!r} has {cpus[i]:g} vCPUs; must be a whole number >= 1")
+        if not (mem_bytes[i] > 0):
+            raise vi.error(int(i), mem[0], f"VM {names[i]!r} has memory {mem_bytes[i]:g} bytes; must be > 0")
+    # natural key: VM + VI SDK Server
+    servers = [str(v).strip() for v in vi.column(cols["server"])] if cols["server"] is not None else [""] * len(names)
+    multi_server = len({s for s in servers if s}) > 1
+    keys = [f"{s}/{n}" if multi_server else n for s, n in zip(servers, names)]
+    seen: dict[str, int] = {}
+    for i in np.flatnonzero(keep):
+        k = keys[i]
+        if k in seen:
+            raise vi.error(int(i), cols["vm"], f"duplicate VM name {names[i]!r} (also in row {vi.row_numbers[seen[k]]})")
+        seen[k] = int(i)
+    idx = np.flatnonzero(keep)
+    if idx.size == 0:
+        raise vi.error(None, None, "no powered-on, non-template VMs in the sheet")
+
+    hosts = [str(v).strip() if v is not None else "" for v in vi.column(cols["host"])] if cols["host"] is not None else [""] * len(names)
+    clusters = [str(v).strip() if v is not None else "" for v in vi.column(cols["cluster"])] if cols["cluster"] is not None else [""] * len(names)
+
+    # vHost: MHz per core and CPU usage % by host name
+    host_mhz: dict[str, float] = {}
+    host_usage: dict[str, float] = {}
+    vh = sheets.get("vhost")
+    if vh is not None and vh.header and vh.rows:
+        hc = vh.find(VHOST["host"])
+        sc = vh.find(VHOST["speed"])
+        uc = vh.find(VHOST["cpu_usage_pct"])
+        if hc is not None:
+            hn = [str(v).strip() for v in vh.column(hc)]
+            if sc is not None:
+                for h, x in zip(hn, vh.numbers(sc, "Speed", allow_blank=True)):
+                    if x > 0:
+                        host_mhz[h] = float(x)
+            if uc is not None:
+                for h, x in zip(hn, vh.numbers(uc, "CPU usage %", allow_blank=True)):
+                    if x >= 0:
+                        host_usage[h] = float(x)
+    vcpu_mhz = np.array([host_mhz.get(hosts[i], default_vcpu_mhz) for i in range(len(names))])
+    capacity_mhz = cpus * vcpu_mhz
+
+    rules: list[str] = []
+    # CPU demand snapshot
+    cpu_now = np.full(len(names), np.nan)
+    vc = sheets.get("vcpu")
+    if vc is not None and vc.header and vc.rows:
+        nc, oc = vc.find(VCPU["vm"]), vc.find(VCPU["overall"])
+        if nc is not None and oc is not None:
+            by_name = dict(zip((str(v).strip() for v in vc.column(nc)), vc.numbers(oc, "Overall", allow_blank=True)))
+            cpu_now = np.array([by_name.get(n, np.nan) for n in names])
+            rules.append("CPU from vCPU.Overall")
+    missing = ~np.isfinite(cpu_now)
+    if missing.any() and host_usage:
+        from_host = np.array([host_usage.get(h, np.nan) for h in hosts]) / 100.0 * capacity_mhz
+        cpu_now = np.where(missing, from_host, cpu_now)
+        rules.append("CPU from vHost 'CPU usage %'")
+    missing = ~np.isfinite(cpu_now)
+    if missing.any():
+        cpu_now = np.where(missing, capacity_mhz, cpu_now)
+        rules.append("CPU = configured size where no usage was exported")
+    # memory in use snapshot
+    mem_now = np.full(len(names), np.nan)
+    vm_sheet = sheets.get("vmemory")
+    if vm_sheet is not None and vm_sheet.header and vm_sheet.rows:
+        nc = vm_sheet.find(VMEM["vm"])
+        ac = vm_sheet.find_mem(VMEM_MEM["active"])
+        if nc is not None and ac is not None:
+            vals = vm_sheet.numbers(ac[0], "Active", unit_bytes=ac[1], allow_blank=True)
+            by_name = dict(zip((str(v).strip() for v in vm_sheet.column(nc)), vals))
+            mem_now = np.array([by_name.get(n, np.nan) for n in names])
+            rules.append("memory from vMemory.Active")
+    if active_col is not None:
+        vals = vi.numbers(active_col[0], "Active Memory", unit_bytes=active_col[1], allow_blank=True)
+        miss = ~np.isfinite(mem_now)
+        if miss.any():
+            mem_now = np.where(miss, vals, mem_now)
+            rules.append("memory from vInfo 'Active Memory'")
+    miss = ~np.isfinite(mem_now)
+    if miss.any():
+        mem_now = np.where(miss, mem_bytes, mem_now)
+        rules.append("memory = configured size where no active memory was exported")
+
+    f = float(snapshot_peak_factor)
+    cpu_series = np.minimum(cpu_now * f, capacity_mhz)[None, :]
+    mem_series = np.minimum(mem_now * f, mem_bytes)[None, :]
+    rule = SNAPSHOT_RULE + f" Applied here: {'; '.join(dict.fromkeys(rules))}; peak factor {f:g}."
+    tags = {
+        "cluster": [clusters[i] for i in idx],
+        "host": [hosts[i] for i in idx],
+    }
+    return build_inventory(
+        [keys[i] for i in idx],
+        cpus[idx].astype(np.int32),
+        vcpu_mhz[idx],
+        mem_bytes[idx],
+        cpu_mhz=cpu_series[:, idx],
+        mem_used_bytes=mem_series[:, idx],
+        step_s=300.0,
+        source=str(path),
+        fmt="rvtools",
+        demand_rule=rule,
+        tags=tags,
+    )
