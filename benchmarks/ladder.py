@@ -29,6 +29,8 @@ def rung(vms: int, extra: dict, write: bool, overcommit: float | None = None) ->
     import numpy as np
 
     from densim.engine import simulate
+
+    from densim.plant import resolve
     from densim.placement import place
     from densim.spec.loader import load_mapping, scenario_from_dict
 
@@ -53,7 +55,7 @@ def rung(vms: int, extra: dict, write: bool, overcommit: float | None = None) ->
     for key, value in extra.items():
         d[key] = value
     sc = scenario_from_dict(d, source=EXAMPLE, base_dir=EXAMPLE.parent)
-    res = simulate(sc)
+    res = simulate(resolve(sc))
     wall = time.perf_counter() - t0
     out = {
         "vms": vms,

@@ -37,7 +37,8 @@ def main() -> None:
     t0 = time.perf_counter()
     from densim.engine import simulate
     from densim.spec.loader import scenario_from_dict
-    from densim.workloads.synthetic_trace import SyntheticTrace, SyntheticTraceSpec, synthetic_context
+    from densim.plant import resolve
+    from densim.workloads.synthetic_trace import SyntheticTrace, SyntheticTraceSpec
 
     hosts = args.hosts or math.ceil(args.vms / 16 * 1.04)
     spec = SyntheticTraceSpec(n_vms=args.vms, n_steps=args.steps, step_s=300.0, seed=args.seed)
@@ -51,7 +52,6 @@ def main() -> None:
         "simulation": {"step": "300 s", "horizon": args.steps * 300.0, "chunk_steps": args.chunk_steps, "seed": args.seed},
         "output": {"vm_timeseries": "off", "host_timeseries": "off"},
     }, source="outofcore")
-    ctx = synthetic_context(sc, trace)
     t_setup = time.perf_counter()
     last = [0.0]
 
@@ -62,7 +62,7 @@ def main() -> None:
             rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
             print(f"  step {done}/{total}  {now - t_setup:.0f} s  peak RSS {rss:.2f} GiB", file=sys.stderr, flush=True)
 
-    res = simulate(sc, ctx=ctx, progress=progress)
+    res = simulate(resolve(sc), source=trace, progress=progress)
     s = res.summary
     t_end = time.perf_counter()
     vm_steps = args.vms * args.steps

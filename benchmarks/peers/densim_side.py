@@ -47,11 +47,12 @@ def main() -> None:
     hours = float(sys.argv[4]) if len(sys.argv) > 4 else 24.0
     t0 = time.perf_counter()
     from densim.engine import simulate
+    from densim.plant import resolve
     from densim.spec.loader import scenario_from_dict
 
     t_import = time.perf_counter()
     sc = scenario_from_dict(scenario_mapping(trace_dir, hosts, vms, hours), source="peer")
-    res = simulate(sc, seed=42)
+    res = simulate(resolve(sc), seed=42)
     summary = res.summary
     t_end = time.perf_counter()
     print(

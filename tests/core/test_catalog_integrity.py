@@ -52,7 +52,7 @@ from densim.models.storage import (
 from densim.models.storage.sizing import Costs, Target, evaluate
 from densim.catalog.core import builtin_catalog, part_schemas
 from densim.models.hardware import ServerSpec
-from densim.spec.loader import resolve_cpu
+from densim.plant import resolve_cpu
 
 CAT = builtin_catalog()
 MiB = 1024.0**2

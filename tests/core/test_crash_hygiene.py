@@ -31,12 +31,12 @@ def test_usage_errors_exit_2(capsys):
 
 
 def test_unexpected_exception_is_one_line_with_a_debug_pointer(monkeypatch, capsys, repo):
-    import densim.spec
+    import densim.plant
 
     def boom(*a, **k):
         raise RuntimeError("something\nunexpected")
 
-    monkeypatch.setattr(densim.spec, "load_scenario", boom)
+    monkeypatch.setattr(densim.plant, "load_plant", boom)
     code, _, err = _run(["run", str(repo / "examples/planetlab.yaml"), "--no-progress"], capsys)
     assert code == 1
     assert err.strip().splitlines() == ["densim: error: unexpected RuntimeError: something unexpected "
@@ -46,12 +46,12 @@ def test_unexpected_exception_is_one_line_with_a_debug_pointer(monkeypatch, caps
 
 
 def test_interrupt_exits_130_with_one_line(monkeypatch, capsys, repo):
-    import densim.spec
+    import densim.plant
 
     def interrupted(*a, **k):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(densim.spec, "load_scenario", interrupted)
+    monkeypatch.setattr(densim.plant, "load_plant", interrupted)
     code, _, err = _run(["run", str(repo / "examples/planetlab.yaml"), "--no-progress"], capsys)
     assert code == 130 and len(err.strip().splitlines()) == 1 and "interrupted" in err
 

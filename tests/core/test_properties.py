@@ -5,6 +5,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from densim.engine import simulate
+from densim.plant import resolve
 from densim.models.cpu import maxmin_share
 from densim.placement import POLICIES, place
 
@@ -23,7 +24,7 @@ def test_engine_invariants(groups, n_hosts, cores, oc, policy):
     vms = [const_vms(f"g{i}", n, v, mhz, u, mem="2 GiB") for i, (n, v, mhz, u) in enumerate(groups)]
     sc = scenario([host(count=n_hosts, cores=cores, mem="16 GiB", idle=80, peak=200)], vms, cpu_oc=oc, policy=policy,
                   horizon="30 min")
-    r = simulate(sc)
+    r = simulate(resolve(sc))
     vm, h = r.vms, r.hosts
     demand = vm["cpu_demand_mhz_s"].to_numpy()
     delivered = vm["cpu_delivered_mhz_s"].to_numpy()

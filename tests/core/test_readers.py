@@ -197,6 +197,6 @@ def test_opendc_negative_usage(traces, tmp_path):
 
 
 def test_unknown_format(tmp_path):
-    with pytest.raises(InputError, match="unknown trace-format 'swf'"):
+    with pytest.raises(InputError, match="unknown workload-format 'swf'"):
         open_trace("swf", tmp_path)
     assert pa is not None

@@ -9,9 +9,10 @@ from ..browser import open_report
 def test_run_report_has_no_console_errors(tmp_path):
     from densim.builtin import builtin_path
     from densim.engine import simulate
+    from densim.plant import resolve
     from densim.spec import load_scenario
 
-    simulate(load_scenario(builtin_path("demo.yaml"))).write(tmp_path)
+    simulate(resolve(load_scenario(builtin_path("demo.yaml")))).write(tmp_path)
     page = open_report(tmp_path / "report.html", "#fig-util .main-svg", screenshot=tmp_path / "report.png")
     assert page.errors == []
     assert page.plots == 3

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from densim.engine import simulate
+from densim.plant import resolve
 from densim.engine.state import SaturationLog
 from densim.saturation import saturation_rows
 from tests.core.helpers import const_vms, host, scenario
@@ -25,7 +26,7 @@ def test_log_matches_the_shared_helper_across_chunks():
 def test_host_cpu_at_or_above_90_percent_is_listed():
     # two hosts of 4 x 2000 MHz; host 0 gets 4 vCPUs at 95 %, host 1 one vCPU at 50 %
     sc = scenario([host(count=2)], [const_vms("busy", 4, 1, 2000, 0.95), const_vms("calm", 1, 1, 2000, 0.5)], horizon="15 min")
-    res = simulate(sc)
+    res = simulate(resolve(sc))
     rows = res.summary["saturation"]
     assert [r["kind"] for r in rows] == ["host CPU"]
     r = rows[0]
@@ -35,7 +36,7 @@ def test_host_cpu_at_or_above_90_percent_is_listed():
 
 
 def test_nothing_saturated_gives_an_empty_list_and_the_report_says_so(tmp_path):
-    res = simulate(scenario([host()], [const_vms("v", 1, 1, 1000, 0.5)]))
+    res = simulate(resolve(scenario([host()], [const_vms("v", 1, 1, 1000, 0.5)])))
     assert res.summary["saturation"] == []
     res.write(tmp_path)
     html = (tmp_path / "report.html").read_text()
@@ -50,14 +51,14 @@ def test_datastore_and_swap_device_rows(tmp_path):
     d = _scenario(other_iops=900.0).model_dump(by_alias=True)
     d["parts"]["memory_workloads"][0]["access_rate_per_s"] = 100000
 
-    res = simulate(scenario_from_dict(d))
+    res = simulate(resolve(scenario_from_dict(d)))
     kinds = {r["kind"]: r for r in res.summary["saturation"]}
     assert "datastore" in kinds and kinds["datastore"]["resource"] == "swap-ds"
     assert kinds["datastore"]["peak"] >= 0.9
     # on the device instead, with 900 IOPS of background load on it: the swap device (one per host)
     d["memory"].pop("swap_datastore")
     d["memory"]["background_swap_iops"] = 900.0
-    res = simulate(scenario_from_dict(d))
+    res = simulate(resolve(scenario_from_dict(d)))
     kinds = {r["kind"]: r for r in res.summary["saturation"]}
     assert "swap device" in kinds and kinds["swap device"]["resource"].startswith("one-ms-disk@")
     res.write(tmp_path)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from densim.engine import simulate
+from densim.plant import resolve
 from densim.registry import Registry
 from densim.engine.stages import STAGES, BaseStage, StageOrderError, StageRegistry, load_plugins, stage_order
 from tests.core.helpers import const_vms, host, scenario
@@ -89,7 +90,7 @@ def test_engine_runs_stages_in_dependency_order_and_records_it():
             lambda ctx: _Recorder("aa-dummy-second", log))
         STAGES.register("zz-dummy-first", description="test")(lambda ctx: _Recorder("zz-dummy-first", log))
         sc = scenario([host()], [const_vms("v", 1, 1, 1000, 0.5)])
-        res = simulate(sc)
+        res = simulate(resolve(sc))
     finally:
         STAGES.unregister("aa-dummy-second")
         STAGES.unregister("zz-dummy-first")
@@ -104,7 +105,7 @@ def test_engine_refuses_a_cycle():
         STAGES.register("dummy-y", description="test", after=("dummy-x",))(lambda ctx: None)
         sc = scenario([host()], [const_vms("v", 1, 1, 1000, 0.5)])
         with pytest.raises(StageOrderError, match="cycle"):
-            simulate(sc)
+            simulate(resolve(sc))
     finally:
         STAGES.unregister("dummy-x")
         STAGES.unregister("dummy-y")

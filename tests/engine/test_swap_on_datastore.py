@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from densim.engine import simulate
+from densim.plant import resolve
 from densim.errors import InputError
 from densim.models import memory as M
 from densim.models.devices import DeviceSpec
@@ -121,7 +122,7 @@ def test_engine_hand_calculated_swap_loads_the_datastore():
     # 1,000 accesses/s, so F = 500 faults/s, all on host swap -> exactly the fixed point above:
     # X = 0.5 (slowdown 2), 250 faults/s = 250 swap-in reads + 250 swap-out writes = 500 IOPS on the
     # datastore, rho = 0.5, R = 1 ms / (1 - 0.5) = 2 ms.
-    res = simulate(_scenario())
+    res = simulate(resolve(_scenario()))
     assert _vm(res, "hot", "mem_slowdown_max") == pytest.approx(2.0, rel=1e-5)
     assert _vm(res, "hot", "mem_fault_rate_per_s_mean") == pytest.approx(250.0, rel=1e-5)
     assert _vm(res, "hot", "io_iops_mean") == pytest.approx(500.0, rel=1e-5)  # a VM's I/O includes its swap
@@ -135,7 +136,7 @@ def test_engine_hand_calculated_swap_loads_the_datastore():
 
     # the same swap on the device (today's behaviour): same 1 ms device with M/M/1 queueing, so the same
     # fault cost, but the datastore sees none of it
-    dev = simulate(_scenario(swap_datastore=None))
+    dev = simulate(resolve(_scenario(swap_datastore=None)))
     assert _vm(dev, "hot", "mem_slowdown_max") == pytest.approx(2.0, rel=1e-5)
     assert dev.summary["storage"]["datastores"]["swap-ds"]["mean_iops"] == 0.0
 
@@ -143,15 +144,15 @@ def test_engine_hand_calculated_swap_loads_the_datastore():
 def test_other_vms_io_on_the_datastore_raises_the_swapping_vms_fault_cost():
     # 'noisy' runs on another host (no memory pressure there) but on the same shared datastore;
     # 'hot' still has 16 GiB swapped (F = 500/s).
-    quiet = simulate(_scenario(other_iops=1e-9))
-    noisy = simulate(_scenario(other_iops=250.0))
+    quiet = simulate(resolve(_scenario(other_iops=1e-9)))
+    noisy = simulate(resolve(_scenario(other_iops=250.0)))
     # 250 IOPS of other I/O: X = 0.4069297 from the hand calculation above, R = 2.914855 ms
     assert _vm(quiet, "hot", "mem_slowdown_max") == pytest.approx(2.0, rel=1e-4)
     assert _vm(noisy, "hot", "mem_slowdown_max") == pytest.approx(2.457426, rel=1e-5)
     assert _vm(noisy, "hot", "io_latency_s_mean") == pytest.approx(2.914855e-3, rel=1e-5)
     assert _vm(noisy, "noisy", "io_latency_s_mean") == pytest.approx(2.914855e-3, rel=1e-5)  # the neighbour pays too
     # without the coupling the neighbour's I/O does not touch the swapping VM
-    dev_noisy = simulate(_scenario(other_iops=250.0, swap_datastore=None))
+    dev_noisy = simulate(resolve(_scenario(other_iops=250.0, swap_datastore=None)))
     assert _vm(dev_noisy, "hot", "mem_slowdown_max") == pytest.approx(2.0, rel=1e-4)
 
 
@@ -160,13 +161,13 @@ def test_swap_to_a_named_datastore_loads_that_datastore_only():
     d = sc.model_dump(by_alias=True)
     d["storage"]["datastores"].append({"name": "vm-ds", "device": "one-ms-disk", "raid": "jbod", "drives": 1})
     d["vms"][0]["datastore"] = "vm-ds"
-    res = simulate(scenario_from_dict(d))
+    res = simulate(resolve(scenario_from_dict(d)))
     dss = res.summary["storage"]["datastores"]
     assert dss["swap-ds"]["mean_iops"] == pytest.approx(500.0, rel=1e-5)
     assert dss["vm-ds"]["mean_iops"] == 0.0
     # 'vm': each VM's own datastore
     d["memory"]["swap_datastore"] = "vm"
-    res = simulate(scenario_from_dict(d))
+    res = simulate(resolve(scenario_from_dict(d)))
     dss = res.summary["storage"]["datastores"]
     assert dss["vm-ds"]["mean_iops"] == pytest.approx(500.0, rel=1e-5)
     assert "swap-ds" not in dss or dss["swap-ds"]["mean_iops"] == 0.0
@@ -174,7 +175,7 @@ def test_swap_to_a_named_datastore_loads_that_datastore_only():
 
 def test_swap_cache_device_and_datastore_together():
     # the first 1 GiB of the host's 16 GiB swap sits on the cache device (also 1 ms, but not shared)
-    res = simulate(_scenario(cache=True))
+    res = simulate(resolve(_scenario(cache=True)))
     sd = _vm(res, "hot", "mem_slowdown_max")
     assert 1.5 < sd < 2.0  # 1/16 of the faults avoid the loaded datastore
     ds = res.summary["storage"]["datastores"]["swap-ds"]
@@ -183,10 +184,10 @@ def test_swap_cache_device_and_datastore_together():
 
 def test_bad_swap_datastore_settings_are_input_errors():
     with pytest.raises(InputError, match="unknown datastore"):
-        simulate(_scenario(swap_datastore="nope"))
+        simulate(resolve(_scenario(swap_datastore="nope")))
     sc = _scenario()
     d = sc.model_dump(by_alias=True)
     d["storage"] = {"model": "none"}
     d["vms"][0].pop("datastore")
     with pytest.raises(InputError, match="storage.model"):
-        simulate(scenario_from_dict(d))
+        simulate(resolve(scenario_from_dict(d)))

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from densim.engine import simulate
-from densim.models.jobs import run_fabric
+from densim.plant import resolve
+from densim.plant.fabric import run_fabric
 from densim.spec.loader import load_scenario
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "fabric" / "pooled-nvme.yaml"
@@ -17,7 +18,7 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "fabric" / "pooled-
 @pytest.fixture(scope="module")
 def engine_run():
     sc = load_scenario(EXAMPLE)
-    return sc, simulate(sc, seed=1)
+    return sc, simulate(resolve(sc), seed=1)
 
 
 def test_engine_summary_carries_the_jobs_result(engine_run):

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 from densim.errors import InputError
 from densim.models.devices import DeviceSpec
 from densim.models.fabric import drive_s_per_byte
-from densim.models.jobs import build_system, run_fabric, simulate_jobs
+from densim.models.jobs import simulate_jobs
+from densim.plant.fabric import build_system, run_fabric
 from densim.catalog.core import builtin_catalog
 from densim.spec.loader import scenario_from_dict
 

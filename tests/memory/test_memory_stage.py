@@ -7,11 +7,15 @@ import numpy as np
 import pytest
 import yaml
 
+from densim.plant import resolve
+from densim.plant.memory import memory_params
+
 from densim.engine.run import Chunk
 from densim.engine.plugins.memory import memory_stage
 from densim.errors import InputError
 from densim.models import memory as M
 from densim.catalog.core import builtin_catalog
+from densim.plant.core import resolve_memory
 from densim.spec.memory import MemorySettings
 
 GIB = M.GIB
@@ -24,7 +28,7 @@ def fake_ctx(settings: MemorySettings, n_steps=3):
     sc = SimpleNamespace(memory=settings, vms=[SimpleNamespace(workload=None, profile=None)], base_dir="t.yaml", name="t")
     return SimpleNamespace(
         scenario=sc,
-        catalog=builtin_catalog(),
+        plant=SimpleNamespace(memory=resolve_memory(sc, builtin_catalog())),
         vms=SimpleNamespace(n=3, group=np.zeros(3, np.int32), host=np.array([0, 0, 1]),
                             mem_bytes=np.array([12, 12, 4]) * GIB, vcpus=np.array([2, 2, 2]),
                             vcpu_mhz=np.array([2000.0, 2000.0, 2000.0])),
@@ -85,9 +89,9 @@ def test_cache_size_needs_a_cache_device():
 
 
 def test_settings_take_catalog_defaults_and_overrides():
-    p = MemorySettings(model="vsphere-like").params()
+    p = memory_params(MemorySettings(model="vsphere-like"), builtin_catalog())
     assert p.balloon_limit == 0.65 and p.compression_cache_fraction == 0.10
-    q = MemorySettings(model="vsphere-like", balloon_limit=0.5, fault_software_time="20 us").params()
+    q = memory_params(MemorySettings(model="vsphere-like", balloon_limit=0.5, fault_software_time="20 us"), builtin_catalog())
     assert q.balloon_limit == 0.5 and q.software_s == pytest.approx(20e-6)
 
 
@@ -113,13 +117,14 @@ def _trace_dir():
                     reason="Bitbrains sample or example not available")
 def test_bitbrains_example_reports_which_hosts_would_swap():
     from densim.engine import simulate
+    from densim.plant import resolve
     from densim.spec.loader import scenario_from_dict
 
     data = yaml.safe_load((ROOT / "examples" / "bitbrains-small.yaml").read_text())
     data["vms"][0]["trace"]["path"] = str(_trace_dir())
     data["placement"]["memory_overcommit"] = 2.0
     data["memory"] = {"model": "vsphere-like", "workload": "enterprise-server-load"}
-    res = simulate(scenario_from_dict(data, base_dir=ROOT / "examples"))
+    res = simulate(resolve(scenario_from_dict(data, base_dir=ROOT / "examples")))
     mem = res.summary["memory"]
     ratios = mem["oversubscription_by_host"]
     # first-fit at 2x memory over-commit packs the 256 GB host to ~1.96x; at an active fraction
@@ -163,7 +168,7 @@ def test_end_to_end_profile_scenario_with_own_profile_and_override(tmp_path):
     from densim.engine import simulate
     from densim.spec.loader import load_scenario
 
-    res = simulate(load_scenario(Path(__file__).with_name("overcommit-profile.yaml")))
+    res = simulate(resolve(load_scenario(Path(__file__).with_name("overcommit-profile.yaml"))))
     mem = res.summary["memory"]
     assert mem["hosts_swapping"] == ["custom-0"]
     vms = res.vms

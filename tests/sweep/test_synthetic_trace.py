@@ -4,7 +4,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from densim.workloads.synthetic_trace import SyntheticTrace, SyntheticTraceSpec, synthetic_context
+from densim.workloads.synthetic_trace import SyntheticTrace, SyntheticTraceSpec
 
 SPEC = SyntheticTraceSpec(n_vms=300, n_steps=288, seed=5)
 
@@ -50,6 +50,7 @@ def test_streams_through_the_engine_with_the_same_energy_as_summed_by_hand():
     # no host is overloaded, so host utilisation = sum of its VMs' demand / 32,000 MHz and
     # energy = sum over steps and hosts of (100 + 150 u) W x 300 s (idle hosts draw 100 W).
     from densim.engine import simulate
+    from densim.plant import resolve
     from densim.spec.loader import scenario_from_dict
 
     spec = SyntheticTraceSpec(n_vms=64, n_steps=48, seed=3)
@@ -60,7 +61,7 @@ def test_streams_through_the_engine_with_the_same_energy_as_summed_by_hand():
         "vms": [{"name": "placeholder", "count": 1, "vcpus": 2, "memory": "2 GiB", "profile": {"mean": 0.1}}],
         "simulation": {"step": 300, "horizon": "4 h", "chunk_steps": 7},
     })
-    res = simulate(sc, ctx=synthetic_context(sc, tr))
+    res = simulate(resolve(sc), source=tr)
     demand = tr.utilisation(0, 48).astype(np.float64) * 2000.0
     host_u = demand.reshape(48, 4, 16).sum(axis=2) / 32000.0
     expected_j = ((100 + 150 * host_u).sum() + 4 * 48 * 100) * 300.0

@@ -5,6 +5,7 @@ import copy
 import pytest
 
 from densim.engine import simulate
+from densim.plant import resolve
 from densim.spec.loader import scenario_from_dict
 
 BASE = {
@@ -21,7 +22,7 @@ def _run(virt, workload=None):
     d["virtualization"] = virt
     if workload is not None:
         d["vms"][0]["workload"] = workload
-    return simulate(scenario_from_dict(d))
+    return simulate(resolve(scenario_from_dict(d)))
 
 
 def test_default_kvm_demand_factor_by_hand():
@@ -73,6 +74,6 @@ def test_engine_example_runs():
 
     sc = load_scenario(Path(__file__).resolve().parents[2] / "examples" / "virt" / "engine-kvm.yaml")
     sc = sc.model_copy(update={"simulation": sc.simulation.model_copy(update={"horizon_s": 3600.0})})
-    r = simulate(sc)
+    r = simulate(resolve(sc))
     assert r.summary["virtualization"]["numa_policy"] == "auto"
     assert (r.vms["virt_overhead_mhz_mean"].to_numpy() > 0).all()

@@ -62,7 +62,7 @@ class Catalog:
 
 def part_schemas() -> dict[str, tuple[str, type[BaseModel]]]:
     """Catalog section -> (kind of part, its one pydantic schema), for every part kind a model reads."""
-    from densim.tools.tiles.core import PlatformSpec
+    from densim.models.virtualization import PlatformSpec
     from densim.models.cost import BomPart
     from densim.models.devices import DeviceSpec
     from densim.models.fabric import NicSpec, SwitchSpec, TargetSpec, TransportSpec
@@ -71,7 +71,7 @@ def part_schemas() -> dict[str, tuple[str, type[BaseModel]]]:
     from densim.models.virtualization import ExitCosts, IoPath
     from densim.models.workload_memory import MemoryWorkload
     from densim.models.hardware import CpuSpec, ServerSpec
-    from densim.spec.memory import MemoryModelDefaults
+    from densim.models.memory import MemoryModelDefaults
 
     return {
         "devices": ("device", DeviceSpec),

@@ -74,15 +74,15 @@ def _progress_runner(no_progress: bool):
 
 def _simulate_and_write(path: Path, out: Path, seed: Optional[int], no_progress: bool, report: bool = True):
     from densim.engine import simulate
-    from densim.spec import load_scenario
+    from densim.plant import load_plant
 
     t0 = time.perf_counter()
     # a run that fails must not leave an older run's complete-looking result in --out
     if out.is_dir():
         (out / "summary.json").unlink(missing_ok=True)
-    sc = load_scenario(path)
-    with _progress_runner(no_progress)(f"simulating {sc.name}") as cb:
-        res = simulate(sc, seed=seed, progress=cb)
+    plant = load_plant(path)
+    with _progress_runner(no_progress)(f"simulating {plant.name}") as cb:
+        res = simulate(plant, seed=seed, progress=cb)
     res.write(out, report=report)
     return res, time.perf_counter() - t0
 
@@ -127,7 +127,7 @@ def run(
 @app.command()
 def validate(scenario: Annotated[Path, typer.Argument(help="scenario file")]) -> None:
     """Check SCENARIO and list every problem with its field path; exit 1 if any."""
-    from densim.spec import validate_file
+    from densim.plant import validate_file
 
     problems = validate_file(scenario)
     if problems:

@@ -14,11 +14,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from densim.engine.stages import load_plugins, ordered_entries
-from densim.engine.state import EngineContext, build_context
+from densim.engine.state import build_context
 from densim.models.cpu import CPU_CONTENTION, maxmin_share
 from densim.models.power import host_power_w
 from densim.placement import place
-from densim.spec.scenario import Scenario
+from densim.plant import Plant
+from densim.workloads.sources import DemandSource
 
 ELEMENTS_PER_CHUNK = 40_000_000  # (steps x VMs) float32 per array: 160 MB
 
@@ -51,10 +52,10 @@ class Accumulator:
         self.sum: dict[str, np.ndarray] = {}
         self.max: dict[str, np.ndarray] = {}
         self.series: dict[str, np.ndarray] = {}
+        self._last_sums: dict[str, np.ndarray] = {}  # this chunk's column sums, for add_same
 
     def add_same(self, name: str, t0: int, like: str, arr: np.ndarray) -> None:
         """``name`` equals ``like`` in this chunk (same array): reuse the sum just taken."""
-        self._last_sums = getattr(self, "_last_sums", {})
         s = self._last_sums[like]
         self.sum[name] = self.sum[name] + s if name in self.sum else s.copy()
         if self.keep:
@@ -70,7 +71,6 @@ class Accumulator:
     def add(self, name: str, t0: int, arr: np.ndarray, want_max: bool = False) -> None:
         a = np.asarray(arr)
         s = a.sum(axis=0, dtype=np.float64)
-        self._last_sums = getattr(self, "_last_sums", {})
         self._last_sums[name] = s
         if name in self.sum:
             self.sum[name] += s
@@ -88,7 +88,7 @@ class Accumulator:
             self.series[name][t0 : t0 + a.shape[0]] = a
 
 
-def _host_segments(host_of_vm: np.ndarray, n_hosts: int):
+def _host_segments(host_of_vm: np.ndarray):
     placed = np.flatnonzero(host_of_vm >= 0)
     perm = placed[np.argsort(host_of_vm[placed], kind="stable")]
     sorted_hosts = host_of_vm[perm]
@@ -108,13 +108,19 @@ def _segment_sum(arr: np.ndarray, perm, starts, hosts_with, n_hosts) -> np.ndarr
     return out
 
 
-def simulate(scenario: Scenario, *, seed: int | None = None, progress: Callable[[int, int], None] | None = None,
-             ctx: EngineContext | None = None):
-    """Run ``scenario``; returns a :class:`~densim.engine.result.Result`."""
+def simulate(plant: Plant, *, seed: int | None = None, progress: Callable[[int, int], None] | None = None,
+             source: DemandSource | None = None):
+    """Run ``plant`` (a scenario resolved by :func:`densim.plant.resolve`); returns a :class:`~densim.engine.result.Result`.
+
+    ``seed`` overrides the scenario's; ``source`` replaces its VM groups with one demand source
+    (see :func:`~densim.engine.state.build_context`).
+    """
     from densim.engine.result import Result
 
+    if not isinstance(plant, Plant):
+        raise TypeError(f"simulate() takes a Plant (densim.plant.resolve(scenario)), not {type(plant).__name__}")
     wall0 = time.perf_counter()
-    ctx = ctx or build_context(scenario, seed)
+    ctx = build_context(plant, seed, source)
     sc = ctx.scenario
     vms, hosts, grid = ctx.vms, ctx.hosts, ctx.grid
     timings: dict[str, float] = {"build_s": time.perf_counter() - wall0}
@@ -127,7 +133,7 @@ def simulate(scenario: Scenario, *, seed: int | None = None, progress: Callable[
     timings["placement_s"] = time.perf_counter() - t
 
     V, H, T = vms.n, hosts.n, grid.n_steps
-    perm, starts, hosts_with = _host_segments(vms.host, H)
+    perm, starts, hosts_with = _host_segments(vms.host)
     placed = vms.host >= 0
     host_idx = np.where(placed, vms.host, 0)
     vcpus_per_host = np.bincount(vms.host[placed], weights=vms.vcpus[placed], minlength=H).astype(np.float64)

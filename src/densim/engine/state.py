@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -10,12 +11,9 @@ import numpy as np
 
 from densim.errors import InputError
 from densim.models.power import as_table_w
-from densim.spec.loader import catalog_for, resolve_servers
+from densim.plant import Plant
 from densim.spec.scenario import Scenario
-from densim.workloads.readers import open_trace
-from densim.workloads.readers.bitbrains import BitbrainsSource
-from densim.workloads.readers.opendc import OpenDcSource
-from densim.workloads.readers.planetlab import PlanetLabSource
+from densim.workloads.registry import get_format
 from densim.workloads.sources import CompositeSource, DemandSource, ProfileSource
 from densim.workloads.timegrid import TimeGrid
 
@@ -132,22 +130,25 @@ class SaturationLog:
 
 @dataclass
 class EngineContext:
-    scenario: Scenario
+    plant: Plant
     grid: TimeGrid
     vms: VmTable
     hosts: HostTable
     source: DemandSource
     rng: np.random.Generator
     seed: int
-    catalog: Any
     metrics: dict[str, Metric] = field(default_factory=dict)
-    extras: dict[str, Any] = field(default_factory=dict)
     saturation: SaturationLog | None = None
     stages: dict[str, Any] = field(default_factory=dict)  # active stages by name (set by the engine)
 
     def __post_init__(self) -> None:
         if self.saturation is None:
             self.saturation = SaturationLog(self.grid.n_steps, self.grid.step_s)
+
+    @property
+    def scenario(self) -> Scenario:
+        """What the user wrote (settings the stages read); parts come resolved from :attr:`plant`."""
+        return self.plant.spec
 
     def stage(self, name: str):
         """The active stage ``name``, or None when the scenario switches it off."""
@@ -159,12 +160,11 @@ class EngineContext:
         self.metrics[name] = Metric(name, level, agg, unit, doc)
 
 
-def build_hosts(sc: Scenario) -> HostTable:
-    groups = resolve_servers(sc)
+def build_hosts(plant: Plant) -> HostTable:
     names, grp, snames = [], [], []
     cols: dict[str, list] = {k: [] for k in ("sockets", "cores", "logical", "core_mhz", "gain", "mem", "ru", "kind", "idle", "peak", "table", "exp")}
-    for gi, (server, cpu, count) in enumerate(groups):
-        label = sc.cluster.hosts[gi].name or server.name
+    for gi, hg in enumerate(plant.host_groups):
+        server, cpu, count, label = hg.server, hg.cpu, hg.count, hg.label
         snames.append(label)
         for _ in range(count):
             names.append(f"{label}-{len(names)}")
@@ -207,6 +207,7 @@ def build_hosts(sc: Scenario) -> HostTable:
 
 
 def build_source(sc: Scenario, seed: int) -> tuple[DemandSource, list[str], np.ndarray]:
+    """The demand of every VM group: a synthetic profile, or a trace opened through the format registry."""
     parts: list[DemandSource] = []
     traces: dict[tuple[str, str, int | None], Any] = {}
     for gi, g in enumerate(sc.vms):
@@ -214,18 +215,13 @@ def build_source(sc: Scenario, seed: int) -> tuple[DemandSource, list[str], np.n
             parts.append(ProfileSource(g.name, g.profile, g.count, g.vcpus, g.vcpu_mhz or 2000.0, g.memory_bytes, seed + 7919 * (gi + 1)))
             continue
         t = g.trace
+        fmt = get_format(t.format, t.path, f"vms[{gi}].trace.format")
+        if not fmt.replayable:
+            raise InputError(t.path, f"vms[{gi}].trace.format", f"format {t.format!r} is read by 'densim plan', not by the engine")
         key = (t.format, t.path, t.limit)
         if key not in traces:
-            traces[key] = open_trace(t.format, t.path, limit=t.limit)
-        tr = traces[key]
-        if t.format == "planetlab":
-            parts.append(PlanetLabSource(tr, g.name, g.count, g.vcpus, g.vcpu_mhz or 1000.0, g.memory_bytes, t.assign, t.offset))
-        elif t.format == "bitbrains":
-            parts.append(BitbrainsSource(tr, g.name, g.count, g.vcpus, g.vcpu_mhz, g.memory_bytes, t.offset))
-        elif t.format == "opendc":
-            parts.append(OpenDcSource(tr, g.name, g.count, g.vcpus, g.vcpu_mhz, g.memory_bytes, t.offset))
-        else:
-            raise InputError(t.path, f"vms[{gi}].trace.format", f"format {t.format!r} is read by 'densim plan', not by the engine")
+            traces[key] = fmt.open(Path(t.path), limit=t.limit)
+        parts.append(fmt.to_source(traces[key], g))
     group = np.concatenate([np.full(p.n_vms, i, dtype=np.int32) for i, p in enumerate(parts)])
     return CompositeSource(parts), [g.name for g in sc.vms], group
 
@@ -246,13 +242,24 @@ def build_grid(sc: Scenario, source: DemandSource) -> TimeGrid:
     return TimeGrid(start_s=float(start), step_s=float(sim.step_s), n_steps=n)
 
 
-def build_context(sc: Scenario, seed: int | None = None) -> EngineContext:
+def build_context(plant: Plant, seed: int | None = None, source: DemandSource | None = None) -> EngineContext:
+    """Arrays for ``plant``: hosts, VMs and their demand source, the time grid, the seeded generator.
+
+    ``source`` replaces the scenario's VM groups with one demand source (a synthetic trace, say):
+    its VMs form one group named after the source, and its own time grid (cut to the scenario's
+    horizon when one is set) is the run's grid.
+    """
     from densim.rng import make_rng
 
+    sc = plant.spec
     seed = sc.simulation.seed if seed is None else int(seed)
-    hosts = build_hosts(sc)
-    source, group_names, group = build_source(sc, seed)
-    grid = build_grid(sc, source)
+    hosts = build_hosts(plant)
+    if source is None:
+        source, group_names, group = build_source(sc, seed)
+        grid = build_grid(sc, source)
+    else:
+        group_names, group = [getattr(source, "group_name", "synthetic")], np.zeros(source.n_vms, dtype=np.int32)
+        grid = source.grid(sc.simulation.horizon_s)
     s = source.sizes
     vms = VmTable(names=s.names, group=group, group_names=group_names, vcpus=s.vcpus, vcpu_mhz=s.vcpu_mhz, mem_bytes=s.mem_bytes)
-    return EngineContext(scenario=sc, grid=grid, vms=vms, hosts=hosts, source=source, rng=make_rng(seed), seed=seed, catalog=catalog_for(sc))
+    return EngineContext(plant=plant, grid=grid, vms=vms, hosts=hosts, source=source, rng=make_rng(seed), seed=seed)

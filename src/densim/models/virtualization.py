@@ -24,6 +24,9 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from densim.models.numa import NumaSpec
+from densim.units import MHz
+
 PAGE_4K_BYTES = 4096
 PAGE_2M_BYTES = 2 * 1024 * 1024
 Paging = Literal["native", "shadow", "ept"]
@@ -195,3 +198,34 @@ def tlb_walk_cycles_per_kinstr(
         walk = walk_cycles(guest_page, host_page, paging, tlb.leaf_ref_cycles, tlb.upper_ref_cycles)
         total += float(paging_cycles_per_kinstr(misses, walk))
     return total
+
+
+# ---- the virtualization platform of a server (catalog section ``virt_platforms``)
+class CorePower(BaseModel):
+    model_config = _CFG
+    uncore_w: float = Field(ge=0)
+    core_dynamic_w_at_base: float = Field(gt=0)
+    core_leakage_w: float = Field(ge=0)
+    gated_core_w: float = Field(default=0.0, ge=0)
+    source: str = ""
+
+
+class StorageRef(BaseModel):
+    model_config = _CFG
+    device: str
+    count: int = Field(default=1, gt=0)
+
+
+class PlatformSpec(BaseModel):
+    """What the virtualization model needs about a server beyond its ServerSpec."""
+
+    model_config = _CFG
+    name: str
+    numa: NumaSpec
+    tlb: TlbSpec
+    all_core_turbo_mhz: MHz | None = Field(default=None, alias="all_core_turbo")
+    exit_costs: str
+    power: CorePower
+    storage: StorageRef
+    nic_gbps: float = Field(gt=0)
+    source: str = ""

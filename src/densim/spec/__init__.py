@@ -1,10 +1,10 @@
-"""Scenario data: frozen pydantic models, YAML/JSON loading with imports, and the parts catalog.
+"""What the user writes: every user-facing schema (frozen pydantic models) and the one loader.
 
-Pure data: nothing here runs a simulation. The engine consumes :class:`Scenario` objects.
+Pure data: nothing here looks up the catalog or runs a model. :func:`densim.plant.resolve` turns
+a :class:`Scenario` into the plant the engine runs.
 """
 
-from densim.catalog.core import Catalog, builtin_catalog
-from densim.spec.loader import load_scenario, scenario_from_dict, validate_file
+from densim.spec.loader import load_scenario, load_spec, scenario_from_dict
 from densim.spec.scenario import Scenario
 
-__all__ = ["Catalog", "Scenario", "builtin_catalog", "load_scenario", "scenario_from_dict", "validate_file"]
+__all__ = ["Scenario", "load_scenario", "load_spec", "scenario_from_dict"]

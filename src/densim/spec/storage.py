@@ -315,7 +315,7 @@ def resolve_host(host: HostIoSpec, catalog, issues: list, where: str = "system.h
     """(HostCpuIo or None, ServerSpec or None)."""
     from densim.models.storage import HostCpuIo, IoStack
     from densim.models.hardware import ServerSpec
-    from densim.spec.loader import resolve_cpu
+    from densim.plant import resolve_cpu
 
     server = None
     cores = host.cores

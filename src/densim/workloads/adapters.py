@@ -29,7 +29,7 @@ RULES = {
 
 def read_via_foundation(fmt: str, path: str | Path, *, step_s: float | None = None, limit: int | None = None,
                         vcpus: int | None = None, vcpu_mhz: float | None = None, mem_bytes: float | None = None) -> Inventory:
-    from densim.workloads.readers import open_trace
+    from densim.workloads.registry import open_trace
     from densim.workloads.timegrid import TimeGrid
 
     path = Path(path)

@@ -1,4 +1,4 @@
-"""One entry point: :func:`load_inventory` picks the reader from the format name or the file."""
+"""One entry point: :func:`load_inventory` picks the reader from the format registry (:data:`densim.workloads.registry.FORMATS`) by name or by looking at the file."""
 
 from __future__ import annotations
 
@@ -7,15 +7,8 @@ from typing import Any
 
 from densim.errors import InputError
 from densim.workloads.inventory import Inventory
+from densim.workloads.registry import FORMATS, get_format
 
-FORMATS = {
-    "rvtools": "RVTools export: .xlsx workbook, a vInfo CSV, or a folder of tab CSVs",
-    "azure": "Azure Public Dataset folder: vmtable.csv + vm_cpu_readings-*.csv (headerless)",
-    "generic": "densim long format CSV/Parquet: one row per VM per timestamp, units in column names",
-    "bitbrains": "Bitbrains GWA-T-12 folder of per-VM CSVs (foundation reader)",
-    "opendc": "OpenDC Parquet folder: tasks.parquet + fragments.parquet (foundation reader)",
-    "planetlab": "PlanetLab/CoMon folder: one file of CPU % per VM (foundation reader)",
-}
 
 
 def detect_format(path: Path) -> str:
@@ -49,27 +42,13 @@ def detect_format(path: Path) -> str:
         if rvtools.is_rvtools(path):
             return "rvtools"
         return "generic"
-    raise InputError(path, "", f"cannot tell the inventory format; pass --format ({', '.join(FORMATS)})")
+    raise InputError(path, "", f"cannot tell the inventory format; pass --format ({', '.join(FORMATS.names())})")
 
 
 def load_inventory(path: str | Path, fmt: str = "auto", **options: Any) -> Inventory:
     """Read an inventory in any supported format (``fmt="auto"`` guesses it)."""
     path = Path(path)
     fmt = detect_format(path) if fmt in ("auto", "", None) else fmt.lower()
-    if fmt == "rvtools":
-        from densim.workloads.readers.rvtools import read_rvtools
-
-        return read_rvtools(path, **options)
-    if fmt == "azure":
-        from densim.workloads.readers.azure import read_azure
-
-        return read_azure(path, **options)
-    if fmt == "generic":
-        from densim.workloads.readers.generic import read_generic
-
-        return read_generic(path, **options)
-    if fmt in ("bitbrains", "opendc", "planetlab"):
-        from densim.workloads.adapters import read_via_foundation
-
-        return read_via_foundation(fmt, path, **options)
-    raise InputError(path, "format", f"unknown inventory format {fmt!r}; valid: {', '.join(FORMATS)}")
+    if fmt not in FORMATS:
+        raise InputError(path, "format", f"unknown inventory format {fmt!r}; valid: {', '.join(FORMATS.names())}")
+    return get_format(fmt, path).read_inventory(path, **options)

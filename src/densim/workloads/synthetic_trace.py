@@ -145,6 +145,14 @@ class SyntheticTrace(DemandSource):
                 yield t0, t1, v0, v1, self.utilisation(t0, t1, v0, v1)
 
     # ---- DemandSource ------------------------------------------------------------------------
+    group_name = "synthetic"
+
+    def grid(self, horizon_s: float | None = None) -> TimeGrid:
+        """The trace's own time grid, cut to ``horizon_s`` when given (the engine's grid for this source)."""
+        s = self.spec
+        n = s.n_steps if horizon_s is None else min(int(round(horizon_s / s.step_s)), s.n_steps)
+        return TimeGrid(start_s=float(s.start_s), step_s=float(s.step_s), n_steps=n)
+
     def span_s(self):
         s = self.spec
         return s.start_s, s.start_s + s.n_steps * s.step_s
@@ -188,27 +196,3 @@ class _LazyNames:
 
     def astype(self, dtype):
         return np.array([f"{self.prefix}-{i}" for i in range(self.n)], dtype=object).astype(dtype)
-
-
-def synthetic_context(scenario, trace: SyntheticTrace, *, seed: int | None = None):
-    """An engine context for ``scenario`` whose VMs are the synthetic trace's VMs.
-
-    ``scenario`` supplies the hosts, placement and simulation settings; its ``vms`` are ignored
-    (give one small profile group as a placeholder). Run it with
-    ``densim.engine.simulate(scenario, ctx=synthetic_context(scenario, trace))``.
-    """
-    from densim.engine.state import EngineContext, VmTable, build_hosts
-    from densim.rng import make_rng
-    from densim.spec.loader import catalog_for
-
-    s = trace.spec
-    seed = scenario.simulation.seed if seed is None else int(seed)
-    grid = TimeGrid(start_s=float(s.start_s), step_s=float(s.step_s), n_steps=int(s.n_steps))
-    if scenario.simulation.horizon_s is not None:
-        n = int(round(scenario.simulation.horizon_s / s.step_s))
-        grid = TimeGrid(start_s=float(s.start_s), step_s=float(s.step_s), n_steps=min(n, s.n_steps))
-    sz = trace.sizes
-    vms = VmTable(names=sz.names, group=np.zeros(s.n_vms, dtype=np.int32), group_names=["synthetic"],
-                  vcpus=sz.vcpus, vcpu_mhz=sz.vcpu_mhz, mem_bytes=sz.mem_bytes)
-    return EngineContext(scenario=scenario, grid=grid, vms=vms, hosts=build_hosts(scenario), source=trace,
-                         rng=make_rng(seed), seed=seed, catalog=catalog_for(scenario))

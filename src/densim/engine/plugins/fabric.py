@@ -30,9 +30,9 @@ class FabricStage(BaseStage):
     name = "fabric"
 
     def prepare(self, ctx) -> None:
-        from densim.models.jobs import build_system, simulate_jobs
+        from densim.models.jobs import simulate_jobs
 
-        self.system = build_system(ctx.scenario, ctx.catalog, source=ctx.scenario.name)
+        self.system = ctx.plant.fabric  # built and checked by densim.plant.resolve
         self.result = simulate_jobs(self.system)
         groups = list(ctx.vms.group_names)
         vm_of_flow = np.full(len(self.system.flows), -1, dtype=np.int64)

@@ -21,9 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from densim.engine.stages import STAGES, BaseStage, add_saturation
-from densim.errors import InputError
 from densim.models import memory as M
-from densim.models.devices import DeviceSpec
 from densim.models.workload_memory import MemoryWorkload
 
 BLOCK_ELEMENTS = 2_000_000  # elements (step x VM) per vectorised block
@@ -51,60 +49,15 @@ class MemoryStage(BaseStage):
     name = "memory"
 
     def __init__(self, ctx) -> None:
-        sc = ctx.scenario
-        self.settings = sc.memory
-        src = sc.base_dir or "scenario"
-        cat = ctx.catalog
-        try:
-            self.params = self.settings.params(cat)
-        except KeyError as exc:
-            raise InputError(src, "memory.model", str(exc).strip("'\"")) from None
-        try:
-            self.store = M.DeviceArrays.from_spec(cat.get("devices", self.settings.swap_device, DeviceSpec))
-        except KeyError as exc:
-            raise InputError(src, "memory.swap_device", str(exc).strip("'\"")) from None
-        self.cache = None
-        if self.settings.swap_cache_device:
-            try:
-                self.cache = M.DeviceArrays.from_spec(cat.get("devices", self.settings.swap_cache_device, DeviceSpec))
-            except KeyError as exc:
-                raise InputError(src, "memory.swap_cache_device", str(exc).strip("'\"")) from None
+        mem = ctx.plant.memory  # resolved parts (densim.plant.resolve checked every reference)
+        self.settings = ctx.scenario.memory
+        self.params = mem.params
+        self.store = M.DeviceArrays.from_spec(mem.swap_device)
+        self.cache = M.DeviceArrays.from_spec(mem.swap_cache_device) if mem.swap_cache_device is not None else None
         # where host swap lives: swap_device (today's unloaded device) or a storage datastore
         self.coupled = self.settings.swap_datastore is not None
-        if self.coupled:
-            self._check_swap_datastore(sc, src)
         self.ios_per_fault = M.PAGE_BYTES / self.settings.swap_block_size_bytes
-        # one memory profile per VM group
-        self.profiles: list[MemoryWorkload] = []
-        for gi, g in enumerate(sc.vms):
-            wl = dict(g.workload or {})
-            name = wl.pop("memory_profile", None) or self.settings.workload
-            try:
-                base = cat.get("memory_workloads", name, MemoryWorkload)
-            except KeyError as exc:
-                raise InputError(src, f"vms[{gi}].workload.memory_profile", str(exc).strip("'\"")) from None
-            over = {k[len("memory_"):]: v for k, v in wl.items() if k.startswith("memory_")}
-            if over:
-                try:
-                    base = MemoryWorkload.model_validate({**base.model_dump(by_alias=True), **over})
-                except Exception as exc:  # pydantic ValidationError
-                    raise InputError(src, f"vms[{gi}].workload", f"bad memory_* override: {exc}") from None
-            self.profiles.append(base)
-
-    def _check_swap_datastore(self, sc, src) -> None:
-        where = self.settings.swap_datastore
-        st = sc.storage
-        if st.model == "none":
-            raise InputError(src, "memory.swap_datastore", "needs the storage stage (storage.model: queueing)")
-        names = [d.name for d in st.datastores]
-        if where == "vm":
-            for i, g in enumerate(sc.vms):
-                if not (g.datastore or st.default_datastore):
-                    raise InputError(src, f"vms[{i}].datastore", "memory.swap_datastore: vm puts each VM's swap on its own "
-                                     "datastore; name one (vms[].datastore or storage.default_datastore)")
-        elif where not in names:
-            raise InputError(src, "memory.swap_datastore",
-                             f"unknown datastore {where!r}; 'vm' or one of storage.datastores: {', '.join(names)}")
+        self.profiles: list[MemoryWorkload] = list(mem.profiles)  # one memory profile per VM group
 
     def prepare(self, ctx) -> None:
         vms, hosts = ctx.vms, ctx.hosts

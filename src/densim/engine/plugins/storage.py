@@ -29,32 +29,13 @@ class StorageStage(BaseStage):
     name = "storage"
 
     def __init__(self, ctx) -> None:
-        from densim.models.devices import DeviceSpec
-        from densim.models.storage import ControllerSpec
         from densim.models.storage.vmio import DatastoreModel
 
         st = ctx.scenario.storage
         self.settings = st
-        cat = ctx.catalog
-        self.models = []
-        from densim.errors import InputError
-        from densim.catalog.core import CatalogError
-
-        for i, d in enumerate(st.datastores):
-            try:
-                dev = cat.get("devices", d.device, DeviceSpec)
-            except CatalogError as exc:
-                raise InputError(ctx.scenario.name, f"storage.datastores[{i}].device", str(exc.args[0])) from None
-            try:
-                ctl = cat.get("controllers", d.controller, ControllerSpec) if d.controller else None
-            except CatalogError as exc:
-                raise InputError(ctx.scenario.name, f"storage.datastores[{i}].controller", str(exc.args[0])) from None
-            self.models.append(DatastoreModel.build(d.name, dev, d.drives, d.raid, ctl, d.controllers, st.block_size_bytes))
+        self.models = [DatastoreModel.build(d.spec.name, d.device, d.spec.drives, d.spec.raid, d.controller, d.spec.controllers,
+                                            st.block_size_bytes) for d in ctx.plant.datastores]
         self.ds_index = {d.name: i for i, d in enumerate(st.datastores)}
-        for i, g in enumerate(ctx.scenario.vms):
-            if g.datastore is not None and g.datastore not in self.ds_index:
-                raise InputError(ctx.scenario.name, f"vms[{i}].datastore",
-                                 f"unknown datastore {g.datastore!r}; storage.datastores: {', '.join(self.ds_index)}")
 
     def prepare(self, ctx) -> None:
         from scipy import sparse

@@ -23,12 +23,9 @@ from densim.engine.stages import STAGES, BaseStage
 from densim.errors import InputError
 from densim.models.cpu_power import turbo_frequency_mhz
 from densim.models.numa import cycles_per_instruction, nodes_spanned, remote_fraction
-from densim.models.virtualization import ExitCosts, IoPath, io_path_cycles, shadow_paging_cycles_per_kinstr, tlb_walk_cycles_per_kinstr
+from densim.models.virtualization import io_path_cycles, shadow_paging_cycles_per_kinstr, tlb_walk_cycles_per_kinstr
 
-DEFAULT_PLATFORM = "ibm-x3650-m3-x5680"
 WORKLOAD_DEFAULTS = {"cpi_core": 1.0, "llc_mpki": 7.0, "tlb_mpki_4k": 2.2, "guest_large_fraction": 0.3, "packets_per_s": 0.0, "iops": 0.0}
-NET_PATH = {"emulated": "emulated-e1000", "virtio": "virtio-net", "vhost": "vhost-net", "sriov": "sriov-vf"}
-DISK_PATH = {"emulated": "emulated-ide", "virtio": "virtio-blk"}
 U_GRID = np.linspace(0.0, 1.0, 51)
 
 
@@ -36,26 +33,20 @@ class VirtualizationStage(BaseStage):
     name = "virtualization"
 
     def prepare(self, ctx) -> None:
-        from densim.tools.tiles.core import PlatformSpec
-        from densim.spec.loader import resolve_servers
-
         sc = ctx.scenario
         v = sc.virtualization
-        cat = ctx.catalog
         vms, hosts = ctx.vms, ctx.hosts
-        servers = resolve_servers(sc, cat)
         H = hosts.n
         # per host group: platform, clocks, effective-clock curve over utilisation
         self.clock_curve = np.zeros((H, U_GRID.size), dtype=np.float32)
         plat_of_group = []
-        for gi, (server, cpu, _count) in enumerate(servers):
-            name = server.name if ("virt_platforms", server.name) in cat else DEFAULT_PLATFORM
-            plat = cat.get("virt_platforms", name, PlatformSpec)
-            plat_of_group.append((plat, server, cpu))
+        for gi, (hg, vp) in enumerate(zip(ctx.plant.host_groups, ctx.plant.virtualization)):
+            server, cpu, plat = hg.server, hg.cpu, vp.platform
+            plat_of_group.append((vp, server, cpu))
             cores = cpu.cores
             k = np.arange(0, cores + 1, dtype=float)
             if v.power.turbo and cpu.turbo_mhz is not None:
-                all_core = plat.all_core_turbo_mhz if name == server.name else cpu.base_mhz
+                all_core = plat.all_core_turbo_mhz if vp.own else cpu.base_mhz
                 f_k = turbo_frequency_mhz(k, cores, cpu.base_mhz, cpu.turbo_mhz, all_core)
             else:
                 f_k = np.full_like(k, cpu.base_mhz)
@@ -79,12 +70,12 @@ class VirtualizationStage(BaseStage):
                     if not isinstance(val, (int, float)) or isinstance(val, bool) or val < 0:
                         raise InputError(sc.name, f"vms[{gi_vm}].workload.{key}", "must be a number >= 0")
                     w[key] = float(val)
-            for gh, (plat, server, cpu) in enumerate(plat_of_group):
+            for gh, (vp, server, cpu) in enumerate(plat_of_group):
+                plat, exits = vp.platform, vp.exits
                 sel = (vms.group == gi_vm) & (hg == gh)
                 if not sel.any():
                     continue
                 hv = v.hypervisor
-                exits = cat.get("virt_exit_costs", hv.exit_costs or plat.exit_costs, ExitCosts)
                 g_large = w["guest_large_fraction"] if hv.guest_large_pages else 0.0
                 walk_v = tlb_walk_cycles_per_kinstr(w["tlb_mpki_4k"], g_large, plat.tlb, host_hugepages=hv.host_hugepages, paging=hv.paging)
                 if hv.paging == "shadow":
@@ -98,8 +89,8 @@ class VirtualizationStage(BaseStage):
                 virt = cycles_per_instruction(w["cpi_core"], w["llc_mpki"], r, plat.numa, walk_v)
                 self.factor[sel] = np.asarray(virt / native, dtype=np.float32)
                 self.remote[sel] = np.asarray(r, dtype=np.float32)
-                net = sum(io_path_cycles(cat.get("virt_io_paths", NET_PATH[hv.network], IoPath), exits))
-                disk = sum(io_path_cycles(cat.get("virt_io_paths", DISK_PATH[hv.storage], IoPath), exits))
+                net = sum(io_path_cycles(vp.net_path, exits))
+                disk = sum(io_path_cycles(vp.disk_path, exits))
                 self.add_mhz[sel] = (w["packets_per_s"] * net + w["iops"] * disk) / 1e6
         self.add_mhz[~placed] = 0.0
         order = np.argsort(np.where(placed, vms.host, H), kind="stable")

@@ -204,7 +204,7 @@ def _finite_or_none(x: float) -> float | None:
 def host_type_of(c: Candidate):
     from densim.placement.prefabs import HostType
     from densim.catalog.core import builtin_catalog
-    from densim.spec.loader import resolve_cpu
+    from densim.plant import resolve_cpu
 
     cpu = resolve_cpu(c.cpu, builtin_catalog())
     return HostType(

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from densim.plant.memory import memory_params
+
 from densim.units import PosBytes
 
 _CFG = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
@@ -73,7 +75,7 @@ def memory_check(host_of: np.ndarray, n_hosts: int, host_mem_bytes: float, mem_b
     from densim.models.devices import DeviceSpec
     from densim.models.workload_memory import MemoryWorkload
 
-    params = settings.params(catalog)
+    params = memory_params(settings, catalog)
     prof = catalog.get("memory_workloads", settings.workload, MemoryWorkload)
     n = mem_bytes.shape[0]
     cfg_h = np.bincount(host_of, weights=mem_bytes, minlength=n_hosts)

@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from densim.plant.memory import memory_params
+
 from densim.models import memory as M
 from densim.models.devices import DeviceSpec
 from densim.models.workload_memory import MemoryWorkload, load_workload
@@ -87,7 +89,7 @@ def curve(
     All hosts of the grid are evaluated in one vectorised call (one segment per ``R``).
     """
     cat = builtin_catalog()
-    params = params or MemorySettings(model="vsphere-like").params(cat)
+    params = params or memory_params(MemorySettings(model="vsphere-like"), cat)
     tpch = tpch or load_workload("tpch-hammerdb", cat)
     filler = filler or load_workload("enterprise-server-load", cat)
     parts = [host_vms(float(r), params, tpch, filler) for r in r_grid]

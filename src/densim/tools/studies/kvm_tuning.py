@@ -40,7 +40,7 @@ MAX_TILES_PINNED = 40
 
 
 def _host(name: str, hugepages: bool, network: str, numa: str, seed: int, pinning: dict[str, int] | None = None):
-    from densim.tools.tiles.core import BenchHost
+    from densim.spec.tiles import BenchHost
     from densim.spec.virtualization import VirtualizationSettings
 
     v = VirtualizationSettings.model_validate({

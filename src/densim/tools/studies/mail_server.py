@@ -159,7 +159,7 @@ def evaluate(cfg: Config, users: float, catalog=None) -> dict[str, Any]:
     from densim.models.storage.sizing import cpu_response_s
     from densim.catalog.core import builtin_catalog
     from densim.models.hardware import ServerSpec
-    from densim.spec.loader import resolve_cpu
+    from densim.plant import resolve_cpu
 
     cat = catalog or builtin_catalog()
     server = cat.get("servers", cfg.server, ServerSpec)

@@ -28,6 +28,8 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from densim.plant.memory import memory_params
+
 from densim.models import memory as M
 from densim.models.devices import DeviceSpec
 from densim.models.workload_memory import MemoryWorkload, load_workload
@@ -75,7 +77,7 @@ def performance(dram_bytes, *, job: MemoryWorkload | None = None, params: M.Memo
     """Throughput X/X0 of the job for each host DRAM size in ``dram_bytes`` (one segment each)."""
     cat = builtin_catalog()
     wl = job or load_workload("eda-silicon-design", cat)
-    base = params or MemorySettings(model="vsphere-like").params(cat)
+    base = params or memory_params(MemorySettings(model="vsphere-like"), cat)
     # bare-metal Linux swap: no hypervisor reserve, balloon, compression or minFree
     p = replace(base, hypervisor_bytes=OS_BYTES, overhead_per_vm_bytes=0.0, use_min_free=False, compression=False,
                 zero_page_fraction=0.0, balloon_limit=0.0)

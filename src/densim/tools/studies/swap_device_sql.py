@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from densim.plant.memory import memory_params
+
 from densim.models import memory as M
 from densim.models.devices import DeviceSpec
 from densim.models.workload_memory import MemoryWorkload, load_workload
@@ -50,7 +52,7 @@ def throughput(
     """X/X0 of the SQL VM for each memory limit in ``limit_bytes`` (vectorised: one segment per limit)."""
     cat = builtin_catalog()
     wl = workload or load_workload("oltp-sql", cat)
-    base = params or MemorySettings(model="vsphere-like").params(cat)
+    base = params or memory_params(MemorySettings(model="vsphere-like"), cat)
     # a per-VM memory limit: no hypervisor reserve, overhead or minFree inside the VM's budget
     from dataclasses import replace
 

@@ -64,20 +64,19 @@ def summary_parquet_bytes(summary: dict[str, Any], *, seed: int) -> bytes:
 
 
 def _validate_engine(mapping: dict[str, Any], *, source: Any, base_dir: Any = ".") -> None:
-    from densim.spec.loader import scenario_from_dict
+    from densim.plant import plant_from_dict
 
-    scenario_from_dict(mapping, source=source, base_dir=base_dir)
+    plant_from_dict(mapping, source=source, base_dir=base_dir)  # the checks the run will make
 
 
 def engine_runner(mapping: dict[str, Any], seed: int) -> dict[str, bytes]:
     """Run the densim engine on one scenario and return its result files plus ``summary.parquet``."""
     from densim.engine import simulate
-    from densim.spec.loader import scenario_from_dict
+    from densim.plant import plant_from_dict
 
     base_dir = mapping.get("base_dir", ".")
     clean = {k: v for k, v in mapping.items() if k != "base_dir"}
-    scenario = scenario_from_dict(clean, source="<sweep>", base_dir=base_dir)
-    result = simulate(scenario, seed=seed)
+    result = simulate(plant_from_dict(clean, source="<sweep>", base_dir=base_dir), seed=seed)
     files: dict[str, bytes] = {}
     with tempfile.TemporaryDirectory(prefix="densim-task-") as tmp:
         result.write(Path(tmp), report=False)

@@ -39,12 +39,13 @@ from densim.models.requests import (
     users_in_interval,
     visit_cycles,
 )
-from densim.models.virtualization import ExitCosts, IoPath, TlbSpec
+from densim.models.virtualization import CorePower, ExitCosts, IoPath, PlatformSpec, StorageRef, TlbSpec  # noqa: F401
+from densim.spec.tiles import BenchHost, RunSpec  # noqa: F401
 from densim.placement import numa as placement
 from densim.rng import make_rng
 from densim.catalog.core import Catalog, CatalogError, builtin_catalog
 from densim.models.hardware import CpuSpec, ServerSpec
-from densim.spec.loader import resolve_cpu
+from densim.plant import resolve_cpu
 from densim.spec.virtualization import VirtualizationSettings
 from densim.units import MHz, PosSeconds
 
@@ -53,69 +54,12 @@ SCHEMA_ID = "densim-bench-tiles/1"
 GiB = 1024**3
 
 
-class CorePower(BaseModel):
-    model_config = _CFG
-    uncore_w: float = Field(ge=0)
-    core_dynamic_w_at_base: float = Field(gt=0)
-    core_leakage_w: float = Field(ge=0)
-    gated_core_w: float = Field(default=0.0, ge=0)
-    source: str = ""
-
-
-class StorageRef(BaseModel):
-    model_config = _CFG
-    device: str
-    count: int = Field(default=1, gt=0)
-
-
-class PlatformSpec(BaseModel):
-    """What the virtualization model needs about a server beyond its ServerSpec."""
-
-    model_config = _CFG
-    name: str
-    numa: NumaSpec
-    tlb: TlbSpec
-    all_core_turbo_mhz: MHz | None = Field(default=None, alias="all_core_turbo")
-    exit_costs: str
-    power: CorePower
-    storage: StorageRef
-    nic_gbps: float = Field(gt=0)
-    source: str = ""
-
-
 class TileSpec(BaseModel):
     model_config = _CFG
     name: str
     version: int = 1
     vms: list[VmRole]
     classes: list[RequestClass]
-
-
-class RunSpec(BaseModel):
-    model_config = _CFG
-    intervals: int = Field(default=6, ge=1, description="measured intervals")
-    warmup_intervals: int = Field(default=2, ge=0)
-    interval_s: PosSeconds = Field(default=300.0, alias="interval")
-    seed: int = 1
-    max_tiles: int = Field(default=400, gt=0)
-    fraction_step: float = Field(default=0.1, gt=0, le=1, description="resolution of the partial last tile")
-    solver_steps: int = Field(default=12, ge=2, le=60, description="root-finding steps of the per-interval fixed point")
-    solver_tolerance: float = Field(default=1e-3, gt=0, description="|demand/capacity - utilisation| accepted per node")
-    burstiness: float = Field(default=1.0, gt=0, description="(ca^2+cs^2)/2 of CPU demand (Allen-Cunneen)")
-    hypervisor_memory_bytes: float = Field(default=4 * GiB, ge=0, alias="hypervisor_memory")
-
-
-class BenchHost(BaseModel):
-    """The HOST.yaml of ``densim bench tiles``."""
-
-    model_config = _CFG
-    name: str = "host"
-    server: str | ServerSpec
-    platform: str | PlatformSpec | None = None
-    virtualization: VirtualizationSettings = Field(default_factory=lambda: VirtualizationSettings(model="kvm"))
-    storage: StorageRef | None = None
-    nic_gbps: float | None = Field(default=None, gt=0)
-    run: RunSpec = Field(default_factory=RunSpec)
 
 
 def builtin_tile() -> TileSpec:

@@ -1,8 +1,5 @@
-"""Trace readers, chosen by format name from :data:`READERS`."""
+"""Trace and inventory readers; :mod:`densim.workloads.registry` chooses them by format name."""
 
-from densim.workloads.readers.base import READERS, open_trace
+from densim.workloads.registry import FORMATS, open_trace
 
-# importing the modules registers the readers
-from densim.workloads.readers import bitbrains, opendc, planetlab  # noqa: E402,F401
-
-__all__ = ["READERS", "open_trace"]
+__all__ = ["FORMATS", "open_trace"]

@@ -1,4 +1,4 @@
-"""Reader registry and shared helpers."""
+"""Helpers shared by the readers."""
 
 from __future__ import annotations
 
@@ -7,18 +7,6 @@ from pathlib import Path
 import numpy as np
 
 from densim.errors import InputError
-from densim.registry import Registry
-
-READERS: Registry = Registry("trace-format")
-
-
-def open_trace(fmt: str, path: str | Path, **kwargs):
-    """Open a trace of format ``fmt`` at ``path``; returns a reader-specific trace object."""
-    try:
-        opener = READERS.get(fmt)
-    except KeyError as exc:
-        raise InputError(path, "format", str(exc).strip("'\"")) from None
-    return opener(Path(path), **kwargs)
 
 
 def check_finite_nonneg(values: np.ndarray, source: str | Path, column: str, row_offset: int = 0, rows: np.ndarray | None = None) -> None:

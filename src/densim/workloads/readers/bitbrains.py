@@ -17,7 +17,7 @@ import numpy as np
 import polars as pl
 
 from densim.errors import InputError
-from densim.workloads.readers.base import READERS, check_finite_nonneg
+from densim.workloads.readers.base import check_finite_nonneg
 from densim.workloads.sources import DemandSource, VmSizes
 from densim.workloads.timegrid import TimeGrid, resample_piecewise
 
@@ -149,12 +149,6 @@ class BitbrainsTrace:
         return float(np.sum(self.values["cpu_mhz"] * self.seg_dur))
 
 
-READERS.add(
-    "bitbrains",
-    BitbrainsTrace,
-    description="Bitbrains GWA-T-12 raw per-VM CSV (separator ';\\t', Unix-second timestamps)",
-    source="Shen, van Beek, Iosup, CCGrid 2015; Grid Workloads Archive GWA-T-12",
-)
 
 _CHANNEL_COLS = {
     "cpu_mhz": ("cpu_mhz", 1.0),

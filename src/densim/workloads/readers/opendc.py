@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from densim.errors import InputError
-from densim.workloads.readers.base import READERS, check_finite_nonneg
+from densim.workloads.readers.base import check_finite_nonneg
 from densim.workloads.sources import DemandSource, VmSizes
 from densim.workloads.timegrid import TimeGrid, resample_piecewise
 
@@ -125,12 +125,6 @@ class OpenDcTrace:
         return float(sum(np.sum(u * d) for _, _, d, u in self.iter_fragments()))
 
 
-READERS.add(
-    "opendc",
-    OpenDcTrace,
-    description="OpenDC v4 Parquet workload (tasks.parquet + fragments.parquet)",
-    source="atlarge-research/opendc workload format; Bitbrains sample",
-)
 
 
 class OpenDcSource(DemandSource):

@@ -12,7 +12,6 @@ from pathlib import Path
 import numpy as np
 
 from densim.errors import InputError
-from densim.workloads.readers.base import READERS
 from densim.workloads.sources import DemandSource, VmSizes
 from densim.workloads.timegrid import TimeGrid, resample_piecewise
 
@@ -75,12 +74,6 @@ class PlanetLabTrace:
         return float(self.util_pct[:, file_idx].astype(np.float64).sum() * STEP_S)
 
 
-READERS.add(
-    "planetlab",
-    PlanetLabTrace,
-    description="PlanetLab/CoMon CPU utilisation, one file per VM, one % per line every 300 s",
-    source="Beloglazov & Buyya, CCPE 2012; CloudSim workload/planetlab",
-)
 
 
 class PlanetLabSource(DemandSource):
