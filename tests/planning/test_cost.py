@@ -5,19 +5,20 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from densim.catalog.core import builtin_catalog
 from densim.models.cost import BomPart, CostInputs, Licence, bom_cost_usd, bom_parts, licence_units, power_w, tco_per_year
 from densim.models.hardware import PowerSpec
 
 
 def test_every_bom_part_has_a_price_date_and_source():
-    parts = bom_parts()
+    parts = bom_parts(builtin_catalog())
     assert {"blade", "cpu", "dimm", "nic", "drive", "controller"} <= {p.kind for p in parts.values()}
     for p in parts.values():
         assert isinstance(p, BomPart) and p.price_date and p.source
 
 
 def test_bom_cost_sums_lines():
-    total, rows = bom_cost_usd([{"part": "xeon-e5-2698-v3", "count": 2}, {"part": "ddr4-16g-rdimm", "count": 16}])
+    total, rows = bom_cost_usd([{"part": "xeon-e5-2698-v3", "count": 2}, {"part": "ddr4-16g-rdimm", "count": 16}], builtin_catalog())
     assert total == 2 * 3226 + 16 * 180
     assert [r["count"] for r in rows] == [2, 16]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from densim.cli.commands.storage import run_io, run_size
+from densim.tools.storage import run_io, run_size
 from densim.errors import ScenarioInvalid
 from densim.models.devices import DeviceSpec
 from densim.models.storage import IoPattern

@@ -53,18 +53,14 @@ class BomLine(BaseModel):
     count: int = Field(default=1, ge=0)
 
 
-def bom_parts(catalog=None) -> dict[str, BomPart]:
-    from densim.catalog.core import builtin_catalog
-
-    cat = catalog or builtin_catalog()
-    return {p.name: p for p in cat.all("bom_parts", BomPart)}
+def bom_parts(catalog) -> dict[str, BomPart]:
+    """Every priced part of ``catalog`` (a :class:`densim.catalog.core.Catalog`) by name."""
+    return {p.name: p for p in catalog.all("bom_parts", BomPart)}
 
 
-def bom_cost_usd(lines: list[BomLine] | list[dict], catalog=None) -> tuple[float, list[dict]]:
-    """Total price of a bill of materials and its priced lines."""
-    from densim.catalog.core import builtin_catalog
-
-    cat = catalog or builtin_catalog()
+def bom_cost_usd(lines: list[BomLine] | list[dict], catalog) -> tuple[float, list[dict]]:
+    """Total price of a bill of materials and its priced lines (parts from ``catalog`` section ``bom_parts``)."""
+    cat = catalog
     rows = []
     total = 0.0
     for line in lines:

@@ -69,9 +69,6 @@ class MemoryWorkload(BaseModel):
         return {"table": self.miss_table} if self.miss_table else {}
 
 
-def load_workload(name: str, catalog=None) -> MemoryWorkload:
-    """A profile from the catalog section ``memory_workloads``."""
-    from densim.catalog.core import builtin_catalog
-
-    cat = catalog or builtin_catalog()
-    return cat.get("memory_workloads", name, MemoryWorkload)
+def load_workload(name: str, catalog) -> MemoryWorkload:
+    """A profile from ``catalog`` (a :class:`densim.catalog.core.Catalog`) section ``memory_workloads``."""
+    return catalog.get("memory_workloads", name, MemoryWorkload)

@@ -142,6 +142,8 @@ def load_spec(path: str | Path, schema: type[M], *, what: str = "scenario file",
         data = load_mapping(path)
     else:
         data = _resolve_paths(_read_mapping(path, what), path.resolve().parent)
+    if "imports" not in schema.model_fields:
+        data.pop("imports", None)  # merged already; a schema without the field does not keep the list
     if base_dir_field is not None:
         data = {**data, base_dir_field: str(path.resolve().parent)}
     return validate_mapping(data, schema, path)

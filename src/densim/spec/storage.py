@@ -14,10 +14,9 @@ validation, and every problem is reported as ``FILE:field.path: problem``.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from densim.units import Bytes, PerSecond, PosBytes, PosMHz, PosSeconds, Seconds
 
@@ -268,170 +267,6 @@ class SizingScenario(BaseModel):
     top: int = Field(default=5, gt=0)
 
 
-# --------------------------------------------------------------------------------------------
-# loading and resolving
-
-
-def _load(path: str | Path, model: type[BaseModel]):
-    from densim.errors import ScenarioInvalid
-    from densim.spec.loader import load_mapping, validation_issues
-
-    path = Path(path)
-    data = load_mapping(path)
-    data.pop("imports", None)
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        raise ScenarioInvalid(path, validation_issues(exc)) from None
-
-
-def _catalog(parts: dict[str, list[dict[str, Any]]], source: str | Path = "<io>"):
-    from densim.errors import ScenarioInvalid
-    from densim.catalog.core import builtin_catalog
-
-    issues = [(f"parts.{sec}[{i}].name", "every part needs a name")
-              for sec, entries in (parts or {}).items() for i, e in enumerate(entries or [])
-              if not isinstance(e, dict) or not e.get("name")]
-    if issues:
-        raise ScenarioInvalid(source, issues)
-    return builtin_catalog().layered(parts)
-
-
-def _get(catalog, section: str, name: str, model, where: str, issues: list):
-    from densim.catalog.core import CatalogError
-    from densim.spec.loader import validation_issues
-
-    try:
-        return catalog.get(section, name, model)
-    except CatalogError as exc:
-        issues.append((where, str(exc.args[0])))
-    except ValidationError as exc:
-        for w, p in validation_issues(exc):
-            issues.append((f"{section}[{name}].{w}" if w else f"{section}[{name}]", p))
-    return None
-
-
-def resolve_host(host: HostIoSpec, catalog, issues: list, where: str = "system.host"):
-    """(HostCpuIo or None, ServerSpec or None)."""
-    from densim.models.storage import HostCpuIo, IoStack
-    from densim.models.hardware import ServerSpec
-    from densim.plant import resolve_cpu
-
-    server = None
-    cores = host.cores
-    clock = host.clock_mhz
-    if host.server is not None:
-        server = _get(catalog, "servers", host.server, ServerSpec, f"{where}.server", issues)
-        if server is not None:
-            try:
-                cpu = resolve_cpu(server.cpu, catalog)
-                cores = cores or cpu.cores * server.cpu.sockets
-                clock = clock or cpu.base_mhz
-            except Exception as exc:  # noqa: BLE001 - reported as an issue with its path
-                issues.append((f"{where}.server", f"cannot resolve the server's CPU: {exc}"))
-    cycles = host.cycles_per_io
-    if cycles is None and host.stack is not None:
-        st = _get(catalog, "io_stacks", host.stack, IoStack, f"{where}.stack", issues)
-        cycles = st.cycles_per_io if st is not None else None
-    if cycles is None or cycles == 0:
-        return None, server
-    if cores is None or clock is None:
-        issues.append((where, "host CPU cost needs 'server' or both 'cores' and 'clock'"))
-        return None, server
-    return HostCpuIo(int(cores), float(clock) * 1e6, float(cycles)), server
-
-
-def resolve_system(sc: IoScenario, source: str | Path = "<io>"):
-    """``(arrays, cpu, server, enclosures, catalog)`` with every catalog problem reported at once."""
-    from densim.errors import ScenarioInvalid
-    from densim.models.devices import DeviceSpec
-    from densim.models.storage import ArrayUnit, ControllerSpec, EnclosureSpec, raid_check
-
-    catalog = _catalog(sc.parts, source)
-    issues: list[tuple[str, str]] = []
-    groups: dict[str, tuple[Any, int]] = {}
-    for i, g in enumerate(sc.system.controllers):
-        ctl = _get(catalog, "controllers", g.model, ControllerSpec, f"system.controllers[{i}].model", issues)
-        if g.name in groups:
-            issues.append((f"system.controllers[{i}].name", f"duplicate controller group {g.name!r}"))
-        groups[g.name] = (ctl, g.count)
-    arrays = []
-    names = set()
-    for i, a in enumerate(sc.system.arrays):
-        where = f"system.arrays[{i}]"
-        if a.name in names:
-            issues.append((f"{where}.name", f"duplicate array name {a.name!r}"))
-        names.add(a.name)
-        dev = _get(catalog, "devices", a.device, DeviceSpec, f"{where}.device", issues)
-        problem = raid_check(a.raid, a.drives)
-        if problem:
-            issues.append((f"{where}.drives", problem))
-        ctl, n = None, 1
-        if a.controllers is not None:
-            if a.controllers not in groups:
-                issues.append((f"{where}.controllers", f"no controller group {a.controllers!r}; known: {', '.join(groups) or '(none)'}"))
-            else:
-                ctl, n = groups[a.controllers]
-        if dev is not None and not problem and (a.controllers is None or ctl is not None):
-            arrays.append(ArrayUnit(a.name, dev, a.drives, a.raid, ctl, n, a.share, a.controllers))
-    # drives per controller group within the ports/devices limit
-    for gname, (ctl, n) in groups.items():
-        if ctl is None:
-            continue
-        drives = sum(a.drives for a in sc.system.arrays if a.controllers == gname)
-        if drives > n * ctl.devices_limit:
-            idx = next(i for i, g in enumerate(sc.system.controllers) if g.name == gname)
-            issues.append((f"system.controllers[{idx}].count",
-                           f"{drives} drives need more than {n} x {ctl.name} ({ctl.devices_limit} drives each, {ctl.ports} ports)"))
-    encl = []
-    for i, e in enumerate(sc.system.enclosures):
-        spec = _get(catalog, "enclosures", e.model, EnclosureSpec, f"system.enclosures[{i}].model", issues)
-        if spec is not None:
-            encl.append((spec, e.count))
-    if encl:
-        bays = sum(e.bays * n for e, n in encl)
-        drives = sum(a.drives for a in sc.system.arrays)
-        if drives > bays:
-            issues.append(("system.enclosures", f"{drives} drives need more than the enclosures' {bays} bays"))
-    cpu, server = resolve_host(sc.system.host, catalog, issues)
-    if sum(a.share for a in sc.system.arrays) <= 0:
-        issues.append(("system.arrays", "shares must add up to more than 0"))
-    if issues:
-        raise ScenarioInvalid(source, issues)
-    return arrays, cpu, server, encl, catalog
-
-
-def load_io_scenario(path: str | Path) -> IoScenario:
-    """Load and validate a ``densim io`` file (raises ScenarioInvalid with field paths)."""
-    sc = _load(path, IoScenario)
-    resolve_system(sc, path)
-    return sc
-
-
-def load_sizing(path: str | Path) -> SizingScenario:
-    """Load and validate a ``densim size`` file (raises ScenarioInvalid with field paths)."""
-    from densim.errors import ScenarioInvalid
-    from densim.models.devices import DeviceSpec
-    from densim.models.storage import ControllerSpec, EnclosureSpec, IoStack
-
-    sc = _load(path, SizingScenario)
-    catalog = _catalog(sc.parts, path)
-    issues: list[tuple[str, str]] = []
-    for i, d in enumerate(sc.candidates.devices):
-        _get(catalog, "devices", d, DeviceSpec, f"candidates.devices[{i}]", issues)
-    for i, c in enumerate(sc.candidates.controllers):
-        _get(catalog, "controllers", c, ControllerSpec, f"candidates.controllers[{i}]", issues)
-    if sc.candidates.enclosure:
-        _get(catalog, "enclosures", sc.candidates.enclosure, EnclosureSpec, "candidates.enclosure", issues)
-    if sc.candidates.stack and sc.candidates.cycles_per_io is None:
-        _get(catalog, "io_stacks", sc.candidates.stack, IoStack, "candidates.stack", issues)
-    if sc.candidates.drives_max < sc.candidates.drives_min:
-        issues.append(("candidates.drives_max", "must be >= drives_min"))
-    if issues:
-        raise ScenarioInvalid(path, issues)
-    return sc
-
-
 __all__ = [
     "DatastoreSpec",
     "StorageSettings",
@@ -440,8 +275,4 @@ __all__ = [
     "IoPatternSpec",
     "SizingScenario",
     "SystemSpec",
-    "load_io_scenario",
-    "load_sizing",
-    "resolve_system",
-    "resolve_host",
 ]

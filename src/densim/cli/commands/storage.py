@@ -1,7 +1,7 @@
 """``densim io FILE`` (storage-only scenario) and ``densim size FILE`` (sizing solver).
 
-The command functions are thin: :func:`run_io` and :func:`run_size` do the work and return plain
-dicts (also used by tests and docs); the CLI prints them as tables or JSON.
+The command functions are thin: :func:`densim.tools.storage.run_io` and :func:`~densim.tools.storage.run_size`
+do the work and return plain dicts; the CLI prints them as tables or JSON.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Annotated, Any, Optional
 import typer
 
 from densim.cli.common import run_guarded as _guard
+from densim.tools.storage import run_io, run_size
 
 
 def _fmt_s(x: float) -> str:
@@ -38,32 +39,6 @@ def _tty() -> bool:
 
 # --------------------------------------------------------------------------------------------
 # densim io
-
-
-def run_io(path: str | Path) -> dict[str, Any]:
-    """Solve the storage-only scenario in ``path``; returns the result as a dict."""
-    from densim.models.storage import IoPattern, arrays_power_w, build_stations, solve_closed, solve_open
-    from densim.spec.storage import _load, IoScenario, resolve_system
-
-    sc = _load(path, IoScenario)
-    arrays, cpu, server, encl, _ = resolve_system(sc, path)
-    w = sc.workload
-    pattern = IoPattern(w.read_fraction, w.block_size_bytes, w.access == "sequential", w.arrival_cv2, w.service_cv2)
-    stations = build_stations(arrays, cpu, pattern)
-    if w.mode == "open":
-        res = solve_open(stations, float(w.iops), pattern)
-    else:
-        res = solve_closed(stations, w.outstanding, w.think_time_s, pattern)
-    out = res.as_dict()
-    out["scenario"] = sc.name
-    out["stations"] = len(stations)
-    out["drives"] = sum(a.drives for a in arrays)
-    out["usable_bytes"] = sum(a.usable_bytes for a in arrays)
-    out["storage_power_w"] = arrays_power_w(arrays, res) + sum(e.power_w * n for e, n in encl)
-    out["enclosure_rack_units"] = sum(e.rack_units * n for e, n in encl)
-    if w.mode == "closed":
-        out["little_check"] = {"outstanding": res.outstanding, "x_times_r_plus_z": res.throughput_iops * (res.mean_latency_s + res.think_s)}
-    return out
 
 
 def _print_io(out: dict[str, Any]) -> None:
@@ -91,45 +66,6 @@ def _print_io(out: dict[str, Any]) -> None:
 
 # --------------------------------------------------------------------------------------------
 # densim size
-
-
-def run_size(path: str | Path) -> dict[str, Any]:
-    """Search the candidate set of the sizing file ``path``; returns winner and runners-up."""
-    from densim.models.devices import DeviceSpec
-    from densim.models.storage import ControllerSpec, EnclosureSpec, IoPattern, IoStack
-    from densim.models.storage.sizing import Costs, Target, distinct, search
-    from densim.spec.storage import _catalog, load_sizing
-
-    sc = load_sizing(path)
-    cat = _catalog(sc.parts, path)
-    cand = sc.candidates
-    devices = [cat.get("devices", d, DeviceSpec) for d in cand.devices]
-    ctls = [cat.get("controllers", c, ControllerSpec) for c in cand.controllers]
-    encl = cat.get("enclosures", cand.enclosure, EnclosureSpec) if cand.enclosure else None
-    cycles = cand.cycles_per_io
-    if cycles is None:
-        cycles = cat.get("io_stacks", cand.stack, IoStack).cycles_per_io if cand.stack else 0.0
-    t = sc.target
-    target = Target(
-        iops=t.iops, max_latency_s=t.max_latency_s, latency_metric=t.latency_metric, capacity_bytes=t.capacity_bytes,
-        users=t.users, iops_per_user=t.iops_per_user or 0.0, requests_per_user_s=t.requests_per_user_s or 0.0,
-        ios_per_request=t.ios_per_request, cpu_per_request_s=t.cpu_per_request_s, max_response_s=t.max_response_s,
-        max_cpu_utilisation=t.max_cpu_utilisation,
-    )
-    w = sc.workload
-    pattern = IoPattern(w.read_fraction, w.block_size_bytes, w.access == "sequential", w.arrival_cv2, w.service_cv2)
-    costs = Costs(**sc.costs.model_dump())
-    found, tried = search(devices, list(cand.raid), ctls, list(cand.cores), cand.clock_mhz * 1e6, cycles, pattern,
-                          target, costs, cand.drives_min, cand.drives_max, cand.extra_controllers, encl)
-    best = distinct(found, sc.top)
-    return {
-        "scenario": sc.name,
-        "target": sc.target.model_dump(exclude_none=True),
-        "evaluated": tried,
-        "feasible_combinations": len(found),
-        "winner": best[0].as_dict() if best else None,
-        "runners_up": [c.as_dict() for c in best[1:]],
-    }
 
 
 def _print_size(out: dict[str, Any]) -> None:

@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from densim.tools.plan.qos import LocalStorage
 from densim.errors import InputError
 from densim.workloads.inventory import Inventory
+from densim.catalog.core import builtin_catalog
 from densim.models.cost import BomLine, CostInputs, bom_cost_usd, power_w, tco_per_year
 from densim.models.hardware import HostCpu, PowerSpec
 from densim.spec.memory import MemorySettings
@@ -223,7 +224,7 @@ def plan_candidate(inv: Inventory, spec: PlanSpec, c: Candidate, *, vcpus=None, 
     vcpus = inv.vcpus if vcpus is None else vcpus
     mem_bytes = inv.mem_bytes if mem_bytes is None else mem_bytes
     cpu = inv.cpu_mhz if inv.cpu_mhz is not None else inv.capacity_mhz[None, :].astype(np.float32)
-    capex, _ = bom_cost_usd(c.bom) if c.bom else (c.price_usd, None)
+    capex, _ = bom_cost_usd(c.bom, builtin_catalog()) if c.bom else (c.price_usd, None)
     if capex is None:
         raise InputError(None, f"candidates.{c.name}", "give either 'bom' (parts list) or 'price_usd'")
     q = spec.qos

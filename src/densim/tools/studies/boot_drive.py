@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from densim.catalog.core import builtin_catalog
 from densim.models.cost import bom_cost_usd
 from densim.tools.studies.base import Study, headline
 
@@ -44,6 +45,7 @@ SOURCE = "IT@Intel, Increasing Private Cloud Host Virtualization with Servers an
 
 
 def saving_pct(catalog=None, ssd_price_scale: float = 1.0) -> tuple[float, float, float]:
+    catalog = catalog or builtin_catalog()
     before, _ = bom_cost_usd(COMMON + HDD_BOOT, catalog)
     after, rows = bom_cost_usd(COMMON + SSD_BOOT, catalog)
     ssd = next(r for r in rows if r["kind"] == "drive")
@@ -55,8 +57,8 @@ def run(out_dir: Path, seed: int) -> dict:
     pct, before, after = saving_pct()
     lo, _, _ = saving_pct(ssd_price_scale=1.25)
     hi, _, _ = saving_pct(ssd_price_scale=0.75)
-    _, rows_before = bom_cost_usd(COMMON + HDD_BOOT)
-    _, rows_after = bom_cost_usd(COMMON + SSD_BOOT)
+    _, rows_before = bom_cost_usd(COMMON + HDD_BOOT, builtin_catalog())
+    _, rows_after = bom_cost_usd(COMMON + SSD_BOOT, builtin_catalog())
     fig = {
         "data": [
             {"type": "bar", "name": k, "x": ["SAS controller + 2 HDD", "one SSD"],
