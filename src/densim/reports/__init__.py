@@ -42,6 +42,7 @@ def _env():
     )
     env.filters["num"] = fmt_num
     env.filters["cell"] = fmt_cell
+    env.filters["fixed"] = fmt_fixed
     return env
 
 
@@ -104,3 +105,10 @@ def fmt_cell(x: Any) -> str:
     if isinstance(x, float):
         return f"{x:,.2f}" if math.isfinite(x) else "-"
     return str(x)
+
+
+def fmt_fixed(x: Any, digits: int = 0) -> str:
+    """Fixed decimals with thousands separated (``2,808``); "-" for missing or not finite."""
+    if x is None or not math.isfinite(x):
+        return "-"
+    return f"{x:,.{digits}f}"
