@@ -65,7 +65,7 @@ def _figure_dict(fig: Any) -> dict[str, Any]:
 def render(template_name: str, /, *, figures: Mapping[str, Any] | None = None, **context: Any) -> str:
     """Render ``template_name`` with ``context``; ``figures`` maps an element id to a plotly figure.
 
-    The template places ``<div id="...">`` for each figure; the base template draws them.
+    The template places an empty element with that id for each figure; the base template draws them.
     """
     import densim
 
