@@ -1,48 +1,23 @@
-"""Render HTML reports: one file, plotly.js embedded once, figures as JSON."""
+"""The run report (``report.html`` of ``densim run``): data from a simulation result, drawn by
+``run.html.j2`` through the one renderer in :mod:`densim.reports`."""
 
 from __future__ import annotations
 
-import json
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-import densim
-from densim.atomic import write_text_atomic
+from densim.reports import write_report
 from densim.saturation import THRESHOLD
 
 MAX_HEAT_HOSTS = 120
 MAX_HEAT_STEPS = 400
 
 
-@lru_cache(maxsize=1)
-def _env():
-    import jinja2
-
-    return jinja2.Environment(
-        loader=jinja2.PackageLoader("densim", "reports/templates"),
-        autoescape=jinja2.select_autoescape(["html", "j2"]),
-    )
-
-
-@lru_cache(maxsize=1)
-def plotly_js() -> str:
-    from plotly.offline import get_plotlyjs
-
-    return get_plotlyjs()
-
-
 def render(template: str, out_path: str | Path, *, figures: dict[str, Any] | None = None, **ctx: Any) -> Path:
-    """Render ``template`` with plotly figures (id -> plotly Figure or dict) to ``out_path`` atomically."""
-    figs = {}
-    for fid, fig in (figures or {}).items():
-        figs[fid] = json.loads(fig.to_json()) if hasattr(fig, "to_json") else fig
-    html = _env().get_template(template).render(
-        plotly_js=plotly_js(), figures_json=json.dumps(figs).replace("</", "<\\/"), version=densim.__version__, **ctx
-    )
-    return write_text_atomic(out_path, html)
+    """Deprecated spelling of :func:`densim.reports.write_report` (``densim.tools.studies.runner`` uses it)."""
+    return write_report(out_path, template, figures=figures, **ctx)
 
 
 def _bin_time(series: np.ndarray, max_steps: int) -> tuple[np.ndarray, int]:
@@ -68,6 +43,16 @@ def _heatmap(series: np.ndarray, host_names: np.ndarray, order: np.ndarray, step
     fig.update_layout(title=title, xaxis_title="hours from start", yaxis_title="host", height=max(300, 14 * len(sel) + 120),
                       margin={"l": 120, "r": 20, "t": 40, "b": 40})
     return fig
+
+
+def _section(sec: dict[str, Any]) -> dict[str, Any]:
+    """A stage's extra report section as data: ``{"title", "notes": [str], "table": {"columns", "rows"}}``.
+
+    Stages hand over text and numbers only; the template escapes them (no HTML from stages).
+    """
+    table = sec.get("table")
+    return {"title": str(sec["title"]), "notes": [str(n) for n in sec.get("notes") or []],
+            "table": {"columns": list(table["columns"]), "rows": [list(r) for r in table["rows"]]} if table else None}
 
 
 MAX_SATURATION_ROWS = 50  # rows shown in the run report (summary.json keeps up to 200)
@@ -127,9 +112,9 @@ def render_run_report(result, out_path: str | Path) -> Path:
         if fn is not None:
             sec = fn(c, result)
             if sec:
-                extra.append(sec)
-    return render(
-        "run.html.j2", out_path, figures=figures, title=f"densim run: {s['scenario']}",
+                extra.append(_section(sec))
+    return write_report(
+        out_path, "run.html.j2", figures=figures, title=f"densim run: {s['scenario']}",
         subtitle=f"{c.grid.n_steps} steps of {step:g} s; placement {s['placement']['policy']}; CPU model {s['models']['cpu_contention']}",
         seed=s["seed"], cards=cards, unplaced=s["unplaced_vms"], heat_note=heat_note, energy_rows=energy_rows, worst=worst,
         extra_sections=extra, saturation=s.get("saturation", [])[:MAX_SATURATION_ROWS],

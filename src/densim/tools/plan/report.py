@@ -7,12 +7,8 @@ complete-looking partial output. plotly.js is embedded once per report (offline,
 from __future__ import annotations
 
 import csv
-import html
 import io
-import json
 from pathlib import Path
-
-import numpy as np
 
 from densim.tools.plan.capacity import PlanResult
 from densim.atomic import write_json_atomic, write_text_atomic
@@ -113,71 +109,49 @@ def figures(res: PlanResult) -> list[dict]:
     return figs
 
 
-def _table_html(rows: list[dict]) -> str:
-    cols = ["candidate", "feasible", "hosts", "lower_bound_hosts", "vms_per_host", "ready_pct_worst",
-            "mem_slowdown_worst", "memory_overcommit_used", "io_latency_worst_ms", "io_budget_iops",
-            "cpu_util_mean", "host_capex_usd", "tco_per_year_usd", "tco_per_vm_year_usd", "optimiser_status",
-            "optimiser_gap", "reason", "notes"]
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
-    body = []
-    for r in rows:
-        cells = []
-        for c in cols:
-            v = r[c]
-            if v is None:
-                v = "-"
-            elif isinstance(v, float):
-                v = f"{v:,.2f}" if np.isfinite(v) else "-"
-            cells.append(f"<td>{html.escape(str(v))}</td>")
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+RANKING_COLUMNS = ["candidate", "feasible", "hosts", "lower_bound_hosts", "vms_per_host", "ready_pct_worst",
+                   "mem_slowdown_worst", "memory_overcommit_used", "io_latency_worst_ms", "io_budget_iops",
+                   "cpu_util_mean", "host_capex_usd", "tco_per_year_usd", "tco_per_vm_year_usd", "optimiser_status",
+                   "optimiser_gap", "reason", "notes"]
 
 
-def report_html(res: PlanResult, summary: dict) -> str:
-    from plotly.offline import get_plotlyjs
+def report_context(summary: dict, figure_ids: list[str]) -> dict:
+    """Plain data for ``plan.html.j2``: the answer first, then inputs, ranking and figures."""
+    ranking = summary["ranking"]
+    feasible = [r for r in ranking if r["feasible"]]
+    answer = None
+    if feasible:
+        best = feasible[0]
+        answer = {k: best[k] for k in ("candidate", "hosts", "vms_per_host", "ready_pct_worst", "host_capex_usd",
+                                       "tco_per_year_usd", "tco_per_vm_year_usd")}
+        answer |= {"ha_spare_hosts": summary["qos"]["ha_spare_hosts"], "years": summary["cost_inputs"]["years"],
+                   "vms": summary["inventory"]["vms"], "feasible": len(feasible), "candidates": len(ranking)}
+    mem = summary.get("memory")
+    return {
+        "title": "Capacity plan",
+        "seed": summary.get("seed"),
+        "answer": answer,
+        "infeasible": [{"candidate": r["candidate"], "reason": r["reason"]} for r in ranking if not r["feasible"]],
+        "inventory": summary["inventory"],
+        "qos": summary["qos"],
+        "memory": {"model": str(mem.get("model")), "swap_device": str(mem.get("swap_device"))} if mem else None,
+        "storage": bool(summary.get("storage")),
+        "policy": summary["policy"],
+        "windows": summary["windows"],
+        "rightsizing": summary.get("rightsizing"),
+        "columns": RANKING_COLUMNS,
+        "text_columns": ["reason", "notes"],
+        "rows": [[(c, r[c]) for c in RANKING_COLUMNS] for r in ranking],
+        "figure_ids": figure_ids,
+    }
 
-    figs = figures(res)
-    divs = "".join(f'<div id="fig{i}" class="fig"></div>' for i in range(len(figs)))
-    calls = "".join(
-        f"Plotly.newPlot('fig{i}', {json.dumps(f['data'])}, {json.dumps(f['layout'])}, {{responsive: true}});"
-        for i, f in enumerate(figs)
-    )
-    inv = summary["inventory"]
-    q = summary["qos"]
-    rs = summary.get("rightsizing")
-    rs_html = (f"<p>Right-sizing on: P{rs['percentile']:g} + {rs['headroom'] * 100:g} % headroom reclaimed "
-               f"{rs['vcpus_reclaimed']} vCPUs and {rs['memory_reclaimed_gib']:.1f} GiB; {rs['undersized_vms']} VMs are under-sized.</p>"
-               if rs else "<p>Right-sizing off: VMs keep their configured sizes.</p>")
-    qos_extra = ""
-    if summary.get("memory"):
-        mem = summary["memory"]
-        qos_extra += (f" Memory model <code>{html.escape(str(mem.get('model')))}</code> (swap to "
-                      f"<code>{html.escape(str(mem.get('swap_device')))}</code>): every VM's memory slowdown &le; "
-                      f"{q['memory_slowdown']:g} at every step; the over-commit actually used is in the table.")
-    if summary.get("storage"):
-        qos_extra += (f" Local storage: every host's mean I/O latency &le; {q['io_latency_ms']:g} ms at every step "
-                      "(open queueing over the host's drives; per-host IOPS budget in the table).")
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>densim capacity plan</title>
-<style>body{{font-family:sans-serif;margin:2em;max-width:1100px}}table{{border-collapse:collapse}}
-td,th{{border:1px solid #ccc;padding:3px 6px;font-size:13px}}th{{background:#eee}}.fig{{margin:1em 0}}</style>
-<script>{get_plotlyjs()}</script></head><body>
-<h1>Capacity plan</h1>
-<p>Inventory <code>{html.escape(inv['source'])}</code> ({html.escape(inv['format'])}): {inv['vms']} VMs, {inv['vcpus']} vCPUs,
-{inv['memory_gib']:.1f} GiB; {inv['steps']} steps of {inv['step_s']:g} s.</p>
-<p><b>Demand rule:</b> {html.escape(inv['demand_rule'])}</p>
-<p><b>Quality of service:</b> worst VM's CPU Ready &le; {q['cpu_ready_pct']:g} % per vCPU at every step (binomial occupancy of
-runnable vCPUs vs cores x SMT gain, normal approximation); vCPU:logical CPU &le; {q['cpu_overcommit']:g};
-configured memory &le; {q['memory_overcommit']:g} x host memory; memory in use &le; host memory; {q['ha_spare_hosts']} spare host(s) for HA.{qos_extra}
-Placement policy <code>{html.escape(summary['policy'])}</code> over {summary['windows']} time windows, re-checked at full resolution.</p>
-{rs_html}
-<h2>Ranking (cheapest per VM first)</h2>
-{_table_html(summary['ranking'])}
-<h2>Trade-off</h2>
-{divs}
-<script>{calls}</script>
-</body></html>
-"""
+
+def write_report(res: PlanResult, summary: dict, path: str | Path) -> Path:
+    """``report.html``: the plan's answer, its inputs, the ranking and the trade-off figures."""
+    from densim.reports import write_report as write
+
+    figs = {f"fig{i}": f for i, f in enumerate(figures(res))}
+    return write(path, "plan.html.j2", figures=figs, **report_context(summary, list(figs)))
 
 
 def write_outputs(res: PlanResult, out_dir: str | Path, seed: int | None = None) -> dict:
@@ -188,6 +162,6 @@ def write_outputs(res: PlanResult, out_dir: str | Path, seed: int | None = None)
     write_text_atomic(out / "ranking.csv", ranking_csv(res))
     if res.rightsizing is not None:
         write_text_atomic(out / "rightsizing.csv", rightsizing_csv(res))
-    write_text_atomic(out / "report.html", report_html(res, summary))
+    write_report(res, summary, out / "report.html")
     write_json_atomic(out / "summary.json", summary)
     return summary

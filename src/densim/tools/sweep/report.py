@@ -3,13 +3,11 @@ and plotly figures, one self-contained HTML file with plotly.js embedded once.""
 
 from __future__ import annotations
 
-import html
 import json
 import math
 from pathlib import Path
 from typing import Any
 
-from densim.atomic import write_text_atomic
 from densim.tools.sweep.query import connect, manifest
 
 DEFAULT_METRICS = (
@@ -41,15 +39,6 @@ def mean_ci(values: list[float]) -> tuple[float, float, int]:
         return m, 0.0, 1
     var = sum((x - m) ** 2 for x in xs) / (n - 1)
     return m, t95(n - 1) * math.sqrt(var / n), n
-
-
-def _fmt(x: float) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "–"
-    ax = abs(x)
-    if ax != 0 and (ax >= 1e6 or ax < 1e-3):
-        return f"{x:.4g}"
-    return f"{x:,.4g}" if ax < 1000 else f"{x:,.0f}"
 
 
 def collect(store: str | Path, metrics: list[str] | None = None) -> dict[str, Any]:
@@ -117,55 +106,48 @@ def figures(data: dict[str, Any]) -> list[dict[str, Any]]:
     return figs
 
 
-def render(store: str | Path, *, metrics: list[str] | None = None, out: str | Path | None = None) -> Path:
-    """Write ``report.html`` into the store (or ``out``) and return its path."""
-    store = Path(store)
-    man = manifest(store)
-    data = collect(store, metrics)
-    axes = data["axes"]
-    parts: list[str] = []
-    esc = html.escape
-    parts.append(f"<h1>Sweep {esc(man['study'])}</h1><p>{esc(man.get('description', ''))}</p>")
-    done = sum(1 for t in man["tasks"] if t["done"])
-    parts.append(
-        f"<p>{len(man['scenarios'])} scenarios x {man['replications']} replications = {len(man['tasks'])} tasks; "
-        f"{done} done. Root seed {man['root_seed']}; replication seeds {esc(str(man['seeds']))} "
-        "(SeedSequence.spawn, shared by all scenarios: common random numbers).</p>"
-    )
-    # per-point table
-    head = "".join(f"<th>{esc(a)}</th>" for a in axes) + "".join(f"<th>{esc(m)}</th>" for m in data["metrics"])
-    rows = []
-    for p in data["points"]:
-        cells = "".join(f"<td>{esc(_label(p['values'][a]))}</td>" for a in axes)
-        for m in data["metrics"]:
-            mean, ci, n = p["stats"][m]
-            cells += f"<td>{_fmt(mean)}" + (f" &plusmn; {_fmt(ci)}" if n > 1 else "") + "</td>"
-        rows.append(f"<tr><td><code>{p['id']}</code></td><td>{p['replications']}</td>{cells}</tr>")
-    parts.append("<h2>Every scenario</h2><div class='wide'><table><tr><th>scenario</th><th>n</th>" + head + "</tr>" + "".join(rows) + "</table></div>")
-    # marginal means per axis
+def report_context(man: dict[str, Any], data: dict[str, Any], figure_ids: list[str]) -> dict[str, Any]:
+    """Plain data for ``sweep.html.j2``: one row per scenario and the marginal means by axis."""
+    axes, metrics = data["axes"], data["metrics"]
+    points = [
+        {"id": p["id"], "replications": p["replications"], "labels": [_label(p["values"][a]) for a in axes],
+         "stats": [dict(zip(("mean", "ci", "n"), p["stats"][m])) for m in metrics]}
+        for p in data["points"]
+    ]
+    marginals = []
     for a in axes:
         levels: dict[str, list[dict]] = {}
         for p in data["points"]:
             levels.setdefault(_label(p["values"][a]), []).append(p)
-        trs = []
-        for lvl, ps in levels.items():
-            tds = "".join(
-                f"<td>{_fmt(sum(p['stats'][m][0] for p in ps) / len(ps))}</td>" for m in data["metrics"]
-            )
-            trs.append(f"<tr><td>{esc(lvl)}</td>{tds}</tr>")
-        mh = "".join(f"<th>{esc(m)}</th>" for m in data["metrics"])
-        parts.append(f"<h3>Mean over the other axes, by {esc(a)}</h3><div class='wide'><table><tr><th>{esc(a)}</th>{mh}</tr>{''.join(trs)}</table></div>")
-    parts.append("<h2>Plots</h2>")
-    for i, fig in enumerate(figures(data) if data["points"] else []):
-        parts.append(fig.to_html(full_html=False, include_plotlyjs=(i == 0), config={"displaylogo": False}))
-    style = (
-        "body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse;margin:1em 0}"
-        "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#f3f3f3}code{font-size:90%}.wide{overflow-x:auto}"
-    )
-    doc = (
-        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>densim sweep {esc(man['study'])}</title>"
-        f"<style>{style}</style></head><body>{''.join(parts)}</body></html>\n"
-    )
+        marginals.append({"axis": a, "levels": [
+            {"label": lvl, "means": [sum(p["stats"][m][0] for p in ps) / len(ps) for m in metrics]}
+            for lvl, ps in levels.items()
+        ]})
+    return {
+        "title": f"Sweep {man['study']}",
+        "subtitle": man.get("description", ""),
+        "seed": man["root_seed"],
+        "n_scenarios": len(man["scenarios"]),
+        "replications": man["replications"],
+        "n_tasks": len(man["tasks"]),
+        "done": sum(1 for t in man["tasks"] if t["done"]),
+        "root_seed": man["root_seed"],
+        "seeds": str(man["seeds"]),
+        "axes": axes,
+        "metrics": metrics,
+        "points": points,
+        "marginals": marginals,
+        "figure_ids": figure_ids,
+    }
+
+
+def render(store: str | Path, *, metrics: list[str] | None = None, out: str | Path | None = None) -> Path:
+    """Write ``report.html`` into the store (or ``out``) and return its path."""
+    from densim.reports import write_report
+
+    store = Path(store)
+    man = manifest(store)
+    data = collect(store, metrics)
+    figs = {f"fig-{i}": f for i, f in enumerate(figures(data) if data["points"] else [])}
     target = Path(out) if out is not None else store / "report.html"
-    write_text_atomic(target, doc)
-    return target
+    return write_report(target, "sweep.html.j2", figures=figs, **report_context(man, data, list(figs)))
