@@ -80,7 +80,7 @@ def rung(vms: int, extra: dict, write: bool, overcommit: float | None = None) ->
 
         t1 = time.perf_counter()
         with tempfile.TemporaryDirectory() as tmp:
-            res.write(tmp, report=False)
+            res.write(tmp)
         out["write_s"] = round(time.perf_counter() - t1, 3)
     out["peak_rss_gib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 3)
     return out

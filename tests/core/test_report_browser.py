@@ -11,8 +11,9 @@ def test_run_report_has_no_console_errors(tmp_path):
     from densim.engine import simulate
     from densim.plant import resolve
     from densim.spec import load_scenario
+    from densim.tools.run import write_run
 
-    simulate(resolve(load_scenario(builtin_path("demo.yaml")))).write(tmp_path)
+    write_run(simulate(resolve(load_scenario(builtin_path("demo.yaml")))), tmp_path)
     page = open_report(tmp_path / "report.html", "#fig-util .main-svg", screenshot=tmp_path / "report.png")
     assert page.errors == []
     assert page.plots == 3

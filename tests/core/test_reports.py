@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from densim.tools.run import write_run
 from densim.reports import render
 
 from .helpers import const_vms, host, scenario
@@ -22,10 +23,11 @@ EVIL_ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;"
 
 def _run_report(tmp: Path) -> str:
     from densim.engine import simulate
+    from densim.plant import resolve
 
     sc = scenario([host(count=1)], [const_vms(EVIL, 2, 1, 2000, 0.5), const_vms("big", 1, 64, 2000, 0.5)])
     sc = sc.model_copy(update={"name": f"run {EVIL}"})
-    simulate(sc).write(tmp / "run")
+    write_run(simulate(resolve(sc)), tmp / "run")
     return (tmp / "run" / "report.html").read_text()
 
 

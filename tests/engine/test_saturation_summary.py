@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from densim.tools.run import write_run
 from densim.engine import simulate
 from densim.plant import resolve
 from densim.engine.state import SaturationLog
@@ -38,7 +39,7 @@ def test_host_cpu_at_or_above_90_percent_is_listed():
 def test_nothing_saturated_gives_an_empty_list_and_the_report_says_so(tmp_path):
     res = simulate(resolve(scenario([host()], [const_vms("v", 1, 1, 1000, 0.5)])))
     assert res.summary["saturation"] == []
-    res.write(tmp_path)
+    write_run(res, tmp_path)
     html = (tmp_path / "report.html").read_text()
     assert "No resource reached 90 % busy" in html
 
@@ -61,6 +62,6 @@ def test_datastore_and_swap_device_rows(tmp_path):
     res = simulate(resolve(scenario_from_dict(d)))
     kinds = {r["kind"]: r for r in res.summary["saturation"]}
     assert "swap device" in kinds and kinds["swap device"]["resource"].startswith("one-ms-disk@")
-    res.write(tmp_path)
+    write_run(res, tmp_path)
     html = (tmp_path / "report.html").read_text()
     assert "Saturated resources" in html and "one-ms-disk@" in html

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import yaml
 
+from densim.tools.run import write_run
 from densim.plant import resolve
 from densim.plant.memory import memory_params
 
@@ -177,7 +178,7 @@ def test_end_to_end_profile_scenario_with_own_profile_and_override(tmp_path):
     np.testing.assert_allclose(total, 16.0, rtol=1e-5)  # conservation survives the engine
     assert (vms["mem_ballooned_gib_mean"].to_numpy() > 0.8).all()  # idle (0.8 GiB) + guest paging (share 0.1)
     assert (vms["mem_slowdown_max"].to_numpy() > 1.0).all()
-    out = res.write(tmp_path / "out")
+    out = write_run(res, tmp_path / "out")
     assert (out / "summary.json").exists()
 
 

@@ -73,17 +73,11 @@ def _progress_runner(no_progress: bool):
 
 
 def _simulate_and_write(path: Path, out: Path, seed: Optional[int], no_progress: bool, report: bool = True):
-    from densim.engine import simulate
-    from densim.plant import load_plant
+    from densim.tools.run import run_file
 
     t0 = time.perf_counter()
-    # a run that fails must not leave an older run's complete-looking result in --out
-    if out.is_dir():
-        (out / "summary.json").unlink(missing_ok=True)
-    plant = load_plant(path)
-    with _progress_runner(no_progress)(f"simulating {plant.name}") as cb:
-        res = simulate(plant, seed=seed, progress=cb)
-    res.write(out, report=report)
+    with _progress_runner(no_progress)(f"simulating {Path(path).name}") as cb:
+        res = run_file(path, out, seed=seed, report=report, progress=cb)
     return res, time.perf_counter() - t0
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -230,8 +230,9 @@ class Result:
         return summarise(log.rows()) if log is not None else []
 
     # ---- files -----------------------------------------------------------------------------
-    def write(self, out_dir: str | Path, *, report: bool = True) -> Path:
-        """Write summary.json, hosts/vms(/host_steps/vm_steps).parquet and report.html.
+    def write(self, out_dir: str | Path, *, extra: Callable[[Path], None] | None = None) -> Path:
+        """Write summary.json and hosts/vms(/host_steps/vm_steps).parquet; ``extra(out)`` writes more
+        files (the run tool's report.html) before summary.json.
 
         Every file is written to a temporary name and renamed; ``summary.json`` is written last
         and removed first, so a directory with a summary.json is always complete.
@@ -246,10 +247,8 @@ class Result:
                 path.unlink(missing_ok=True)
                 continue
             write_atomic(path, lambda p, df=df: df.write_parquet(p, compression="zstd"))
-        if report:
-            from densim.reports.html import render_run_report
-
-            render_run_report(self, out / "report.html")
+        if extra is not None:
+            extra(out)
         write_json_atomic(out / "summary.json", self.summary)
         return out
 
@@ -261,7 +260,3 @@ def _agg(acc, name: str, agg: str, T: int, step: float) -> np.ndarray:
         return acc.max[name]
     return acc.sum[name] / T
 
-
-def clear_dir(path: Path) -> None:
-    if path.exists():
-        shutil.rmtree(path)

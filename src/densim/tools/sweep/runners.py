@@ -79,7 +79,7 @@ def engine_runner(mapping: dict[str, Any], seed: int) -> dict[str, bytes]:
     result = simulate(plant_from_dict(clean, source="<sweep>", base_dir=base_dir), seed=seed)
     files: dict[str, bytes] = {}
     with tempfile.TemporaryDirectory(prefix="densim-task-") as tmp:
-        result.write(Path(tmp), report=False)
+        result.write(Path(tmp))
         for p in sorted(Path(tmp).rglob("*")):
             if p.is_file():
                 files[p.relative_to(tmp).as_posix()] = p.read_bytes()

@@ -1,0 +1,37 @@
+"""The run tool: a scenario file -> the plant -> the engine -> result files and the run report."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+
+def write_run(res, out: str | Path, *, report: bool = True) -> Path:
+    """Write a :class:`~densim.engine.result.Result` to ``out``: tables, ``report.html`` (unless
+    ``report`` is False) and, last, ``summary.json``."""
+
+    def write_report(folder: Path) -> None:
+        from densim.reports.html import render_run_report
+
+        render_run_report(res, folder / "report.html")
+
+    return res.write(out, extra=write_report if report else None)
+
+
+def run_file(path: str | Path, out: str | Path, *, seed: int | None = None, report: bool = True,
+             progress: Callable[[int, int], None] | None = None):
+    """Load, resolve and simulate the scenario file ``path``; write its results to ``out``.
+
+    A run that fails leaves no complete-looking result: an older ``summary.json`` in ``out`` is
+    removed before anything else.
+    """
+    from densim.engine import simulate
+    from densim.plant import load_plant
+
+    out = Path(out)
+    if out.is_dir():
+        (out / "summary.json").unlink(missing_ok=True)
+    plant = load_plant(path)
+    res = simulate(plant, seed=seed, progress=progress)
+    write_run(res, out, report=report)
+    return res
