@@ -1,13 +1,13 @@
 # densim: two commands on a fresh clone.
 #   make demo   # creates .venv, installs densim, runs the built-in demo, prints the report path
-#   make test   # creates .venv, installs test tools and Chromium, runs the whole test suite
+#   make test   # creates .venv, installs test tools and Chromium, checks the layers (lint), runs the whole test suite
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.densim-installed
 PYTEST_ARGS ?=
 
-.PHONY: golden demo test bench bench-placement bench-io bench-plan bench-outofcore bench-peers docs clean setup browser
+.PHONY: lint golden demo test bench bench-placement bench-io bench-plan bench-outofcore bench-peers docs clean setup browser
 
 setup: $(STAMP)
 
@@ -21,7 +21,12 @@ demo: $(STAMP)
 browser: $(STAMP)
 	@bash scripts/install-browser.sh
 
-test: $(STAMP) browser
+# Layers (import-linter contracts in pyproject.toml) and ruff; `make test` runs it first.
+lint: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/lint-imports --no-cache
+
+test: $(STAMP) browser lint
 	$(BIN)/python -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
 
 # Rewrite the golden snapshots (tests/golden/snapshots) and print what moved; name cases with

@@ -9,7 +9,7 @@ import pytest
 
 from densim.engine import simulate
 from densim.plant import resolve
-from densim.plant.fabric import run_fabric
+from densim.plant.core import run_fabric
 from densim.spec.loader import load_scenario
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "fabric" / "pooled-nvme.yaml"

@@ -11,7 +11,8 @@ from densim.errors import InputError
 from densim.models.devices import DeviceSpec
 from densim.models.fabric import drive_s_per_byte
 from densim.models.jobs import simulate_jobs
-from densim.plant.fabric import build_system, run_fabric
+from densim.plant.core import catalog_for, run_fabric
+from densim.plant.fabric import build_system
 from densim.catalog.core import builtin_catalog
 from densim.spec.loader import scenario_from_dict
 
@@ -131,7 +132,7 @@ def test_replicated_write_loads_network_and_drives():
     sc = _scenario(stage=stage, hosts=2, storage="local")
     profile = {**sc.parts.batch_profiles[0], "replication": 2}
     sc = sc.model_copy(update={"parts": sc.parts.model_copy(update={"batch_profiles": [profile]})})
-    res = simulate_jobs(build_system(sc))
+    res = simulate_jobs(build_system(sc, catalog_for(sc)))
     t = res.tenants[0]
     assert t["storage_mb_per_s"] * t["runtime_s"] * 1e6 == pytest.approx(2 * 1e9, rel=1e-6)  # 1 GB stored twice
     nic = next(c for c in res.components if c["component"] == "h-a#0/data-nic-tx")
@@ -153,7 +154,7 @@ def test_job_invariants(cpu, read, write, drives, slots, weights):
     runs = {}
     for n in (1, 2, 3):
         sc = _scenario(n, stage=stage, slots=slots, vcpus=32, drives=drives, weights=weights[:n])
-        system = build_system(sc)
+        system = build_system(sc, catalog_for(sc))
         res = simulate_jobs(system)
         runs[n] = res
         # work is conserved: every byte each job must move reached storage
@@ -179,19 +180,19 @@ def test_bad_references_name_the_field():
     bad = sc.model_copy(update={"fabric": sc.fabric.model_copy(update={
         "tenants": [sc.fabric.tenants[0].model_copy(update={"job": "no-such-job"})]})})
     with pytest.raises(InputError, match=r"fabric\.tenants\[0\]\.job: no batch_profile named 'no-such-job'"):
-        build_system(bad)
+        build_system(bad, catalog_for(bad))
 
 
 def test_transport_needs_matching_adapter():
     with pytest.raises(InputError, match=r"fabric\.tenants\[0\]\.storage_nic: .*nvmeof-rdma.*runs on rdma"):
-        build_system(_scenario(nic="x710-da2-2x10g"))
+        build_system(_scenario(nic="x710-da2-2x10g"), catalog_for(_scenario(nic="x710-da2-2x10g")))
 
 
 def test_thick_volumes_must_fit_the_pool():
     # 1 VM x (375 + 100) GB thick on a single 1.6 TB drive fits; 4 VMs (1.9 TB) do not.
-    build_system(_scenario(vms=1, provisioning="thick"))
+    build_system(_scenario(vms=1, provisioning="thick"), catalog_for(_scenario(vms=1, provisioning="thick")))
     with pytest.raises(InputError, match=r"fabric\.pools\[0\]: tenants' volumes need 1\.90 TB"):
-        build_system(_scenario(vms=4, provisioning="thick"))
+        build_system(_scenario(vms=4, provisioning="thick"), catalog_for(_scenario(vms=4, provisioning="thick")))
 
 
 def test_unknown_pool_is_a_validation_error():

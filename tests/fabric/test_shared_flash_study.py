@@ -62,7 +62,7 @@ def test_two_tenants_on_a_fixed_8_drive_target_saturate_the_drives():
     # what-if: both clusters on only 8 drives (the per-server target overridden by device_count 8):
     # the drives saturate in reduce-and-write, so both slow down, but by less than 2x because part
     # of the work is CPU-bound (guide §5.2: T'/T = 1 + f_io)
-    from densim.plant.fabric import run_fabric
+    from densim.plant.core import run_fabric
     from densim.spec.loader import scenario_from_dict
     from densim.tools.studies.shared_flash import run_variant, scenario_dict
 

@@ -65,7 +65,7 @@ def test_runner_is_a_registered_name_never_a_module(tmp_path):
 
 def test_installed_plugin_runner_is_found_by_its_entry_point(toy_env, tmp_path):
     # tests/sweep/densim_toy_runner-0.1.dist-info declares [densim.runners] toy = toy_runner:run
-    from densim.tools.sweep.study import resolve_runner
+    from densim.tools.sweep.runners import resolve_runner
     from toy_runner import run
 
     assert resolve_runner("toy") is run

@@ -102,6 +102,14 @@ def validate_file(path: str | Path) -> list[str]:
     return []
 
 
+def run_fabric(sc: Scenario, catalog: Catalog | None = None, *, source: str = "scenario"):
+    """Build (:func:`densim.plant.fabric.build_system`) and simulate the batch jobs of ``sc.fabric`` alone."""
+    from densim.models.jobs import simulate_jobs
+    from densim.plant.fabric import build_system
+
+    return simulate_jobs(build_system(sc, catalog or catalog_for(sc), source=source))
+
+
 def catalog_for(sc: Scenario) -> Catalog:
     """The built-in catalog with the scenario's own ``parts`` over it."""
     parts = sc.parts.model_dump(by_alias=True, exclude_none=True)

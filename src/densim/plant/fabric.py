@@ -27,20 +27,17 @@ from densim.models.fabric import (
     pool_usable_bytes,
     remote_path,
 )
-from densim.models.jobs import BatchProfile, Flow, HostInfo, JobSystem, JobsResult, TenantInfo, simulate_jobs, stored_bytes_per_vm
+from densim.models.jobs import BatchProfile, Flow, HostInfo, JobSystem, TenantInfo, stored_bytes_per_vm
 from densim.plant.hosts import resolve_host_groups
 from densim.spec.loader import validation_issues
 
 
-def build_system(sc, catalog: Catalog | None = None, *, source: str = "scenario") -> JobSystem:
+def build_system(sc, catalog: Catalog, *, source: str = "scenario") -> JobSystem:
     """Build the components, hosts, tenants and per-VM flows of ``sc.fabric`` (model 'fluid').
 
     Bad references raise :class:`densim.errors.InputError` naming the field path.
     """
-    from densim.plant.core import catalog_for
-
     fab = sc.fabric
-    catalog = catalog or catalog_for(sc)
 
     def get(section, name, model, where):
         try:
@@ -184,10 +181,3 @@ def build_system(sc, catalog: Catalog | None = None, *, source: str = "scenario"
             i = list(pools).index(name)
             raise InputError(source, f"fabric.pools[{i}]", f"tenants' volumes need {used / 1e12:.2f} TB, pool {name!r} offers {cap / 1e12:.2f} TB usable")
     return JobSystem(comps=comps, hosts=hosts, flows=flows, tenants=tenants, rho_max=fab.rho_max)
-
-
-def run_fabric(sc, catalog: Catalog | None = None, *, source: str = "scenario") -> JobsResult:
-    """Build and simulate the batch jobs of a scenario's ``fabric`` section."""
-    from densim.plant.core import catalog_for
-
-    return simulate_jobs(build_system(sc, catalog or catalog_for(sc), source=source))

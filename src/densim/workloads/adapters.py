@@ -27,13 +27,13 @@ RULES = {
 }
 
 
-def read_via_foundation(fmt: str, path: str | Path, *, step_s: float | None = None, limit: int | None = None,
+def read_via_foundation(fmt: str, path: str | Path, opener, *, step_s: float | None = None, limit: int | None = None,
                         vcpus: int | None = None, vcpu_mhz: float | None = None, mem_bytes: float | None = None) -> Inventory:
-    from densim.workloads.registry import open_trace
+    """The trace at ``path``, opened with ``opener`` (the format's trace reader), as an inventory."""
     from densim.workloads.timegrid import TimeGrid
 
     path = Path(path)
-    trace = open_trace(fmt, path, limit=limit)
+    trace = opener(path, limit=limit)
     if fmt == "bitbrains":
         from densim.workloads.readers.bitbrains import BitbrainsSource
 

@@ -56,7 +56,7 @@ def _foundation(fmt: str) -> Callable[..., Any]:
     def read(path, **options):
         from densim.workloads.adapters import read_via_foundation
 
-        return read_via_foundation(fmt, path, **options)
+        return read_via_foundation(fmt, path, FORMATS.get(fmt).open, **options)
 
     return read
 

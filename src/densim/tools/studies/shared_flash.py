@@ -74,7 +74,7 @@ def scenario_dict(variant: str, tenants: int, job: str = JOB) -> dict[str, Any]:
 
 
 def run_variant(variant: str, tenants: int, catalog=None) -> dict[str, Any]:
-    from densim.plant.fabric import run_fabric
+    from densim.plant.core import run_fabric
     from densim.spec.loader import scenario_from_dict
 
     sc = scenario_from_dict(scenario_dict(variant, tenants), source=f"shared-flash:{variant}")

@@ -110,10 +110,26 @@ def load_runner_plugins() -> None:
                     source=f"entry point {ep.value}")
 
 
+def resolve_runner(name: str, *, source: Any = None):
+    """The runner registered as ``name`` (see :data:`densim.tools.sweep.runners.RUNNERS`).
+
+    A study file names a runner; it never names a module to import, so a study received from
+    someone else cannot run code that the user did not install. Plug-ins register through the
+    ``densim.runners`` entry-point group of a package the user installed.
+    """
+    from densim.errors import InputError
+
+    if not isinstance(name, str) or name not in RUNNERS:
+        load_runner_plugins()
+    try:
+        return RUNNERS.get(name)
+    except KeyError:
+        hint = " (a study names a registered runner, not a module: install the plug-in that provides it)" if ":" in str(name) else ""
+        raise InputError(source, "runner", f"unknown runner {name!r}; registered: {', '.join(RUNNERS.names())}{hint}") from None
+
+
 def execute(runner_name: str, mapping: dict[str, Any], seed: int) -> dict[str, bytes]:
     """Worker entry point: resolve the runner by name (nothing but strings cross the wire) and run it."""
-    from densim.tools.sweep.study import resolve_runner
-
     fn = resolve_runner(runner_name)
     files = fn(mapping, seed)
     if not isinstance(files, dict) or not all(isinstance(k, str) and isinstance(v, bytes) for k, v in files.items()):

@@ -220,6 +220,8 @@ def load_study(path: str | Path) -> Study:
     if not base_path.exists():
         raise InputError(path, "scenario", f"base scenario not found: {spec.scenario}")
     base = load_mapping(base_path)
+    from densim.tools.sweep.runners import resolve_runner
+
     runner = resolve_runner(spec.runner, source=path)
 
     axis_names = list(spec.axes)
@@ -245,21 +247,3 @@ def load_study(path: str | Path) -> Study:
     seeds = spawn_seeds(spec.seed, spec.replications)
     study_sha = sha256_of({"spec": spec.model_dump(), "points": [p.sha256 for p in points]})
     return Study(spec, path, base, points, seeds, study_sha, extra={"base_dir": str(base_path.parent)})
-
-
-def resolve_runner(name: str, *, source: Any = None):
-    """The runner registered as ``name`` (see :data:`densim.tools.sweep.runners.RUNNERS`).
-
-    A study file names a runner; it never names a module to import, so a study received from
-    someone else cannot run code that the user did not install. Plug-ins register through the
-    ``densim.runners`` entry-point group of a package the user installed.
-    """
-    from densim.tools.sweep.runners import RUNNERS, load_runner_plugins
-
-    if not isinstance(name, str) or name not in RUNNERS:
-        load_runner_plugins()
-    try:
-        return RUNNERS.get(name)
-    except KeyError:
-        hint = " (a study names a registered runner, not a module: install the plug-in that provides it)" if ":" in str(name) else ""
-        raise InputError(source, "runner", f"unknown runner {name!r}; registered: {', '.join(RUNNERS.names())}{hint}") from None

@@ -20,14 +20,14 @@ from typing import Any
 
 import numpy as np
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 from scipy import stats
 
 import densim
 from densim.errors import InputError, PartError
 from densim.models.cpu_power import package_power_w, power_limited_frequency_mhz, turbo_frequency_mhz
 from densim.models.devices import DeviceSpec, device_response_s
-from densim.models.numa import NumaSpec, costop_stretch, remote_fraction
+from densim.models.numa import costop_stretch, remote_fraction
 from densim.models.requests import (
     PathCosts,
     RequestClass,
@@ -46,8 +46,6 @@ from densim.rng import make_rng
 from densim.catalog.core import Catalog, CatalogError, builtin_catalog
 from densim.models.hardware import CpuSpec, ServerSpec
 from densim.plant import resolve_cpu
-from densim.spec.virtualization import VirtualizationSettings
-from densim.units import MHz, PosSeconds
 
 _CFG = ConfigDict(allow_inf_nan=False, frozen=True, extra="forbid", populate_by_name=True)
 SCHEMA_ID = "densim-bench-tiles/1"
