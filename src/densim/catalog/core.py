@@ -71,7 +71,7 @@ def part_schemas() -> dict[str, tuple[str, type[BaseModel]]]:
     from densim.models.virtualization import ExitCosts, IoPath
     from densim.models.workload_memory import MemoryWorkload
     from densim.models.hardware import CpuSpec, ServerSpec
-    from densim.models.memory import MemoryModelDefaults
+    from densim.models.memory_defaults import MemoryModelDefaults
 
     return {
         "devices": ("device", DeviceSpec),

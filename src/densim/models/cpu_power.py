@@ -16,7 +16,9 @@ Pure, vectorised functions with the unit in every name. Sources and assumptions:
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
+from densim._lazy import lazy
+
+stats = lazy("scipy.stats")
 
 
 def turbo_frequency_mhz(active_cores, cores: int, base_mhz: float, max_turbo_mhz: float | None, all_core_turbo_mhz: float | None = None):

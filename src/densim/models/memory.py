@@ -40,13 +40,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
 
 from densim._jit import njit
 from densim.models.devices import DeviceSpec, mix_iops, mix_service_s
 from densim.models.queueing import mmc_wait_s
 from densim.registry import Registry
-from densim.units import Bytes, Seconds
 
 GIB = float(1 << 30)
 MIB = float(1 << 20)
@@ -856,23 +854,4 @@ def evaluate(
     return HostResult(rec, f, tp, r, capacity)
 
 
-class MemoryModelDefaults(BaseModel):
-    """Catalog entry of section ``memory_models``: a hypervisor's defaults with sources."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
-
-    name: str
-    description: str = ""
-    zero_page_fraction: float
-    inter_vm_sharing_fraction: float
-    balloon_limit: float
-    compression_cache_fraction: float
-    compression_ratio: float
-    fault_software_s: Seconds = Field(alias="fault_software_time")
-    guest_fault_software_s: Seconds | None = Field(default=None, alias="guest_fault_software_time")
-    decompress_s: Seconds = Field(alias="decompress_time")
-    writes_per_fault: float
-    hypervisor_bytes: Bytes = Field(alias="hypervisor_memory")
-    overhead_per_vm_bytes: Bytes = Field(alias="overhead_per_vm")
-    source: str = ""
-    notes: str = ""
+from densim.models.memory_defaults import MemoryModelDefaults  # noqa: E402,F401  (re-export)

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
-from scipy import stats
+from densim._lazy import lazy
+
+stats = lazy("scipy.stats")
 
 
 class NumaSpec(BaseModel):

@@ -12,7 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special
+from densim._lazy import lazy
+
+special = lazy("scipy.special")
 
 
 def mm1_response_s(arrival_per_s, service_s):

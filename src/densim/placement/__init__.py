@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from densim.placement import heuristics as _h
+from densim._lazy import lazy
+
+_h = lazy("densim.placement.heuristics")  # numba kernels, compiled or loaded on first use
 from densim.registry import Registry
 
 POLICIES: Registry = Registry("placement-policy", default="first-fit")

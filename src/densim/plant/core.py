@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -21,7 +21,6 @@ from densim.catalog.core import Catalog, CatalogError, builtin_catalog
 from densim.errors import InputError, PartError, ScenarioInvalid
 from densim.models.devices import DeviceSpec
 from densim.models.hardware import ServerSpec
-from densim.models.memory import MemoryParams
 from densim.models.storage import ControllerSpec
 from densim.models.virtualization import ExitCosts, IoPath, PlatformSpec
 from densim.models.workload_memory import MemoryWorkload
@@ -29,6 +28,9 @@ from densim.plant.hosts import HostGroupPlant, resolve_cpu, resolve_server
 from densim.spec.loader import validation_issues
 from densim.spec.scenario import Scenario
 from densim.spec.storage import DatastoreSpec
+
+if TYPE_CHECKING:
+    from densim.models.memory import MemoryParams
 
 DEFAULT_PLATFORM = "ibm-x3650-m3-x5680"  # platform figures for a server with no virt_platforms entry
 NET_PATH = {"emulated": "emulated-e1000", "virtio": "virtio-net", "vhost": "vhost-net", "sriov": "sriov-vf"}
@@ -166,6 +168,8 @@ def part_issues(parts: dict[str, list[dict[str, Any]]]) -> list[tuple[str, str]]
     """
     from densim.catalog.core import part_schemas
 
+    if not any(parts.values() if parts else ()):
+        return []
     schemas = part_schemas()
     issues: list[tuple[str, str]] = []
     for section, entries in (parts or {}).items():

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from densim.catalog.core import Catalog
-from densim.models.memory import MemoryModelDefaults, MemoryParams
+from densim.models.memory_defaults import MemoryModelDefaults
 from densim.spec.memory import MemorySettings
 
 
-def memory_params(s: MemorySettings, catalog: Catalog) -> MemoryParams:
+def memory_params(s: MemorySettings, catalog: Catalog) -> "MemoryParams":  # noqa: F821
     """:class:`densim.models.memory.MemoryParams` with catalog defaults filled in."""
+    from densim.models.memory import MemoryParams  # numba kernels: loaded when the memory model is on
+
     d = MemoryModelDefaults.model_validate(catalog.raw("memory_models", "vsphere-like" if s.model == "none" else s.model))
 
     def pick(v, default):

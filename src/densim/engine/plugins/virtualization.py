@@ -17,7 +17,9 @@ like the server, otherwise from ``ibm-x3650-m3-x5680`` with the CPU's own clocks
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
+from densim._lazy import lazy
+
+stats = lazy("scipy.stats")
 
 from densim.engine.stages import STAGES, BaseStage
 from densim.errors import InputError

@@ -35,7 +35,9 @@ from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-from scipy import stats
+from densim._lazy import lazy
+
+stats = lazy("scipy.stats")
 
 from densim.errors import PartError
 from densim.models.devices import REF_BLOCK_BYTES, DeviceSpec, block_service, device_power_w

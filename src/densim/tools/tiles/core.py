@@ -21,7 +21,9 @@ from typing import Any
 import numpy as np
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
-from scipy import stats
+from densim._lazy import lazy
+
+stats = lazy("scipy.stats")
 
 import densim
 from densim.errors import InputError, PartError
