@@ -130,9 +130,9 @@ def validate_mapping(data: dict[str, Any], schema: type[M], source: str | Path) 
 
 
 def load_spec(path: str | Path, schema: type[M], *, what: str = "scenario file", imports: bool = True,
-              base_dir_field: str | None = None) -> M:
+              resolve_paths: bool = True, base_dir_field: str | None = None) -> M:
     """The one loader: read ``path`` (YAML or JSON; with its ``imports`` merged when ``imports``),
-    make relative file paths absolute, and validate it into ``schema``.
+    make relative file paths absolute unless ``resolve_paths`` is False, and validate it into ``schema``.
 
     Every problem raises :class:`ScenarioInvalid` (an :class:`~densim.errors.InputError`) naming the
     file and the field path. ``base_dir_field`` names a schema field that receives the file's folder.
@@ -141,7 +141,9 @@ def load_spec(path: str | Path, schema: type[M], *, what: str = "scenario file",
     if imports:
         data = load_mapping(path)
     else:
-        data = _resolve_paths(_read_mapping(path, what), path.resolve().parent)
+        data = _read_mapping(path, what) or {}
+        if resolve_paths:
+            data = _resolve_paths(data, path.resolve().parent)
     if "imports" not in schema.model_fields:
         data.pop("imports", None)  # merged already; a schema without the field does not keep the list
     if base_dir_field is not None:

@@ -30,110 +30,20 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from densim.tools.plan.qos import LocalStorage
 from densim.errors import InputError
 from densim.workloads.inventory import Inventory
 from densim.catalog.core import builtin_catalog
-from densim.models.cost import BomLine, CostInputs, bom_cost_usd, power_w, tco_per_year
-from densim.models.hardware import HostCpu, PowerSpec
-from densim.spec.memory import MemorySettings
-from densim.units import Bytes, PosBytes
+from densim.models.cost import bom_cost_usd, power_w, tco_per_year
 
-_CFG = ConfigDict(allow_inf_nan=False, frozen=True, extra="forbid", populate_by_name=True)
-
-
-class Candidate(BaseModel):
-    """One host configuration: CPU, memory, power model, and a parts list or a price."""
-
-    model_config = _CFG
-
-    name: str
-    cpu: HostCpu
-    memory_bytes: PosBytes = Field(alias="memory")
-    hypervisor_memory_bytes: Bytes = Field(default=0.0, alias="hypervisor_memory", description="memory the hypervisor keeps")
-    power: PowerSpec
-    bom: list[BomLine] | None = Field(default=None, description="parts from catalog/bom.yaml (capex = their sum)")
-    price_usd: float | None = Field(default=None, ge=0, description="capex per host when there is no bom")
-    price_date: str | None = None
-    rack_units: float = Field(default=1.0, gt=0)
-    storage: LocalStorage | None = Field(default=None, description="local datastore shared by the host's VMs")
-
-
-class QosSpec(BaseModel):
-    """Bounds every VM (and host) must meet at every step of the demand series."""
-
-    model_config = _CFG
-
-    cpu_ready_pct: float = Field(default=5.0, gt=0, description="worst VM's CPU Ready % per vCPU, every step")
-    cpu_overcommit: float = Field(default=8.0, gt=0, description="max vCPUs per logical CPU")
-    memory_overcommit: float = Field(default=1.0, gt=0, description="max configured memory / host memory")
-    max_cpu_utilisation: float = Field(default=1.0, gt=0, le=1.0, description="cap on summed demand / host MHz")
-    ha_spare_hosts: int = Field(default=0, ge=0)
-    memory_slowdown: float = Field(default=1.10, ge=1.0, description="worst VM's memory slowdown X0/X, every step "
-                                   "(checked when the plan has a memory section)")
-    io_latency_ms: float = Field(default=20.0, gt=0, description="worst host's mean I/O latency, every step "
-                                 "(checked when a candidate has storage and the inventory disk series)")
-
-
-class RightsizeSpec(BaseModel):
-    model_config = _CFG
-
-    enabled: bool = False
-    percentile: float = Field(default=95.0, ge=0, le=100)
-    headroom: float = Field(default=0.2, ge=0)
-
-
-class OptimiseSpec(BaseModel):
-    """CP-SAT after the heuristic: exact or time-limited vector packing on vCPU slots, memory and the
-    summed CPU demand (and memory in use) per window; adopted when it saves hosts and every host still
-    meets the CPU Ready bound at full resolution."""
-
-    model_config = _CFG
-
-    enabled: bool = False
-    windows: int = Field(default=48, ge=1, description="demand windows CP-SAT starts from (highest total demand)")
-    rounds: int = Field(default=3, ge=1, description="solve rounds adding the windows the answer overloads")
-    max_vms: int = Field(default=3000, ge=1, description="larger inventories keep the heuristic")
-    max_time_s: float = Field(default=5.0, gt=0)
-    max_deterministic_time: float = Field(default=3.0, gt=0)
-
-
-class PlanSpec(BaseModel):
-    """The candidates file of ``densim plan``: QoS bounds, cost inputs and candidate host types."""
-
-    model_config = _CFG
-
-    qos: QosSpec = Field(default_factory=QosSpec, description="quality-of-service bounds every VM must meet at every step")
-    cost: CostInputs = Field(default_factory=CostInputs, description="TCO inputs: years, energy, space, licences")
-    rightsizing: RightsizeSpec = Field(default_factory=RightsizeSpec, description="resize VMs to a demand percentile first")
-    policy: str = Field(default="timeseries", description="placement prefab (registry placement-prefab)")
-    windows: int = Field(default=720, ge=1, description="time windows used while placing")
-    optimise: OptimiseSpec = Field(default_factory=OptimiseSpec)
-    memory: MemorySettings | None = Field(default=None, description="memory over-commit model for the memory QoS check")
-
-    @field_validator("memory")
-    @classmethod
-    def _no_swap_datastore(cls, v: MemorySettings | None) -> MemorySettings | None:
-        if v is not None and v.swap_datastore is not None:
-            raise ValueError("swap_datastore needs the engine's storage stage, which the plan does not model; "
-                             "give a swap_device for the plan's memory check")
-        return v
-    candidates: list[Candidate] = Field(min_length=1, description="host configurations to compare")
+from densim.spec.plan import Candidate, OptimiseSpec, PlanSpec, QosSpec, RightsizeSpec  # noqa: F401  (the plan file's schema)
 
 
 def load_plan_spec(path: str | Path) -> PlanSpec:
-    from densim.spec.loader import format_loc
-    from densim.textio import read_mapping_file
+    """Read and validate a plan (candidates) file with the one loader; problems name the file and field path."""
+    from densim.spec.loader import load_spec
 
-    path = Path(path)
-    data = read_mapping_file(path, "candidates file")
-    try:
-        return PlanSpec.model_validate(data or {})
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        raise InputError(path, format_loc(tuple(err["loc"])), str(err["msg"]).removeprefix("Value error, ")) from None
+    return load_spec(path, PlanSpec, what="candidates file", imports=False, resolve_paths=False)
 
 
 @dataclass

@@ -22,37 +22,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict
 
 from densim.plant.memory import memory_params
 
-from densim.units import PosBytes
 
 _CFG = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
 
-class LocalStorage(BaseModel):
-    """A candidate host's local datastore that all its VMs share."""
-
-    model_config = _CFG
-
-    device: str = Field(description="catalog device (section devices)")
-    drives: int = Field(default=1, ge=1)
-    raid: str = Field(default="jbod", description="jbod, raid0, raid1, raid10, raid5, raid6")
-    controller: str | None = Field(default=None, description="catalog controller (section controllers)")
-    controllers: int = Field(default=1, ge=0)
-    block_size_bytes: PosBytes = Field(default=4096.0, alias="block_size", description="bytes per I/O")
-    read_fraction: float = Field(default=0.7, ge=0, le=1, description="used in steps without traffic")
-    burstiness: float = Field(default=1.0, ge=0, description="(ca^2 + cs^2) / 2 of the Allen-Cunneen wait")
-
-    @model_validator(mode="after")
-    def _raid(self) -> "LocalStorage":
-        from densim.models.storage import raid_check
-
-        problem = raid_check(self.raid, self.drives)
-        if problem:
-            raise ValueError(problem)
-        return self
+from densim.spec.plan import LocalStorage  # noqa: E402,F401  (the candidates' local datastore)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 from densim._lazy import lazy
 
 stats = lazy("scipy.stats")
@@ -68,17 +68,12 @@ def builtin_tile() -> TileSpec:
 
 
 def load_host(path: str | Path) -> BenchHost:
-    """Read and validate a HOST.yaml; bad input raises a one-line :class:`InputError`."""
-    from densim.textio import read_mapping_file
+    """Read and validate a HOST.yaml with the one loader, then resolve its server and platform;
+    every problem names the file and the field path."""
+    from densim.spec.loader import load_spec
 
     p = Path(path)
-    data = read_mapping_file(p, "host file")
-    try:
-        host = BenchHost.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(x) for x in err["loc"])
-        raise InputError(p, where, err["msg"]) from None
+    host = load_spec(p, BenchHost, what="host file", imports=False, resolve_paths=False)
     try:
         Bench(host)
     except (CatalogError, KeyError) as exc:

@@ -1,0 +1,118 @@
+"""The candidates file of ``densim plan``: host candidates, QoS bounds, right-sizing and optimisation settings."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from densim.models.cost import BomLine, CostInputs
+from densim.models.hardware import HostCpu, PowerSpec
+from densim.spec.memory import MemorySettings
+from densim.units import Bytes, PosBytes
+
+_LOCAL_CFG = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+
+class LocalStorage(BaseModel):
+    """A candidate host's local datastore that all its VMs share."""
+
+    model_config = _LOCAL_CFG
+
+    device: str = Field(description="catalog device (section devices)")
+    drives: int = Field(default=1, ge=1)
+    raid: str = Field(default="jbod", description="jbod, raid0, raid1, raid10, raid5, raid6")
+    controller: str | None = Field(default=None, description="catalog controller (section controllers)")
+    controllers: int = Field(default=1, ge=0)
+    block_size_bytes: PosBytes = Field(default=4096.0, alias="block_size", description="bytes per I/O")
+    read_fraction: float = Field(default=0.7, ge=0, le=1, description="used in steps without traffic")
+    burstiness: float = Field(default=1.0, ge=0, description="(ca^2 + cs^2) / 2 of the Allen-Cunneen wait")
+
+    @model_validator(mode="after")
+    def _raid(self) -> "LocalStorage":
+        from densim.models.storage import raid_check
+
+        problem = raid_check(self.raid, self.drives)
+        if problem:
+            raise ValueError(problem)
+        return self
+
+
+_CFG = ConfigDict(allow_inf_nan=False, frozen=True, extra="forbid", populate_by_name=True)
+
+
+class Candidate(BaseModel):
+    """One host configuration: CPU, memory, power model, and a parts list or a price."""
+
+    model_config = _CFG
+
+    name: str
+    cpu: HostCpu
+    memory_bytes: PosBytes = Field(alias="memory")
+    hypervisor_memory_bytes: Bytes = Field(default=0.0, alias="hypervisor_memory", description="memory the hypervisor keeps")
+    power: PowerSpec
+    bom: list[BomLine] | None = Field(default=None, description="parts from catalog/bom.yaml (capex = their sum)")
+    price_usd: float | None = Field(default=None, ge=0, description="capex per host when there is no bom")
+    price_date: str | None = None
+    rack_units: float = Field(default=1.0, gt=0)
+    storage: LocalStorage | None = Field(default=None, description="local datastore shared by the host's VMs")
+
+
+class QosSpec(BaseModel):
+    """Bounds every VM (and host) must meet at every step of the demand series."""
+
+    model_config = _CFG
+
+    cpu_ready_pct: float = Field(default=5.0, gt=0, description="worst VM's CPU Ready % per vCPU, every step")
+    cpu_overcommit: float = Field(default=8.0, gt=0, description="max vCPUs per logical CPU")
+    memory_overcommit: float = Field(default=1.0, gt=0, description="max configured memory / host memory")
+    max_cpu_utilisation: float = Field(default=1.0, gt=0, le=1.0, description="cap on summed demand / host MHz")
+    ha_spare_hosts: int = Field(default=0, ge=0)
+    memory_slowdown: float = Field(default=1.10, ge=1.0, description="worst VM's memory slowdown X0/X, every step "
+                                   "(checked when the plan has a memory section)")
+    io_latency_ms: float = Field(default=20.0, gt=0, description="worst host's mean I/O latency, every step "
+                                 "(checked when a candidate has storage and the inventory disk series)")
+
+
+class RightsizeSpec(BaseModel):
+    model_config = _CFG
+
+    enabled: bool = False
+    percentile: float = Field(default=95.0, ge=0, le=100)
+    headroom: float = Field(default=0.2, ge=0)
+
+
+class OptimiseSpec(BaseModel):
+    """CP-SAT after the heuristic: exact or time-limited vector packing on vCPU slots, memory and the
+    summed CPU demand (and memory in use) per window; adopted when it saves hosts and every host still
+    meets the CPU Ready bound at full resolution."""
+
+    model_config = _CFG
+
+    enabled: bool = False
+    windows: int = Field(default=48, ge=1, description="demand windows CP-SAT starts from (highest total demand)")
+    rounds: int = Field(default=3, ge=1, description="solve rounds adding the windows the answer overloads")
+    max_vms: int = Field(default=3000, ge=1, description="larger inventories keep the heuristic")
+    max_time_s: float = Field(default=5.0, gt=0)
+    max_deterministic_time: float = Field(default=3.0, gt=0)
+
+
+class PlanSpec(BaseModel):
+    """The candidates file of ``densim plan``: QoS bounds, cost inputs and candidate host types."""
+
+    model_config = _CFG
+
+    qos: QosSpec = Field(default_factory=QosSpec, description="quality-of-service bounds every VM must meet at every step")
+    cost: CostInputs = Field(default_factory=CostInputs, description="TCO inputs: years, energy, space, licences")
+    rightsizing: RightsizeSpec = Field(default_factory=RightsizeSpec, description="resize VMs to a demand percentile first")
+    policy: str = Field(default="timeseries", description="placement prefab (registry placement-prefab)")
+    windows: int = Field(default=720, ge=1, description="time windows used while placing")
+    optimise: OptimiseSpec = Field(default_factory=OptimiseSpec)
+    memory: MemorySettings | None = Field(default=None, description="memory over-commit model for the memory QoS check")
+
+    @field_validator("memory")
+    @classmethod
+    def _no_swap_datastore(cls, v: MemorySettings | None) -> MemorySettings | None:
+        if v is not None and v.swap_datastore is not None:
+            raise ValueError("swap_datastore needs the engine's storage stage, which the plan does not model; "
+                             "give a swap_device for the plan's memory check")
+        return v
+    candidates: list[Candidate] = Field(min_length=1, description="host configurations to compare")
