@@ -200,27 +200,45 @@ def _print_validation(seed: int, as_json: bool) -> None:
     from rich.table import Table
 
     from densim.atomic import dumps_strict
-    from densim.tools.studies.validation import _err, run_all
+    from densim.tools.studies.validation import SPECPOWER, _err, _num, fit_text, run_all
 
     res = run_guarded(run_all, None, seed)
     if as_json:
-        typer.echo(dumps_strict({"seed": seed, "predictions": res["rows"], "areas": res["areas"]}, indent=2))
+        typer.echo(dumps_strict({"seed": seed, "predictions": res["rows"], "areas": res["areas"],
+                                 "cross_validation": {"specpower": res["loo"], **res["loo_fits"]}}, indent=2))
         return
     tab = Table(title="every prediction (no parameter fitted to it) against its published measurement")
     for col in ("study", "figure", "measured", "predicted", "error", "tolerance", "within"):
         tab.add_column(col, justify="right" if col in ("measured", "predicted", "error") else "left")
     for r in res["rows"]:
-        tab.add_row(r["study"], r["figure"], f"{r['measured']:.4g} {r['unit']}", f"{r['predicted']:.4g} {r['unit']}",
+        tab.add_row(r["study"], r["figure"], _num(r["measured"], r["unit"]), _num(r["predicted"], r["unit"]),
                     _err(r), r["tolerance"], "yes" if r["within"] else "MISS")
     con = console()
     con.print(tab)
-    area = Table(title="per area (MAPE leaves out one-sided bounds)")
-    for col in ("area", "predictions", "MAPE", "within tolerance"):
+    area = Table(title="per area (MAPE leaves out bounds and rows without a model value)")
+    for col in ("area", "predictions", "in MAPE", "MAPE", "within tolerance"):
         area.add_column(col)
     for name, a in sorted(res["areas"].items(), key=lambda kv: (kv[0] == "all", kv[0])):
-        area.add_row(name, f"{a['predictions']:.0f}", f"{a['mape_pct']:.1f} %", f"{100 * a['within_share']:.0f} %")
+        mape = f"{a['mape_pct']:.1f} %" if a["mape_pct"] == a["mape_pct"] else "-"
+        area.add_row(name, f"{a['predictions']:.0f}", f"{a['with_error']:.0f}", mape,
+                     f"{a['within']:.0f} ({100 * a['within_share']:.0f} %)")
     con.print(area)
-    con.print("Sources, set-ups and the misses' suspected mechanisms: docs/background/validation.md")
+    loo = Table(title="cross-validation: SPECpower load levels left out one at a time (mean |error|)")
+    for col in ("server", "table", "line"):
+        loo.add_column(col)
+    for key, rows in res["loo"].items():
+        loo.add_row(SPECPOWER[key]["label"], *(f"{100 * sum(abs(e[f'{k}_error']) for e in rows) / len(rows):.1f} %"
+                                               for k in ("table", "line")))
+    con.print(loo)
+    fits = Table(title="cross-validation of the older studies' fits: fit on all figures but one, predict the one left out")
+    for col in ("study", "left out", "measured", "predicted", "error", "re-fitted"):
+        fits.add_column(col, justify="right" if col in ("measured", "predicted", "error") else "left")
+    for study, rows in res["loo_fits"].items():
+        for r in rows:
+            fits.add_row(study, r["left_out"], f"{r['measured']:.4g}", f"{r['predicted']:.4g}",
+                         f"{100 * r['error']:+.1f} %", fit_text(r["fit"]))
+    con.print(fits)
+    con.print("Sources, set-ups, the cross-validation details and the misses' suspected mechanisms: docs/background/validation.md")
 
 
 @app.command()

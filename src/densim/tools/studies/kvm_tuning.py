@@ -51,19 +51,41 @@ def _host(name: str, hugepages: bool, network: str, numa: str, seed: int, pinnin
     return BenchHost.model_validate({"name": name, "server": SERVER, "virtualization": v, "run": {"seed": seed}})
 
 
-def tuner_pinning(seed: int) -> dict[str, int]:
+def tuner_pinning(seed: int, *, tile=None, catalog=None) -> dict[str, int]:
     """The hand-tuner's plan: each VM's mean CPU use studied beforehand, VMs pinned in start order
-    to the least-loaded node (:func:`densim.placement.numa.pin_balanced`)."""
+    to the least-loaded node (:func:`densim.placement.numa.pin_balanced`). ``tile`` and ``catalog``
+    (default: the built-in ones) let the cross-validation re-fit the tile's parameters."""
     from densim.tools.tiles.core import Bench
     from densim.placement.numa import pin_balanced
 
-    b = Bench(_host("probe", True, "sriov", "manual", seed))
+    b = Bench(_host("probe", True, "sriov", "manual", seed), catalog, tile)
     load = np.zeros(len(b.roles))
     for c, rc in enumerate(b.tile.classes):
         for j, vz in enumerate(rc.visits):
             load[b.role_index[vz.vm]] += rc.users / rc.think_s * sum(b.cycles(c, j, 0.0))
     nodes = pin_balanced(np.tile(load, MAX_TILES_PINNED), np.tile(b.role_mem, MAX_TILES_PINNED), b.sockets, b.memory_per_node)
     return {name: int(n) for name, n in zip(b.vm_names(MAX_TILES_PINNED), nodes, strict=True)}
+
+
+#: the tuning steps in order: (key, hugepages, network, NUMA policy)
+STEPS = (("default", False, "virtio", "none"), ("+hugepages", True, "virtio", "none"),
+         ("+SR-IOV", True, "sriov", "none"), ("+node binding (manual)", True, "sriov", "manual"))
+
+
+def step_scores(seed: int, *, tile=None, catalog=None, keys: tuple[str, ...] | None = None) -> dict[str, float]:
+    """Benchmark score of each tuning step (or of ``keys`` only) with a given tile and catalog.
+
+    The same hosts as :func:`run_study`; used by the leave-one-out cross-validation
+    (:mod:`densim.tools.studies.crossval`), which re-fits the tile's TLB and LLC miss rates and the
+    virtio-net host cycles.
+    """
+    from densim.tools.tiles.core import Bench
+
+    wanted = [s for s in STEPS if keys is None or s[0] in keys]
+    pins = tuner_pinning(seed, tile=tile, catalog=catalog) if any(s[3] == "manual" for s in wanted) else None
+    names = {"default": "default", "+hugepages": "hugepages", "+SR-IOV": "sriov", "+node binding (manual)": "tuned"}
+    return {key: float(Bench(_host(names[key], hp, net, numa, seed, pins if numa == "manual" else None), catalog, tile).run()["result"]["score"])
+            for key, hp, net, numa in wanted}
 
 
 def run_study(out_dir: Path | None, seed: int, include_newer: bool = True) -> dict[str, Any]:

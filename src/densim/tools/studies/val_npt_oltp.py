@@ -1,0 +1,137 @@
+"""Study ``val-npt-oltp``: nested paging and paravirtual drivers for an OLTP guest (Red Hat 2007).
+
+Source (measured): S. Rao, *Red Hat Enterprise Linux 5.1 utilizes nested paging on AMD Barcelona
+Processor to improve performance of virtualized guests*, Red Hat Magazine, 2007-11-20. Set-up as
+the readable text gives it: an Oracle 10gR2 OLTP workload ("uses both memory and I/O
+sub-systems", "many page modifications", "I/O intensive") in a fully virtualized RHEL 5.1 (Xen)
+guest on an AMD quad-core Opteron "Barcelona" host, against the same workload on bare metal.
+Measured, in the article's prose (its table was not readable as text):
+
+* nested paging (NPT) "almost doubles the performance" of the fully virtualized guest (shadow page
+  tables, emulated I/O) -> 2.0 (read as 2.0; "almost" means a little under);
+* nested paging plus PV drivers: "75 % of bare metal";
+* nested paging plus PV drivers: "3.5 times the performance on a fully virtualized guest".
+
+Model (``densim.models.requests.visit_cycles``: ``instructions x CPI(page walks) + I/O path
+cycles``, the same per-visit cost the tile benchmark uses): one transaction of the catalog's
+database visit (``tile.yaml`` class ``japp``, VM ``db``: 9.6 M instructions, CPI_core 1.0, 12 LLC
+misses and 2.5 TLB misses (4 KB) per 1,000 instructions, 1 disk I/O and 20 packets; those miss
+rates were fitted to the kvm-tuning steps, a different source, and nothing here was tuned). The
+box is taken as CPU-bound (E): throughput ~ 1 / (guest + host-side cycles per transaction).
+Four configurations: bare metal (native walks, no I/O path cost), fully virtualized (shadow
+paging, emulated disk and NIC), NPT with emulated I/O, NPT with paravirtual disk and NIC (the
+catalog's virtio-blk / virtio-net paths stand in for Xen's blkfront/netfront (E)).
+
+Platform: AMD Family 10h data TLB from its software optimization guide (R): 48-entry L1 (4 KB and
+2 MB) + 512-entry L2 for 4 KB and 128 for 2 MB pages; walk-reference cycles, memory latency and
+exit costs are the catalog's Westmere/KVM values (E: no Barcelona/Xen entry exists; Xen's exits
+to qemu-dm in dom0 are probably dearer than KVM's exits to QEMU). Shadow paging uses the visit's
+default page-table-write and context-switch rates (0.02 and 0.005 per 1,000 instructions), the
+same constants the engine hard-codes.
+
+Tolerances (a priori): +/-25 % on each ratio.
+
+Expected weak spots, written before the run: (1) densim charges shadow paging a fixed cost per
+instruction (two exit rates), independent of how often an OLTP database rewrites page tables and
+switches processes, so it may well put NPT below shadow for a workload with many TLB misses and
+4 KB host pages (the nested walk is dearer); the source says the opposite by 2x. (2) The catalog
+database visit does one disk I/O per 9.6 M instructions, far less I/O-bound than an "I/O
+intensive" OLTP run, so the PV-driver gain will come out small.
+
+Result (after the run, nothing changed): NPT/shadow 0.89 (measured ~2.0) and NPT+PV over the fully
+virtualized guest 0.91 (measured 3.5) miss; NPT+PV at 76 % of bare metal is within tolerance, but
+for the wrong reason: the model's whole gap to bare metal is the nested page walk (4 KB host pages),
+while the source's gap is mostly I/O emulation. Missing mechanisms: shadow-table synchronisation
+cost that grows with page-table writes, processes and vCPUs (the engine's fixed 0.02/0.005 exit
+rates), and per-workload I/O intensity of a database (I/Os and interrupts per transaction).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from densim.catalog.core import builtin_catalog
+from densim.models.numa import NumaSpec
+from densim.models.requests import PathCosts, visit_cycles
+from densim.models.virtualization import ExitCosts, IoPath, TlbSpec
+from densim.tools.studies.base import Study, headline
+
+SOURCE = ("S. Rao, 'Red Hat Enterprise Linux 5.1 utilizes nested paging on AMD Barcelona Processor to improve "
+          "performance of virtualized guests', Red Hat Magazine, 2007-11-20 (Oracle 10gR2 OLTP, prose figures)")
+MEASURED = {"npt_over_shadow": 2.0, "npt_pv_over_bare": 0.75, "npt_pv_over_fv": 3.5}
+TOLERANCE = 0.25
+
+BARCELONA_TLB = TlbSpec(
+    name="amd-family-10h", entries_4k=48 + 512, entries_2m=48 + 128, leaf_ref_cycles=40, upper_ref_cycles=5,
+    source=("AMD Family 10h software optimization guide (R): L1 DTLB 48 entries (4 KB/2 MB), L2 DTLB 512 (4 KB) + "
+            "128 (2 MB); walk-reference cycles as the catalog's Westmere entry (E)"))
+EXITS = "kvm-westmere"  # (E) proxy: no Xen/Barcelona exit-cost set in the catalog
+PLATFORM = "ibm-x3650-m3-x5680"  # (E) proxy for the memory latency (NUMA local cycles, stall share)
+
+CONFIGS = {
+    # name: (paging, disk path, network path)
+    "bare metal": ("native", "native", "native"),
+    "fully virtualized (shadow, emulated I/O)": ("shadow", "emulated-ide", "emulated-e1000"),
+    "nested paging, emulated I/O": ("ept", "emulated-ide", "emulated-e1000"),
+    "nested paging + PV drivers": ("ept", "virtio-blk", "virtio-net"),
+}
+
+
+def db_visit():
+    """The catalog tile's database visit (class ``japp``, VM ``db``)."""
+    from densim.tools.tiles.core import builtin_tile
+
+    for c in builtin_tile().classes:
+        for v in c.visits:
+            if v.vm == "db":
+                return v
+    raise LookupError("the built-in tile has no 'db' visit")
+
+
+def cycles(config: str) -> dict[str, float]:
+    """Guest (vCPU) and host-side cycles of one transaction in ``config``."""
+    from densim.tools.tiles.core import PlatformSpec
+
+    cat = builtin_catalog()
+    paging, disk, net = CONFIGS[config]
+    numa: NumaSpec = cat.get("virt_platforms", PLATFORM, PlatformSpec).numa
+    costs = PathCosts(exits=cat.get("virt_exit_costs", EXITS, ExitCosts), network=cat.get("virt_io_paths", net, IoPath),
+                      storage=cat.get("virt_io_paths", disk, IoPath), tlb=BARCELONA_TLB, numa=numa, paging=paging,
+                      host_hugepages=False, guest_large_pages=True)
+    vcpu, host = visit_cycles(db_visit(), costs, 0.0)
+    return {"vcpu_cycles": vcpu, "host_cycles": host, "total_cycles": vcpu + host}
+
+
+def run(out_dir: Path, seed: int) -> dict[str, Any]:
+    del out_dir
+    cyc = {k: cycles(k) for k in CONFIGS}
+    x = {k: 1.0 / v["total_cycles"] for k, v in cyc.items()}
+    fv, npt, pv, bare = (x[k] for k in ("fully virtualized (shadow, emulated I/O)", "nested paging, emulated I/O",
+                                        "nested paging + PV drivers", "bare metal"))
+    heads = [
+        headline("nested paging over shadow paging, emulated I/O ('almost doubles')", MEASURED["npt_over_shadow"], npt / fv,
+                 tolerance=TOLERANCE, relative=True, source=SOURCE, unit="x", role="prediction"),
+        headline("nested paging + PV drivers, share of bare metal", MEASURED["npt_pv_over_bare"], pv / bare,
+                 tolerance=TOLERANCE, relative=True, source=SOURCE, unit="of bare metal", role="prediction"),
+        headline("nested paging + PV drivers over the fully virtualized guest", MEASURED["npt_pv_over_fv"], pv / fv,
+                 tolerance=TOLERANCE, relative=True, source=SOURCE, unit="x", role="prediction"),
+    ]
+    names = list(CONFIGS)
+    fig = {"data": [{"type": "bar", "name": "model", "x": names, "y": [x[k] / bare for k in names]},
+                    {"type": "scatter", "mode": "markers", "name": "Red Hat 2007 (prose)",
+                     "x": names, "y": [1.0, 0.75 / 3.5, 2.0 * 0.75 / 3.5, 0.75]}],
+           "layout": {"title": {"text": "Oracle OLTP guest: throughput relative to bare metal"},
+                      "yaxis": {"title": {"text": "share of bare metal"}}}}
+    return {"study": "val-npt-oltp", "seed": seed, "headline": heads, "figures": [fig],
+            "runs": {k: {**cyc[k], "throughput_vs_bare": x[k] / bare} for k in names}}
+
+
+STUDY = Study(
+    name="val-npt-oltp",
+    description="Validation: nested paging and PV drivers for an Oracle OLTP guest on AMD Barcelona (Red Hat 2007)",
+    run=run,
+    source=SOURCE,
+    tags=("validation", "virtualization", "no-queueing"),
+    area="cpu-virtualization",
+)
