@@ -67,6 +67,8 @@ def swap_sql_loo() -> list[dict[str, Any]]:
     """Fit ``fault_software_time`` and the ``oltp-sql`` access rate on two swap devices, predict the third."""
     from scipy.optimize import least_squares
 
+    from densim.plant.memory import memory_params
+
     from densim.catalog.core import builtin_catalog
     from densim.models.workload_memory import load_workload
     from densim.spec.memory import MemorySettings
@@ -74,7 +76,7 @@ def swap_sql_loo() -> list[dict[str, Any]]:
 
     cat = builtin_catalog()
     wl0 = load_workload("oltp-sql", cat)
-    p0 = MemorySettings(model="vsphere-like").params(cat)
+    p0 = memory_params(MemorySettings(model="vsphere-like"), cat)
 
     def x_of(label: str, t_sw: float, rate: float) -> float:
         wl = wl0.model_copy(update={"access_rate_per_s": rate})

@@ -48,6 +48,8 @@ from typing import Any
 
 import numpy as np
 
+from densim.plant.memory import memory_params
+
 from densim.catalog.core import builtin_catalog
 from densim.models import memory as M
 from densim.models.devices import DeviceSpec
@@ -71,7 +73,7 @@ def shared_share(n_vms: int, vm_gib: float, host_gib: float, *, inter_vm_sharing
     """Memory freed by page sharing over configured guest memory, for ``n_vms`` alike VMs on one host."""
     cat = builtin_catalog()
     wl = load_workload("generic-server", cat)
-    params = MemorySettings(model="vsphere-like", inter_vm_sharing=inter_vm_sharing).params(cat)
+    params = memory_params(MemorySettings(model="vsphere-like", inter_vm_sharing=inter_vm_sharing), cat)
     cfg = np.full(n_vms, vm_gib * GIB)
     res = M.evaluate(cfg, wl.active_bytes(cfg), np.zeros(n_vms, dtype=np.int64), 1, host_gib * GIB, params,
                      store=M.DeviceArrays.from_spec(cat.get("devices", "fc-san-lun", DeviceSpec)),
