@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from densim.models.queueing import binomial_expected_excess
 from densim.placement.filters import FILTERS, ready_pct_worst
-from densim.placement.prefabs import PREFABS, HostType, PackingProblem, lower_bound_hosts, place
+from densim.placement import POLICIES, planner_policies
+from densim.placement.prefabs import HostType, PackingProblem, lower_bound_hosts, place
 from densim.placement.tspack import build_problem, host_metrics, window_max
 from densim.placement.weighers import WEIGHERS
 
@@ -24,19 +25,20 @@ def problem(vcpus, mem_gib, **kw) -> PackingProblem:
 def test_registries_have_a_do_nothing_entry_and_the_documented_names():
     assert {"none", "capacity", "demand", "ready", "anti_affinity", "numa_fit"} <= set(FILTERS.names())
     assert {"first", "pack", "spread", "complement"} <= set(WEIGHERS.names())
-    assert {"none", "first-fit", "ffd", "best-fit", "spread", "consolidate", "timeseries"} <= set(PREFABS.names())
+    assert {"stack", "first-fit", "first-fit-decreasing", "best-fit-decreasing", "spread", "consolidate", "timeseries"} == set(planner_policies())
+    assert {"first-fit", "first-fit-decreasing", "best-fit", "worst-fit", "none"} <= set(POLICIES.names())
 
 
 def test_capacity_with_overcommit_ratios():
     # 32 logical CPUs x 2:1 = 64 vCPU slots per host; 128 GiB. Five 16-vCPU VMs -> 80 vCPUs -> 2 hosts,
     # the first holding four (64 slots) and the second one.
     p = problem([16] * 5, [8] * 5, cpu_overcommit=2.0)
-    pl = place(p, "ffd")
+    pl = place(p, "first-fit-decreasing")
     assert pl.n_hosts == 2
     assert np.bincount(pl.host_of_vm).tolist() == [4, 1]
     # memory bound: 5 x 40 GiB at 1.0 over-commit -> 3 per host (120 GiB) -> 2 hosts; at 1.5 (192 GiB) -> 4 + 1
-    assert place(problem([1] * 5, [40] * 5), "ffd").host_of_vm.tolist() == [0, 0, 0, 1, 1]
-    assert np.bincount(place(problem([1] * 5, [40] * 5, memory_overcommit=1.5), "ffd").host_of_vm).tolist() == [4, 1]
+    assert place(problem([1] * 5, [40] * 5), "first-fit-decreasing").host_of_vm.tolist() == [0, 0, 0, 1, 1]
+    assert np.bincount(place(problem([1] * 5, [40] * 5, memory_overcommit=1.5), "first-fit-decreasing").host_of_vm).tolist() == [4, 1]
 
 
 def test_anti_affinity_spreads_a_group():
@@ -48,7 +50,7 @@ def test_anti_affinity_spreads_a_group():
 
 def test_affinity_keeps_a_group_together():
     p = problem([20, 20, 20, 20], [1] * 4, cpu_overcommit=2.0, affinity=np.array(["", "db", "", "db"], dtype=object))
-    pl = place(p, "ffd")
+    pl = place(p, "first-fit-decreasing")
     assert pl.host_of_vm[1] == pl.host_of_vm[3]
     assert pl.n_hosts == 2  # 40 + 40 vCPUs of 64 slots each
 
@@ -105,7 +107,7 @@ def test_timeseries_packing_pairs_complementary_peaks():
     assert pl.host_of_vm[0] != pl.host_of_vm[1]
     peaks_only = build_problem(np.full(4, 8.0), np.full(4, GIB), cpu.max(axis=0, keepdims=True), None, host,
                                cpu_overcommit=4.0, max_cpu_utilisation=0.6, ready_bound_pct=100.0)
-    assert place(peaks_only, "ffd").n_hosts == 4
+    assert place(peaks_only, "first-fit-decreasing").n_hosts == 4
     assert lower_bound_hosts(p) == 2  # ceil(34,000 / 19,200): the time-series packing is optimal
 
 
@@ -118,7 +120,7 @@ def test_window_max_never_understates():
 
 @settings(max_examples=25, deadline=None)
 @given(st.lists(st.tuples(st.integers(1, 16), st.integers(1, 64)), min_size=1, max_size=30),
-       st.sampled_from(["first-fit", "ffd", "best-fit", "spread", "consolidate", "timeseries"]))
+       st.sampled_from(["first-fit", "first-fit-decreasing", "best-fit-decreasing", "spread", "consolidate", "timeseries"]))
 def test_every_policy_places_every_vm_once_within_capacity(vms, policy):
     v = np.array([a for a, _ in vms], float)
     m = np.array([b for _, b in vms], float)

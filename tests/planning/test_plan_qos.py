@@ -30,7 +30,7 @@ def inventory(n=8, steps=12, active_gib=6.0, cfg_gib=8.0, util=0.5, disk_MBps=No
 
 
 def spec(**over):
-    d = {"policy": "ffd", "windows": 12, "qos": {"cpu_ready_pct": 50, "cpu_overcommit": 8, "memory_overcommit": 1.0},
+    d = {"policy": "first-fit-decreasing", "windows": 12, "qos": {"cpu_ready_pct": 50, "cpu_overcommit": 8, "memory_overcommit": 1.0},
          "candidates": [HOST]}
     for k, v in over.items():
         if isinstance(v, dict) and isinstance(d.get(k), dict):

@@ -14,7 +14,7 @@ import numpy as np
 
 from densim.placement.filters import FILTERS
 from densim.placement.weighers import WEIGHERS
-from densim.registry import Registry
+from densim.placement import POLICIES, Recipe, planner_policies
 
 
 @dataclass(frozen=True)
@@ -143,33 +143,17 @@ class HostState:
             self.groups[h].add(p.anti_affinity[j])
 
 
-@dataclass(frozen=True)
-class Policy:
-    name: str
-    filters: tuple[str, ...]
-    weighers: tuple[tuple[str, float], ...]
-    order: str = "decreasing"  # or "given"
-    description: str = ""
+# The planner's policies are the recipes of the one placement registry (densim.placement.POLICIES).
+Policy = Recipe
 
 
-PREFABS: Registry = Registry("placement-prefab", default="consolidate")
-
-
-def _prefab(policy: Policy, source: str = "") -> None:
-    PREFABS.add(policy.name, policy, description=policy.description, source=source)
-
-
-_prefab(Policy("none", ("none",), (("first", 1.0),), "given", "every VM on the first host (no checks)"))
-_prefab(Policy("first-fit", ("capacity",), (("first", 1.0),), "given", "first host with room, VMs in the given order"))
-_prefab(Policy("ffd", ("capacity", "demand"), (("first", 1.0),), "decreasing",
-               "first-fit decreasing on allocations and per-window demand"), "Johnson 1973; Coffman et al.")
-_prefab(Policy("best-fit", ("capacity", "demand"), (("pack", 1.0),), "decreasing", "fullest host with room, largest VMs first"))
-_prefab(Policy("spread", ("capacity", "demand", "anti_affinity"), (("spread", 1.0),), "decreasing",
-               "emptiest host with room (load balancing)"))
-_prefab(Policy("consolidate", ("capacity", "demand", "numa_fit", "anti_affinity", "ready"), (("pack", 1.0),), "decreasing",
-               "fewest hosts: capacity, NUMA fit, anti-affinity and the CPU Ready bound; best-fit"))
-_prefab(Policy("timeseries", ("capacity", "demand", "numa_fit", "anti_affinity", "ready"), (("complement", 1.0), ("pack", 0.25)),
-               "decreasing", "time-series aware: VMs whose peaks do not coincide share a host; CPU Ready bound"))
+def recipe(name: str) -> Recipe:
+    """The planner recipe of placement policy ``name``."""
+    pol = POLICIES.get(name)
+    if pol.recipe is None:
+        raise KeyError(f"placement policy {name!r} places onto a fixed set of hosts (the engine); the planner's: "
+                       f"{', '.join(planner_policies())}")
+    return pol.recipe
 
 
 @dataclass
@@ -199,7 +183,7 @@ def place(p: PackingProblem, policy: str | Policy = "consolidate", *, order: np.
     Affinity groups are placed as a unit (the members are checked one after another on the same host).
     A VM that does not fit even an empty host is recorded in ``unplaceable`` and given host -1.
     """
-    pol = PREFABS.get(policy) if isinstance(policy, str) else policy
+    pol = recipe(policy) if isinstance(policy, str) else policy
     filters = [FILTERS.get(f) for f in pol.filters]
     weighers = [(WEIGHERS.get(w), m) for w, m in pol.weighers]
     units = _affinity_groups(p)

@@ -281,10 +281,14 @@ def _vm_groups(sc: Scenario, issues: _Issues) -> None:
 
 def _placement(sc: Scenario, issues: _Issues) -> None:
     from densim.models.cpu import CPU_CONTENTION
-    from densim.placement import POLICIES
+    from densim.placement import POLICIES, engine_policies
 
-    if sc.placement.policy not in POLICIES:
-        issues.append(("placement.policy", f"unknown placement policy {sc.placement.policy!r}; valid: {', '.join(POLICIES.names())}"))
+    pol = sc.placement.policy
+    if pol not in POLICIES:
+        issues.append(("placement.policy", f"unknown placement policy {pol!r}; valid: {', '.join(engine_policies())}"))
+    elif POLICIES.get(pol).kernel is None:
+        issues.append(("placement.policy", f"placement policy {pol!r} opens hosts as it places (densim plan); onto the "
+                       f"scenario's hosts: {', '.join(engine_policies())}"))
     if sc.simulation.cpu_model not in CPU_CONTENTION:
         issues.append(("simulation.cpu_model", f"unknown CPU contention model {sc.simulation.cpu_model!r}; valid: "
                        f"{', '.join(CPU_CONTENTION.names())}"))

@@ -36,10 +36,10 @@ def plan_command(
         spec = load_plan_spec(candidates)
         upd = {}
         if policy is not None:
-            from densim.placement.prefabs import PREFABS
+            from densim.placement import POLICIES, planner_policies
 
-            if policy not in PREFABS:
-                raise InputError(None, "--policy", f"unknown policy {policy!r}; valid: {', '.join(PREFABS.names())}")
+            if policy not in POLICIES or POLICIES.get(policy).recipe is None:
+                raise InputError(None, "--policy", f"unknown planner policy {policy!r}; valid: {', '.join(planner_policies())}")
             upd["policy"] = policy
         if windows is not None:
             upd["windows"] = windows
