@@ -91,7 +91,7 @@ def test_ready_filter_opens_a_host_when_the_bound_would_break():
     assert one.ready_pct_worst[0] == pytest.approx(100 * 0.5 * 4 * 0.398942 / 32, rel=1e-3)
 
 
-def test_timeseries_packing_pairs_complementary_peaks():
+def test_timeseries_recipe_pairs_complementary_peaks():
     # Four VMs of 8 vCPUs on a 16-core 2 GHz host (32,000 MHz). A and B peak by day (16,000 MHz) and
     # idle by night (1,000); C and D the opposite.
     host = HostType("h", 1, 16, 1, 2000.0, 256 * GIB)

@@ -68,10 +68,6 @@ def smt_core_throughput(busy_threads, threads_per_core: int, smt_gain: float):
     return out[()] if out.ndim == 0 else out
 
 
-def core_capacity_cycles_per_s(cores, threads_per_core: int, smt_gain: float, frequency_mhz):
-    """Saturated throughput of ``cores`` cores in single-thread cycles per second: ``cores h f``."""
-    return np.asarray(cores, dtype=float) * smt_core_throughput(threads_per_core, threads_per_core, smt_gain) * np.asarray(frequency_mhz, dtype=float) * 1e6
-
 
 def core_power_w(frequency_mhz, base_mhz: float, dynamic_w_at_base: float, leakage_w: float):
     """Power of one busy core: ``leak + P_dyn,base (f/f_base)^3``."""

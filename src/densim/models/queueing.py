@@ -72,20 +72,6 @@ def ggc_wait_s(arrival_per_s, service_s, servers, ca2=1.0, cs2=1.0):
     return mmc_wait_s(arrival_per_s, service_s, servers) * (np.asarray(ca2) + np.asarray(cs2)) / 2.0
 
 
-def mmc_wait_quantile_s(arrival_per_s, service_s, servers, q):
-    """Quantile ``q`` of the M/M/c waiting time: P(W > t) = C e^{-(c mu - lambda) t}."""
-    lam = float(arrival_per_s)
-    s = float(service_s)
-    c = float(servers)
-    a = lam * s
-    if a >= c:
-        return float("inf")
-    pw = float(erlang_c(c, a))
-    if 1.0 - q >= pw:
-        return 0.0
-    rate = (c - a) / s
-    return float(np.log(pw / (1.0 - q)) / rate)
-
 
 def mmc_response_quantile_s(arrival_per_s, service_s, servers, q, tol=1e-9):
     """Quantile ``q`` of M/M/c response time (exponential service + Erlang-C wait), by bisection."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from densim.placement.filters import ready_pct_worst
-from densim.placement.prefabs import HostType, PackingProblem, Placement, place
+from densim.placement.prefabs import HostType, PackingProblem
 
 
 def window_max(series: np.ndarray, n_windows: int) -> np.ndarray:
@@ -63,10 +63,6 @@ def build_problem(
         io_w_iops=io_w, io_cap_iops=float(io_cap_iops),
     )
 
-
-def timeseries_pack(p: PackingProblem, policy: str = "timeseries") -> Placement:
-    """Place with the time-series-aware prefab (complementary peaks share hosts)."""
-    return place(p, policy)
 
 
 @dataclass

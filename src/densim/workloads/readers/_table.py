@@ -33,10 +33,3 @@ def strip_prefix(key: str, prefix: str) -> str:
     if key.startswith(p) and len(key) > len(p):
         return key[len(p):]
     return key
-
-
-def split_unit(key: str, base: str) -> tuple[str, str] | None:
-    """If ``key`` is ``base`` followed by a unit token, return (base, unit); else None."""
-    if not key.startswith(base):
-        return None
-    return base, key[len(base):]
