@@ -37,19 +37,41 @@ def detect_format(path: Path) -> str:
             return "rvtools"
         if any(n.endswith((".csv", ".csv.gz")) for n in names):
             return "bitbrains"
-        if names:
+        if _looks_like_planetlab(path):
             return "planetlab"
-        raise InputError(path, "", "empty folder: cannot tell the inventory format")
+        if not names:
+            raise InputError(path, "", "empty folder: cannot tell the inventory format")
+        raise InputError(path, "", f"cannot tell the inventory format of this folder; pass --format ({', '.join(FORMATS)})")
     if suffix.endswith(".parquet"):
         return "generic"
     if suffix.endswith(".csv"):
-        head = path.read_text(encoding="utf-8-sig", errors="replace").split("\n", 1)[0].strip().lower()
+        from densim.workloads.readers._checks import first_line
+
+        head = first_line(path, "inventory CSV").strip().lower()
         if "cpu_used" in head:  # the generic long format's required demand column
             return "generic"
         if rvtools.is_rvtools(path):
             return "rvtools"
         return "generic"
     raise InputError(path, "", f"cannot tell the inventory format; pass --format ({', '.join(FORMATS)})")
+
+
+def _looks_like_planetlab(path: Path) -> bool:
+    """A PlanetLab folder holds plain files whose first line is a CPU % (an integer)."""
+    from densim.workloads.readers._checks import first_line
+
+    files = sorted(p for p in path.iterdir() if not p.name.startswith(".") and p.is_file())
+    if not files:
+        return False
+    try:
+        head = first_line(files[0]).strip()
+    except InputError:
+        return False
+    try:
+        float(head)
+    except ValueError:
+        return False
+    return True
 
 
 def load_inventory(path: str | Path, fmt: str = "auto", **options: Any) -> Inventory:
