@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 from densim.errors import InputError
-from densim.tools.sweep.store import MANIFEST, SCENARIOS
+from densim.tools.sweep.store import MANIFEST, SCENARIOS, verify_store
 
 
 def resolve_store(study: str | Path, out: str | Path = "results") -> Path:
@@ -40,11 +40,17 @@ def _sql_str(path: Path | str) -> str:
     return "'" + str(path).replace("'", "''") + "'"
 
 
-def connect(store: str | Path):
-    """A DuckDB connection with the store's views defined."""
+def connect(store: str | Path, *, verify: bool = True):
+    """A DuckDB connection with the store's views defined.
+
+    The store is checked first (:func:`~densim.tools.sweep.store.verify_store`): a finished task
+    with a deleted or truncated file is an error naming it, never a query with fewer rows.
+    """
     import duckdb
 
     root = Path(store).resolve()
+    if verify:
+        verify_store(root)
     con = duckdb.connect()
     con.execute(f"CREATE VIEW scenarios AS SELECT * FROM read_parquet({_sql_str(root / SCENARIOS)})")
     names = sorted({p.stem for p in root.glob("scenario=*/seed=*/*.parquet")})
@@ -64,7 +70,14 @@ def connect(store: str | Path):
 
 
 def manifest(store: str | Path) -> dict:
-    return json.loads((Path(store) / MANIFEST).read_text(encoding="utf-8"))
+    p = Path(store) / MANIFEST
+    try:
+        man = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        raise InputError(p, "", "missing or damaged manifest: not a complete results store") from None
+    if not isinstance(man, dict):
+        raise InputError(p, "", "damaged manifest: not a results store")
+    return man
 
 
 # statement kinds a read-only query may contain (SELECT covers FROM-first, DESCRIBE, SHOW, SUMMARIZE)
@@ -80,7 +93,10 @@ def run_query(store: str | Path, sql: str, *, allow_writes: bool = False):
     """
     import duckdb
 
-    con = connect(store)
+    try:
+        con = connect(store)
+    except duckdb.Error as exc:
+        raise InputError(store, "", f"cannot read the results store: {str(exc).splitlines()[0]}") from None
     try:
         if not allow_writes:
             kinds = [st.type.name for st in con.extract_statements(sql)]
