@@ -212,11 +212,14 @@ def check_task_dir(d: Path, *, deep: bool = False) -> str | None:
     digest when ``deep``); otherwise what is wrong, naming the file."""
     if not d.is_dir():
         return "the task folder is missing"
-    try:
-        meta = json.loads((d / TASK_FILE).read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    tf = d / TASK_FILE
+    if not tf.exists():
         return f"{TASK_FILE} is missing"
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+    if not tf.is_file() or tf.stat().st_size > 2**24:
+        return f"{TASK_FILE} is damaged"
+    try:
+        meta = json.loads(tf.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
         return f"{TASK_FILE} is damaged"
     listing = meta.get("files") if isinstance(meta, dict) else None
     if listing is None:  # a store written before task.json listed its files: nothing to compare
@@ -240,6 +243,21 @@ def check_task_dir(d: Path, *, deep: bool = False) -> str | None:
     return None
 
 
+def read_manifest(root: str | Path) -> dict[str, Any]:
+    """The store's manifest (a regular file holding a JSON mapping), or an :class:`InputError`."""
+    from densim.textio import read_text_file
+
+    p = Path(root) / MANIFEST
+    text = read_text_file(p, "results-store manifest")
+    try:
+        man = json.loads(text)
+    except (ValueError, RecursionError):
+        raise InputError(p, "", "damaged manifest: not valid JSON (rerun 'densim sweep' to rewrite it)") from None
+    if not isinstance(man, dict):
+        raise InputError(p, "", "damaged manifest: not a results store")
+    return man
+
+
 def verify_store(root: str | Path, *, deep: bool = False) -> None:
     """Raise :class:`InputError` naming the first damaged task file of a store (before a query reads it).
 
@@ -247,12 +265,7 @@ def verify_store(root: str | Path, *, deep: bool = False) -> None:
     its ``task.json`` lists at their written sizes.
     """
     root = Path(root)
-    try:
-        man = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        raise InputError(root / MANIFEST, "", "missing or damaged manifest: not a complete results store") from None
-    if not isinstance(man, dict):
-        raise InputError(root / MANIFEST, "", "damaged manifest: not a results store")
+    man = read_manifest(root)
     if not (root / SCENARIOS).is_file():
         raise InputError(root / SCENARIOS, "", "missing: the results store is damaged (rerun 'densim sweep')")
     dirs = {p for p in root.glob("scenario=*/seed=*") if p.is_dir()}
