@@ -22,6 +22,10 @@ def detect_format(path: Path) -> str:
     """Guess the format of ``path`` from its name and first bytes."""
     from densim.workloads.readers import azure, rvtools
 
+    try:
+        path.exists()
+    except OSError as exc:
+        raise InputError(path, "", f"not a usable file name: {exc.strerror}") from None
     if not path.exists():
         raise InputError(path, "", "inventory not found")
     suffix = "".join(path.suffixes).lower()
@@ -77,6 +81,10 @@ def _looks_like_planetlab(path: Path) -> bool:
 def load_inventory(path: str | Path, fmt: str = "auto", **options: Any) -> Inventory:
     """Read an inventory in any supported format (``fmt="auto"`` guesses it)."""
     path = Path(path)
+    try:
+        path.exists()
+    except OSError as exc:  # a name too long for the file system
+        raise InputError(path, "", f"not a usable file name: {exc.strerror}") from None
     fmt = detect_format(path) if fmt in ("auto", "", None) else fmt.lower()
     if fmt == "rvtools":
         from densim.workloads.readers.rvtools import read_rvtools

@@ -118,6 +118,10 @@ def register(app: typer.Typer) -> None:
         from densim.tools.sweep.query import resolve_store
         from densim.tools.sweep.report import render
 
+        from densim.cli.main import out_file
+
+        if html_out is not None:
+            _guard(out_file, html_out, "--html")
         store = _guard(resolve_store, study, out)
         metrics = list(metric) if metric else None
         if metrics is None and Path(study).is_file():

@@ -54,6 +54,13 @@ def budget_bytes() -> int:
 
 
 def gib(n: float) -> str:
+    """A byte count for messages: ``512 MiB``, ``8.0 GiB``, ``3.2e+12 GiB``."""
+    if not np.isfinite(n):
+        return "an unbounded amount"
+    if n < 2**20:
+        return f"{n / 2**10:,.0f} KiB"
+    if n < 2**30:
+        return f"{n / 2**20:,.0f} MiB"
     return f"{n / 2**30:,.1f} GiB" if n < 2**60 else f"{n / 2**30:.3g} GiB"
 
 
