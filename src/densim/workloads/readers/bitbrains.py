@@ -8,7 +8,6 @@ the VM's median step). ``KB`` is read as KiB (1,024 bytes), as OpenDC does for t
 
 from __future__ import annotations
 
-import gzip
 import re
 import io
 from pathlib import Path
