@@ -135,8 +135,9 @@ def read_generic(path: str | Path, *, step_s: float | None = None) -> Inventory:
         if need not in found:
             raise InputError(path, "header", f"missing column {need!r} (columns: {', '.join(df.columns)[:200]})")
     # blank lines (all cells empty) are skipped; every other row keeps its line number for messages
+    # (a CSV's first data row is line 2, under the header; a Parquet file's first record is row 1)
     blank = df.select(pl.all_horizontal(pl.all().is_null())).to_series().to_numpy() if df.height else np.zeros(0, bool)
-    line_of = np.flatnonzero(~blank) + 2
+    line_of = np.flatnonzero(~blank) + (1 if path.suffix.lower() == ".parquet" else 2)
     if blank.any():
         df = df.filter(~pl.Series(blank))
     if df.height == 0:
