@@ -16,6 +16,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from densim.cli.estimates import max_memory_option as _max_memory
+
 from densim.cli.common import fail, run_guarded
 
 app = typer.Typer(
@@ -72,12 +74,50 @@ def _progress_runner(no_progress: bool):
     return cm
 
 
-def _simulate_and_write(path: Path, out: Path, seed: Optional[int], no_progress: bool, report: bool = True):
-    from densim.tools.run import run_file
+def out_folder(out: Path, option: str = "--out") -> Path:
+    """``out`` must be a folder or not exist yet (a file, /dev/null or a name the file system refuses is an error)."""
+    from densim.errors import InputError
 
+    try:
+        if out.exists() and not out.is_dir():
+            raise InputError(f"{option} {out}", "", "exists and is not a folder; results go to a folder")
+        for parent in out.parents:
+            if parent.exists():
+                if not parent.is_dir():
+                    raise InputError(f"{option} {out}", "", f"{parent} is not a folder")
+                break
+    except OSError as exc:
+        raise InputError(f"{option} {out}", "", f"not a usable folder name: {exc.strerror}") from None
+    return out
+
+
+def out_file(out: Path, option: str = "--out") -> Path:
+    """``out`` must be a regular file or not exist yet (not a folder or a device)."""
+    from densim.errors import InputError
+
+    try:
+        if out.is_dir():
+            raise InputError(f"{option} {out}", "", "is a folder; give a file name")
+        if out.exists() and not out.is_file():
+            raise InputError(f"{option} {out}", "", "is not a regular file (a device or FIFO)")
+        if out.parent.exists() and not out.parent.is_dir():
+            raise InputError(f"{option} {out}", "", f"{out.parent} is not a folder")
+    except OSError as exc:
+        raise InputError(f"{option} {out}", "", f"not a usable file name: {exc.strerror}") from None
+    return out
+
+
+def _simulate_and_write(path: Path, out: Path, seed: Optional[int], no_progress: bool, report: bool = True,
+                        max_memory: int | None = None):
+    from densim.cli.estimates import check_run_memory
+    from densim.tools.run import run_file
+    from densim.workloads.readers._checks import memory_budget
+
+    out_folder(out)
     t0 = time.perf_counter()
-    with _progress_runner(no_progress)(f"simulating {Path(path).name}") as cb:
-        res = run_file(path, out, seed=seed, report=report, progress=cb)
+    check = None if max_memory is None else (lambda plant: check_run_memory(plant.spec, path, max_memory))
+    with memory_budget(max_memory), _progress_runner(no_progress)(f"simulating {Path(path).name}") as cb:
+        res = run_file(path, out, seed=seed, report=report, progress=cb, check=check)
     return res, time.perf_counter() - t0
 
 
@@ -103,13 +143,16 @@ def _print_run(res, out: Path, wall_s: float) -> None:
 def run(
     scenario: Annotated[Path, typer.Argument(help="scenario file (YAML or JSON)")],
     out: Annotated[Path, typer.Option("--out", "-o", help="output folder")] = Path("out/run"),
-    seed: Annotated[Optional[int], typer.Option(help="override the scenario's seed")] = None,
+    seed: Annotated[Optional[int], typer.Option(min=0, max=2**64 - 1, help="override the scenario's seed (0 to 2**64 - 1)")] = None,
     no_report: Annotated[bool, typer.Option("--no-report", help="skip report.html")] = False,
     no_progress: Annotated[bool, typer.Option("--no-progress", help="no progress bar")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="print summary.json instead of a table")] = False,
+    max_memory: Annotated[str, typer.Option("--max-memory", callback=_max_memory, help="refuse a run whose arrays are estimated to need more "
+                                            "memory than this, before allocating them (e.g. '32 GiB')")] = "8 GiB",
 ) -> None:
     """Simulate SCENARIO and write summary.json, Parquet tables and report.html to --out."""
-    res, wall = run_guarded(_simulate_and_write, scenario, out, seed, no_progress, not no_report)
+    limit = int(max_memory)
+    res, wall = run_guarded(_simulate_and_write, scenario, out, seed, no_progress, not no_report, limit)
     if json_out:
         from densim.atomic import dumps_strict
 
@@ -140,6 +183,7 @@ def schema(out: Annotated[Optional[Path], typer.Option("--out", "-o", help="writ
     if out:
         from densim.atomic import write_text_atomic
 
+        run_guarded(out_file, out)
         write_text_atomic(out, text + "\n")
     else:
         typer.echo(text)

@@ -19,11 +19,12 @@ def write_run(res, out: str | Path, *, report: bool = True) -> Path:
 
 
 def run_file(path: str | Path, out: str | Path, *, seed: int | None = None, report: bool = True,
-             progress: Callable[[int, int], None] | None = None):
+             progress: Callable[[int, int], None] | None = None, check: Callable | None = None):
     """Load, resolve and simulate the scenario file ``path``; write its results to ``out``.
 
     A run that fails leaves no complete-looking result: an older ``summary.json`` in ``out`` is
-    removed before anything else.
+    removed before anything else. ``check(plant)`` runs after resolving and before the engine
+    (the CLI's up-front memory estimate).
     """
     from densim.engine import simulate
     from densim.plant import load_plant
@@ -32,6 +33,8 @@ def run_file(path: str | Path, out: str | Path, *, seed: int | None = None, repo
     if out.is_dir():
         (out / "summary.json").unlink(missing_ok=True)
     plant = load_plant(path)
+    if check is not None:
+        check(plant)
     res = simulate(plant, seed=seed, progress=progress)
     write_run(res, out, report=report)
     return res

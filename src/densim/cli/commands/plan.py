@@ -7,6 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from densim.cli.estimates import max_memory_option as _max_memory
+
 from densim.cli.common import fail
 
 
@@ -16,12 +18,14 @@ def plan_command(
     out: Annotated[Path, typer.Option("--out", "-o", help="output folder")] = Path("plan-out"),
     fmt: Annotated[str, typer.Option("--format", help="inventory format, or 'auto'")] = "auto",
     policy: Annotated[Optional[str], typer.Option(help="placement policy (overrides the YAML)")] = None,
-    windows: Annotated[Optional[int], typer.Option(help="time windows used while placing (overrides the YAML)")] = None,
+    windows: Annotated[Optional[int], typer.Option(min=1, help="time windows used while placing (overrides the YAML)")] = None,
     rightsize: Annotated[Optional[bool], typer.Option("--rightsize/--no-rightsize", help="right-size VMs first")] = None,
     optimise: Annotated[Optional[bool], typer.Option("--optimise/--no-optimise", help="CP-SAT after the heuristic (reports the gap)")] = None,
-    steps: Annotated[Optional[int], typer.Option(help="use only the first N steps of the demand series")] = None,
-    snapshot_peak_factor: Annotated[float, typer.Option(help="RVTools only: multiply snapshot demand by this")] = 1.0,
-    seed: Annotated[int, typer.Option(help="recorded in the results (the plan itself is deterministic)")] = 0,
+    steps: Annotated[Optional[int], typer.Option(min=1, help="use only the first N steps of the demand series")] = None,
+    snapshot_peak_factor: Annotated[float, typer.Option(help="RVTools only: multiply snapshot demand by this (> 0)")] = 1.0,
+    seed: Annotated[int, typer.Option(min=0, max=2**64 - 1, help="recorded in the results (the plan itself is deterministic)")] = 0,
+    max_memory: Annotated[str, typer.Option("--max-memory", callback=_max_memory, help="refuse an inventory whose demand arrays are estimated to "
+                                            "need more memory than this, before allocating them (e.g. '32 GiB')")] = "8 GiB",
 ) -> None:
     """For each candidate host type: hosts needed so every VM meets its QoS over the whole series, and TCO per VM."""
     from rich.console import Console
@@ -32,7 +36,18 @@ def plan_command(
     from densim.errors import InputError
     from densim.workloads.formats import load_inventory
 
+    import math
+
+    from densim.cli.estimates import plan_bytes
+    from densim.cli.main import out_folder
+    from densim.workloads.readers._checks import check_budget, memory_budget
+
+    limit = int(max_memory)
+
+    if not (math.isfinite(snapshot_peak_factor) and 0 < snapshot_peak_factor <= 100):
+        fail(f"--snapshot-peak-factor: must be a number > 0 (and at most 100), got {snapshot_peak_factor:g}", code=2)
     try:
+        out_folder(out)
         spec = load_plan_spec(candidates)
         upd = {}
         if policy is not None:
@@ -52,9 +67,12 @@ def plan_command(
 
         fmt = detect_format(inventory) if fmt == "auto" else fmt
         opts = {"snapshot_peak_factor": snapshot_peak_factor} if fmt == "rvtools" else {}
-        inv = load_inventory(inventory, fmt, **opts)
-        if steps is not None:
-            inv = inv.with_series_steps(steps)
+        with memory_budget(limit):
+            inv = load_inventory(inventory, fmt, **opts)
+            if steps is not None:
+                inv = inv.with_series_steps(steps)
+            check_budget(plan_bytes(inv.n_vms, inv.n_steps), f"the plan ({inv.n_vms:,} VMs x {max(inv.n_steps, 1):,} steps)",
+                         inventory)
         res = plan(inv, spec)
         summary = write_outputs(res, out, seed)
     except InputError as exc:

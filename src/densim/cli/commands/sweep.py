@@ -18,17 +18,22 @@ def register(app: typer.Typer) -> None:
         study: Annotated[Path, typer.Argument(help="study file (YAML): base scenario, axes, replications, seed")],
         out: Annotated[Path, typer.Option("--out", "-o", help="results root; the store is OUT/<study name>")] = Path("results"),
         backend: Annotated[str, typer.Option(help="inprocess, process (default) or dask")] = "process",
-        workers: Annotated[Optional[int], typer.Option("--workers", "-j", help="worker processes (default: CPU count)")] = None,
+        workers: Annotated[Optional[int], typer.Option("--workers", "-j", min=1, help="worker processes (default: CPU count)")] = None,
         scheduler: Annotated[Optional[str], typer.Option(help="Dask scheduler address of an existing cluster, e.g. tcp://HOST:8786")] = None,
-        dask_local: Annotated[Optional[int], typer.Option("--dask-local", help="start a local Dask cluster of N worker processes")] = None,
-        retries: Annotated[int, typer.Option(help="resubmissions of a task whose worker died")] = 3,
+        dask_local: Annotated[Optional[int], typer.Option("--dask-local", min=1, help="start a local Dask cluster of N worker processes")] = None,
+        retries: Annotated[int, typer.Option(min=0, help="resubmissions of a task whose worker died")] = 3,
         fresh: Annotated[bool, typer.Option("--fresh", help="discard the existing store first (default: resume)")] = False,
         no_progress: Annotated[bool, typer.Option("--no-progress")] = False,
+        max_runs: Annotated[Optional[int], typer.Option("--max-runs", min=1, help="refuse a study that expands to more runs "
+                                                        "(scenario points x replications) than this [default: 100,000]")] = None,
     ) -> None:
         """Run every scenario x replication of a study; rerunning resumes where it stopped."""
         from densim.tools.sweep import load_study, run_sweep
+        from densim.tools.sweep.run import BACKENDS
 
-        st = _guard(load_study, study)
+        if backend not in BACKENDS:
+            _fail(f"--backend: unknown backend {backend!r}; use {', '.join(BACKENDS)}", code=2)
+        st = _guard(load_study, study, max_runs=max_runs)
         n = len(st.tasks())
         typer.echo(f"{st.name}: {len(st.points)} scenarios x {st.spec.replications} replications = {n} tasks "
                    f"(root seed {st.spec.seed})")
@@ -46,15 +51,16 @@ def register(app: typer.Typer) -> None:
                     bar["id"] = prog.add_task(st.name, total=info["total"], completed=info["skipped"])
                 elif event == "task":
                     prog.update(bar["id"], completed=info["done"])
-                elif event in ("retry", "fail"):
-                    prog.console.print(f"{event}: {info['task']}: {info.get('error', '')}")
+                elif event in ("retry", "rerun"):
+                    prog.console.print(f"{event}: {info['task']}: {info.get('error', '')}", markup=False, highlight=False)
 
             with prog:
                 outcome = _guard(run_sweep, st, out=out, backend=backend, workers=workers, scheduler=scheduler,
                                  dask_local=dask_local, retries=retries, fresh=fresh, progress=on_event)
         else:
             def on_plain(event: str, info: dict) -> None:
-                if event in ("retry", "fail"):
+                # failures are listed once, as error lines, at the end
+                if event in ("retry", "rerun"):
                     typer.echo(f"{event}: {info['task']}: {info.get('error', '')}", err=True)
 
             outcome = _guard(run_sweep, st, out=out, backend=backend, workers=workers, scheduler=scheduler,
@@ -112,6 +118,10 @@ def register(app: typer.Typer) -> None:
         from densim.tools.sweep.query import resolve_store
         from densim.tools.sweep.report import render
 
+        from densim.cli.main import out_file
+
+        if html_out is not None:
+            _guard(out_file, html_out, "--html")
         store = _guard(resolve_store, study, out)
         metrics = list(metric) if metric else None
         if metrics is None and Path(study).is_file():

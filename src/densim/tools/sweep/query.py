@@ -10,18 +10,23 @@ Views (one per result file name found in the store, plus two joins):
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from densim.errors import InputError
-from densim.tools.sweep.store import MANIFEST, SCENARIOS
+from densim.tools.sweep.store import MANIFEST, SCENARIOS, read_manifest, verify_store
 
 
 def resolve_store(study: str | Path, out: str | Path = "results") -> Path:
     """A study file, a store folder, or a study name under ``out``."""
     p = Path(study)
+    try:
+        p.exists()
+    except OSError as exc:  # a name too long for the file system
+        raise InputError(str(study)[:80], "", f"not a usable file name: {exc.strerror}") from None
     if p.is_dir() and (p / MANIFEST).exists():
         return p
+    if p.exists() and not p.is_dir() and not p.is_file():
+        raise InputError(p, "", "is not a regular file (a device or FIFO), expected a study file or a store folder")
     if p.is_file():
         from densim.tools.sweep.study import _read_yaml
 
@@ -40,12 +45,24 @@ def _sql_str(path: Path | str) -> str:
     return "'" + str(path).replace("'", "''") + "'"
 
 
-def connect(store: str | Path):
-    """A DuckDB connection with the store's views defined."""
+def connect(store: str | Path, *, verify: bool = True):
+    """A DuckDB connection with the store's views defined.
+
+    The store is checked first (:func:`~densim.tools.sweep.store.verify_store`): a finished task
+    with a deleted or truncated file is an error naming it, never a query with fewer rows.
+    """
     import duckdb
 
     root = Path(store).resolve()
-    con = duckdb.connect()
+    if verify:
+        verify_store(root)
+    try:
+        return _views(duckdb.connect(), root)
+    except duckdb.Error as exc:
+        raise InputError(root, "", f"cannot read the results store: {str(exc).splitlines()[0][:200]}") from None
+
+
+def _views(con, root: Path):
     con.execute(f"CREATE VIEW scenarios AS SELECT * FROM read_parquet({_sql_str(root / SCENARIOS)})")
     names = sorted({p.stem for p in root.glob("scenario=*/seed=*/*.parquet")})
     for name in names:
@@ -64,7 +81,7 @@ def connect(store: str | Path):
 
 
 def manifest(store: str | Path) -> dict:
-    return json.loads((Path(store) / MANIFEST).read_text(encoding="utf-8"))
+    return read_manifest(store)
 
 
 # statement kinds a read-only query may contain (SELECT covers FROM-first, DESCRIBE, SHOW, SUMMARIZE)
@@ -80,6 +97,8 @@ def run_query(store: str | Path, sql: str, *, allow_writes: bool = False):
     """
     import duckdb
 
+    if not sql.strip():
+        raise InputError("query", "", "the SQL is empty")
     con = connect(store)
     try:
         if not allow_writes:
@@ -91,5 +110,6 @@ def run_query(store: str | Path, sql: str, *, allow_writes: bool = False):
         cur = con.execute(sql)
     except duckdb.Error as exc:
         raise InputError("query", "", str(exc).splitlines()[0]) from None
-    cols = [d[0] for d in cur.description] if cur.description else []
-    return cols, cur.fetchall()
+    if cur is None or cur.description is None:  # a statement without a result (only with --allow-writes)
+        return [], []
+    return [d[0] for d in cur.description], cur.fetchall()

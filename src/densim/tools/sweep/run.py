@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from densim.tools.sweep.backends import Backend, make_backend
+
+BACKENDS = ("inprocess", "process", "dask")
 from densim.tools.sweep.runners import execute
 from densim.tools.sweep.store import Store
 from densim.tools.sweep.study import Study, Task
@@ -23,6 +25,7 @@ class SweepOutcome:
     total: int
     skipped: int = 0
     done: int = 0
+    rerun: list[tuple[str, str]] = field(default_factory=list)  # finished tasks found damaged and run again
     retries: int = 0
     failed: list[tuple[str, str]] = field(default_factory=list)
     wall_s: float = 0.0
@@ -32,7 +35,7 @@ class SweepOutcome:
         return not self.failed
 
 
-# progress(event, info): event in {"start", "task", "retry", "fail"}
+# progress(event, info): event in {"start", "task", "retry", "fail", "rerun"}
 Progress = Callable[[str, dict[str, Any]], None]
 
 
@@ -52,20 +55,48 @@ def run_sweep(
     fresh: bool = False,
     progress: Progress | None = None,
 ) -> SweepOutcome:
-    """Run every task of ``study`` that is not already in the store under ``out``/<study>."""
+    """Run every task of ``study`` that is not already in the store under ``out``/<study>.
+
+    A finished task whose files are not as written (deleted, truncated) runs again.
+    """
+    from densim.errors import InputError
+
+    if workers is not None and (not isinstance(workers, int) or workers < 1):
+        raise InputError(None, "--workers", f"must be a whole number >= 1, got {workers!r}")
+    if not isinstance(retries, int) or retries < 0:
+        raise InputError(None, "--retries", f"must be a whole number >= 0, got {retries!r}")
+    if dask_local is not None and (not isinstance(dask_local, int) or dask_local < 1):
+        raise InputError(None, "--dask-local", f"must be a whole number >= 1, got {dask_local!r}")
+    if isinstance(backend, str) and backend not in BACKENDS:
+        raise InputError(None, "--backend", f"unknown backend {backend!r}; use {', '.join(BACKENDS)}")
     t0 = time.perf_counter()
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     root = default_store_root(study, out)
     store = Store(root, study)
     store.prepare(fresh=fresh)
     tasks = study.tasks()
-    todo = deque(t for t in tasks if not store.is_done(t))
-    outcome = SweepOutcome(store=root, total=len(tasks), skipped=len(tasks) - len(todo))
     emit = progress or (lambda e, i: None)
+    damaged: list[tuple[str, str]] = []
+    for t in tasks:
+        if store.is_done(t):
+            problem = store.check_task(t)
+            if problem is not None:
+                store.discard(t)
+                damaged.append((t.key, problem))
+                emit("rerun", {"task": t.key, "error": problem})
+    todo = deque(t for t in tasks if not store.is_done(t))
+    outcome = SweepOutcome(store=root, total=len(tasks), skipped=len(tasks) - len(todo), rerun=damaged)
     emit("start", {"total": len(tasks), "skipped": outcome.skipped})
 
     own = not isinstance(backend, Backend)
-    be = make_backend(backend, workers=workers, scheduler=scheduler, dask_local=dask_local) if own else backend
+    if own:
+        try:
+            be = make_backend(backend, workers=workers, scheduler=scheduler, dask_local=dask_local)
+        except (ValueError, RuntimeError, OSError) as exc:
+            store.write_manifest()
+            raise InputError(None, "--backend" if not scheduler else "--scheduler", str(exc).splitlines()[0]) from None
+    else:
+        be = backend
     base_dir = study.extra.get("base_dir", ".")
     attempts: dict[Task, int] = {}
     inflight: dict[Future, Task] = {}

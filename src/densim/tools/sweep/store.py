@@ -10,10 +10,16 @@ Determinism: every file except ``runs.json`` depends only on the study inputs, s
 of the same study are byte-identical however the sweep was scheduled, interrupted or resumed.
 ``runs.json`` is the run log (start/end times, backend, counts) and is the one file that is
 expected to differ.
+
+Checked on read: a task's ``task.json`` lists its files with their sizes and SHA-256 digests.
+A file deleted or truncated inside a finished task (a full disk, a careless ``rm``) is found by
+:meth:`Store.check_task`: ``densim query``/``report`` refuse the store naming the file (they would
+otherwise return fewer rows without a word), and a resumed sweep runs the task again.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -26,6 +32,7 @@ from densim.errors import InputError
 from densim.tools.sweep.study import Study, Task
 
 RUN_LOG = "runs.json"
+TASK_FILE = "task.json"
 MANIFEST = "manifest.json"
 SCENARIOS = "scenarios.parquet"
 
@@ -42,13 +49,29 @@ class Store:
     def is_done(self, task: Task) -> bool:
         return self.task_dir(task).is_dir()
 
+    def check_task(self, task: Task, *, deep: bool = False) -> str | None:
+        """What is wrong with a finished task's folder (None when every file is as written)."""
+        return check_task_dir(self.task_dir(task), deep=deep)
+
+    def discard(self, task: Task) -> None:
+        """Remove a damaged task folder so that the task runs again (renamed first: atomic)."""
+        d = self.task_dir(task)
+        trash = d.parent / f".seed={task.seed}.tmp-damaged-{uuid.uuid4().hex[:8]}"
+        os.rename(d, trash)
+        shutil.rmtree(trash, ignore_errors=True)
+
     # -- lifecycle ------------------------------------------------------------------------
     def prepare(self, *, fresh: bool = False) -> None:
         """Create the store (or check that an existing one was made from the same inputs)."""
         study = self._need_study()
         if fresh and self.root.exists():
             shutil.rmtree(self.root)
-        self.root.mkdir(parents=True, exist_ok=True)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError(self.root, "", f"cannot create the results store: {exc.strerror}") from None
+        if not self.root.is_dir():
+            raise InputError(self.root, "", "is not a folder (the results store is a folder; choose another --out)")
         self._clean_temporaries()
         old = self.root / MANIFEST
         if old.exists():
@@ -88,12 +111,14 @@ class Store:
         tmp = final.parent / f".seed={task.seed}.tmp-{uuid.uuid4().hex[:8]}"
         tmp.mkdir(parents=True)
         try:
-            meta = {"scenario": task.scenario_id, "replication": task.replication, "seed": task.seed}
-            write_json_atomic(tmp / "task.json", meta)
+            listing = {}
             for name, data in sorted(files.items()):
-                if name.startswith(("/", ".")) or ".." in Path(name).parts:
+                if name.startswith(("/", ".")) or ".." in Path(name).parts or name == TASK_FILE:
                     raise ValueError(f"runner returned an unsafe file name {name!r}")
                 write_atomic(tmp / name, lambda p, d=data: p.write_bytes(d))
+                listing[name] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+            meta = {"scenario": task.scenario_id, "replication": task.replication, "seed": task.seed, "files": listing}
+            write_json_atomic(tmp / TASK_FILE, meta)
             os.rename(tmp, final)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -171,13 +196,86 @@ def _column(vals: list[Any]):
 
     if all(isinstance(v, bool) for v in vals):
         return pa.array(vals, pa.bool_())
-    if all(isinstance(v, int) and not isinstance(v, bool) for v in vals):
+    if all(isinstance(v, int) and not isinstance(v, bool) and -(2**63) <= v < 2**63 for v in vals):
         return pa.array(vals, pa.int64())
+    if any(isinstance(v, int) and not isinstance(v, bool) and not -(2**63) <= v < 2**63 for v in vals):
+        return pa.array([json.dumps(v, sort_keys=True, default=str) for v in vals], pa.string())  # exact, not wrapped
     if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals):
         return pa.array([float(v) for v in vals], pa.float64())
     if all(isinstance(v, str) for v in vals):
         return pa.array(vals, pa.string())
     return pa.array([json.dumps(v, sort_keys=True, default=str) for v in vals], pa.string())
+
+
+def check_task_dir(d: Path, *, deep: bool = False) -> str | None:
+    """None if the task folder ``d`` holds every file its ``task.json`` lists, at its size (and
+    digest when ``deep``); otherwise what is wrong, naming the file."""
+    if not d.is_dir():
+        return "the task folder is missing"
+    tf = d / TASK_FILE
+    if not tf.exists():
+        return f"{TASK_FILE} is missing"
+    if not tf.is_file() or tf.stat().st_size > 2**24:
+        return f"{TASK_FILE} is damaged"
+    try:
+        meta = json.loads(tf.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return f"{TASK_FILE} is damaged"
+    listing = meta.get("files") if isinstance(meta, dict) else None
+    if listing is None:  # a store written before task.json listed its files: nothing to compare
+        return None
+    if not isinstance(listing, dict):
+        return f"{TASK_FILE} is damaged"
+    for name, info in sorted(listing.items()):
+        p = d / name
+        try:
+            size = p.stat().st_size if p.is_file() else None
+        except OSError:
+            size = None
+        if size is None:
+            return f"{name} is missing"
+        want = info.get("bytes") if isinstance(info, dict) else None
+        if size != want:
+            return f"{name} has {size:,} bytes, {want:,} were written (truncated or changed)" if isinstance(want, int) else \
+                f"{TASK_FILE} is damaged"
+        if deep and hashlib.sha256(p.read_bytes()).hexdigest() != info.get("sha256"):
+            return f"{name} differs from what was written (SHA-256 mismatch)"
+    return None
+
+
+def read_manifest(root: str | Path) -> dict[str, Any]:
+    """The store's manifest (a regular file holding a JSON mapping), or an :class:`InputError`."""
+    from densim.textio import read_text_file
+
+    p = Path(root) / MANIFEST
+    text = read_text_file(p, "results-store manifest")
+    try:
+        man = json.loads(text)
+    except (ValueError, RecursionError):
+        raise InputError(p, "", "damaged manifest: not valid JSON (rerun 'densim sweep' to rewrite it)") from None
+    if not isinstance(man, dict):
+        raise InputError(p, "", "damaged manifest: not a results store")
+    return man
+
+
+def verify_store(root: str | Path, *, deep: bool = False) -> None:
+    """Raise :class:`InputError` naming the first damaged task file of a store (before a query reads it).
+
+    Every task the manifest records as done, and every ``seed=`` folder present, must hold the files
+    its ``task.json`` lists at their written sizes.
+    """
+    root = Path(root)
+    man = read_manifest(root)
+    if not (root / SCENARIOS).is_file():
+        raise InputError(root / SCENARIOS, "", "missing: the results store is damaged (rerun 'densim sweep')")
+    dirs = {p for p in root.glob("scenario=*/seed=*") if p.is_dir()}
+    for t in man.get("tasks", []) if isinstance(man.get("tasks"), list) else []:
+        if isinstance(t, dict) and t.get("done"):
+            dirs.add(root / f"scenario={t.get('scenario')}" / f"seed={t.get('seed')}")
+    for d in sorted(dirs):
+        problem = check_task_dir(d, deep=deep)
+        if problem is not None:
+            raise InputError(d, "", f"finished task damaged: {problem}; rerun 'densim sweep' on the study to recompute it")
 
 
 def store_files(root: str | Path, *, exclude: tuple[str, ...] = (RUN_LOG, "report.html")) -> dict[str, bytes]:

@@ -35,17 +35,22 @@ from densim.rng import spawn_seeds
 
 _PATH_TOKEN = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 
+# sanity bounds of a study file, and the default limit on the runs one sweep may expand to
+MAX_REPLICATIONS = 1_000_000
+MAX_NAME_LENGTH = 100
+DEFAULT_MAX_RUNS = 100_000
+
 
 class StudySpec(BaseModel):
     """The contents of a study file."""
 
     model_config = ConfigDict(allow_inf_nan=False, frozen=True, extra="forbid")
 
-    name: str = Field(min_length=1, description="study name; results go to <out>/<name>")
+    name: str = Field(min_length=1, max_length=MAX_NAME_LENGTH, description="study name; results go to <out>/<name>")
     description: str = ""
     scenario: str = Field(description="base scenario file, relative to the study file")
-    seed: int = Field(default=0, ge=0, description="root seed; replication seeds are spawned from it")
-    replications: int = Field(default=1, gt=0)
+    seed: int = Field(default=0, ge=0, le=2**64 - 1, strict=True, description="root seed; replication seeds are spawned from it")
+    replications: int = Field(default=1, gt=0, le=MAX_REPLICATIONS, strict=True)
     axes: dict[str, list[Any]] = Field(default_factory=dict, description="field path -> list of values")
     runner: str = Field(default="engine", description="a registered runner name: 'engine', or one an installed "
                         "plug-in registers under the 'densim.runners' entry-point group")
@@ -198,14 +203,37 @@ def scenario_id(values: dict[str, Any]) -> str:
     return sha256_of(values)[:12]
 
 
+def estimate_runs(spec: StudySpec) -> int:
+    """Tasks the study expands to (product of the axis lengths x replications), without expanding it."""
+    n = spec.replications
+    for vals in spec.axes.values():
+        n *= len(vals)
+    return n
+
+
+def check_runs(spec: StudySpec, source: Any, max_runs: int | None) -> int:
+    """Refuse a study that expands to more than ``max_runs`` tasks, before anything is allocated."""
+    n = estimate_runs(spec)
+    limit = DEFAULT_MAX_RUNS if max_runs is None else max_runs
+    if n > limit:
+        shape = " x ".join(str(len(v)) for v in spec.axes.values()) or "1"
+        raise InputError(source, "axes", f"the study expands to {n:,} runs ({shape} points x {spec.replications:,} "
+                                         f"replications), more than the limit of {limit:,}; raise it with --max-runs")
+    return n
+
+
 def _read_yaml(path: Path) -> dict[str, Any]:
     from densim.textio import read_mapping_file
 
     return read_mapping_file(path, "study file")
 
 
-def load_study(path: str | Path) -> Study:
-    """Read, validate and expand a study file; every scenario point is validated before any run."""
+def load_study(path: str | Path, *, max_runs: int | None = None) -> Study:
+    """Read, validate and expand a study file; every scenario point is validated before any run.
+
+    A study that would expand to more than ``max_runs`` tasks (default :data:`DEFAULT_MAX_RUNS`)
+    is refused before it is expanded.
+    """
     from densim.spec.loader import format_loc, load_mapping
 
     path = Path(path).resolve()
@@ -216,9 +244,15 @@ def load_study(path: str | Path) -> Study:
         e = exc.errors()[0]
         msg = str(e.get("msg", "invalid")).removeprefix("Value error, ")
         raise InputError(path, format_loc(tuple(e["loc"])), msg) from None
-    base_path = (path.parent / spec.scenario).resolve()
-    if not base_path.exists():
-        raise InputError(path, "scenario", f"base scenario not found: {spec.scenario}")
+    check_runs(spec, path, max_runs)
+    try:
+        base_path = (path.parent / spec.scenario).resolve()
+        found = base_path.is_file()
+    except (OSError, ValueError) as exc:  # a name too long for the file system, a NUL byte
+        raise InputError(path, "scenario", f"not a usable file name: {getattr(exc, 'strerror', None) or exc}") from None
+    if not found:
+        raise InputError(path, "scenario", f"base scenario not found: {spec.scenario}" if not base_path.exists()
+                         else f"base scenario is not a file: {spec.scenario}")
     base = load_mapping(base_path)
     from densim.tools.sweep.runners import resolve_runner
 

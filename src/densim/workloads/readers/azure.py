@@ -20,6 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from densim.errors import InputError
+from densim.workloads.readers._checks import (MAX_MEMORY_BYTES, MAX_VCPUS, check_clock, check_gaps, check_times,
+                                              check_values, maybe_gunzip, read_bytes, text_of)
 from densim.workloads.readers._grid import to_grid
 from densim.workloads.inventory import DEFAULT_VCPU_MHZ, Inventory, build_inventory
 
@@ -37,6 +39,8 @@ def _files(path: Path) -> tuple[Path, list[Path]]:
     rd = sorted(p for p in path.iterdir() if p.name.startswith("vm_cpu_readings"))
     if not vmt:
         raise InputError(path, "vmtable.csv", "not found in the folder")
+    if len(vmt) > 1:
+        raise InputError(path, "", f"more than one vmtable file ({', '.join(p.name for p in vmt)})")
     if not rd:
         raise InputError(path, "vm_cpu_readings-*.csv", "not found in the folder")
     return vmt[0], rd
@@ -47,18 +51,42 @@ def is_azure(path: Path) -> bool:
 
 
 def _read_headerless(path: Path, names: list[str]):
+    """All cells as strings; file kind, gzip, encoding and the field count of every row checked."""
+    import io
+
     import polars as pl
 
+    text = text_of(maybe_gunzip(read_bytes(path, "Azure trace file"), path), path, "CSV file")
+    if not text.strip():
+        return pl.DataFrame({n: [] for n in names}, schema={n: pl.Utf8 for n in names})
     try:
-        df = pl.read_csv(path, has_header=False, new_columns=names, infer_schema_length=0)
-    except Exception as exc:
+        df = pl.read_csv(io.StringIO(text), has_header=False, new_columns=names, infer_schema_length=0)
+    except Exception as exc:  # noqa: BLE001 - polars raises several types for ragged rows
+        for i, line in enumerate(text.splitlines(), start=1):
+            if line.strip() and line.count(",") + 1 != len(names):
+                raise InputError(path, f"row {i}", f"{line.count(',') + 1} fields, expected {len(names)} "
+                                                   f"({', '.join(names)})") from None
         raise InputError(path, "", f"cannot read as headerless CSV ({type(exc).__name__}: {str(exc).splitlines()[0][:80]})") from None
     if df.width != len(names):
         raise InputError(path, "row 1", f"expected {len(names)} columns ({', '.join(names)}), found {df.width}")
     return df
 
 
-def _bucket(values: list[str], source: Path, column: str, open_value: float) -> np.ndarray:
+def _numbers(df, column: str, path: Path):
+    """A string column as float64; a cell that is not a number is an error at its row (headerless: row = index + 1)."""
+    import polars as pl
+
+    col = df[column].str.strip_chars()
+    conv = col.cast(pl.Float64, strict=False)
+    bad = conv.is_null().to_numpy()
+    if bad.any():
+        r = int(np.argmax(bad))
+        v = col[r]
+        raise InputError(path, f"row {r + 1}, column {column!r}", "empty value" if not v else f"not a number: {v[:30]!r}")
+    return conv.to_numpy().astype(np.float64)
+
+
+def _bucket(values: list[str], source: Path, column: str, open_value: float, hi: float) -> np.ndarray:
     out = np.empty(len(values))
     for i, v in enumerate(values):
         s = (v or "").strip()
@@ -68,9 +96,11 @@ def _bucket(values: list[str], source: Path, column: str, open_value: float) -> 
         try:
             out[i] = float(s)
         except ValueError:
-            raise InputError(source, f"row {i + 1}, column {column!r}", f"not a bucket value: {s!r}") from None
-        if out[i] <= 0:
-            raise InputError(source, f"row {i + 1}, column {column!r}", f"bucket must be > 0, got {s!r}")
+            raise InputError(source, f"row {i + 1}, column {column!r}", f"not a bucket value: {s[:30]!r}") from None
+        if not (out[i] > 0) or not np.isfinite(out[i]):
+            raise InputError(source, f"row {i + 1}, column {column!r}", f"bucket must be a number > 0, got {s[:30]!r}")
+        if out[i] > hi:
+            raise InputError(source, f"row {i + 1}, column {column!r}", f"bucket {s[:30]} is implausibly large (more than {hi:g})")
     return out
 
 
@@ -78,41 +108,66 @@ def read_azure(path: str | Path, *, vcpu_mhz: float = DEFAULT_VCPU_MHZ, statisti
     import polars as pl
 
     path = Path(path)
+    if statistic not in ("avgcpu", "maxcpu"):
+        raise InputError(None, "statistic", f"must be avgcpu or maxcpu, got {statistic!r}")
+    check_clock(np.array([vcpu_mhz], dtype=float), "vcpu_mhz", "vcpu_mhz")
     vmt_path, reading_paths = _files(path)
     vmt = _read_headerless(vmt_path, VMTABLE_COLUMNS)
     if vmt.height == 0:
         raise InputError(vmt_path, "row 1", "empty file: no VMs")
-    ids = [s.strip() for s in vmt["vmid"].to_list()]
+    ids = [(s or "").strip() for s in vmt["vmid"].to_list()]
+    for i, v in enumerate(ids):
+        if not v:
+            raise InputError(vmt_path, f"row {i + 1}, column 'vmid'", "VM id is blank")
     seen: dict[str, int] = {}
     for i, v in enumerate(ids):
         if v in seen:
             raise InputError(vmt_path, f"row {i + 1}, column 'vmid'", f"duplicate VM id {v!r} (also in row {seen[v] + 1})")
         seen[v] = i
-    cores = _bucket(vmt["vmcorecountbucket"].to_list(), vmt_path, "vmcorecountbucket", OPEN_CORES)
-    mem_gb = _bucket(vmt["vmmemorybucket"].to_list(), vmt_path, "vmmemorybucket", OPEN_MEMORY_GB)
-    if statistic not in ("avgcpu", "maxcpu"):
-        raise InputError(None, "statistic", f"must be avgcpu or maxcpu, got {statistic!r}")
-    parts = [_read_headerless(p, READING_COLUMNS) for p in reading_paths]
-    rd = pl.concat(parts)
-    rd = rd.with_columns(pl.col("vmid").str.strip_chars())
-    id_map = pl.DataFrame({"vmid": ids, "_idx": np.arange(len(ids), dtype=np.int64)})
-    rd = rd.join(id_map, on="vmid", how="left")
-    if rd["_idx"].null_count():
-        bad = rd.filter(pl.col("_idx").is_null())["vmid"][0]
-        raise InputError(reading_paths[0], "column 'vmid'", f"reading for VM {bad!r} that is not in vmtable")
-    try:
-        t = rd["timestamp"].cast(pl.Float64).to_numpy()
-        pct = rd[statistic].cast(pl.Float64).to_numpy()
-    except Exception:
-        raise InputError(reading_paths[0], f"column 'timestamp' or {statistic!r}", "not a number") from None
-    bad = ~np.isfinite(pct) | (pct < 0) | (pct > 100)
+    cores = _bucket(vmt["vmcorecountbucket"].to_list(), vmt_path, "vmcorecountbucket", OPEN_CORES, MAX_VCPUS)
+    bad = cores != np.round(cores)
     if bad.any():
         i = int(np.argmax(bad))
-        raise InputError(reading_paths[0], f"row {i + 1}, column {statistic!r}", f"CPU % must be in [0, 100], got {pct[i]:g}")
-    idx = rd["_idx"].to_numpy()
+        raise InputError(vmt_path, f"row {i + 1}, column 'vmcorecountbucket'", f"a core count must be whole, got {cores[i]:g}")
+    mem_gb = _bucket(vmt["vmmemorybucket"].to_list(), vmt_path, "vmmemorybucket", OPEN_MEMORY_GB, MAX_MEMORY_BYTES / 2**30)
+    # every readings file checked on its own, so a bad cell is reported in its file at its row
+    parts: list = []
+    used: list[Path] = []
+    for p in reading_paths:
+        part = _read_headerless(p, READING_COLUMNS)
+        if part.height == 0:
+            continue
+        vm = part["vmid"].str.strip_chars()
+        known = vm.is_in(list(seen)).fill_null(False).to_numpy()
+        if not known.all():
+            r = int(np.argmax(~known))
+            raise InputError(p, f"row {r + 1}, column 'vmid'", f"reading for VM {vm[r]!r} that is not in {vmt_path.name}")
+        t = _numbers(part, "timestamp", p)
+        check_times(t, p, "timestamp", row_offset=1)
+        pct = _numbers(part, statistic, p)
+        check_values(pct, p, statistic, row_offset=1, hi=100.0, what="CPU %", implausible=False)
+        parts.append(pl.DataFrame({"vmid": vm, "t": t, "pct": pct}))
+        used.append(p)
+    if not parts:
+        raise InputError(reading_paths[0], "row 1", "empty file: no CPU readings")
+    rd = pl.concat(parts)
+    offsets = np.cumsum([0] + [q.height for q in parts[:-1]])
+    t = rd["t"].to_numpy()
+    if len(parts) == 1:
+        check_gaps(t, reading_paths[0], "timestamp", row_offset=1)
+    else:
+        try:
+            check_gaps(t, path, "timestamp", rows=np.arange(t.size))
+        except InputError as exc:  # name the readings file and its row
+            i = int(exc.where.split(",")[0].split()[1])
+            f = int(np.searchsorted(offsets, i, side="right")) - 1
+            raise InputError(used[f], f"row {i - offsets[f] + 1}, column 'timestamp'", exc.problem) from None
+    id_map = pl.DataFrame({"vmid": ids, "_idx": np.arange(len(ids), dtype=np.int64)})
+    idx = rd.join(id_map, on="vmid", how="left", maintain_order="left")["_idx"].to_numpy()
+    pct = rd["pct"].to_numpy()
     capacity = cores * vcpu_mhz
     demand = pct / 100.0 * capacity[idx]
-    grid, step, start = to_grid(idx, t, demand, len(ids), step_s=300.0)
+    grid, step, start = to_grid(idx, t, demand, len(ids), step_s=300.0, source=path)
     return build_inventory(
         ids, cores.astype(np.int32), np.full(len(ids), float(vcpu_mhz)), mem_gb * 2.0**30,
         cpu_mhz=grid, step_s=step, start_s=start, source=str(path), fmt="azure",

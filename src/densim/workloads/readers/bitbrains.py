@@ -8,7 +8,6 @@ the VM's median step). ``KB`` is read as KiB (1,024 bytes), as OpenDC does for t
 
 from __future__ import annotations
 
-import gzip
 import re
 import io
 from pathlib import Path
@@ -17,6 +16,8 @@ import numpy as np
 import polars as pl
 
 from densim.errors import InputError
+from densim.workloads.readers._checks import (MAX_MEMORY_BYTES, MAX_VCPUS, check_gaps, check_times, check_unique,
+                                              check_budget, check_values, maybe_gunzip, read_bytes, text_of)
 from densim.workloads.readers.base import check_finite_nonneg
 from densim.workloads.sources import DemandSource, VmSizes
 from densim.workloads.timegrid import TimeGrid, resample_piecewise
@@ -46,15 +47,11 @@ def read_vm_csv(path: Path) -> dict[str, np.ndarray]:
     """One VM's samples as arrays (timestamps de-duplicated and sorted), validated.
 
     Fast path: polars parses every column as Float64 in one call. Only when that fails or finds a
-    null is the file re-read line by line to name the row and column of the first problem.
+    null is the file re-read line by line to name the row and column of the first problem. Blank
+    lines are skipped (rows keep their line numbers in messages).
     """
-    try:
-        raw = path.read_bytes()
-        if path.suffix == ".gz":
-            raw = gzip.decompress(raw)
-    except (OSError, EOFError) as exc:
-        raise InputError(path, "", f"cannot read ({exc})") from None
-    data = raw.replace(b";\t", b";")
+    raw = maybe_gunzip(read_bytes(path, "Bitbrains trace file"), path)
+    data = text_of(raw, path, "Bitbrains CSV file").encode("utf-8").replace(b";\t", b";")
     first_nl = data.find(b"\n")
     header = [h.strip() for h in (data if first_nl < 0 else data[:first_nl]).decode("utf-8", "replace").split(";")]
     if not data.strip():
@@ -62,22 +59,41 @@ def read_vm_csv(path: Path) -> dict[str, np.ndarray]:
     missing = [c for c in COLUMNS if c not in header]
     if missing:
         raise InputError(path, "row 1 (header)", f"missing column {missing[0]!r}")
+    dup = [h for h in COLUMNS if header.count(h) > 1]
+    if dup:
+        raise InputError(path, "row 1 (header)", f"column {dup[0]!r} appears twice")
     arr = None
+    rows = None
     try:
         df = pl.read_csv(
             io.BytesIO(data), separator=";", has_header=True, new_columns=header,
             schema_overrides={h: pl.Float64 for h in header}, truncate_ragged_lines=False,
         )
+        df = df.select(list(COLUMNS))
+        blank = df.select(pl.all_horizontal(pl.all().is_null())).to_series().to_numpy()
+        if blank.any():  # empty lines: skipped, the other rows keep their line numbers
+            rows = np.flatnonzero(~blank) + 2
+            df = df.filter(~pl.Series(blank))
         if df.null_count().sum_horizontal().item() == 0 and df.height > 0:
-            arr = df.select(list(COLUMNS)).to_numpy()
-    except Exception:  # polars raises ComputeError/ShapeError on malformed rows; diagnose below
+            arr = df.to_numpy()
+    except Exception:  # noqa: BLE001 - polars raises ComputeError/ShapeError on malformed rows; diagnose below
         arr = None
     if arr is None:
         _diagnose(path, _SEP.sub(";", data.decode("utf-8", errors="replace")), header)
         raise InputError(path, "", "no samples")
     out = {key: arr[:, j].copy() for j, key in enumerate(COLUMNS.values())}
-    for j, col in enumerate(COLUMNS):
-        check_finite_nonneg(out[COLUMNS[col]], path, col, row_offset=2)
+    at = {"rows": rows} if rows is not None else {"row_offset": 2}
+    for col, key in COLUMNS.items():
+        check_finite_nonneg(out[key], path, col, **at)
+        if key == "ts":
+            check_times(out[key], path, col, **at)
+        elif key == "cores":
+            check_values(out[key], path, col, hi=MAX_VCPUS, integer=True, what="CPU cores", **at)
+        elif key == "mem_cap_kb":
+            check_values(out[key] * KB, path, col, hi=MAX_MEMORY_BYTES, what="memory (bytes)", **at)
+        else:
+            check_values(out[key], path, col, what=col.split(" [")[0], **at)
+    check_gaps(out["ts"], path, "Timestamp [ms]", **at)
     # de-duplicate timestamps (20.csv and 82.csv repeat thousands): mean of the duplicates
     ts = out["ts"]
     order = np.argsort(ts, kind="stable")
@@ -114,6 +130,20 @@ def _diagnose(path: Path, text: str, header: list[str]) -> None:
                 raise InputError(path, f"row {i}, column {col!r}", f"not a number: {v[:30]!r}") from None
 
 
+def _check_overlap(files: list[Path], vms: list[dict[str, np.ndarray]]) -> None:
+    """The VMs' sample spans must not lie years apart (the engine's grid spans them all)."""
+    from densim.workloads.readers._checks import MAX_GAP_S
+
+    spans = sorted((float(v["ts"][0]), float(v["ts"][-1]), f) for v, f in zip(vms, files))
+    end = spans[0][1]
+    for lo, hi, f in spans[1:]:
+        if lo - end > MAX_GAP_S:
+            raise InputError(f, "column 'Timestamp [ms]'",
+                             f"starts {(lo - end) / 86400:,.0f} days after every earlier VM's samples end "
+                             f"(at most {MAX_GAP_S / 86400:.0f}): a damaged timestamp?")
+        end = max(end, hi)
+
+
 class BitbrainsTrace:
     """A folder of GWA-T-12 per-VM CSV(.gz) files, parsed into compact per-VM arrays."""
 
@@ -128,8 +158,16 @@ class BitbrainsTrace:
             files = files[:limit]
         if not files:
             raise InputError(path, "", "no .csv or .csv.gz files")
+        names = [f.name.split(".")[0] for f in files]
+        try:
+            check_unique(names, path, "file", what="VM name", rows=range(len(files)))
+        except InputError:
+            dup = next(n for i, n in enumerate(names) if n in names[:i])
+            same = [f.name for f in files if f.name.split(".")[0] == dup]
+            raise InputError(path, "", f"two files for VM {dup!r} ({', '.join(same)})") from None
         self.files = files
         self.vms = [read_vm_csv(f) for f in files]
+        _check_overlap(files, self.vms)
         seg = []
         for i, vm in enumerate(self.vms):
             ts = vm["ts"]
@@ -190,6 +228,10 @@ class BitbrainsSource(DemandSource):
 
     def window(self, grid: TimeGrid, t0: int, t1: int, channels):
         t = self.trace
+        wanted = [ch for ch in channels if ch in _CHANNEL_COLS]
+        check_budget(4.0 * (t1 - t0) * (self.n_vms + len(t.vms)) * (len(wanted) + 1),
+                     f"the Bitbrains demand window ({t1 - t0:,} steps x {self.n_vms:,} VMs x {len(wanted)} channels)",
+                     t.files[0].parent if len(t.files) > 1 else t.files[0])
         edges = grid.edges_s(t0, t1)
         lo, hi = edges[0], edges[-1]
         keep = (t.seg_start < hi) & (t.seg_start + t.seg_dur > lo)

@@ -25,12 +25,15 @@ distinct times (or ``step_s``); several samples in one step are averaged, steps 
 
 from __future__ import annotations
 
+import csv
 import re
 from pathlib import Path
 
 import numpy as np
 
 from densim.errors import InputError
+from densim.workloads.readers._checks import (check_clock, check_gaps, check_memory, check_times, check_values,
+                                              check_vcpus, read_bytes, regular_file, text_of)
 from densim.workloads.readers._grid import to_grid
 from densim.workloads.readers._table import MEM_UNITS
 from densim.workloads.inventory import DEFAULT_VCPU_MHZ, Inventory, build_inventory
@@ -53,6 +56,9 @@ COLUMNS = {
     "affinity": None,
 }
 DEFAULT_UNIT = {"time": "s", "vcpu_speed": "mhz", "memory": "bytes", "memory_used": "bytes", "disk_read": "b/s", "disk_write": "b/s"}
+# demand (CPU MHz, memory in use) may exceed the configured size (turbo clocks, hypervisor overhead),
+# but not by this factor: such a value is damaged
+MAX_DEMAND_FACTOR = 4.0
 SUFFIX = {"_bps": "b/s", "_s": "s", "_ms": "ms", "_mhz": "mhz", "_ghz": "ghz", "_bytes": "bytes", "_mib": "mib", "_gib": "gib", "_pct": "%"}
 
 
@@ -83,14 +89,32 @@ def parse_header(source: Path, col: int, header: str) -> tuple[str, str | None] 
 
 
 def _frame(path: Path):
+    """The file as a table of strings (CSV) or as stored (Parquet); file kind and encoding checked."""
+    import io
+
     import polars as pl
 
-    try:
-        if path.suffix.lower() == ".parquet":
+    if path.suffix.lower() == ".parquet":
+        regular_file(path, "generic inventory (Parquet)")
+        try:
             return pl.read_parquet(path)
-        return pl.read_csv(path, infer_schema_length=10000)
-    except Exception as exc:
-        raise InputError(path, "", f"cannot read ({type(exc).__name__}: {str(exc).splitlines()[0][:100]})") from None
+        except Exception as exc:  # noqa: BLE001 - polars/arrow raise many types for a damaged file
+            raise InputError(path, "", f"not a readable Parquet file ({type(exc).__name__}: {str(exc).splitlines()[0][:100]})") from None
+    text = text_of(read_bytes(path, "generic inventory CSV"), path, "CSV file")
+    if not text.strip():
+        raise InputError(path, "row 1", "empty file: no header row")
+    try:
+        df = pl.read_csv(io.StringIO(text), infer_schema_length=0)
+    except Exception as exc:  # noqa: BLE001
+        first = text.splitlines()[0]
+        n = len(next(csv.reader([first])))
+        for i, fields in enumerate(csv.reader(text.splitlines()[1:]), start=2):
+            if fields and len(fields) > n:
+                raise InputError(path, f"row {i}", f"{len(fields)} fields where the header has {n}") from None
+        raise InputError(path, "", f"cannot read as CSV ({type(exc).__name__}: {str(exc).splitlines()[0][:100]})") from None
+    if df.width == 1 and any(c in df.columns[0] for c in ";\t|"):
+        raise InputError(path, "row 1", f"one column {df.columns[0][:60]!r}: the generic format separates columns with commas")
+    return df
 
 
 def read_generic(path: str | Path, *, step_s: float | None = None) -> Inventory:
@@ -109,26 +133,31 @@ def read_generic(path: str | Path, *, step_s: float | None = None) -> Inventory:
             found[parsed[0]] = (h, parsed[1])
     for need in ("vm", "time", "vcpus", "memory", "cpu_used"):
         if need not in found:
-            raise InputError(path, "header", f"missing column {need!r} (columns: {', '.join(df.columns)})")
+            raise InputError(path, "header", f"missing column {need!r} (columns: {', '.join(df.columns)[:200]})")
+    # blank lines (all cells empty) are skipped; every other row keeps its line number for messages
+    # (a CSV's first data row is line 2, under the header; a Parquet file's first record is row 1)
+    blank = df.select(pl.all_horizontal(pl.all().is_null())).to_series().to_numpy() if df.height else np.zeros(0, bool)
+    line_of = np.flatnonzero(~blank) + (1 if path.suffix.lower() == ".parquet" else 2)
+    if blank.any():
+        df = df.filter(~pl.Series(blank))
     if df.height == 0:
         raise InputError(path, "row 2", "no data rows")
 
     def num(key: str) -> np.ndarray:
+        """A column as float64; the first cell that is not a number is an error at its row (file row = index + 2)."""
         h, _ = found[key]
-        try:
-            arr = df[h].cast(pl.Float64, strict=True).to_numpy()
-        except Exception:
-            vals = df[h].to_list()
-            for r, v in enumerate(vals):
-                try:
-                    float(v)
-                except (TypeError, ValueError):
-                    raise InputError(path, f"row {r + 2}, column {h!r}", f"not a number: {str(v)[:30]!r}") from None
-            raise
-        bad = ~np.isfinite(arr) | (arr < 0)
+        col = df[h]
+        if col.dtype == pl.Utf8:
+            col = col.str.strip_chars()
+        conv = col.cast(pl.Float64, strict=False)
+        bad = conv.is_null()
         if bad.any():
-            r = int(np.argmax(bad))
-            raise InputError(path, f"row {r + 2}, column {h!r}", f"must be a number >= 0, got {arr[r]}")
+            r = int(np.argmax(bad.to_numpy()))
+            v = col[r]
+            raise InputError(path, f"row {line_of[r]}, column {h!r}", "empty value" if v is None or str(v) == "" else
+                             f"not a number: {str(v)[:30]!r}")
+        arr = conv.to_numpy().astype(np.float64)
+        check_values(arr, path, h, rows=line_of, what=key)
         return arr
 
     def scale(key: str, table: dict) -> float:
@@ -137,7 +166,8 @@ def read_generic(path: str | Path, *, step_s: float | None = None) -> Inventory:
     names_col = df[found["vm"][0]].cast(pl.Utf8).to_list()
     for r, v in enumerate(names_col):
         if v is None or str(v).strip() == "":
-            raise InputError(path, f"row {r + 2}, column {found['vm'][0]!r}", "VM name is blank")
+            raise InputError(path, f"row {line_of[r]}, column {found['vm'][0]!r}", "VM name is blank")
+    names_col = [str(v).strip() for v in names_col]
     names, first_row, vm_idx = np.unique(np.array(names_col, dtype=object), return_index=True, return_inverse=True)
     order = np.argsort(first_row)  # VMs in order of first appearance
     rank = np.empty_like(order)
@@ -146,6 +176,8 @@ def read_generic(path: str | Path, *, step_s: float | None = None) -> Inventory:
     names = names[order]
     first_row = first_row[order]
     t_s = num("time") * scale("time", TIME_UNITS)
+    check_times(t_s, path, found["time"][0], rows=line_of)
+    check_gaps(t_s, path, found["time"][0], rows=line_of)
     vcpus_rows = num("vcpus")
     mem_rows = num("memory") * scale("memory", MEM_UNITS)
     speed_rows = num("vcpu_speed") * scale("vcpu_speed", FREQ_UNITS) if "vcpu_speed" in found else np.full(df.height, DEFAULT_VCPU_MHZ)
@@ -155,7 +187,7 @@ def read_generic(path: str | Path, *, step_s: float | None = None) -> Inventory:
         diff = rows != v[vm_idx]
         if diff.any():
             r = int(np.argmax(diff))
-            raise InputError(path, f"row {r + 2}, column {found[key][0]!r}",
+            raise InputError(path, f"row {line_of[r]}, column {found[key][0]!r}",
                              f"{what} of VM {names[vm_idx[r]]!r} changes over time ({rows[r]:g} vs {v[vm_idx[r]]:g})")
         return v
 
@@ -163,21 +195,40 @@ def read_generic(path: str | Path, *, step_s: float | None = None) -> Inventory:
     bad = (vcpus < 1) | (vcpus != np.round(vcpus))
     if bad.any():
         r = int(first_row[np.argmax(bad)])
-        raise InputError(path, f"row {r + 2}, column {found['vcpus'][0]!r}", f"VM {names[np.argmax(bad)]!r} has {vcpus[np.argmax(bad)]:g} vCPUs; must be a whole number >= 1")
+        raise InputError(path, f"row {line_of[r]}, column {found['vcpus'][0]!r}", f"VM {names[np.argmax(bad)]!r} has {vcpus[np.argmax(bad)]:g} vCPUs; must be a whole number >= 1")
+    check_vcpus(vcpus, path, found["vcpus"][0], rows=line_of[first_row])
     mem = per_vm(mem_rows, "memory", "memory")
     if (mem <= 0).any():
         r = int(first_row[np.argmax(mem <= 0)])
-        raise InputError(path, f"row {r + 2}, column {found['memory'][0]!r}", "memory must be > 0")
+        raise InputError(path, f"row {line_of[r]}, column {found['memory'][0]!r}", "memory must be > 0")
+    check_memory(mem, path, found["memory"][0], rows=line_of[first_row])
     speed = per_vm(speed_rows, "vcpu_speed", "vcpu_speed") if "vcpu_speed" in found else speed_rows[first_row]
+    if "vcpu_speed" in found:
+        check_clock(speed, path, found["vcpu_speed"][0], rows=line_of[first_row])
     cap_rows = (vcpus * speed)[vm_idx]
     unit = found["cpu_used"][1]
     cpu_rows = num("cpu_used")
-    cpu_rows = cpu_rows / 100.0 * cap_rows if unit == "%" else cpu_rows * FREQ_UNITS[unit]
-    cpu, step, start = to_grid(vm_idx, t_s, cpu_rows, names.size, step_s=step_s)
+    if unit == "%":
+        check_values(cpu_rows, path, found["cpu_used"][0], rows=line_of, hi=100.0, what="CPU %", implausible=False)
+        cpu_rows = cpu_rows / 100.0 * cap_rows
+    else:
+        cpu_rows = cpu_rows * FREQ_UNITS[unit]
+        over = cpu_rows > MAX_DEMAND_FACTOR * cap_rows
+        if over.any():
+            r = int(np.argmax(over))
+            raise InputError(path, f"row {line_of[r]}, column {found['cpu_used'][0]!r}",
+                             f"CPU demand {cpu_rows[r]:.6g} MHz is more than {MAX_DEMAND_FACTOR:g} x the VM's vCPUs x speed "
+                             f"({cap_rows[r]:.6g} MHz)")
+    cpu, step, start = to_grid(vm_idx, t_s, cpu_rows, names.size, step_s=step_s, source=path)
     mem_used = None
     if "memory_used" in found:
         mu = num("memory_used") * scale("memory_used", MEM_UNITS)
-        mem_used, _, _ = to_grid(vm_idx, t_s, mu, names.size, step_s=step, start_s=start)
+        over = mu > MAX_DEMAND_FACTOR * mem[vm_idx]
+        if over.any():
+            r = int(np.argmax(over))
+            raise InputError(path, f"row {line_of[r]}, column {found['memory_used'][0]!r}",
+                             f"memory in use {mu[r]:.6g} bytes is more than {MAX_DEMAND_FACTOR:g} x the VM's memory ({mem[vm_idx[r]]:.6g} bytes)")
+        mem_used, _, _ = to_grid(vm_idx, t_s, mu, names.size, step_s=step, start_s=start, source=path)
     disk = {}
     if ("disk_read" in found) != ("disk_write" in found):
         have, miss = ("disk_read", "disk_write") if "disk_read" in found else ("disk_write", "disk_read")
@@ -185,7 +236,8 @@ def read_generic(path: str | Path, *, step_s: float | None = None) -> Inventory:
     for key in ("disk_read", "disk_write"):
         if key in found:
             rate = num(key) * scale(key, RATE_UNITS)
-            disk[key + "_Bps"], _, _ = to_grid(vm_idx, t_s, rate, names.size, step_s=step, start_s=start)
+            check_values(rate, path, found[key][0], rows=line_of, what=f"{key} (bytes/s)")
+            disk[key + "_Bps"], _, _ = to_grid(vm_idx, t_s, rate, names.size, step_s=step, start_s=start, source=path)
     tags = {}
     for key in ("anti_affinity", "affinity"):
         if key in found:
@@ -194,7 +246,7 @@ def read_generic(path: str | Path, *, step_s: float | None = None) -> Inventory:
             diff = col != first[vm_idx]
             if diff.any():
                 r = int(np.argmax(diff))
-                raise InputError(path, f"row {r + 2}, column {found[key][0]!r}", f"{key} group of VM {names[vm_idx[r]]!r} changes over time")
+                raise InputError(path, f"row {line_of[r]}, column {found[key][0]!r}", f"{key} group of VM {names[vm_idx[r]]!r} changes over time")
             tags[key] = first
     return build_inventory(
         names, vcpus, speed, mem, cpu_mhz=cpu, mem_used_bytes=mem_used, step_s=step, start_s=start, tags=tags, **disk,

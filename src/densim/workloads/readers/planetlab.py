@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from densim.errors import InputError
+from densim.workloads.readers._checks import check_budget, read_bytes, text_of
 from densim.workloads.sources import DemandSource, VmSizes
 from densim.workloads.timegrid import TimeGrid, resample_piecewise
 
@@ -19,13 +20,9 @@ STEP_S = 300.0
 
 
 def _parse_file(path: Path) -> np.ndarray:
+    lines = text_of(read_bytes(path, "PlanetLab trace file"), path, "PlanetLab trace file").splitlines()
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise InputError(path, "", f"cannot read: {exc.strerror}") from None
-    lines = raw.decode("utf-8", errors="replace").splitlines()
-    try:
-        vals = np.array([float(x) for x in lines if x.strip() != ""], dtype=np.float32)
+        vals = np.array([float(x) for x in lines if x.strip() != ""], dtype=np.float64)
     except ValueError:
         for i, line in enumerate(lines, start=1):
             s = line.strip()
@@ -43,7 +40,7 @@ def _parse_file(path: Path) -> np.ndarray:
         raise InputError(path, f"line {nonblank[i]}", f"CPU utilisation must be in [0, 100] %, got {vals[i]:g}")
     if vals.size == 0:
         raise InputError(path, "", "empty trace file")
-    return vals
+    return vals.astype(np.float32)
 
 
 class PlanetLabTrace:
@@ -52,7 +49,7 @@ class PlanetLabTrace:
     def __init__(self, path: Path, limit: int | None = None, **_: object) -> None:
         if not path.exists():
             raise InputError(path, "", "trace folder not found")
-        files = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith(".")) if path.is_dir() else [path]
+        files = sorted(p for p in path.iterdir() if not p.is_dir() and not p.name.startswith(".")) if path.is_dir() else [path]
         if limit is not None:
             files = files[:limit]
         if not files:
@@ -124,6 +121,8 @@ class PlanetLabSource(DemandSource):
     def window(self, grid, t0, t1, channels):
         if "cpu_mhz" not in channels:
             return {}
+        check_budget(4.0 * (t1 - t0) * (self.n_vms + 2 * self.trace.n_files),
+                     f"the PlanetLab demand window ({t1 - t0:,} steps x {self.n_vms:,} VMs)", self.trace.files[0].parent)
         fw = self._file_window(grid, t0, t1)
         out = np.take(fw, self.file_idx, axis=1)
         out *= np.float32(self.capacity_mhz)

@@ -26,6 +26,8 @@ from pathlib import Path
 import numpy as np
 
 from densim.errors import InputError
+from densim.workloads.readers._checks import (check_clock, check_memory, check_values, check_vcpus,
+                                              first_line, read_bytes, regular_file, text_of)
 from densim.workloads.readers._table import MEM_UNITS, norm, strip_prefix
 from densim.workloads.inventory import DEFAULT_VCPU_MHZ, Inventory, build_inventory
 
@@ -83,6 +85,13 @@ class _Sheet:
 
     def error(self, row_idx: int | None, col: int | None, problem: str) -> InputError:
         return InputError(self.source, self.where(row_idx, col), problem)
+
+    def check(self, values: np.ndarray, idx: np.ndarray, col: int, checker) -> None:
+        """Run a :mod:`._checks` checker on ``values`` (rows ``idx`` of this sheet), naming sheet, row and column."""
+        try:
+            checker(values, self.source, self.header[col], rows=[self.row_numbers[int(i)] for i in idx])
+        except InputError as exc:
+            raise InputError(self.source, f"sheet {self.name}, {exc.where}", exc.problem) from None
 
     def find(self, aliases: tuple[str, ...]) -> int | None:
         for a in aliases:
@@ -144,14 +153,19 @@ class _Sheet:
 def _xlsx_sheets(path: Path) -> dict[str, _Sheet]:
     from openpyxl import load_workbook
 
+    regular_file(path, "RVTools workbook (.xlsx)")
     try:
         wb = load_workbook(path, read_only=True, data_only=True)
-    except Exception as exc:  # openpyxl raises several types for non-workbooks
+    except Exception as exc:  # noqa: BLE001 - openpyxl raises several types for non-workbooks
         raise InputError(path, "", f"not a readable xlsx workbook ({type(exc).__name__})") from None
     out: dict[str, _Sheet] = {}
     try:
         for ws in wb.worksheets:
-            rows = [list(r) for r in ws.iter_rows(values_only=True)]
+            try:
+                rows = [list(r) for r in ws.iter_rows(values_only=True)]
+            except Exception as exc:  # noqa: BLE001 - a damaged sheet inside a readable zip
+                raise InputError(path, f"sheet {ws.title}", f"damaged sheet ({type(exc).__name__}: "
+                                                            f"{str(exc).splitlines()[0][:80] if str(exc) else 'unreadable'})") from None
             if not rows:
                 out[ws.title.lower()] = _Sheet(path, ws.title, [], [])
                 continue
@@ -162,10 +176,7 @@ def _xlsx_sheets(path: Path) -> dict[str, _Sheet]:
 
 
 def _csv_sheet(path: Path, tab: str) -> _Sheet:
-    try:
-        text = path.read_text(encoding="utf-8-sig", errors="replace")
-    except OSError as exc:
-        raise InputError(path, "", f"cannot read: {exc.strerror}") from None
+    text = text_of(read_bytes(path, "RVTools CSV file"), path, "CSV file")
     first = text.splitlines()[0] if text.strip() else ""
     delim = ";" if first.count(";") > first.count(",") else ","
     rows = list(csv.reader(text.splitlines(), delimiter=delim))
@@ -189,7 +200,7 @@ def _csv_sheets(path: Path) -> dict[str, _Sheet]:
         tab = _tab_of_csv(f)
         if tab is None and not path.is_dir():
             # a lone CSV: decide by its first header's prefix
-            head = f.read_text(encoding="utf-8-sig", errors="replace").split("\n", 1)[0].lower()
+            head = first_line(f, "RVTools CSV file").lower()
             tab = next((t for t in SHEETS if head.startswith(t.lower())), "vInfo")
         if tab is not None:
             out[tab.lower()] = _csv_sheet(f, tab)
@@ -204,7 +215,7 @@ def is_rvtools(path: Path) -> bool:
     if path.suffix.lower() == ".csv":
         if _tab_of_csv(path) == "vInfo":
             return True
-        head = path.read_text(encoding="utf-8-sig", errors="replace").split("\n", 1)[0].lower()
+        head = first_line(path, "RVTools CSV file").lower()
         return head.startswith("vinfo") or head.startswith("vm,") or head.startswith("vm;")
     return False
 
@@ -224,6 +235,10 @@ def read_rvtools(
     path = Path(path)
     if not path.exists():
         raise InputError(path, "", "inventory not found")
+    f = float(snapshot_peak_factor)
+    if not (np.isfinite(f) and 0 < f <= 100):
+        raise InputError(None, "--snapshot-peak-factor", f"must be a number > 0 (and at most 100), got {snapshot_peak_factor!r}")
+    check_clock(np.array([default_vcpu_mhz], dtype=float), "default_vcpu_mhz", "default_vcpu_mhz")
     sheets = _xlsx_sheets(path) if path.suffix.lower() == ".xlsx" else _csv_sheets(path)
     if "vinfo" not in sheets:
         raise InputError(path, "sheet vInfo", f"missing (sheets found: {', '.join(s.name for s in sheets.values()) or 'none'})")
@@ -257,6 +272,9 @@ def read_rvtools(
             raise vi.error(int(i), cols["cpus"], f"VM {names[i]!r} has {cpus[i]:g} vCPUs; must be a whole number >= 1")
         if not (mem_bytes[i] > 0):
             raise vi.error(int(i), mem[0], f"VM {names[i]!r} has memory {mem_bytes[i]:g} bytes; must be > 0")
+    kept = np.flatnonzero(keep)
+    vi.check(cpus[kept], kept, cols["cpus"], check_vcpus)
+    vi.check(mem_bytes[kept], kept, mem[0], check_memory)
     # natural key: VM + VI SDK Server
     servers = [str(v).strip() for v in vi.column(cols["server"])] if cols["server"] is not None else [""] * len(names)
     multi_server = len({s for s in servers if s}) > 1
@@ -285,11 +303,17 @@ def read_rvtools(
         if hc is not None:
             hn = [str(v).strip() for v in vh.column(hc)]
             if sc is not None:
-                for h, x in zip(hn, vh.numbers(sc, "Speed", allow_blank=True)):
+                speeds = vh.numbers(sc, "Speed", allow_blank=True)
+                given = np.flatnonzero(~np.isnan(speeds))
+                vh.check(speeds[given], given, sc, check_clock)
+                for h, x in zip(hn, speeds):
                     if x > 0:
                         host_mhz[h] = float(x)
             if uc is not None:
-                for h, x in zip(hn, vh.numbers(uc, "CPU usage %", allow_blank=True)):
+                usage = vh.numbers(uc, "CPU usage %", allow_blank=True)
+                given = np.flatnonzero(~np.isnan(usage))
+                vh.check(usage[given], given, uc, lambda v, src, col, **kw: check_values(v, src, col, hi=100.0, what="CPU usage %", implausible=False, **kw))
+                for h, x in zip(hn, usage):
                     if x >= 0:
                         host_usage[h] = float(x)
     vcpu_mhz = np.array([host_mhz.get(hosts[i], default_vcpu_mhz) for i in range(len(names))])
@@ -302,7 +326,10 @@ def read_rvtools(
     if vc is not None and vc.header and vc.rows:
         nc, oc = vc.find(VCPU["vm"]), vc.find(VCPU["overall"])
         if nc is not None and oc is not None:
-            by_name = dict(zip((str(v).strip() for v in vc.column(nc)), vc.numbers(oc, "Overall", allow_blank=True)))
+            overall = vc.numbers(oc, "Overall", allow_blank=True)
+            given = np.flatnonzero(~np.isnan(overall))
+            vc.check(overall[given], given, oc, lambda v, src, col, **kw: check_values(v, src, col, what="CPU MHz in use", **kw))
+            by_name = dict(zip((str(v).strip() for v in vc.column(nc)), overall))
             cpu_now = np.array([by_name.get(n, np.nan) for n in names])
             rules.append("CPU from vCPU.Overall")
     missing = ~np.isfinite(cpu_now)
@@ -322,11 +349,15 @@ def read_rvtools(
         ac = vm_sheet.find_mem(VMEM_MEM["active"])
         if nc is not None and ac is not None:
             vals = vm_sheet.numbers(ac[0], "Active", unit_bytes=ac[1], allow_blank=True)
+            given = np.flatnonzero(~np.isnan(vals))
+            vm_sheet.check(vals[given], given, ac[0], lambda v, src, col, **kw: check_values(v, src, col, what="active memory (bytes)", **kw))
             by_name = dict(zip((str(v).strip() for v in vm_sheet.column(nc)), vals))
             mem_now = np.array([by_name.get(n, np.nan) for n in names])
             rules.append("memory from vMemory.Active")
     if active_col is not None:
         vals = vi.numbers(active_col[0], "Active Memory", unit_bytes=active_col[1], allow_blank=True)
+        given = np.intersect1d(np.flatnonzero(~np.isnan(vals)), kept)
+        vi.check(vals[given], given, active_col[0], lambda v, src, col, **kw: check_values(v, src, col, what="active memory (bytes)", **kw))
         miss = ~np.isfinite(mem_now)
         if miss.any():
             mem_now = np.where(miss, vals, mem_now)
@@ -336,7 +367,6 @@ def read_rvtools(
         mem_now = np.where(miss, mem_bytes, mem_now)
         rules.append("memory = configured size where no active memory was exported")
 
-    f = float(snapshot_peak_factor)
     cpu_series = np.minimum(cpu_now * f, capacity_mhz)[None, :]
     mem_series = np.minimum(mem_now * f, mem_bytes)[None, :]
     rule = SNAPSHOT_RULE + f" Applied here: {'; '.join(dict.fromkeys(rules))}; peak factor {f:g}."

@@ -1,0 +1,152 @@
+"""Up-front memory estimates for ``--max-memory``: refuse a run or plan before it allocates.
+
+The run estimate is computed here from the loaded scenario, not from the engine's own data: VMs
+(group counts, or for a trace without a count the files or tasks it holds, read from file names
+and Parquet metadata) x time steps (horizon / step; without a horizon, the span of a PlanetLab or
+OpenDC trace, read cheaply) x hosts. It models the engine's largest arrays, calibrated on the
+benchmark ladder (100,000 VMs x 288 steps: 0.59 GiB peak RSS measured, 0.58 GiB estimated):
+
+* per-VM state (sizes, names, totals): ``PER_VM_BYTES`` per VM;
+* one chunk of (steps x VMs) float32 arrays: ``BYTES_PER_CHUNK_CELL`` per cell, at most
+  ``CHUNK_CELLS`` cells per chunk (the engine splits time into chunks of that size), at least one
+  step of every VM;
+* host time series (unless ``output.host_timeseries: off``): ``HOST_SERIES`` float32 per step and host;
+* VM time series (``output.vm_timeseries: on``, or ``auto`` up to 5 million cells): ``VM_SERIES``
+  float32 per step and VM.
+
+It is an estimate (within a factor of about 2), meant to turn a typo (a 1 ms step over a year,
+10^8 VMs) into a one-line refusal instead of a MemoryError or a swapping machine.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+PER_VM_BYTES = 300
+BYTES_PER_CHUNK_CELL = 16
+CHUNK_CELLS = 40_000_000
+HOST_SERIES = 12
+VM_SERIES = 8
+VM_SERIES_AUTO_CELLS = 5_000_000
+DEFAULT_MAX_MEMORY = "8 GiB"
+
+
+def parse_max_memory(text: str) -> int:
+    """``"8 GiB"``, ``"512 MiB"`` or a number of bytes; a usage error otherwise."""
+    import typer
+
+    from densim.units import UnitError, parse
+
+    try:
+        n = parse(text, "byte")
+    except (UnitError, ValueError) as exc:
+        raise typer.BadParameter(f"{text!r} is not a memory size such as '8 GiB' ({exc})") from None
+    if not (math.isfinite(n) and n > 0):
+        raise typer.BadParameter(f"must be a size > 0, got {text!r}")
+    return int(n)
+
+
+def max_memory_option(ctx, param, value: str) -> int:  # noqa: ARG001 - a typer/click option callback
+    """``--max-memory`` parsed to bytes (a usage error naming the option when it is not a size)."""
+    return parse_max_memory(value)
+
+
+def _trace_vms_and_steps(trace: Any, step_s: float) -> tuple[int | None, int | None]:
+    """(VMs, steps) of a trace without reading it: file names, line counts, Parquet metadata."""
+    path = Path(trace.path)
+    limit = trace.limit
+    try:
+        if trace.format == "bitbrains":
+            files = [p for p in path.iterdir() if p.name.endswith((".csv", ".csv.gz"))] if path.is_dir() else [path]
+            n = len(files)
+            return (min(n, limit) if limit else n), None
+        if trace.format == "planetlab":
+            files = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith(".")) if path.is_dir() else [path]
+            n = len(files)
+            steps = None
+            if files and files[0].stat().st_size < 2**26:
+                lines = sum(1 for ln in files[0].read_bytes().splitlines() if ln.strip())
+                steps = math.ceil(lines * 300.0 / step_s)
+            return (min(n, limit) if limit else n), steps
+        if trace.format == "opendc":
+            import pyarrow.parquet as pq
+
+            folder = path.parent if path.is_file() else path
+            tasks = pq.ParquetFile(folder / "tasks.parquet")
+            n = tasks.metadata.num_rows
+            t = tasks.read(columns=["submission_time", "duration"])
+            sub = t.column("submission_time").to_numpy().astype(float) / 1000.0
+            end = sub + t.column("duration").to_numpy().astype(float) / 1000.0
+            steps = math.ceil((float(end.max()) - float(sub.min())) / step_s) if n else 0
+            return (min(n, limit) if limit else n), steps
+    except Exception:  # noqa: BLE001 - an estimate only: the readers report a damaged trace properly
+        return None, None
+    return None, None
+
+
+def run_shape(sc: Any) -> tuple[int, int, int | None]:
+    """(VMs, hosts, steps or None when unknown before the traces are read) of a scenario."""
+    sim = sc.simulation
+    hosts = sum(int(g.count) for g in sc.cluster.hosts)
+    vms = 0
+    trace_steps: list[int] = []
+    for g in sc.vms:
+        count = g.count
+        if g.trace is not None:
+            n, steps = _trace_vms_and_steps(g.trace, sim.step_s)
+            if steps is not None:
+                trace_steps.append(steps)
+            count = count if count is not None else n
+        vms += int(count or 0)
+    if sim.horizon_s is not None:
+        steps: int | None = math.ceil(sim.horizon_s / sim.step_s)
+    elif all(g.trace is None for g in sc.vms):
+        steps = None  # the engine asks for a horizon
+    else:
+        steps = max(trace_steps) if len(trace_steps) == sum(g.trace is not None for g in sc.vms) and trace_steps else None
+    return vms, hosts, steps
+
+
+def run_bytes(sc: Any) -> tuple[float, str]:
+    """Estimated peak bytes of the engine's arrays for scenario ``sc``, and how it was reckoned."""
+    vms, hosts, steps = run_shape(sc)
+    per_vm = PER_VM_BYTES * vms
+    if steps is None:
+        chunk = BYTES_PER_CHUNK_CELL * max(vms, min(CHUNK_CELLS, vms * 288))
+        return per_vm + chunk, f"{vms:,} VMs x (steps unknown until the traces are read) on {hosts:,} hosts"
+    cells = vms * steps
+    chunk = BYTES_PER_CHUNK_CELL * max(min(cells, CHUNK_CELLS), vms)
+    host_series = 0 if sc.output.host_timeseries == "off" else 4 * HOST_SERIES * steps * hosts
+    vm_on = sc.output.vm_timeseries == "on" or (sc.output.vm_timeseries == "auto" and cells <= VM_SERIES_AUTO_CELLS)
+    vm_series = 4 * VM_SERIES * cells if vm_on else 0
+    return per_vm + chunk + host_series + vm_series, f"{vms:,} VMs x {steps:,} steps on {hosts:,} hosts"
+
+
+def check_run_memory(sc: Any, source: Any, max_bytes: int) -> None:
+    from densim.errors import InputError
+    from densim.workloads.readers._checks import gib
+
+    need, shape = run_bytes(sc)
+    if need > max_bytes:
+        raise InputError(source, "", f"the run needs about {gib(need)} ({shape}), more than --max-memory "
+                                     f"({gib(max_bytes)}); raise --max-memory, or use a longer step, a shorter horizon "
+                                     "or fewer VMs")
+
+
+def plan_bytes(n_vms: int, n_steps: int) -> float:
+    """The plan's largest arrays: a few (steps x VMs) float32 copies of the demand series while placing
+    and re-checking (CPU and memory series, right-sized copies, per-host sums)."""
+    return 8 * 4.0 * max(n_steps, 1) * n_vms + PER_VM_BYTES * n_vms
+
+
+def sizing_space(sc: Any) -> int:
+    """Configurations ``densim size`` would evaluate (an upper bound, without searching): devices x RAID
+    levels x drive counts x controllers x extra controllers x core counts. For the lead to wire into
+    ``densim size`` (cli/commands/storage.py) as a refusal above a limit: today a drives_max of 10^9
+    runs for hours."""
+    c = sc.candidates
+    drives = max(0, int(c.drives_max) - int(c.drives_min) + 1)
+    return (len(c.devices) * len(c.raid) * drives * max(1, len(c.controllers)) * (int(c.extra_controllers) + 1)
+            * len(c.cores))
