@@ -30,19 +30,26 @@ MAX_NODES = 2_000_000
 MAX_DEPTH = 200
 
 
+def regular_file_stat(path: str | Path, what: str = "file") -> os.stat_result:
+    """``path``'s stat when it is an existing regular file (not a folder, device, FIFO or socket),
+    else an :class:`InputError` saying which; every reader checks its inputs with this."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise InputError(path, "", f"{what} not found") from None
+    except OSError as exc:
+        raise InputError(path, "", f"cannot read {what}: {exc.strerror}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise InputError(path, "", f"is a directory, expected a {what}")
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError(path, "", f"is not a regular file (a device, FIFO or socket), expected a {what}")
+    return st
+
+
 def read_text_file(path: str | Path, what: str = "file") -> str:
     """The UTF-8 text of a regular file, or an :class:`InputError` saying why not."""
     p = Path(path)
-    try:
-        st = os.stat(p)
-    except FileNotFoundError:
-        raise InputError(p, "", f"{what} not found") from None
-    except OSError as exc:
-        raise InputError(p, "", f"cannot read {what}: {exc.strerror}") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise InputError(p, "", f"is a directory, expected a {what}")
-    if not stat.S_ISREG(st.st_mode):
-        raise InputError(p, "", f"is not a regular file (a device, FIFO or socket), expected a {what}")
+    st = regular_file_stat(p, what)
     if st.st_size > MAX_BYTES:
         raise InputError(p, "", f"{what} is {st.st_size / 2**20:.0f} MiB, more than the {MAX_BYTES // 2**20} MiB a text input may be")
     try:

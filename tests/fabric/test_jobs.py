@@ -184,15 +184,17 @@ def test_bad_references_name_the_field():
 
 
 def test_transport_needs_matching_adapter():
+    sc = _scenario(nic="x710-da2-2x10g")
     with pytest.raises(InputError, match=r"fabric\.tenants\[0\]\.storage_nic: .*nvmeof-rdma.*runs on rdma"):
-        build_system(_scenario(nic="x710-da2-2x10g"), catalog_for(_scenario(nic="x710-da2-2x10g")))
+        build_system(sc, catalog_for(sc))
 
 
 def test_thick_volumes_must_fit_the_pool():
     # 1 VM x (375 + 100) GB thick on a single 1.6 TB drive fits; 4 VMs (1.9 TB) do not.
-    build_system(_scenario(vms=1, provisioning="thick"), catalog_for(_scenario(vms=1, provisioning="thick")))
+    one, four = _scenario(vms=1, provisioning="thick"), _scenario(vms=4, provisioning="thick")
+    build_system(one, catalog_for(one))
     with pytest.raises(InputError, match=r"fabric\.pools\[0\]: tenants' volumes need 1\.90 TB"):
-        build_system(_scenario(vms=4, provisioning="thick"), catalog_for(_scenario(vms=4, provisioning="thick")))
+        build_system(four, catalog_for(four))
 
 
 def test_unknown_pool_is_a_validation_error():

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from densim.errors import InputError
+from densim.textio import regular_file_stat
 
 MAX_VCPUS = 65_536
 MAX_MEMORY_BYTES = float(2**50)  # 1 PiB per VM
@@ -77,16 +78,7 @@ def check_budget(n_bytes: float, what: str, source: str | Path | None, where: st
 
 def regular_file(path: Path, what: str = "file") -> Path:
     """``path`` must be an existing regular file (not a folder, device, FIFO or socket)."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise InputError(path, "", f"{what} not found") from None
-    except OSError as exc:
-        raise InputError(path, "", f"cannot read {what}: {exc.strerror}") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise InputError(path, "", f"is a directory, expected a {what}")
-    if not stat.S_ISREG(st.st_mode):
-        raise InputError(path, "", f"is not a regular file (a device, FIFO or socket), expected a {what}")
+    regular_file_stat(path, what)
     return path
 
 
