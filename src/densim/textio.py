@@ -156,10 +156,29 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _not_json(token: str) -> Any:
+    raise ValueError(f"{token} is not a JSON number")
+
+
+def _json_depth(value: Any) -> int:
+    """Deepest nesting of lists and mappings (iterative, so a deep document cannot overflow the stack)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, (dict, list)):
+            deepest = max(deepest, d)
+            if d <= MAX_DEPTH:
+                stack.extend((c, d + 1) for c in (v.values() if isinstance(v, dict) else v))
+    return deepest
+
+
 def parse_json(text: str, origin: str | Path) -> Any:
-    """Parse JSON text with duplicate keys refused."""
+    """Parse JSON text with duplicate keys, NaN/Infinity and runaway nesting refused (as :func:`parse_yaml`)."""
     try:
-        return json.loads(text, object_pairs_hook=_no_duplicates)
+        value = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_not_json)
+        if _json_depth(value) > MAX_DEPTH:
+            raise InputError(origin, "", f"nested more than {MAX_DEPTH} levels deep")
+        return value
     except json.JSONDecodeError as exc:
         raise InputError(origin, f"line {exc.lineno} column {exc.colno}", f"invalid JSON: {exc.msg}") from None
     except ValueError as exc:

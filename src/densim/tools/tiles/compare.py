@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -11,13 +10,10 @@ from densim.errors import InputError
 
 def load_result(path: str | Path) -> dict[str, Any]:
     """Read a result file and check it against the published schema; one-line error otherwise."""
+    from densim.textio import parse_json, read_text_file
+
     p = Path(path)
-    try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(p, "", "file not found") from None
-    except json.JSONDecodeError as exc:
-        raise InputError(p, f"line {exc.lineno} column {exc.colno}", f"invalid JSON: {exc.msg}") from None
+    doc = parse_json(read_text_file(p, "tile benchmark result"), p)
     try:
         import jsonschema
 
