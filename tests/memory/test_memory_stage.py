@@ -18,6 +18,7 @@ from densim.models import memory as M
 from densim.catalog.core import builtin_catalog
 from densim.plant.core import resolve_memory
 from densim.spec.memory import MemorySettings
+from densim.engine.summary import StageSummary
 
 GIB = M.GIB
 ROOT = Path(__file__).resolve().parents[2]
@@ -67,7 +68,7 @@ def test_stage_hand_checked_chunk():
     np.testing.assert_allclose(out["mem_slowdown"][:, 2], 1.0)
     np.testing.assert_allclose(chunk.host_out["mem_swapping"], [[1, 0]] * 3)
     np.testing.assert_allclose(chunk.host_out["host_mem_swapped_gib"][:, 0], 5.6, rtol=1e-5)
-    summary = {}
+    summary = StageSummary.standalone(st)
     st.finish(ctx, summary)
     assert summary["memory"]["hosts_swapping"] == ["h0"]
     assert summary["memory"]["oversubscription_by_host"]["h0"] == pytest.approx(1.5)
@@ -194,7 +195,7 @@ def test_stage_when_every_host_fits():
     np.testing.assert_allclose(chunk.vm_out["mem_active_gib"], [[10.8, 10.8, 3.6]] * 2, rtol=1e-6)
     np.testing.assert_allclose(chunk.vm_out["mem_slowdown"], 1.0)
     assert not np.any(chunk.vm_out["mem_swapped_gib"]) and not np.any(chunk.host_out["mem_swapping"])
-    summary = {}
+    summary = StageSummary.standalone(st)
     st.finish(ctx, summary)
     assert summary["memory"]["hosts_swapping"] == [] and summary["memory"]["hosts_short_of_memory"] == []
 

@@ -156,7 +156,7 @@ def run(
     if json_out:
         from densim.atomic import dumps_strict
 
-        typer.echo(dumps_strict(res.summary, indent=2))
+        typer.echo(dumps_strict(res.summary.to_dict(), indent=2))
     else:
         _print_run(res, out, wall)
 

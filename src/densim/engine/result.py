@@ -13,6 +13,7 @@ import numpy as np
 import densim
 from densim.atomic import write_atomic, write_json_atomic
 from densim.engine.state import EngineContext
+from densim.engine.summary import Core, GridInfo, ModelsInfo, PlacementInfo, Qos, Summary, Totals
 
 # output columns, documented (the reference page is generated from this table)
 VM_COLUMNS = {
@@ -165,7 +166,8 @@ class Result:
 
     # ---- summary ---------------------------------------------------------------------------
     @cached_property
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> Summary:
+        """The typed :class:`~densim.engine.summary.Summary` (a read-only mapping over summary.json)."""
         c = self.ctx
         step = c.grid.step_s
         vs, hs = self.vm_acc.sum, self.host_acc.sum
@@ -175,49 +177,43 @@ class Result:
         energy_j = float(hs["power_w"].sum() * step)
         unplaced = c.vms.names[~placed].astype(str).tolist()
         sc = c.scenario
-        out: dict[str, Any] = {
-            "densim_version": densim.__version__,
-            "scenario": sc.name,
-            "seed": c.seed,
-            "grid": {"start_s": c.grid.start_s, "step_s": step, "n_steps": c.grid.n_steps, "horizon_s": c.grid.horizon_s},
-            "models": {
-                "cpu_contention": sc.simulation.cpu_model,
-                "burstiness": sc.simulation.burstiness,
-                "placement": sc.placement.policy,
-                "stages": [s.name for s in self.stages],
-            },
-            "placement": {
-                "policy": sc.placement.policy,
-                "cpu_overcommit": sc.placement.cpu_overcommit,
-                "memory_overcommit": sc.placement.memory_overcommit,
-            },
-            "hosts_total": int(c.hosts.n),
-            "hosts_used": int(np.count_nonzero(self.vms_per_host)),
-            "hosts_powered_on": int(np.count_nonzero(self.host_on)),
-            "vms_total": int(c.vms.n),
-            "vms_placed": int(np.count_nonzero(placed)),
-            "vms_unplaced": int(np.count_nonzero(~placed)),
-            "unplaced_vms": unplaced[:1000],
-            "rack_units_powered_on": float(c.hosts.rack_units[self.host_on].sum()),
-            "totals": {
-                "cpu_demand_mhz_s": float(vs["cpu_demand_mhz"].sum() * step),
-                "cpu_delivered_mhz_s": float(vs["cpu_delivered_mhz"].sum() * step),
-                "cpu_unserved_mhz_s": float((vs["cpu_demand_mhz"].sum() - vs["cpu_delivered_mhz"].sum()) * step),
-                "cpu_ready_s": ready_s,
-                "energy_j": energy_j,
-                "energy_kwh": energy_j / 3.6e6,
-            },
-            "qos": {
-                "cpu_ready_pct_mean": float(vm_ready_mean[placed].mean()) if placed.any() else 0.0,
-                "cpu_ready_pct_worst_vm_mean": float(vm_ready_mean.max()) if c.vms.n else 0.0,
-                "cpu_ready_pct_worst_step": float(self.vm_acc.max["cpu_ready_pct"].max()) if c.vms.n else 0.0,
-                "vms_ready_over_5pct": int(np.count_nonzero(vm_ready_mean > 5.0)),
-                "vms_ready_over_10pct": int(np.count_nonzero(vm_ready_mean > 10.0)),
-            },
-        }
+        core = Core(
+            densim_version=densim.__version__,
+            scenario=sc.name,
+            seed=c.seed,
+            grid=GridInfo(start_s=c.grid.start_s, step_s=step, n_steps=c.grid.n_steps, horizon_s=c.grid.horizon_s),
+            models=ModelsInfo(cpu_contention=sc.simulation.cpu_model, burstiness=sc.simulation.burstiness,
+                              placement=sc.placement.policy, stages=[s.name for s in self.stages]),
+            placement=PlacementInfo(policy=sc.placement.policy, cpu_overcommit=sc.placement.cpu_overcommit,
+                                    memory_overcommit=sc.placement.memory_overcommit),
+            hosts_total=int(c.hosts.n),
+            hosts_used=int(np.count_nonzero(self.vms_per_host)),
+            hosts_powered_on=int(np.count_nonzero(self.host_on)),
+            vms_total=int(c.vms.n),
+            vms_placed=int(np.count_nonzero(placed)),
+            vms_unplaced=int(np.count_nonzero(~placed)),
+            unplaced_vms=unplaced[:1000],
+            rack_units_powered_on=float(c.hosts.rack_units[self.host_on].sum()),
+            totals=Totals(
+                cpu_demand_mhz_s=float(vs["cpu_demand_mhz"].sum() * step),
+                cpu_delivered_mhz_s=float(vs["cpu_delivered_mhz"].sum() * step),
+                cpu_unserved_mhz_s=float((vs["cpu_demand_mhz"].sum() - vs["cpu_delivered_mhz"].sum()) * step),
+                cpu_ready_s=ready_s,
+                energy_j=energy_j,
+                energy_kwh=energy_j / 3.6e6,
+            ),
+            qos=Qos(
+                cpu_ready_pct_mean=float(vm_ready_mean[placed].mean()) if placed.any() else 0.0,
+                cpu_ready_pct_worst_vm_mean=float(vm_ready_mean.max()) if c.vms.n else 0.0,
+                cpu_ready_pct_worst_step=float(self.vm_acc.max["cpu_ready_pct"].max()) if c.vms.n else 0.0,
+                vms_ready_over_5pct=int(np.count_nonzero(vm_ready_mean > 5.0)),
+                vms_ready_over_10pct=int(np.count_nonzero(vm_ready_mean > 10.0)),
+            ),
+        )
+        out = Summary(core)
         for st in self.stages:
-            st.finish(c, out)
-        out["saturation"] = self.saturation
+            st.finish(c, out.for_stage(st))
+        out.set_saturation(self.saturation)
         return out
 
     @cached_property
@@ -249,7 +245,7 @@ class Result:
             write_atomic(path, lambda p, df=df: df.write_parquet(p, compression="zstd"))
         if extra is not None:
             extra(out)
-        write_json_atomic(out / "summary.json", self.summary)
+        write_json_atomic(out / "summary.json", self.summary.to_dict())
         return out
 
 

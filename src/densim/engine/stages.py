@@ -29,7 +29,10 @@ Per chunk of time steps the engine calls, for every active stage in that order:
    (see :class:`densim.engine.state.SaturationLog`); ``summary["saturation"]`` lists those at or
    above 90 % busy in some step.
 
-``finish(ctx, summary)`` may add entries to ``summary.json``.
+``finish(ctx, summary)`` adds the stage's sections to ``summary.json`` through
+``summary.add(section, value)``; a stage declares them, with their keys, as
+``summary_sections = {"name": SomeTypedDict}`` (see :mod:`densim.engine.summary`). Writing an
+undeclared section, a section twice, or keys other than the TypedDict's is a ``SummaryError``.
 """
 
 from __future__ import annotations
@@ -50,13 +53,16 @@ class Stage(Protocol):
 
     def after_cpu(self, ctx, chunk) -> None: ...
 
-    def finish(self, ctx, summary: dict) -> None: ...
+    summary_sections: dict[str, type]
+
+    def finish(self, ctx, summary) -> None: ...
 
 
 class BaseStage:
     """Convenience base with do-nothing hooks."""
 
     name = "stage"
+    summary_sections: dict[str, type] = {}
 
     def prepare(self, ctx) -> None:
         pass
@@ -67,7 +73,7 @@ class BaseStage:
     def after_cpu(self, ctx, chunk) -> None:
         pass
 
-    def finish(self, ctx, summary: dict) -> None:
+    def finish(self, ctx, summary) -> None:
         pass
 
 

@@ -23,10 +23,21 @@ from __future__ import annotations
 
 import numpy as np
 
+from typing import Any, TypedDict
+
 from densim.engine.stages import STAGES, BaseStage
 
 
+class FabricSummary(TypedDict):
+    """``summary["fabric"]``."""
+
+    tenants: list[dict[str, Any]]  # per tenant: runtime, stage times, bottleneck
+    hosts: list[dict[str, Any]]  # per host: storage-stack CPU
+    components: list[dict[str, Any]]  # the 20 busiest fabric components
+
+
 class FabricStage(BaseStage):
+    summary_sections = {"fabric": FabricSummary}
     name = "fabric"
 
     def prepare(self, ctx) -> None:
@@ -83,12 +94,12 @@ class FabricStage(BaseStage):
         chunk.vm_out["job_iowait_vcpus"] = self._means(ctx, chunk, "iowait_vcpus")
         chunk.vm_out["job_storage_mb_per_s"] = self._means(ctx, chunk, "storage_bps") / np.float32(1e6)
 
-    def finish(self, ctx, summary: dict) -> None:
-        summary["fabric"] = {
+    def finish(self, ctx, summary) -> None:
+        summary.add("fabric", {
             "tenants": self.result.tenants,
             "hosts": self.result.hosts,
             "components": sorted(self.result.components, key=lambda c: -c["mean_utilisation"])[:20],
-        }
+        })
 
 
 @STAGES.register(

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from typing import TypedDict
+
 from densim.engine.stages import STAGES, BaseStage, add_saturation
 from densim.models import memory as M
 from densim.models.workload_memory import MemoryWorkload
@@ -45,7 +47,28 @@ HOST_METRICS = {
 }
 
 
+class _MemorySummaryOptional(TypedDict, total=False):
+    swap_datastore: str  # only when swap goes to the storage stage's datastores
+
+
+class MemorySummary(_MemorySummaryOptional):
+    """``summary["memory"]`` (``swap_datastore`` is optional: a base with total=False, because
+    ``NotRequired`` is not seen under postponed annotations on Python 3.11)."""
+
+    model: str
+    swap_device: str
+    swap_cache_device: str | None
+    swap_cache_gib: float
+    hosts_short_of_memory: list[str]
+    hosts_swapping: list[str]
+    host_swapping_step_share: dict[str, float]
+    oversubscription_by_host: dict[str, float]
+    vms_slowed: int
+    worst_vm_slowdown: float
+
+
 class MemoryStage(BaseStage):
+    summary_sections = {"memory": MemorySummary}
     name = "memory"
 
     def __init__(self, ctx) -> None:
@@ -372,13 +395,13 @@ class MemoryStage(BaseStage):
             util_s = out_h["mem_swap_device_util"]
         self._publish(ctx, chunk, util_s, util_c, swap_io)
 
-    def finish(self, ctx, summary: dict) -> None:
+    def finish(self, ctx, summary) -> None:
         hosts, vms = ctx.hosts, ctx.vms
         T = max(ctx.grid.n_steps, 1)
         share = self.swap_steps / T
         swapping = np.flatnonzero(share > 0)
         s = self.settings
-        summary["memory"] = {
+        summary.add("memory", {
             "model": s.model,
             "swap_device": s.swap_device,
             "swap_cache_device": s.swap_cache_device,
@@ -390,7 +413,7 @@ class MemoryStage(BaseStage):
             "oversubscription_by_host": {str(hosts.names[h]): float(self.ratio_h[h]) for h in np.flatnonzero(self.cfg_h > 0)},
             "vms_slowed": int(np.count_nonzero(self.max_slowdown > 1.0 + 1e-9)),
             "worst_vm_slowdown": float(self.max_slowdown.max()) if vms.n else 1.0,
-        }
+        })
 
 
 @STAGES.register("memory", description="memory over-commit: sharing, balloon, compression, host swap (guide §2)",

@@ -22,10 +22,28 @@ from __future__ import annotations
 
 import numpy as np
 
+from typing import TypedDict
+
 from densim.engine.stages import STAGES, BaseStage, add_saturation
 
 
+class DatastoreSummary(TypedDict):
+    mean_iops: float
+    peak_iops: float
+    mean_latency_s: float
+    peak_utilisation: float
+    saturated_steps: int
+
+
+class StorageSummary(TypedDict):
+    """``summary["storage"]``."""
+
+    model: str
+    datastores: dict[str, DatastoreSummary]
+
+
 class StorageStage(BaseStage):
+    summary_sections = {"storage": StorageSummary}
     name = "storage"
 
     def __init__(self, ctx) -> None:
@@ -217,7 +235,7 @@ class StorageStage(BaseStage):
         chunk.vm_out["io_saturated"] = vm_sat
         chunk.host_out["vm_io_iops"] = np.asarray(self.host_onehot.T.dot(total.T).T, dtype=np.float32)
 
-    def finish(self, ctx, summary: dict) -> None:
+    def finish(self, ctx, summary) -> None:
         out = {}
         for k in range(self.slot_ds.size):
             label = self.slot_names[k]
@@ -230,7 +248,7 @@ class StorageStage(BaseStage):
                 "peak_utilisation": float(self.peak_util[k]),
                 "saturated_steps": int(self.acc["sat_steps"][k]),
             }
-        summary["storage"] = {"model": "queueing", "datastores": out}
+        summary.add("storage", {"model": "queueing", "datastores": out})
 
 
 @STAGES.register("storage", description="per-VM disk I/O on datastores (open queueing per step)",

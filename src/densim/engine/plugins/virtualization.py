@@ -21,6 +21,8 @@ from densim._lazy import lazy
 
 stats = lazy("scipy.stats")
 
+from typing import TypedDict
+
 from densim.engine.stages import STAGES, BaseStage
 from densim.errors import InputError
 from densim.models.cpu_power import turbo_frequency_mhz
@@ -31,7 +33,20 @@ WORKLOAD_DEFAULTS = {"cpi_core": 1.0, "llc_mpki": 7.0, "tlb_mpki_4k": 2.2, "gues
 U_GRID = np.linspace(0.0, 1.0, 51)
 
 
+class VirtualizationSummary(TypedDict):
+    """``summary["virtualization"]``."""
+
+    model: str
+    paging: str
+    host_hugepages: bool
+    network: str
+    numa_policy: str
+    mean_demand_factor: float
+    mean_remote_fraction: float
+
+
 class VirtualizationStage(BaseStage):
+    summary_sections = {"virtualization": VirtualizationSummary}
     name = "virtualization"
 
     def prepare(self, ctx) -> None:
@@ -129,9 +144,9 @@ class VirtualizationStage(BaseStage):
         chunk.vm_out["virt_overhead_mhz"] = self._added
         chunk.host_out["clock_scale"] = self._scale
 
-    def finish(self, ctx, summary: dict) -> None:
+    def finish(self, ctx, summary) -> None:
         v = ctx.scenario.virtualization
-        summary["virtualization"] = {
+        summary.add("virtualization", {
             "model": v.model,
             "paging": v.hypervisor.paging,
             "host_hugepages": v.hypervisor.host_hugepages,
@@ -139,7 +154,7 @@ class VirtualizationStage(BaseStage):
             "numa_policy": v.numa.policy,
             "mean_demand_factor": float(self.factor.mean()) if self.factor.size else 1.0,
             "mean_remote_fraction": float(self.remote.mean()) if self.remote.size else 0.0,
-        }
+        })
 
 
 @STAGES.register("virtualization", description="virtualization overhead CPU, NUMA remote memory, turbo/SMT capacity",

@@ -1,0 +1,213 @@
+"""The run's summary as a typed object: what ``summary.json`` holds, and how stages add to it.
+
+:class:`Summary` has typed core fields the engine fills (:class:`GridInfo`, :class:`ModelsInfo`,
+:class:`PlacementInfo`, :class:`Totals`, :class:`Qos`, counts) and one section per active stage.
+A stage *declares* the sections it writes and their keys as a class attribute::
+
+    class MemorySummary(TypedDict):
+        model: str
+        hosts_swapping: list[str]
+        ...
+
+    class MemoryStage(BaseStage):
+        summary_sections = {"memory": MemorySummary}
+
+        def finish(self, ctx, summary):
+            summary.add("memory", {...})
+
+:meth:`StageSummary.add` refuses a section the stage did not declare, a section another stage
+already wrote, a core field's name, and a value whose keys differ from the declared TypedDict's
+(a missing required key or an undeclared one): a model that writes a field another change
+removed fails loudly instead of writing a summary.json nobody reads the same way.
+
+``Summary`` is a read-only :class:`~collections.abc.Mapping` over the same nested dict that is
+written to ``summary.json`` (:meth:`Summary.to_dict`), so readers keep ``summary["totals"]["energy_kwh"]``;
+the key order is the file's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+class SummaryError(RuntimeError):
+    """A stage wrote a section it did not declare, twice, or with keys other than declared."""
+
+
+@dataclass(frozen=True)
+class GridInfo:
+    start_s: float
+    step_s: float
+    n_steps: int
+    horizon_s: float
+
+
+@dataclass(frozen=True)
+class ModelsInfo:
+    cpu_contention: str
+    burstiness: str
+    placement: str
+    stages: list[str]
+
+
+@dataclass(frozen=True)
+class PlacementInfo:
+    policy: str
+    cpu_overcommit: float
+    memory_overcommit: float
+
+
+@dataclass(frozen=True)
+class Totals:
+    cpu_demand_mhz_s: float
+    cpu_delivered_mhz_s: float
+    cpu_unserved_mhz_s: float
+    cpu_ready_s: float
+    energy_j: float
+    energy_kwh: float
+
+
+@dataclass(frozen=True)
+class Qos:
+    cpu_ready_pct_mean: float
+    cpu_ready_pct_worst_vm_mean: float
+    cpu_ready_pct_worst_step: float
+    vms_ready_over_5pct: int
+    vms_ready_over_10pct: int
+
+
+@dataclass(frozen=True)
+class Core:
+    """The engine's own part of the summary, in file order."""
+
+    densim_version: str
+    scenario: str
+    seed: int
+    grid: GridInfo
+    models: ModelsInfo
+    placement: PlacementInfo
+    hosts_total: int
+    hosts_used: int
+    hosts_powered_on: int
+    vms_total: int
+    vms_placed: int
+    vms_unplaced: int
+    unplaced_vms: list[str]
+    rack_units_powered_on: float
+    totals: Totals
+    qos: Qos
+
+
+CORE_FIELDS = frozenset(Core.__dataclass_fields__) | {"saturation"}
+
+
+def declared_keys(schema: type) -> tuple[frozenset[str], frozenset[str]]:
+    """(required, optional) keys of a TypedDict."""
+    return frozenset(schema.__required_keys__), frozenset(schema.__optional_keys__)
+
+
+@dataclass
+class Summary(Mapping):
+    """summary.json: typed core fields, then the stages' declared sections, then saturation."""
+
+    core: Core
+    sections: dict[str, dict[str, Any]] = field(default_factory=dict)
+    saturation: list[dict[str, Any]] = field(default_factory=list)
+    _owner: dict[str, str] = field(default_factory=dict, repr=False)
+    _dict: dict[str, Any] | None = field(default=None, repr=False)
+
+    def for_stage(self, stage) -> StageSummary:
+        """The view a stage's ``finish`` writes through (only its declared sections)."""
+        return StageSummary(self, getattr(stage, "name", type(stage).__name__), getattr(stage, "summary_sections", {}))
+
+    def _add(self, stage: str, declared: Mapping[str, type], section: str, value: Mapping[str, Any]) -> None:
+        if section in CORE_FIELDS:
+            raise SummaryError(f"stage {stage!r} writes summary section {section!r}, which is a core field of the summary")
+        if section not in declared:
+            raise SummaryError(f"stage {stage!r} writes summary section {section!r} it does not declare "
+                               f"(summary_sections: {', '.join(sorted(declared)) or 'none'})")
+        if section in self.sections:
+            raise SummaryError(f"summary section {section!r} written twice (by {self._owner[section]!r} and {stage!r})")
+        check_section(stage, section, declared[section], value)
+        self.sections[section] = dict(value)
+        self._owner[section] = stage
+        self._dict = None
+
+    def set_saturation(self, rows: list[dict[str, Any]]) -> None:
+        self.saturation = rows
+        self._dict = None
+
+    # ---- the file's dict ------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        if self._dict is None:
+            out = asdict(self.core)
+            out.update(self.sections)
+            out["saturation"] = self.saturation
+            self._dict = out
+        return self._dict
+
+    def __getitem__(self, key: str) -> Any:
+        return self.to_dict()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.to_dict())
+
+    def __len__(self) -> int:
+        return len(self.to_dict())
+
+
+class StageSummary(Mapping):
+    """One stage's writing view of a :class:`Summary` (read access to everything written so far)."""
+
+    def __init__(self, summary: Summary | None, stage: str, declared: Mapping[str, type]) -> None:
+        self._summary = summary
+        self._stage = stage
+        self._declared = dict(declared)
+        self._local: dict[str, Any] = {}
+
+    @classmethod
+    def standalone(cls, stage) -> StageSummary:
+        """A view not attached to a run's summary (unit tests of one stage's ``finish``)."""
+        return cls(None, getattr(stage, "name", type(stage).__name__), getattr(stage, "summary_sections", {}))
+
+    def add(self, section: str, value: Mapping[str, Any]) -> None:
+        if self._summary is not None:
+            self._summary._add(self._stage, self._declared, section, value)
+            return
+        if section not in self._declared:
+            raise SummaryError(f"stage {self._stage!r} writes summary section {section!r} it does not declare")
+        if section in self._local:
+            raise SummaryError(f"summary section {section!r} written twice by {self._stage!r}")
+        check_section(self._stage, section, self._declared[section], value)
+        self._local[section] = dict(value)
+
+    def _view(self) -> Mapping[str, Any]:
+        return self._summary.to_dict() if self._summary is not None else self._local
+
+    def __getitem__(self, key: str) -> Any:
+        return self._view()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._view())
+
+    def __len__(self) -> int:
+        return len(self._view())
+
+
+def check_section(stage: str, section: str, schema: type, value: Mapping[str, Any]) -> None:
+    """The keys of ``value`` are the declared TypedDict's: every required key, nothing undeclared."""
+    if not isinstance(value, Mapping):
+        raise SummaryError(f"stage {stage!r}: summary section {section!r} must be a mapping, got {type(value).__name__}")
+    required, optional = declared_keys(schema)
+    keys = set(value)
+    missing = sorted(required - keys)
+    extra = sorted(keys - required - optional)
+    if missing or extra:
+        parts = []
+        if missing:
+            parts.append(f"missing {', '.join(missing)}")
+        if extra:
+            parts.append(f"undeclared {', '.join(extra)}")
+        raise SummaryError(f"stage {stage!r}: summary section {section!r} ({schema.__name__}): {'; '.join(parts)}")
