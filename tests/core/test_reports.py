@@ -48,7 +48,7 @@ def _plan(tmp: Path, *, feasible: bool = True) -> str:
 
 
 def _sweep(tmp: Path) -> str:
-    from densim.tools.sweep import load_study, run_sweep
+    from densim.tools.sweep import load_sweep, run_sweep
     from densim.tools.sweep.report import render as render_sweep
 
     (tmp / "base.yaml").write_text(
@@ -59,7 +59,7 @@ def _sweep(tmp: Path) -> str:
     (tmp / "study.yaml").write_text(
         f"name: toy\ndescription: '{EVIL}'\nscenario: base.yaml\nseed: 7\nreplications: 1\nrunner: engine\n"
         "axes:\n  placement.cpu_overcommit: [0.5, 1.0]\n")
-    run_sweep(load_study(tmp / "study.yaml"), out=tmp / "results", backend="inprocess")
+    run_sweep(load_sweep(tmp / "study.yaml"), out=tmp / "results", backend="inprocess")
     return render_sweep(tmp / "results" / "toy").read_text()
 
 

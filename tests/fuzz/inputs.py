@@ -327,12 +327,12 @@ def _store_template() -> Path:
     """A finished two-point, one-replication engine sweep (built once per process)."""
     import tempfile
 
-    from densim.tools.sweep import load_study, run_sweep
+    from densim.tools.sweep import load_sweep, run_sweep
 
     d = Path(tempfile.mkdtemp(prefix="densim-fuzz-store-"))
     _yaml(d / "base.yaml", SCENARIO)
     _yaml(d / "study.yaml", {**STUDY, "replications": 1})
-    res = run_sweep(load_study(d / "study.yaml"), out=d / "results", backend="inprocess")
+    res = run_sweep(load_sweep(d / "study.yaml"), out=d / "results", backend="inprocess")
     assert res.ok
     return d
 

@@ -6,7 +6,7 @@ from conftest import write_study
 from typer.testing import CliRunner
 
 from densim.cli.main import app
-from densim.tools.sweep import load_study, run_sweep, store_files
+from densim.tools.sweep import load_sweep, run_sweep, store_files
 
 
 def test_engine_sweep_through_the_cli(tmp_path):
@@ -24,7 +24,7 @@ def test_engine_sweep_through_the_cli(tmp_path):
     assert r.exit_code == 0, r.output
     assert json.loads(r.output) == [{"oc": 0.5, "vms_unplaced": 2}, {"oc": 1.0, "vms_unplaced": 0}]
     # the summary keeps its seed, which is the replication seed spawned from the root seed
-    study = load_study(path)
+    study = load_sweep(path)
     seeds = {json.loads(p.read_text())["seed"] for p in root.glob("scenario=*/seed=*/summary.json")}
     assert seeds == set(study.seeds)
     # rerun: nothing recomputed, same bytes

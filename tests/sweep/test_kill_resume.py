@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import write_study
 
-from densim.tools.sweep import load_study, run_sweep, store_files
+from densim.tools.sweep import load_sweep, run_sweep, store_files
 from densim.tools.sweep.store import check_task_dir
 
 # The driver kills itself (SIGKILL, no clean-up of any kind) just before its K-th rename or
@@ -36,14 +36,14 @@ def counted(real):
     return f
 
 os.replace, os.rename = counted(real_replace), counted(real_rename)
-from densim.tools.sweep import load_study, run_sweep
-run_sweep(load_study(sys.argv[1]), out=sys.argv[2], backend="inprocess")
+from densim.tools.sweep import load_sweep, run_sweep
+run_sweep(load_sweep(sys.argv[1]), out=sys.argv[2], backend="inprocess")
 """
 
 _POOL = """
 import sys
-from densim.tools.sweep import load_study, run_sweep
-run_sweep(load_study(sys.argv[1]), out=sys.argv[2], backend="process", workers=2)
+from densim.tools.sweep import load_sweep, run_sweep
+run_sweep(load_sweep(sys.argv[1]), out=sys.argv[2], backend="process", workers=2)
 """
 
 
@@ -59,7 +59,7 @@ def _assert_consistent(root: Path) -> int:
 @pytest.mark.slow
 def test_sweep_killed_ten_times_at_random_points_resumes_byte_identical(tmp_path, toy_env):
     path = write_study(tmp_path, axes="  placement.cpu_overcommit: [1, 2, 3]\n  cluster.hosts[0].count: [2, 3]\n", reps=5)
-    ref = run_sweep(load_study(path), out=tmp_path / "ref", backend="inprocess")
+    ref = run_sweep(load_sweep(path), out=tmp_path / "ref", backend="inprocess")
     assert ref.done == 30
     out = tmp_path / "killed"
     root = out / "toy"
@@ -83,7 +83,7 @@ def test_sweep_killed_ten_times_at_random_points_resumes_byte_identical(tmp_path
         kills += 1
         _assert_consistent(root)
     assert kills == 10
-    resumed = run_sweep(load_study(path), out=out, backend="inprocess")
+    resumed = run_sweep(load_sweep(path), out=out, backend="inprocess")
     assert resumed.ok and resumed.done + resumed.skipped == 30 and resumed.done > 0
     assert not list(root.rglob(".*"))  # every temporary file and folder cleaned up
     # file for file, byte for byte (runs.json, the timed run log, is excluded by store_files)
@@ -101,7 +101,7 @@ def _children(pid: int) -> list[int]:
 
 def test_worker_killed_from_outside_loses_nothing(tmp_path, toy_env):
     path = write_study(tmp_path, reps=2)  # 8 tasks
-    ref = run_sweep(load_study(path), out=tmp_path / "ref", backend="inprocess")
+    ref = run_sweep(load_sweep(path), out=tmp_path / "ref", backend="inprocess")
     toy_env.setenv("DENSIM_TOY_SLEEP", "0.4")
     out = tmp_path / "pool"
     proc = subprocess.Popen([sys.executable, "-c", _POOL, str(path), str(out)], env=os.environ.copy())

@@ -9,11 +9,11 @@ import time
 import duckdb
 from conftest import write_study
 
-from densim.tools.sweep import load_study, run_sweep, store_files
+from densim.tools.sweep import load_sweep, run_sweep, store_files
 
 
 def _run(study_path, out, **kw):
-    return run_sweep(load_study(study_path), out=out, **kw)
+    return run_sweep(load_sweep(study_path), out=out, **kw)
 
 
 def test_inprocess_store_layout_and_rerun_is_a_no_op(tmp_path, toy_env):
@@ -56,8 +56,8 @@ def test_process_pool_equals_inprocess_and_survives_a_dead_worker(tmp_path, toy_
 
 _DRIVER = """
 import sys
-from densim.tools.sweep import load_study, run_sweep
-run_sweep(load_study(sys.argv[1]), out=sys.argv[2], backend="process", workers=2)
+from densim.tools.sweep import load_sweep, run_sweep
+run_sweep(load_sweep(sys.argv[1]), out=sys.argv[2], backend="process", workers=2)
 """
 
 

@@ -10,10 +10,10 @@ from typer.testing import CliRunner
 
 from densim.cli.main import app
 from densim.errors import InputError
-from densim.tools.sweep import load_study, run_sweep, store_files
+from densim.tools.sweep import load_sweep, run_sweep, store_files
 from densim.tools.sweep.query import run_query
 from densim.tools.sweep.store import verify_store
-from densim.tools.sweep.study import estimate_runs
+from densim.tools.sweep.expand import estimate_runs
 
 runner = CliRunner()
 
@@ -21,7 +21,7 @@ runner = CliRunner()
 def _store(tmp_path, toy_env, name="a"):
     path = write_study(tmp_path)
     out = tmp_path / name
-    res = run_sweep(load_study(path), out=out, backend="inprocess")
+    res = run_sweep(load_sweep(path), out=out, backend="inprocess")
     assert res.ok and res.done == 8
     return path, out, out / "toy"
 
@@ -57,7 +57,7 @@ def test_damaged_finished_task_is_reported_by_query_and_rerun_on_resume(tmp_path
     r = runner.invoke(app, ["report", str(path), "--out", str(out)])
     assert r.exit_code == 1 and "finished task damaged" in r.stderr
     # resuming runs that task again and gives the store of the undamaged run
-    again = run_sweep(load_study(path), out=out, backend="inprocess")
+    again = run_sweep(load_sweep(path), out=out, backend="inprocess")
     assert again.done == 1 and again.skipped == 7 and len(again.rerun) == 1
     assert store_files(root) == ref
     assert run_query(root, "SELECT count(*) FROM summary")[1] == [(8,)]
@@ -77,10 +77,10 @@ def test_runs_are_estimated_before_the_study_is_expanded(tmp_path):
     axes = "".join(f"  placement.params.p{i}: [{', '.join(str(v) for v in range(10))}]\n" for i in range(12))
     path = write_study(tmp_path, axes=axes, reps=3, runner="engine")
     with pytest.raises(InputError) as exc:
-        load_study(path)  # 10^12 x 3 points: refused at once, not expanded
+        load_sweep(path)  # 10^12 x 3 points: refused at once, not expanded
     assert "expands to 3,000,000,000,000 runs" in exc.value.one_line() and "--max-runs" in exc.value.one_line()
     small = write_study(tmp_path, axes="  placement.cpu_overcommit: [1, 2, 3]\n", reps=2, runner="engine")
-    assert estimate_runs(load_study(small).spec) == 6
+    assert estimate_runs(load_sweep(small).spec) == 6
     r = runner.invoke(app, ["sweep", str(small), "--out", str(tmp_path / "r"), "--max-runs", "5"])
     assert r.exit_code == 1 and "expands to 6 runs" in r.stderr and "raise it with --max-runs" in r.stderr
     assert not (tmp_path / "r").exists()

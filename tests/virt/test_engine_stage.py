@@ -77,3 +77,15 @@ def test_engine_example_runs():
     r = simulate(resolve(sc))
     assert r.summary["virtualization"]["numa_policy"] == "auto"
     assert (r.vms["virt_overhead_mhz_mean"].to_numpy() > 0).all()
+
+
+def test_a_server_without_a_platform_entry_says_whose_figures_it_borrows():
+    # hp-dl380-g7 has no virt_platforms entry: the stage uses the default platform's figures and
+    # summary.json names that, instead of falling back silently
+    d = copy.deepcopy(BASE)
+    d["cluster"]["hosts"] = [{"count": 1, "server": "hp-dl380-g7", "name": "old"},
+                             {"count": 1, "server": "ibm-x3650-m3-x5680"}]
+    d["virtualization"] = {"model": "kvm"}
+    plats = simulate(resolve(scenario_from_dict(d))).summary["virtualization"]["platforms"]
+    assert plats["ibm-x3650-m3-x5680"] == "ibm-x3650-m3-x5680"
+    assert plats["old"].startswith("ibm-x3650-m3-x5680 (default: the catalog has no virt_platforms entry for hp-dl380-g7")

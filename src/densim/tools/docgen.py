@@ -97,9 +97,17 @@ def _plan_md() -> str:
                      "PlanSpec (top level)")
 
 
+def _sweep_md() -> str:
+    from densim.spec.sweep import SweepSpec
+
+    return _model_md(SweepSpec, "Study file reference (`densim sweep STUDY`)", "sweep.schema.json", "",
+                     "SweepSpec (top level)")
+
+
 def generate(out_dir: str | Path) -> list[Path]:
-    from densim.tools.plan.capacity import PlanSpec
     from densim.spec.scenario import Scenario
+    from densim.spec.sweep import SweepSpec
+    from densim.tools.plan.capacity import PlanSpec
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -108,6 +116,8 @@ def generate(out_dir: str | Path) -> list[Path]:
         "scenario.schema.json": json.dumps(Scenario.model_json_schema(by_alias=True), indent=2),
         "plan.md": _plan_md(),
         "plan.schema.json": json.dumps(PlanSpec.model_json_schema(by_alias=True), indent=2),
+        "sweep.md": _sweep_md(),
+        "sweep.schema.json": json.dumps(SweepSpec.model_json_schema(by_alias=True), indent=2),
         "output-columns.md": _outputs_md(),
         "models.md": _registries_md(),
     }

@@ -28,12 +28,12 @@ def register(app: typer.Typer) -> None:
                                                         "(scenario points x replications) than this [default: 100,000]")] = None,
     ) -> None:
         """Run every scenario x replication of a study; rerunning resumes where it stopped."""
-        from densim.tools.sweep import load_study, run_sweep
+        from densim.tools.sweep import load_sweep, run_sweep
         from densim.tools.sweep.run import BACKENDS
 
         if backend not in BACKENDS:
             _fail(f"--backend: unknown backend {backend!r}; use {', '.join(BACKENDS)}", code=2)
-        st = _guard(load_study, study, max_runs=max_runs)
+        st = _guard(load_sweep, study, max_runs=max_runs)
         n = len(st.tasks())
         typer.echo(f"{st.name}: {len(st.points)} scenarios x {st.spec.replications} replications = {n} tasks "
                    f"(root seed {st.spec.seed})")
@@ -125,11 +125,8 @@ def register(app: typer.Typer) -> None:
         store = _guard(resolve_store, study, out)
         metrics = list(metric) if metric else None
         if metrics is None and Path(study).is_file():
-            from densim.tools.sweep.study import StudySpec, _read_yaml
+            from densim.spec.sweep import load_sweep_spec
 
-            try:
-                metrics = list(StudySpec.model_validate(_read_yaml(Path(study))).metrics) or None
-            except Exception:  # noqa: BLE001 - the store is what matters here
-                metrics = None
+            metrics = list(_guard(load_sweep_spec, Path(study)).metrics) or None
         path = _guard(render, store, metrics=metrics, out=html_out)
         typer.echo(f"report: {path.resolve()}")

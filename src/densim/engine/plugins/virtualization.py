@@ -43,6 +43,7 @@ class VirtualizationSummary(TypedDict):
     numa_policy: str
     mean_demand_factor: float
     mean_remote_fraction: float
+    platforms: dict[str, str]  # host group -> the virt_platforms entry whose figures it uses
 
 
 class VirtualizationStage(BaseStage):
@@ -154,7 +155,20 @@ class VirtualizationStage(BaseStage):
             "numa_policy": v.numa.policy,
             "mean_demand_factor": float(self.factor.mean()) if self.factor.size else 1.0,
             "mean_remote_fraction": float(self.remote.mean()) if self.remote.size else 0.0,
+            "platforms": platform_names(ctx.plant),
         })
+
+
+def platform_names(plant) -> dict[str, str]:
+    """Per host group, the platform entry whose figures the stage used; a server with no
+    ``virt_platforms`` entry of its own borrows the default platform's, and says so."""
+    from densim.plant.core import DEFAULT_PLATFORM
+
+    return {
+        hg.label: hg.server.name if vp.own
+        else f"{DEFAULT_PLATFORM} (default: the catalog has no virt_platforms entry for {hg.server.name})"
+        for hg, vp in zip(plant.host_groups, plant.virtualization)
+    }
 
 
 @STAGES.register("virtualization", description="virtualization overhead CPU, NUMA remote memory, turbo/SMT capacity",

@@ -28,12 +28,9 @@ def resolve_store(study: str | Path, out: str | Path = "results") -> Path:
     if p.exists() and not p.is_dir() and not p.is_file():
         raise InputError(p, "", "is not a regular file (a device or FIFO), expected a study file or a store folder")
     if p.is_file():
-        from densim.tools.sweep.study import _read_yaml
+        from densim.spec.sweep import load_sweep_spec
 
-        name = _read_yaml(p).get("name")
-        if not isinstance(name, str):
-            raise InputError(p, "name", "study file has no name")
-        cand = Path(out) / name
+        cand = Path(out) / load_sweep_spec(p).name
     else:
         cand = Path(out) / str(study)
     if not (cand / MANIFEST).exists():

@@ -16,7 +16,7 @@ from densim.tools.sweep.backends import Backend, make_backend
 BACKENDS = ("inprocess", "process", "dask")
 from densim.tools.sweep.runners import execute
 from densim.tools.sweep.store import Store
-from densim.tools.sweep.study import Study, Task
+from densim.tools.sweep.expand import Sweep, Task
 
 
 @dataclass
@@ -39,12 +39,12 @@ class SweepOutcome:
 Progress = Callable[[str, dict[str, Any]], None]
 
 
-def default_store_root(study: Study, out: str | Path | None = None) -> Path:
+def default_store_root(study: Sweep, out: str | Path | None = None) -> Path:
     return Path(out if out is not None else "results") / study.name
 
 
 def run_sweep(
-    study: Study,
+    study: Sweep,
     *,
     out: str | Path | None = None,
     backend: Backend | str = "process",

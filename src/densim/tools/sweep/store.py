@@ -29,7 +29,7 @@ from typing import Any
 
 from densim.atomic import write_atomic, write_json_atomic, write_text_atomic
 from densim.errors import InputError
-from densim.tools.sweep.study import Study, Task
+from densim.tools.sweep.expand import Sweep, Task
 
 RUN_LOG = "runs.json"
 TASK_FILE = "task.json"
@@ -38,7 +38,7 @@ SCENARIOS = "scenarios.parquet"
 
 
 class Store:
-    def __init__(self, root: str | Path, study: Study | None = None) -> None:
+    def __init__(self, root: str | Path, study: Sweep | None = None) -> None:
         self.root = Path(root)
         self.study = study
 
@@ -185,7 +185,7 @@ class Store:
         runs.append(record)
         write_json_atomic(path, runs)
 
-    def _need_study(self) -> Study:
+    def _need_study(self) -> Sweep:
         if self.study is None:
             raise RuntimeError("this operation needs the study")
         return self.study

@@ -1,17 +1,6 @@
-"""Sweep study files: set-valued axes over a base scenario, expanded to tasks.
+"""A sweep: a study file (:class:`densim.spec.sweep.SweepSpec`) expanded to scenario points and tasks.
 
-A study file (YAML) names a base scenario and a set of *axes*. Each axis is a field path into
-the scenario (``placement.cpu_overcommit``, ``cluster.hosts[0].count``) with a list of values.
-The sweep is the Cartesian product of all axes, times ``replications`` seeds::
-
-    name: overcommit-vs-hosts
-    scenario: base.yaml          # relative to this file
-    seed: 2026                   # root seed, recorded in the manifest
-    replications: 3
-    axes:
-      placement.cpu_overcommit: [1, 2, 4]
-      cluster.hosts[0].count: [8, 16]
-
+The sweep is the Cartesian product of the study file's axes, times ``replications`` seeds.
 Replication ``r`` of *every* scenario uses seed ``spawn_seeds(seed, replications)[r]``
 (numpy ``SeedSequence.spawn``): scenarios are compared under common random numbers, which
 removes the seed-to-seed noise from the differences between them.
@@ -22,58 +11,13 @@ from __future__ import annotations
 import copy
 import hashlib
 import itertools
-import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-
 from densim.errors import InputError
 from densim.rng import spawn_seeds
-
-_PATH_TOKEN = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
-
-# sanity bounds of a study file, and the default limit on the runs one sweep may expand to
-MAX_REPLICATIONS = 1_000_000
-MAX_NAME_LENGTH = 100
-DEFAULT_MAX_RUNS = 100_000
-
-
-class StudySpec(BaseModel):
-    """The contents of a study file."""
-
-    model_config = ConfigDict(allow_inf_nan=False, frozen=True, extra="forbid")
-
-    name: str = Field(min_length=1, max_length=MAX_NAME_LENGTH, description="study name; results go to <out>/<name>")
-    description: str = ""
-    scenario: str = Field(description="base scenario file, relative to the study file")
-    seed: int = Field(default=0, ge=0, le=2**64 - 1, strict=True, description="root seed; replication seeds are spawned from it")
-    replications: int = Field(default=1, gt=0, le=MAX_REPLICATIONS, strict=True)
-    axes: dict[str, list[Any]] = Field(default_factory=dict, description="field path -> list of values")
-    runner: str = Field(default="engine", description="a registered runner name: 'engine', or one an installed "
-                        "plug-in registers under the 'densim.runners' entry-point group")
-    metrics: list[str] = Field(default_factory=list, description="summary fields the report compares (default: all numeric)")
-
-    @field_validator("name")
-    @classmethod
-    def _safe_name(cls, v: str) -> str:
-        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", v):
-            raise ValueError("use letters, digits, '.', '_' and '-' only (it becomes a folder name)")
-        return v
-
-    @field_validator("axes")
-    @classmethod
-    def _non_empty(cls, v: dict[str, list[Any]]) -> dict[str, list[Any]]:
-        for k, vals in v.items():
-            if not vals:
-                raise ValueError(f"axis {k!r} has no values")
-            parse_path(k)
-            canon = [_canon(x) for x in vals]
-            if len(set(canon)) != len(canon):
-                raise ValueError(f"axis {k!r} repeats a value")
-        return v
+from densim.spec.sweep import DEFAULT_MAX_RUNS, SweepSpec, canon, load_sweep_spec, parse_path
 
 
 @dataclass(frozen=True)
@@ -101,10 +45,10 @@ class Task:
 
 
 @dataclass
-class Study:
-    """A loaded and expanded study."""
+class Sweep:
+    """A loaded and expanded study file: its scenario points and replication seeds."""
 
-    spec: StudySpec
+    spec: SweepSpec
     path: Path
     base_mapping: dict[str, Any]
     points: list[ScenarioPoint]
@@ -126,31 +70,8 @@ class Study:
         raise KeyError(scenario_id)
 
 
-def _canon(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
-
-
 def sha256_of(obj: Any) -> str:
-    return hashlib.sha256(_canon(obj).encode()).hexdigest()
-
-
-def parse_path(path: str) -> list[str | int]:
-    """``"cluster.hosts[0].count"`` -> ``["cluster", "hosts", 0, "count"]``."""
-    out: list[str | int] = []
-    pos = 0
-    text = path.strip()
-    while pos < len(text):
-        if text[pos] == ".":
-            pos += 1
-            continue
-        m = _PATH_TOKEN.match(text, pos)
-        if not m:
-            raise ValueError(f"bad field path {path!r} at character {pos + 1}")
-        out.append(m.group(1) if m.group(1) is not None else int(m.group(2)))
-        pos = m.end()
-    if not out:
-        raise ValueError(f"empty field path {path!r}")
-    return out
+    return hashlib.sha256(canon(obj).encode()).hexdigest()
 
 
 def _deep_merge(base: Any, over: Any) -> Any:
@@ -203,7 +124,7 @@ def scenario_id(values: dict[str, Any]) -> str:
     return sha256_of(values)[:12]
 
 
-def estimate_runs(spec: StudySpec) -> int:
+def estimate_runs(spec: SweepSpec) -> int:
     """Tasks the study expands to (product of the axis lengths x replications), without expanding it."""
     n = spec.replications
     for vals in spec.axes.values():
@@ -211,7 +132,7 @@ def estimate_runs(spec: StudySpec) -> int:
     return n
 
 
-def check_runs(spec: StudySpec, source: Any, max_runs: int | None) -> int:
+def check_runs(spec: SweepSpec, source: Any, max_runs: int | None) -> int:
     """Refuse a study that expands to more than ``max_runs`` tasks, before anything is allocated."""
     n = estimate_runs(spec)
     limit = DEFAULT_MAX_RUNS if max_runs is None else max_runs
@@ -222,28 +143,16 @@ def check_runs(spec: StudySpec, source: Any, max_runs: int | None) -> int:
     return n
 
 
-def _read_yaml(path: Path) -> dict[str, Any]:
-    from densim.textio import read_mapping_file
-
-    return read_mapping_file(path, "study file")
-
-
-def load_study(path: str | Path, *, max_runs: int | None = None) -> Study:
+def load_sweep(path: str | Path, *, max_runs: int | None = None) -> Sweep:
     """Read, validate and expand a study file; every scenario point is validated before any run.
 
     A study that would expand to more than ``max_runs`` tasks (default :data:`DEFAULT_MAX_RUNS`)
     is refused before it is expanded.
     """
-    from densim.spec.loader import format_loc, load_mapping
+    from densim.spec.loader import load_mapping
 
     path = Path(path).resolve()
-    data = _read_yaml(path)
-    try:
-        spec = StudySpec.model_validate(data)
-    except ValidationError as exc:
-        e = exc.errors()[0]
-        msg = str(e.get("msg", "invalid")).removeprefix("Value error, ")
-        raise InputError(path, format_loc(tuple(e["loc"])), msg) from None
+    spec = load_sweep_spec(path)
     check_runs(spec, path, max_runs)
     try:
         base_path = (path.parent / spec.scenario).resolve()
@@ -275,9 +184,9 @@ def load_study(path: str | Path, *, max_runs: int | None = None) -> Study:
         seen.add(sid)
         validate = getattr(runner, "validate", None)
         if validate is not None:
-            where = ", ".join(f"{k}={_canon(v)}" for k, v in values.items()) or "base"
+            where = ", ".join(f"{k}={canon(v)}" for k, v in values.items()) or "base"
             validate(mapping, source=f"{path}:axes[{where}]", base_dir=base_path.parent)
         points.append(ScenarioPoint(sid, index, values, mapping, sha256_of(mapping)))
     seeds = spawn_seeds(spec.seed, spec.replications)
     study_sha = sha256_of({"spec": spec.model_dump(), "points": [p.sha256 for p in points]})
-    return Study(spec, path, base, points, seeds, study_sha, extra={"base_dir": str(base_path.parent)})
+    return Sweep(spec, path, base, points, seeds, study_sha, extra={"base_dir": str(base_path.parent)})
