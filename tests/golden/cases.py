@@ -203,7 +203,8 @@ def _cases() -> dict[str, Callable[[Path], dict[str, Any]]]:
         cases[f"study-{name}"] = _study(name)
     for ex in ("bitbrains-small.yaml", "planetlab.yaml", "fabric/pooled-nvme.yaml", "virt/engine-kvm.yaml",
                "storage/bitbrains-datastores.yaml", "sweeps/base-web.yaml", "sweeps/planetlab-base.yaml",
-               "memory/swap-on-datastore.yaml"):
+               "memory/swap-on-datastore.yaml", "opendc/surf-week.yaml", "opendc/1k-tasks.yaml",
+               "opendc/bitbrains-small.yaml"):
         cases["run-" + ex.removesuffix(".yaml").replace("/", "-")] = _run(ex)
     for ex in ("storage/fio-30-ssd-5-hba.yaml", "storage/hdd-raid10-open.yaml"):
         cases["io-" + Path(ex).stem] = _io(ex)

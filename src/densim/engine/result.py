@@ -13,7 +13,7 @@ import numpy as np
 import densim
 from densim.atomic import write_atomic, write_json_atomic
 from densim.engine.state import EngineContext
-from densim.engine.summary import Core, GridInfo, ModelsInfo, PlacementInfo, Qos, Summary, Totals
+from densim.engine.summary import Core, GridInfo, ModelsInfo, PlacementInfo, Qos, SchedulingInfo, Summary, Totals
 
 # output columns, documented (the reference page is generated from this table)
 VM_COLUMNS = {
@@ -50,6 +50,20 @@ HOST_COLUMNS = {
     "cpu_ready_pct_max": "worst step CPU Ready per vCPU (%)",
     "energy_j": "energy = sum of power x step (J)",
 }
+# added to vms.parquet when VMs arrive and leave (scheduling.lifetimes)
+SCHEDULE_VM_COLUMNS = {
+    "arrival_s": "when the VM (task) arrived (s, trace clock)",
+    "start_s": "when it was placed and started (NaN if it never did)",
+    "end_s": "when it left: start + its run length (NaN if it never started)",
+    "wait_s": "scheduling delay: start - arrival",
+    "status": "completed, running (at the end of the run), waiting, failed (larger than every host, or rejected), not-arrived",
+}
+SCHEDULE_STEP_COLUMNS = {
+    "step": "step index",
+    "time_s": "start of the step (s, trace clock)",
+    "running": "VMs running at the start of the step",
+    "waiting": "VMs waiting in the queue at the start of the step",
+}
 HOST_STEP_COLUMNS = {
     "step": "step index",
     "time_s": "start of the step (s, trace clock)",
@@ -73,6 +87,7 @@ class Result:
     vms_per_host: np.ndarray
     mem_per_host: np.ndarray
     timings: dict[str, float] = field(default_factory=dict)
+    liveness: Any = None  # densim.engine.lifetimes.Liveness when VMs arrive and leave
 
     # ---- tables ----------------------------------------------------------------------------
     @cached_property
@@ -97,6 +112,12 @@ class Result:
             "cpu_ready_pct_mean": v.sum["cpu_ready_pct"] / T,
             "cpu_ready_pct_max": v.max["cpu_ready_pct"],
         }
+        if c.schedule is not None:
+            from densim.placement.online import STATUS_NAMES
+
+            sch = c.schedule
+            cols.update(arrival_s=sch.arrival_s, start_s=sch.start_s, end_s=sch.end_s, wait_s=sch.wait_s,
+                        status=np.array(STATUS_NAMES, dtype=object)[sch.status].astype(str))
         for name, m in c.metrics.items():
             if m.level == "vm" and name in v.sum:
                 cols[f"{name}_{m.agg}"] = _agg(v, name, m.agg, T, step)
@@ -148,6 +169,18 @@ class Result:
         for name, arr in h.series.items():
             cols[name] = arr.ravel()
         return pl.DataFrame(cols)
+
+    def schedule_steps(self):
+        """VMs running and waiting at the start of every step (None without lifetimes)."""
+        import polars as pl
+
+        from densim.placement.online import running_and_waiting
+
+        if self.ctx.schedule is None:
+            return None
+        t = self.ctx.grid.edges_s()[:-1]
+        running, waiting = running_and_waiting(self.ctx.schedule, t)
+        return pl.DataFrame({"step": np.arange(t.size, dtype=np.int32), "time_s": t, "running": running, "waiting": waiting})
 
     def vm_steps(self):
         import polars as pl
@@ -202,6 +235,7 @@ class Result:
                 energy_j=energy_j,
                 energy_kwh=energy_j / 3.6e6,
             ),
+            scheduling=self._scheduling_info(),
             qos=Qos(
                 cpu_ready_pct_mean=float(vm_ready_mean[placed].mean()) if placed.any() else 0.0,
                 cpu_ready_pct_worst_vm_mean=float(vm_ready_mean.max()) if c.vms.n else 0.0,
@@ -215,6 +249,30 @@ class Result:
             st.finish(c, out.for_stage(st))
         out.set_saturation(self.saturation)
         return out
+
+    def _scheduling_info(self) -> SchedulingInfo | None:
+        from densim.placement.online import peak_running
+
+        c = self.ctx
+        sch = c.schedule
+        if sch is None:
+            return None
+        counts = sch.counts()
+        wait = sch.wait_s[np.isfinite(sch.start_s)]
+        ends = sch.end_s[np.isfinite(sch.end_s)]
+        live = getattr(self, "liveness", None)
+        boots = int(live.boots.sum()) if live is not None else 0
+        boot_j = float((live.boots * live.boot_j).sum()) if live is not None else 0.0
+        s = c.scenario.scheduling
+        return SchedulingInfo(
+            queue=s.queue, idle_hosts=s.idle_hosts, tasks_total=int(c.vms.n), completed=counts["completed"],
+            running_at_end=counts["running"], waiting_at_end=counts["waiting"], failed=counts["failed"],
+            not_arrived=counts["not-arrived"],
+            scheduling_delay_total_s=float(wait.sum()), scheduling_delay_mean_s=float(wait.mean()) if wait.size else 0.0,
+            scheduling_delay_max_s=float(wait.max()) if wait.size else 0.0, peak_concurrent=peak_running(sch),
+            simulated_end_s=float(ends.max() - c.grid.start_s) if ends.size else 0.0,
+            host_power_ons=boots, boot_energy_j=boot_j,
+        )
 
     @cached_property
     def saturation(self) -> list[dict[str, Any]]:
@@ -236,7 +294,8 @@ class Result:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         (out / "summary.json").unlink(missing_ok=True)
-        tables = {"vms": self.vms, "hosts": self.hosts, "host_steps": self.host_steps(), "vm_steps": self.vm_steps()}
+        tables = {"vms": self.vms, "hosts": self.hosts, "host_steps": self.host_steps(), "vm_steps": self.vm_steps(),
+                  "schedule_steps": self.schedule_steps()}
         for name, df in tables.items():
             path = out / f"{name}.parquet"
             if df is None:

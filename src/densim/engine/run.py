@@ -128,8 +128,9 @@ def simulate(plant: Plant, *, seed: int | None = None, progress: Callable[[int, 
     # ---- placement -------------------------------------------------------------------------
     t = time.perf_counter()
     pl = sc.placement
-    vms.host = place(pl.policy, vms.vcpus.astype(np.float64), vms.mem_bytes, hosts.cores * pl.cpu_overcommit,
-                     hosts.mem_bytes * pl.memory_overcommit, rng=ctx.rng, **pl.params)
+    if ctx.schedule is None:  # placed once at the start; with lifetimes, build_context placed them online
+        vms.host = place(pl.policy, vms.vcpus.astype(np.float64), vms.mem_bytes, hosts.cores * pl.cpu_overcommit,
+                         hosts.mem_bytes * pl.memory_overcommit, rng=ctx.rng, **pl.params)
     timings["placement_s"] = time.perf_counter() - t
 
     V, H, T = vms.n, hosts.n, grid.n_steps
@@ -140,6 +141,11 @@ def simulate(plant: Plant, *, seed: int | None = None, progress: Callable[[int, 
     vms_per_host = np.bincount(vms.host[placed], minlength=H)
     mem_per_host = np.bincount(vms.host[placed], weights=vms.mem_bytes[placed], minlength=H)
     host_on = (vms_per_host > 0) | (sc.cluster.unused_hosts == "idle")
+    live = None
+    if ctx.schedule is not None:
+        from densim.engine.lifetimes import Liveness
+
+        live = Liveness(sc, ctx.schedule, hosts, vms.vcpus)
     # a VM cannot use more than its vCPUs at its host's core speed
     vm_cap_mhz = (vms.vcpus * hosts.core_mhz[host_idx]).astype(np.float32)
     all_placed = bool(placed.all())
@@ -204,7 +210,12 @@ def simulate(plant: Plant, *, seed: int | None = None, progress: Callable[[int, 
         core_mhz = hosts.core_mhz[None, :]
         mu = host_claim / core_mhz
         cap_cores = cap_h / core_mhz
-        ready_cores = contention(mu, vcpus_per_host[None, :], cap_cores, burstiness=burst)
+        if live is not None:  # vCPUs alive per host and step
+            alive = live.alive(grid.edges_s(t0, t1))
+            vc_h = _segment_sum(alive * live.vcpus[None, :], perm, starts, hosts_with, H)
+            ready_cores = contention(mu, vc_h, cap_cores, burstiness=burst)
+        else:
+            ready_cores = contention(mu, vcpus_per_host[None, :], cap_cores, burstiness=burst)
         host_ready_s = (ready_cores * step_s).astype(np.float32)
         if host_ready_s.any():
             # each VM's share of its host's ready time is its share of the host's claim
@@ -219,6 +230,10 @@ def simulate(plant: Plant, *, seed: int | None = None, progress: Callable[[int, 
         np.clip(util, 0.0, 1.0, out=util)
         power = host_power_w(util, hosts.power_kind, hosts.power_idle_w, hosts.power_peak_w, hosts.power_table_w, hosts.power_exponent)
         power[:, ~host_on] = 0.0
+        if live is not None and live.policy == "off":
+            on, boot_w = live.power_mask(_segment_sum((alive > 0).astype(np.float32), perm, starts, hosts_with, H),
+                                         grid.edges_s(t0, t1), step_s)
+            power = np.where(on, power, 0.0) + boot_w
 
         chunk.vm.update(cpu_claim_mhz=claim, cpu_delivered_mhz=delivered, cpu_ready_s=vm_ready_s)
         chunk.host.update(cpu_demand_mhz=host_claim, cpu_delivered_mhz=host_delivered, utilisation=util,
@@ -241,7 +256,7 @@ def simulate(plant: Plant, *, seed: int | None = None, progress: Callable[[int, 
         host_acc.add("cpu_delivered_mhz", t0, host_delivered)
         host_acc.add("utilisation", t0, util, want_max=True)
         ctx.saturation.add("host CPU", hosts.names, util)  # per host, per step
-        nv = np.maximum(vcpus_per_host, 1)[None, :] * step_s
+        nv = (np.maximum(vc_h, 1) if live is not None else np.maximum(vcpus_per_host, 1)[None, :]) * step_s
         host_acc.add("cpu_ready_pct", t0, host_ready_s / nv * 100.0, want_max=True)
         host_acc.add("power_w", t0, power)
         for name, arr in chunk.vm_out.items():
@@ -252,9 +267,11 @@ def simulate(plant: Plant, *, seed: int | None = None, progress: Callable[[int, 
             progress(t1, T)
 
     timings["engine_s"] = time.perf_counter() - t_engine
+    if live is not None and live.policy == "off":
+        host_on = live.ever_on
     res = Result(ctx=ctx, vm_acc=vm_acc, host_acc=host_acc, stages=stages, host_on=host_on,
                  vcpus_per_host=vcpus_per_host, vms_per_host=vms_per_host, mem_per_host=mem_per_host,
-                 timings=timings)
+                 timings=timings, liveness=live)
     timings["total_s"] = time.perf_counter() - wall0
     return res
 

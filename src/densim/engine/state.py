@@ -140,6 +140,7 @@ class EngineContext:
     metrics: dict[str, Metric] = field(default_factory=dict)
     saturation: SaturationLog | None = None
     stages: dict[str, Any] = field(default_factory=dict)  # active stages by name (set by the engine)
+    schedule: Any = None  # densim.placement.online.Schedule when VMs arrive and leave (scheduling.lifetimes)
 
     def __post_init__(self) -> None:
         if self.saturation is None:
@@ -254,12 +255,24 @@ def build_context(plant: Plant, seed: int | None = None, source: DemandSource | 
     sc = plant.spec
     seed = sc.simulation.seed if seed is None else int(seed)
     hosts = build_hosts(plant)
+    sched = None
     if source is None:
+        from densim.engine.lifetimes import plan_schedule, wants_lifetimes
+
         source, group_names, group = build_source(sc, seed)
-        grid = build_grid(sc, source)
+        lt = wants_lifetimes(sc, source)
+        if lt is not None:
+            sched = plan_schedule(sc, source, hosts, lt)
+            source, grid = sched.source, sched.grid
+        else:
+            grid = build_grid(sc, source)
     else:
         group_names, group = [getattr(source, "group_name", "synthetic")], np.zeros(source.n_vms, dtype=np.int32)
         grid = source.grid(sc.simulation.horizon_s)
     s = source.sizes
     vms = VmTable(names=s.names, group=group, group_names=group_names, vcpus=s.vcpus, vcpu_mhz=s.vcpu_mhz, mem_bytes=s.mem_bytes)
-    return EngineContext(plant=plant, grid=grid, vms=vms, hosts=hosts, source=source, rng=make_rng(seed), seed=seed)
+    ctx = EngineContext(plant=plant, grid=grid, vms=vms, hosts=hosts, source=source, rng=make_rng(seed), seed=seed)
+    if sched is not None:
+        ctx.schedule = sched.schedule
+        vms.host = sched.schedule.host
+    return ctx

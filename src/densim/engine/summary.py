@@ -79,6 +79,27 @@ class Qos:
 
 
 @dataclass(frozen=True)
+class SchedulingInfo:
+    """VMs that arrive and leave (present only when ``scheduling.lifetimes`` is on for the run)."""
+
+    queue: str
+    idle_hosts: str
+    tasks_total: int
+    completed: int
+    running_at_end: int
+    waiting_at_end: int
+    failed: int
+    not_arrived: int
+    scheduling_delay_total_s: float
+    scheduling_delay_mean_s: float
+    scheduling_delay_max_s: float
+    peak_concurrent: int
+    simulated_end_s: float  # from the start of the run to the end of the last task to finish
+    host_power_ons: int
+    boot_energy_j: float
+
+
+@dataclass(frozen=True)
 class Core:
     """The engine's own part of the summary, in file order."""
 
@@ -98,6 +119,7 @@ class Core:
     rack_units_powered_on: float
     totals: Totals
     qos: Qos
+    scheduling: SchedulingInfo | None = None  # written only when VMs arrive and leave
 
 
 CORE_FIELDS = frozenset(Core.__dataclass_fields__) | {"saturation"}
@@ -143,6 +165,8 @@ class Summary(Mapping):
     def to_dict(self) -> dict[str, Any]:
         if self._dict is None:
             out = asdict(self.core)
+            if out["scheduling"] is None:
+                del out["scheduling"]
             out.update(self.sections)
             out["saturation"] = self.saturation
             self._dict = out

@@ -58,7 +58,7 @@ class PowerSpec(BaseModel):
 
     model_config = _CFG
 
-    model: Literal["linear", "table", "fan", "constant", "none"] = "linear"
+    model: Literal["linear", "sqrt", "table", "fan", "constant", "none"] = "linear"
     idle_w: Watts | None = Field(default=None, alias="idle")
     peak_w: Watts | None = Field(default=None, alias="peak")
     points_w: list[Watts] | None = Field(
@@ -69,7 +69,7 @@ class PowerSpec(BaseModel):
 
     @model_validator(mode="after")
     def _complete(self) -> "PowerSpec":
-        if self.model in ("linear", "fan"):
+        if self.model in ("linear", "sqrt", "fan"):
             if self.idle_w is None or self.peak_w is None:
                 raise ValueError(f"power model {self.model!r} needs 'idle' and 'peak'")
             if self.peak_w < self.idle_w:

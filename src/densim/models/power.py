@@ -30,6 +30,13 @@ def linear_w(util, idle_w, peak_w, **_):
     return idle_w + (peak_w - idle_w) * u
 
 
+@POWER_MODELS.register("sqrt", description="P = idle + (peak - idle) sqrt(u)",
+                       source="OpenDC SqrtPowerModel (opendc-simulator-compute power models), used in its surf_week experiments")
+def sqrt_w(util, idle_w, peak_w, **_):
+    u = np.clip(np.asarray(util, dtype=np.float64), 0.0, 1.0)
+    return idle_w + (peak_w - idle_w) * np.sqrt(u)
+
+
 @POWER_MODELS.register("fan", description="P = idle + (peak - idle)(2u - u^r), r ~ 1.4", source="Fan, Weber, Barroso, ISCA 2007")
 def fan_w(util, idle_w, peak_w, exponent=1.4, **_):
     u = np.clip(np.asarray(util, dtype=np.float64), 0.0, 1.0)
@@ -66,6 +73,9 @@ def host_power_w(util: np.ndarray, kind: np.ndarray, idle_w: np.ndarray, peak_w:
     fan = kind == "fan"
     if fan.any():
         out[:, fan] = fan_w(util[:, fan], idle_w[fan], peak_w[fan], exponent[fan])
+    sq = kind == "sqrt"
+    if sq.any():  # closed form: the 11-point table is far off near u = 0, where sqrt is steepest
+        out[:, sq] = sqrt_w(util[:, sq], idle_w[sq], peak_w[sq])
     return out
 
 
@@ -80,4 +90,6 @@ def as_table_w(spec) -> np.ndarray:
         return np.full(11, spec.idle_w)
     if spec.model == "fan":
         return fan_w(u, spec.idle_w, spec.peak_w, spec.exponent)
+    if spec.model == "sqrt":
+        return sqrt_w(u, spec.idle_w, spec.peak_w)
     return linear_w(u, spec.idle_w, spec.peak_w)

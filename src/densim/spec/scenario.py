@@ -7,16 +7,16 @@ canonical unit named by the attribute suffix. YAML keys are the aliases (``memor
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from densim.spec.fabric import FabricSettings
 from densim.models.hardware import CpuSpec, HostCpu, PowerSpec, ServerSpec
 from densim.spec.memory import MemorySettings
 from densim.spec.storage import StorageSettings
 from densim.spec.virtualization import VirtualizationSettings
-from densim.units import PosBytes, PosMHz, PosSeconds, Seconds
+from densim.units import Joules, PosBytes, PosMHz, PosSeconds, Seconds
 
 _CFG = ConfigDict(allow_inf_nan=False, frozen=True, extra="forbid", populate_by_name=True)
 
@@ -28,6 +28,15 @@ MAX_STEPS = 100_000_000
 MAX_SEED = 2**64 - 1
 
 TRACE_FORMATS = ("planetlab", "bitbrains", "opendc", "generic")
+
+
+def _yaml_switch(v: Any) -> Any:
+    """YAML 1.1 reads an unquoted ``on``/``off`` as true/false: take them back as the words."""
+    return ("on" if v else "off") if isinstance(v, bool) else v
+
+
+OnOff = Annotated[Literal["on", "off"], BeforeValidator(_yaml_switch)]
+AutoOnOff = Annotated[Literal["auto", "on", "off"], BeforeValidator(_yaml_switch)]
 
 
 class TraceRef(BaseModel):
@@ -148,6 +157,33 @@ class PlacementSpec(BaseModel):
     params: dict[str, Any] = Field(default_factory=dict)
 
 
+class SchedulingSpec(BaseModel):
+    """VMs (tasks) that arrive and leave: online placement, the wait queue, idle hosts' power.
+
+    With lifetimes on, each VM exists from the moment it is placed until it leaves; demand, CPU
+    and power count only then. Traces that describe arrivals (OpenDC tasks) switch it on by
+    default (``lifetimes: auto``); a synthetic profile or a utilisation trace has none, and its VMs
+    live the whole run.
+    """
+
+    model_config = _CFG
+
+    lifetimes: AutoOnOff = Field(
+        default="auto", description="auto: on when a VM group's trace has arrivals (OpenDC tasks); off: every VM "
+                                    "lives the whole run and is placed once at the start")
+    queue: Literal["fifo", "backfill", "reject"] = Field(
+        default="fifo", description="what does not fit at its arrival: fifo waits, and the head of the queue blocks "
+                                    "the rest (OpenDC); backfill starts any waiting VM that fits; reject fails it")
+    idle_hosts: OnOff = Field(
+        default="on", description="a host with nothing running: stays on at idle power (on, OpenDC's behaviour) "
+                                  "or switches off after off_after (off), paying boot_energy when it comes back")
+    off_after_s: Seconds = Field(default=0.0, ge=0.0, alias="off_after", description="idle time before a host switches off")
+    boot_energy_j: Joules | None = Field(
+        default=None, alias="boot_energy",
+        description="energy of one power-on (default: the host's peak power for 120 s, an estimate: typical "
+                    "server POST + hypervisor boot times are 1-3 minutes)")
+
+
 class SimulationSpec(BaseModel):
     model_config = _CFG
 
@@ -178,10 +214,10 @@ class SimulationSpec(BaseModel):
 class OutputSpec(BaseModel):
     model_config = _CFG
 
-    vm_timeseries: Literal["auto", "on", "off"] = Field(
+    vm_timeseries: AutoOnOff = Field(
         default="auto", description="write vm_steps.parquet (auto: when VMs x steps <= 5 million)"
     )
-    host_timeseries: Literal["on", "off"] = "on"
+    host_timeseries: OnOff = "on"
 
 
 class Parts(BaseModel):
@@ -206,6 +242,7 @@ class Scenario(BaseModel):
     vms: list[VmGroup] = Field(min_length=1)
     placement: PlacementSpec = Field(default_factory=PlacementSpec)
     simulation: SimulationSpec = Field(default_factory=SimulationSpec)
+    scheduling: SchedulingSpec = Field(default_factory=SchedulingSpec)
     output: OutputSpec = Field(default_factory=OutputSpec)
     memory: MemorySettings = Field(default_factory=MemorySettings)
     storage: StorageSettings = Field(default_factory=StorageSettings)

@@ -36,14 +36,17 @@ def _registries_md() -> str:
 
 
 def _outputs_md() -> str:
-    from densim.engine.result import HOST_COLUMNS, HOST_STEP_COLUMNS, VM_COLUMNS
+    from densim.engine.result import (HOST_COLUMNS, HOST_STEP_COLUMNS, SCHEDULE_STEP_COLUMNS, SCHEDULE_VM_COLUMNS,
+                                      VM_COLUMNS)
 
     lines = ["# Output columns", "", "Generated from code by `make docs`; do not edit.", "",
              "`densim run` writes `summary.json`, `vms.parquet`, `hosts.parquet`, `host_steps.parquet` and, for runs "
              "with at most 5 million VM-steps (or `output.vm_timeseries: on`), `vm_steps.parquet`. Stages (memory, "
              "storage, ...) add columns named `<metric>_<mean|sum|max>`.", ""]
     for title, cols in (("vms.parquet (one row per VM)", VM_COLUMNS), ("hosts.parquet (one row per host)", HOST_COLUMNS),
-                        ("host_steps.parquet (one row per host per step)", HOST_STEP_COLUMNS)):
+                        ("vms.parquet, when VMs arrive and leave (`scheduling.lifetimes`)", SCHEDULE_VM_COLUMNS),
+                        ("host_steps.parquet (one row per host per step)", HOST_STEP_COLUMNS),
+                        ("schedule_steps.parquet (one row per step, when VMs arrive and leave)", SCHEDULE_STEP_COLUMNS)):
         lines += [f"## {title}", "", "| column | meaning |", "|---|---|"]
         lines += [f"| `{k}` | {v} |" for k, v in cols.items()]
         lines.append("")
@@ -55,7 +58,9 @@ def _outputs_md() -> str:
               "| `totals.cpu_ready_s` | CPU Ready, vCPU-seconds |",
               "| `totals.energy_j`, `totals.energy_kwh` | energy of all powered-on hosts |",
               "| `hosts_used`, `hosts_powered_on`, `vms_placed`, `vms_unplaced`, `unplaced_vms` | placement outcome |",
-              "| `qos.*` | CPU Ready statistics over VMs |", ""]
+              "| `qos.*` | CPU Ready statistics over VMs |",
+              "| `scheduling.*` | when VMs arrive and leave: completed / running / waiting / failed counts, scheduling delay "
+              "(total, mean, max), peak concurrent VMs, simulated end, host power-ons and their boot energy |", ""]
     return "\n".join(lines)
 
 

@@ -1,0 +1,128 @@
+"""VMs that arrive and leave, inside the engine: the schedule, per-chunk liveness, idle hosts' power.
+
+:func:`plan_schedule` runs when the scenario's ``scheduling.lifetimes`` is on (or ``auto`` and a
+trace has arrivals): it places every VM online (:func:`densim.placement.online.schedule`) before the
+time grid is fixed, because the run ends when the last task does. Per chunk, :class:`Liveness`
+gives the share of each step each VM is alive, the vCPUs alive per host (for CPU Ready), and which
+hosts draw power under the ``idle_hosts`` policy, with the boot energy of every power-on.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from densim.errors import InputError
+from densim.placement.online import ONLINE_POLICIES, Schedule, schedule
+from densim.workloads.tasks import alive_fraction, lifetimes, scheduled_source
+from densim.workloads.timegrid import TimeGrid
+
+BOOT_SECONDS_AT_PEAK = 120.0  # default power-on energy = peak W x 120 s (estimate: POST + hypervisor boot, 1-3 min)
+
+
+@dataclass
+class Scheduled:
+    schedule: Schedule
+    source: object
+    grid: TimeGrid
+    not_started_by_end: int
+
+
+def wants_lifetimes(sc, source) -> tuple[np.ndarray, np.ndarray] | None:
+    """(arrival_s, run_s) when the run is online, else None."""
+    mode = sc.scheduling.lifetimes
+    if mode == "off":
+        return None
+    lt = lifetimes(source)
+    if lt is None and mode == "on":
+        lt = (np.full(source.n_vms, -np.inf), np.full(source.n_vms, np.inf))
+    if lt is None:
+        return None
+    if sc.memory.model != "none":
+        raise InputError(sc.name, "scheduling.lifetimes",
+                         "the memory model does not yet follow VMs that arrive and leave (it would count every VM "
+                         "that ever ran on a host as resident all run); set scheduling.lifetimes: off, or memory.model: none")
+    if sc.placement.policy not in ONLINE_POLICIES:
+        raise InputError(sc.name, "placement.policy",
+                         f"{sc.placement.policy!r} cannot place VMs as they arrive; with lifetimes use one of: "
+                         f"{', '.join(ONLINE_POLICIES)}")
+    return lt
+
+
+def plan_schedule(sc, source, hosts, lt: tuple[np.ndarray, np.ndarray]) -> Scheduled:
+    """Place every VM online, then fix the grid: from the first arrival (or ``simulation.start``) to the
+    horizon, or to the end of the last task to finish."""
+    arrival, run = lt
+    sim = sc.simulation
+    finite = np.isfinite(arrival)
+    span = source.span_s()
+    if sim.start_s is not None:
+        t0 = float(sim.start_s)
+    elif finite.any():
+        t0 = float(arrival[finite].min())
+    elif span is not None:
+        t0 = float(span[0])
+    else:
+        t0 = 0.0
+    arrival = np.maximum(np.where(finite, arrival, t0), t0)
+    until = t0 + sim.horizon_s if sim.horizon_s is not None else math.inf
+    pl = sc.placement
+    sizes = source.sizes
+    sch = schedule(arrival, run, sizes.vcpus, sizes.mem_bytes, hosts.cores * pl.cpu_overcommit,
+                   hosts.mem_bytes * pl.memory_overcommit, policy=pl.policy, discipline=sc.scheduling.queue, until=until)
+    if sim.horizon_s is not None:
+        horizon = float(sim.horizon_s)
+    else:
+        ends = sch.end_s[np.isfinite(sch.end_s)]
+        end = float(ends.max()) if ends.size else t0
+        if span is not None and not np.isfinite(run).all():
+            end = max(end, float(span[1]))
+        horizon = end - t0
+        if horizon <= 0:
+            raise InputError(sc.name, "simulation.horizon", "no VM ran: every task failed or none arrived")
+    n = max(1, int(math.ceil(horizon / sim.step_s - 1e-9)))
+    grid = TimeGrid(start_s=t0, step_s=float(sim.step_s), n_steps=n)
+    return Scheduled(sch, scheduled_source(source, sch.start_s, sch.end_s), grid, int(np.count_nonzero(np.isnan(sch.start_s))))
+
+
+class Liveness:
+    """Per chunk: alive shares, vCPUs alive per host, and the hosts' on/off state with boot energy."""
+
+    def __init__(self, sc, sch: Schedule, hosts, vcpus: np.ndarray) -> None:
+        self.sch = sch
+        self.vcpus = vcpus.astype(np.float32)
+        s = sc.scheduling
+        self.policy = s.idle_hosts
+        self.off_after = float(s.off_after_s)
+        self.boot_j = (np.full(hosts.n, float(s.boot_energy_j)) if s.boot_energy_j is not None
+                       else hosts.power_peak_w * BOOT_SECONDS_AT_PEAK)
+        self.last_busy = np.full(hosts.n, -np.inf)  # end of the last step with a VM on the host
+        self.was_on = np.zeros(hosts.n, dtype=bool)  # hosts start switched off under the 'off' policy
+        self.boots = np.zeros(hosts.n, dtype=np.int64)
+        self.ever_on = np.zeros(hosts.n, dtype=bool)
+
+    def alive(self, edges: np.ndarray) -> np.ndarray:
+        return alive_fraction(self.sch.start_s, self.sch.end_s, edges)
+
+    def power_mask(self, live_h: np.ndarray, edges: np.ndarray, step_s: float) -> tuple[np.ndarray, np.ndarray]:
+        """(on, boot_w): hosts drawing power per step and the boot energy as extra mean W in the
+        step a host comes on. Under ``on`` every host is on (no boots)."""
+        n, H = live_h.shape
+        if self.policy == "on":
+            return np.ones((n, H), dtype=bool), np.zeros((n, H), dtype=np.float32)
+        on = np.empty((n, H), dtype=bool)
+        boot = np.zeros((n, H), dtype=np.float32)
+        for k in range(n):  # a loop over the chunk's steps; hosts are vectorised
+            busy = live_h[k] > 0
+            self.last_busy[busy] = edges[k + 1]
+            # on while busy, and for off_after after the last busy step ended
+            now = busy | (edges[k] < self.last_busy + self.off_after)
+            came_on = now & ~self.was_on
+            boot[k, came_on] = self.boot_j[came_on] / step_s
+            self.boots += came_on
+            on[k] = now
+            self.ever_on |= now
+            self.was_on = now
+        return on, boot
