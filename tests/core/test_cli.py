@@ -60,6 +60,36 @@ def test_validate_reports_every_problem_with_its_path(write_yaml):
     assert f"{p}:vms[0].memory: cannot parse '3 GiBs' as a quantity" in err
 
 
+_HOST = {"count": 1, "cpu": {"cores_per_socket": 4, "base_clock": "2 GHz"}, "memory": "8 GiB",
+         "power": {"model": "linear", "idle": "1 W", "peak": "2 W"}}
+_VM = {"name": "a", "count": 1, "vcpus": 1, "memory": "1 GiB", "profile": {"mean": 0.2}}
+
+
+@pytest.mark.parametrize("case", ["two-problems", "unknown-policy", "missing", "folder", "binary"])
+def test_validate_prints_the_lines_run_prints(tmp_path, case):
+    # one format for every error line: 'densim: error: FILE:field.path: problem' (validate printed the
+    # lines without the prefix)
+    p = tmp_path / "s.yaml"
+    doc = {"cluster": {"hosts": [_HOST]}, "vms": [_VM], "simulation": {"step": "5 min", "horizon": "1 h"}}
+    if case == "two-problems":
+        doc["cluster"]["hosts"] = [{**_HOST, "cpu": {"cores_per_socket": 0, "base_clock": "2 GHz"}}]
+        doc["vms"] = [{**_VM, "memory": "3 GiBs"}]
+    elif case == "unknown-policy":
+        doc["placement"] = {"policy": "no-such-policy"}
+    if case == "folder":
+        p.mkdir()
+    elif case == "binary":
+        p.write_bytes(b"\x00\x01")
+    elif case != "missing":
+        p.write_text(yaml.safe_dump(doc))
+    v = runner.invoke(app, ["validate", str(p)])
+    r = runner.invoke(app, ["run", str(p), "--out", str(tmp_path / "o"), "--no-progress", "--no-report"])
+    assert v.exit_code == r.exit_code == 1
+    lines = v.stderr.strip().splitlines()
+    assert lines == r.stderr.strip().splitlines() and v.stdout == ""
+    assert all(ln.startswith(f"densim: error: {p}") for ln in lines) and len(lines) == (2 if case == "two-problems" else 1)
+
+
 def test_unknown_unit_in_run_is_one_line_and_leaves_no_summary(write_yaml, tmp_path):
     p = write_yaml({
         "cluster": {"hosts": [{"count": 1, "cpu": {"cores_per_socket": 4, "base_clock": "2 GHz"}, "memory": "8 GiB",

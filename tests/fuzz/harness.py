@@ -111,22 +111,7 @@ def _complete_json(expect: Expect) -> list[Path]:
 # memory), and the reason. An example matching one counts as a known bug; each entry has an
 # xfail(strict=True) case in corpus/, so a fix shows up there as an XPASS (then delete the entry
 # here and the "xfail" of the case).
-KNOWN: list[tuple[str, str, str | None, str]] = [
-    ("tiles-result", r"leaf: ", r"^exit=0",
-     "bench compare accepts wrongly typed or out-of-range values in a result JSON (the tile result schema does not "
-     "constrain them; tools/tiles/compare.py)"),
-    ("io-yaml", r"count: '\d+' -> (18446744073709551616|1000000000000000000000000000000)", None,
-     "densim io hangs on a huge controller count: no upper bound on counts in spec/storage.py, one queueing station "
-     "built per controller (models/storage)"),
-    ("size-yaml", r"(drives_max|drives_min|extra_controllers): '\d+' -> (18446744073709551616|1000000000000000000000000000000|1e\+30)", None,
-     "densim size searches an unbounded space: drives_max/extra_controllers have no upper bound (spec/storage.py) and "
-     "the command does not estimate the search space first (cli/commands/storage.py)"),
-    ("size-yaml", r"leaf: candidates\.cores\.\d+: '\d+' -> (-1|0|-0\.0)$", r"unexpected ValueError",
-     "densim size: a core count <= 0 in candidates.cores reaches the sizing search as a ValueError (spec/storage.py "
-     "does not bound list items)"),
-    ("options", r"bench tiles --seed: '-", r"unexpected ValueError",
-     "densim bench tiles --seed -1 reaches numpy as a negative seed (cli/commands/bench.py: no min=0 on --seed)"),
-]
+KNOWN: list[tuple[str, str, str | None, str]] = []  # none open
 
 
 def known_bug(fmt: str, damage: str, o: Outcome | None) -> str | None:

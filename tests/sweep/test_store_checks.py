@@ -121,3 +121,47 @@ def test_query_on_a_store_without_results(tmp_path):
     (tmp_path / "s" / "manifest.json").write_text("{}")
     r = runner.invoke(app, ["query", str(tmp_path / "s"), "SELECT * FROM summary"])
     assert r.exit_code == 1 and len(r.stderr.strip().splitlines()) == 1 and "densim: error:" in r.stderr
+
+
+# ------------------------------------------------------------ registry names and where it runs, up front
+
+
+@pytest.mark.parametrize("axes,where,words", [
+    ('  placement.policy: [first-fit, "no-such-policy"]\n', 'axes[placement.policy="no-such-policy"]:placement.policy',
+     "unknown placement policy 'no-such-policy'; valid: best-fit, first-fit"),
+    ('  cluster.hosts[0].power.model: [linear, "no-such-model"]\n',
+     'axes[cluster.hosts[0].power.model="no-such-model"]:cluster.hosts[0].power.model', "Input should be 'linear'"),
+])
+def test_unknown_model_or_policy_in_an_axis_is_refused_before_anything_runs(tmp_path, axes, where, words):
+    path = write_study(tmp_path, axes=axes, runner="engine")
+    r = runner.invoke(app, ["sweep", str(path), "--out", str(tmp_path / "r"), "--backend", "inprocess"])
+    lines = r.stderr.strip().splitlines()
+    assert r.exit_code == 1 and len(lines) == 1 and lines[0].startswith(f"densim: error: {path}:{where}: ")
+    assert words in lines[0], lines[0]
+    assert not (tmp_path / "r").exists()
+
+
+def test_unknown_runner_is_named_before_the_base_scenario_is_read(tmp_path):
+    path = write_study(tmp_path, runner="no-such-runner")
+    (tmp_path / "base.yaml").unlink()  # the runner's name is checked first
+    r = runner.invoke(app, ["sweep", str(path), "--out", str(tmp_path / "r")])
+    assert r.exit_code == 1 and r.stderr.startswith(f"densim: error: {path}:runner: unknown runner 'no-such-runner'")
+
+
+@pytest.mark.parametrize("args,words", [
+    (["--scheduler", "nope"], "--scheduler: 'nope' is not a Dask scheduler address such as tcp://HOST:8786: "
+                              "missing port number in address 'nope'"),
+    (["--scheduler", "tcp://host:99999"], "port 99999 is not in 1..65535"),
+    (["--scheduler", "carrier://host:8786"], "unknown scheme 'carrier'"),
+    (["--backend", "inprocess", "--scheduler", "tcp://host:8786"],
+     "--scheduler: runs the sweep on Dask, not with --backend inprocess; drop one of them"),
+    (["--backend", "process", "--dask-local", "2"], "--dask-local: runs the sweep on Dask, not with --backend process"),
+])
+def test_where_it_runs_is_checked_before_the_study_is_read(tmp_path, args, words):
+    # the address used to be tried after the study was expanded and its store folder made
+    path = write_study(tmp_path, runner="engine")
+    path.write_text("not: [a study")  # never read: the options fail first
+    r = runner.invoke(app, ["sweep", str(path), "--out", str(tmp_path / "r"), *args])
+    lines = r.stderr.strip().splitlines()
+    assert r.exit_code == 2 and len(lines) == 1 and lines[0].startswith("densim: error: --") and words in lines[0], r.stderr
+    assert not (tmp_path / "r").exists()

@@ -173,3 +173,80 @@ def test_rebalancing_fixes_a_start_placement_misled_by_vm_sizes():
     gap = lambda e: abs(e.utilisation[-1][0] - e.utilisation[-1][1])  # noqa: E731
     assert gap(balanced) < gap(static)
     assert min(balanced.margins.values()) > min(static.margins.values())
+
+
+# ---------------------------------------------------------------- bench compare: every leaf typed (issue 20)
+
+
+def test_compare_reads_back_exactly_what_bench_tiles_wrote(tmp_path, modern_result):
+    a = tmp_path / "a.json"
+    a.write_text(json.dumps(modern_result))
+    assert load_result(a) == json.loads(json.dumps(modern_result))
+
+
+def _damaged(tmp_path, modern_result, path: tuple, value):
+    doc = json.loads(json.dumps(modern_result))
+    node = doc
+    for k in path[:-1]:
+        node = node[k]
+    node[path[-1]] = value
+    p = tmp_path / "bad.json"
+    p.write_text(json.dumps(doc))
+    return p
+
+
+@pytest.mark.parametrize("path,value,where,problem", [
+    # leaves the published schema leaves open (the embedded tile, platform, run): accepted before
+    (("configuration", "tile", "vms", 1, "vcpus"), "1e400 GiB", "configuration.tile.vms[1].vcpus",
+     'Input should be a valid integer, got "1e400 GiB"'),
+    (("host", "platform", "numa", "remote_cycles"), "inf W", "host.platform.numa.remote_cycles",
+     'Input should be a valid number, got "inf W"'),
+    (("configuration", "run", "seed"), -1, "configuration.run.seed", "must be >= 0"),
+    (("configuration", "run", "intervals"), "6", "configuration.run.intervals", 'Input should be a valid integer, got "6"'),
+    (("host", "platform", "tlb", "entries_4k"), True, "host.platform.tlb.entries_4k", "Input should be a valid integer, got true"),
+    # leaves the published schema types: its message, with the same kind of field path
+    (("result", "tiles"), True, "result.tiles", "does not match the tile result schema: True is not of type 'integer'"),
+    (("host", "cpu", "base_clock"), "1e400 MHz", "host.cpu.base_clock",
+     "does not match the tile result schema: '1e400 MHz' is not of type 'number'"),
+    # fewer tiles counting the partial one than whole tiles cannot be
+    (("result", "tiles_fractional"), 0.5, "result", "tiles_fractional (0.5) must lie in [tiles, tiles + 1)"),
+])
+def test_compare_refuses_a_wrongly_typed_leaf_in_one_line(tmp_path, modern_result, path, value, where, problem):
+    from densim.cli.main import app
+
+    bad = _damaged(tmp_path, modern_result, path, value)
+    a = tmp_path / "a.json"
+    a.write_text(json.dumps(modern_result))
+    res = CliRunner().invoke(app, ["bench", "compare", str(a), str(bad)])
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert res.exit_code == 1 and len(lines) == 1 and res.stdout == "", res.output
+    assert lines[0].startswith(f"densim: error: {bad}:{where}: ") and problem in lines[0], lines[0]
+
+
+def test_compare_refuses_a_margin_without_its_response_time(tmp_path, modern_result):
+    bad = _damaged(tmp_path, modern_result, ("result", "workloads", 0, "p_response_s"), None)
+    with pytest.raises(InputError, match=r"result\.workloads\[0\]: p_response_s and qos_margin are both numbers"):
+        load_result(bad)
+
+
+def test_compare_names_the_schema_path_like_the_other_errors(tmp_path, modern_result):
+    # the published schema's own check comes first; its path is written like a field path
+    bad = _damaged(tmp_path, modern_result, ("host", "storage", "count"), 0)
+    with pytest.raises(InputError) as exc:
+        load_result(bad)
+    assert exc.value.one_line().startswith(f"{bad}:host.storage.count: does not match the tile result schema: 0 is less than")
+
+
+@pytest.mark.parametrize("run,words", [
+    ("{seed: -1}", "run.seed: must be >= 0"),  # reached numpy as an unexpected ValueError
+    ("{seed: 18446744073709551616}", "run.seed: must be <= 18446744073709551615"),
+    ("{intervals: 1000000000}", "run.intervals: must be <= 1000"),  # every tile count evaluated runs every interval
+])
+def test_host_file_run_settings_are_bounded(tmp_path, run, words):
+    from densim.cli.main import app
+
+    p = tmp_path / "h.yaml"
+    p.write_text(f"server: ibm-x3650-m3-x5680\nrun: {run}\n")
+    res = CliRunner().invoke(app, ["bench", "tiles", str(p), "--out", str(tmp_path / "r.json")])
+    assert res.exit_code == 1 and res.stderr.strip() == f"densim: error: {p}:{words}", res.output
+    assert not (tmp_path / "r.json").exists()

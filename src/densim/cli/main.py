@@ -166,10 +166,10 @@ def validate(scenario: Annotated[Path, typer.Argument(help="scenario file")]) ->
     """Check SCENARIO and list every problem with its field path; exit 1 if any."""
     from densim.plant import validate_file
 
-    problems = validate_file(scenario)
+    problems = run_guarded(validate_file, scenario)
     if problems:
-        for p in problems:
-            typer.echo(p, err=True)
+        for p in problems:  # the lines 'densim run' prints for the same file
+            typer.echo(f"densim: error: {p}", err=True)
         raise typer.Exit(1)
     typer.echo(f"{scenario}: valid")
 

@@ -10,17 +10,33 @@ Three schemas:
 
 Catalog references (devices, controllers, enclosures, servers, io_stacks) are checked after
 validation, and every problem is reported as ``FILE:field.path: problem``.
+
+Counts have sanity bounds (:data:`MAX_DRIVES`, :data:`MAX_CONTROLLERS`, ...): not product limits,
+but far beyond any real system, so that a damaged value (a controller count of 2^64, a
+``drives_max`` of 10^9) is refused with its field path before ``densim io`` builds one queueing
+station per drive and controller, or ``densim size`` scans a drive range that never ends. Numbers
+must be finite.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from densim.units import Bytes, PerSecond, PosBytes, PosMHz, PosSeconds, Seconds
 
-_CFG = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+_CFG = ConfigDict(allow_inf_nan=False, frozen=True, extra="forbid", populate_by_name=True)
+
+# sanity bounds on counts (see the module docstring): a value above one is a typo or a damaged file
+MAX_DRIVES = 10_000  # drives in one array (and the sizing search's drives_max, a server's bays)
+MAX_CONTROLLERS = 1_024  # controllers in one group (and the sizing search's extra_controllers)
+MAX_ENCLOSURES = 10_000  # drive enclosures of one kind
+MAX_CORES = 65_536  # host cores (the inventory readers' vCPU bound, densim.workloads.readers._checks.MAX_VCPUS)
+MAX_OUTSTANDING = 1_000_000  # closed workload: workers x queue_depth (the MVA solve is O(outstanding): ~0.5 s at the bound)
+MAX_USERS = 10**10  # sizing target users (more than the world's population)
+
+Cores = Annotated[int, Field(gt=0, le=MAX_CORES, strict=True)]
 
 RaidName = Literal["jbod", "raid0", "raid1", "raid10", "raid5", "raid6"]
 
@@ -48,9 +64,9 @@ class DatastoreSpec(BaseModel):
     name: str
     device: str = Field(description="catalog device name")
     raid: RaidName = "jbod"
-    drives: int = Field(default=1, gt=0)
+    drives: int = Field(default=1, gt=0, le=MAX_DRIVES, strict=True)
     controller: str | None = Field(default=None, description="catalog controller model (none: direct attach)")
-    controllers: int = Field(default=1, gt=0)
+    controllers: int = Field(default=1, gt=0, le=MAX_CONTROLLERS, strict=True)
     scope: Literal["shared", "per-host"] = Field(
         default="shared", description="one array for all VMs naming it (SAN/NAS) or one per host (local disks)"
     )
@@ -102,7 +118,7 @@ class HostIoSpec(BaseModel):
     model_config = _CFG
 
     server: str | None = Field(default=None, description="catalog server (cores, clock, power, price)")
-    cores: int | None = Field(default=None, gt=0)
+    cores: Cores | None = None
     clock_mhz: PosMHz | None = Field(default=None, alias="clock")
     stack: str | None = Field(default=None, description="catalog io_stack (cycles per I/O)")
     cycles_per_io: float | None = Field(default=None, ge=0)
@@ -113,7 +129,7 @@ class ControllerGroupSpec(BaseModel):
 
     name: str
     model: str = Field(description="catalog controller")
-    count: int = Field(default=1, gt=0)
+    count: int = Field(default=1, gt=0, le=MAX_CONTROLLERS, strict=True)
 
 
 class ArraySpec(BaseModel):
@@ -122,7 +138,7 @@ class ArraySpec(BaseModel):
     name: str
     device: str = Field(description="catalog device")
     raid: RaidName = "jbod"
-    drives: int = Field(gt=0)
+    drives: int = Field(gt=0, le=MAX_DRIVES, strict=True)
     controllers: str | None = Field(default=None, description="name of a controller group (none: direct attach)")
     share: float = Field(default=1.0, ge=0.0, description="relative share of the workload's I/Os")
 
@@ -136,7 +152,7 @@ class EnclosureGroupSpec(BaseModel):
     model_config = _CFG
 
     model: str = Field(description="catalog enclosure")
-    count: int = Field(default=1, gt=0)
+    count: int = Field(default=1, gt=0, le=MAX_ENCLOSURES, strict=True)
 
 
 class SystemSpec(BaseModel):
@@ -163,14 +179,17 @@ class IoWorkloadSpec(IoPatternSpec):
 
     mode: Literal["open", "closed"] = "closed"
     iops: PerSecond | None = Field(default=None, gt=0, description="open: arrival rate")
-    workers: int = Field(default=1, gt=0)
-    queue_depth: int = Field(default=1, gt=0, description="closed: outstanding I/Os per worker")
+    workers: int = Field(default=1, gt=0, le=MAX_OUTSTANDING, strict=True)
+    queue_depth: int = Field(default=1, gt=0, le=MAX_OUTSTANDING, strict=True, description="closed: outstanding I/Os per worker")
     think_time_s: Seconds = Field(default=0.0, alias="think_time")
 
     @model_validator(mode="after")
     def _mode(self) -> "IoWorkloadSpec":
         if self.mode == "open" and self.iops is None:
             raise ValueError("an open workload needs 'iops' (the arrival rate)")
+        if self.mode == "closed" and self.outstanding > MAX_OUTSTANDING:
+            raise ValueError(f"workers x queue_depth = {self.outstanding:,} outstanding I/Os, more than "
+                             f"{MAX_OUTSTANDING:,} (a sanity bound; the closed solve takes time in proportion)")
         return self
 
     @property
@@ -203,7 +222,7 @@ class SizingTarget(BaseModel):
     max_latency_s: PosSeconds | None = Field(default=None, alias="max_latency")
     latency_metric: Literal["mean", "p99"] = "mean"
     capacity_bytes: Bytes = Field(default=0.0, alias="capacity", description="usable capacity needed")
-    users: int | None = Field(default=None, gt=0)
+    users: int | None = Field(default=None, gt=0, le=MAX_USERS, strict=True)
     iops_per_user: float | None = Field(default=None, ge=0)
     requests_per_user_s: float | None = Field(default=None, ge=0, alias="requests_per_user_per_s")
     ios_per_request: float = Field(default=1.0, ge=0)
@@ -230,15 +249,22 @@ class SizingCandidates(BaseModel):
 
     devices: list[str] = Field(min_length=1)
     raid: list[RaidName] = Field(default_factory=lambda: ["raid10"], min_length=1)
-    drives_min: int = Field(default=1, gt=0)
-    drives_max: int = Field(default=96, gt=0)
+    drives_min: int = Field(default=1, gt=0, le=MAX_DRIVES, strict=True)
+    drives_max: int = Field(default=96, gt=0, le=MAX_DRIVES, strict=True)
     controllers: list[str] = Field(default_factory=list, description="catalog controllers (NVMe drives attach directly)")
-    extra_controllers: int = Field(default=1, ge=0, description="also try up to this many controllers beyond the minimum")
-    cores: list[int] = Field(default_factory=lambda: [8, 16, 24, 32, 48, 64], min_length=1)
+    extra_controllers: int = Field(default=1, ge=0, le=MAX_CONTROLLERS, strict=True,
+                                   description="also try up to this many controllers beyond the minimum")
+    cores: list[Cores] = Field(default_factory=lambda: [8, 16, 24, 32, 48, 64], min_length=1)
     clock_mhz: PosMHz = Field(default=2600.0, alias="clock")
     stack: str | None = Field(default="linux-kernel-irq", description="catalog io_stack")
     cycles_per_io: float | None = Field(default=None, ge=0)
     enclosure: str | None = Field(default=None, description="catalog enclosure for drives beyond the server's bays")
+
+    @model_validator(mode="after")
+    def _drive_range(self) -> "SizingCandidates":
+        if self.drives_min > self.drives_max:
+            raise ValueError(f"drives_min ({self.drives_min}) is above drives_max ({self.drives_max})")
+        return self
 
 
 class SizingCosts(BaseModel):
@@ -249,7 +275,7 @@ class SizingCosts(BaseModel):
     server_base_usd: float = Field(default=4000.0, ge=0)
     per_core_usd: float = Field(default=100.0, ge=0)
     server_rack_units: float = Field(default=2.0, gt=0)
-    server_bays: int = Field(default=24, ge=0)
+    server_bays: int = Field(default=24, ge=0, le=MAX_DRIVES, strict=True)
     server_power_w: float = Field(default=150.0, ge=0, description="server power without drives and controllers")
     per_core_power_w: float = Field(default=5.0, ge=0)
 

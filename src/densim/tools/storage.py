@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,13 +36,18 @@ def run_io(path: str | Path) -> dict[str, Any]:
     return out
 
 
-def run_size(path: str | Path) -> dict[str, Any]:
-    """Search the candidate set of the sizing file ``path``; returns winner and runners-up."""
+def run_size(path: str | Path, check: Callable[[Any], None] | None = None) -> dict[str, Any]:
+    """Search the candidate set of the sizing file ``path``; returns winner and runners-up.
+
+    ``check(scenario)`` runs after the file is loaded and resolved and before the search (the
+    command line refuses a search space above ``--max-configurations`` there)."""
     from densim.models.storage import IoPattern
     from densim.models.storage.sizing import Costs, Target, distinct, search
     from densim.plant.storage import load_sizing
 
     sc, parts = load_sizing(path)
+    if check is not None:
+        check(sc)
     cand = sc.candidates
     devices, ctls, encl, cycles = parts.devices, parts.controllers, parts.enclosure, parts.cycles_per_io
     t = sc.target

@@ -16,14 +16,17 @@ def register(app: typer.Typer) -> None:
     def tiles(
         host: Path = typer.Argument(..., help="host file: server (catalog name), virtualization switches, run settings"),
         out: Path = typer.Option(Path("bench-tiles.json"), "--out", "-o", help="result JSON file"),
-        seed: int | None = typer.Option(None, "--seed", help="override the host file's run.seed"),
+        seed: int | None = typer.Option(None, "--seed", min=0, max=2**64 - 1,
+                                        help="override the host file's run.seed (0 to 2**64 - 1)"),
     ) -> None:
         """Add tiles until a workload misses its QoS; write tile count, score and QoS margins as JSON."""
         from densim.atomic import write_json_atomic
+        from densim.cli.main import out_file
         from densim.tools.tiles.core import load_host, run_bench
         from densim.errors import InputError
 
         try:
+            out_file(out)  # a regular file or a new name, never a folder or a device such as /dev/null
             h = load_host(host)
             if seed is not None:
                 h = h.model_copy(update={"run": h.run.model_copy(update={"seed": seed})})

@@ -107,7 +107,18 @@ def _emit(out: dict[str, Any], json_out: bool, out_file: Optional[Path], printer
         printer(out)
 
 
+def _out_checked(out: Optional[Path]) -> None:
+    """``--out`` must be a regular file or a new name (never a folder or a device such as /dev/null),
+    checked before any work."""
+    if out is not None:
+        from densim.cli.main import out_file
+
+        _guard(out_file, out)
+
+
 def register(app: typer.Typer) -> None:
+    from densim.cli.estimates import DEFAULT_MAX_CONFIGURATIONS
+
     @app.command("io")
     def io_cmd(
         file: Annotated[Path, typer.Argument(help="storage-only scenario (system + workload)")],
@@ -115,6 +126,7 @@ def register(app: typer.Typer) -> None:
         out: Annotated[Optional[Path], typer.Option("--out", "-o", help="also write the result as JSON here")] = None,
     ) -> None:
         """Solve a storage system under an open or closed I/O workload: throughput, latency, bottleneck."""
+        _out_checked(out)
         res = _guard(run_io, file)
         _emit(res, json_out, out, _print_io)
 
@@ -123,7 +135,14 @@ def register(app: typer.Typer) -> None:
         file: Annotated[Path, typer.Argument(help="sizing file (target + candidates)")],
         json_out: Annotated[bool, typer.Option("--json", help="print JSON instead of a table")] = False,
         out: Annotated[Optional[Path], typer.Option("--out", "-o", help="also write the result as JSON here")] = None,
+        max_configurations: Annotated[int, typer.Option(
+            "--max-configurations", min=1, help="refuse a search that could evaluate more configurations (devices x RAID "
+            "levels x drive counts x controllers x controller counts x core counts) than this, before searching")]
+            = DEFAULT_MAX_CONFIGURATIONS,
     ) -> None:
         """Find the cheapest drives x RAID x controllers x cores meeting an IOPS or users target."""
-        res = _guard(run_size, file)
+        from densim.cli.estimates import check_sizing_space
+
+        _out_checked(out)
+        res = _guard(run_size, file, check=lambda sc: check_sizing_space(sc, file, max_configurations))
         _emit(res, json_out, out, _print_size)

@@ -17,7 +17,8 @@ def register(app: typer.Typer) -> None:
     def sweep(
         study: Annotated[Path, typer.Argument(help="study file (YAML): base scenario, axes, replications, seed")],
         out: Annotated[Path, typer.Option("--out", "-o", help="results root; the store is OUT/<study name>")] = Path("results"),
-        backend: Annotated[str, typer.Option(help="inprocess, process (default) or dask")] = "process",
+        backend: Annotated[Optional[str], typer.Option(help="inprocess, process (default) or dask (the default with "
+                                                       "--scheduler or --dask-local)")] = None,
         workers: Annotated[Optional[int], typer.Option("--workers", "-j", min=1, help="worker processes (default: CPU count)")] = None,
         scheduler: Annotated[Optional[str], typer.Option(help="Dask scheduler address of an existing cluster, e.g. tcp://HOST:8786")] = None,
         dask_local: Annotated[Optional[int], typer.Option("--dask-local", min=1, help="start a local Dask cluster of N worker processes")] = None,
@@ -31,8 +32,20 @@ def register(app: typer.Typer) -> None:
         from densim.tools.sweep import load_sweep, run_sweep
         from densim.tools.sweep.run import BACKENDS
 
-        if backend not in BACKENDS:
+        # where it runs is checked before the study is read or the store touched
+        if backend is not None and backend not in BACKENDS:
             _fail(f"--backend: unknown backend {backend!r}; use {', '.join(BACKENDS)}", code=2)
+        on_dask = [opt for opt, v in (("--scheduler", scheduler), ("--dask-local", dask_local)) if v is not None]
+        if backend not in (None, "dask") and on_dask:
+            _fail(f"{on_dask[0]}: runs the sweep on Dask, not with --backend {backend}; drop one of them", code=2)
+        if scheduler is not None:
+            from densim.tools.sweep.backends import check_scheduler_address
+
+            try:
+                check_scheduler_address(scheduler)
+            except ValueError as exc:
+                _fail(f"--scheduler: {exc}", code=2)
+        backend = backend or ("dask" if on_dask else "process")
         st = _guard(load_sweep, study, max_runs=max_runs)
         n = len(st.tasks())
         typer.echo(f"{st.name}: {len(st.points)} scenarios x {st.spec.replications} replications = {n} tasks "

@@ -144,6 +144,29 @@ class DaskBackend(Backend):
                 self._cluster.close()
 
 
+def check_scheduler_address(address: str) -> None:
+    """Refuse a ``--scheduler`` that is not a Dask scheduler address (``tcp://HOST:PORT``), before the
+    study is loaded or the store touched; whether a scheduler listens there is found when connecting."""
+    try:
+        from distributed.comm.addressing import parse_address, parse_host_port
+        from distributed.comm.registry import backends
+    except ImportError as exc:  # pragma: no cover - depends on the installed extras
+        raise ValueError("the dask backend needs the 'cluster' extra: pip install 'densim[cluster]'") from exc
+    problem = None
+    try:
+        scheme, loc = parse_address(address)
+        if scheme not in backends:
+            problem = f"unknown scheme {scheme!r} (known: {', '.join(sorted(backends))})"
+        elif scheme in ("tcp", "tls", "ws", "wss"):
+            _, port = parse_host_port(loc)
+            if not 0 < int(port) < 65536:
+                problem = f"port {port} is not in 1..65535"
+    except (ValueError, TypeError) as exc:
+        problem = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if problem:
+        raise ValueError(f"{address!r} is not a Dask scheduler address such as tcp://HOST:8786: {problem}")
+
+
 def make_backend(
     kind: str = "process", *, workers: int | None = None, scheduler: str | None = None, dask_local: int | None = None
 ) -> Backend:

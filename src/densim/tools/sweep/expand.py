@@ -154,6 +154,9 @@ def load_sweep(path: str | Path, *, max_runs: int | None = None) -> Sweep:
     path = Path(path).resolve()
     spec = load_sweep_spec(path)
     check_runs(spec, path, max_runs)
+    from densim.tools.sweep.runners import resolve_runner
+
+    runner = resolve_runner(spec.runner, source=path)  # a registered name, checked before the base scenario is read
     try:
         base_path = (path.parent / spec.scenario).resolve()
         found = base_path.is_file()
@@ -163,9 +166,6 @@ def load_sweep(path: str | Path, *, max_runs: int | None = None) -> Sweep:
         raise InputError(path, "scenario", f"base scenario not found: {spec.scenario}" if not base_path.exists()
                          else f"base scenario is not a file: {spec.scenario}")
     base = load_mapping(base_path)
-    from densim.tools.sweep.runners import resolve_runner
-
-    runner = resolve_runner(spec.runner, source=path)
 
     axis_names = list(spec.axes)
     points: list[ScenarioPoint] = []
