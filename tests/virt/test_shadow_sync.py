@@ -156,3 +156,19 @@ def test_visit_cycles_use_the_vm_width_and_host_count():
     assert visit_cycles(visit, costs, 0.0, vcpus=4)[0] == pytest.approx(1e6 + 252_500)
     with pytest.raises(ValueError, match="shadow"):
         visit_cycles(visit, PathCosts(**{**costs.__dict__, "shadow": None}), 0.0)
+
+
+@pytest.mark.parametrize("server,base,turbo,all_core", [("2s-xeon-x5550", 2660, 3060, 2930), ("2s-xeon-w5580", 3200, 3460, 3330)])
+def test_nehalem_hosts_have_their_own_platform(server, base, turbo, all_core):
+    # Nehalem-EP (2009, first Xeon with EPT): 2 sockets x 4 cores; ARK base/turbo clocks
+    d = copy.deepcopy(BASE)
+    d["cluster"]["hosts"][0]["server"] = server
+    d["virtualization"]["hypervisor"]["paging"] = "ept"
+    plant = resolve(scenario_from_dict(d))
+    vp = plant.virtualization[0]
+    hg = plant.host_groups[0]
+    assert vp.own and vp.platform.name == server and vp.platform.all_core_turbo_mhz == all_core
+    assert (hg.cpu.cores, hg.cpu.base_mhz, hg.cpu.turbo_mhz, hg.server.cpu.sockets) == (4, base, turbo, 2)
+    scale = simulate(plant).hosts["clock_scale_mean"].to_numpy()
+    # 3 VMs x 30 % of 6 vCPUs on 8 cores: few busy cores, clock between all-core turbo and max turbo
+    assert (scale >= all_core / base - 1e-6).all() and (scale <= turbo / base + 1e-6).all()
