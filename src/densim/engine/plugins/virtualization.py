@@ -14,8 +14,9 @@ Switched on by ``virtualization.model: kvm`` in the scenario. Before the CPU ste
 Workload characteristics come from the VM group's ``workload`` mapping (``cpi_core``, ``llc_mpki``,
 ``tlb_mpki_4k``, ``guest_large_fraction``, ``packets_per_s``, ``iops``, and under shadow paging
 ``pt_updates_per_kinstr``, ``context_switches_per_kinstr``); defaults are the tile benchmark's
-averages and the shadow-paging entry's rates. Host platform figures come from the catalog ``virt_platforms`` entry named
-like the server, otherwise from ``ibm-x3650-m3-x5680`` with the CPU's own clocks.
+averages and the shadow-paging entry's rates. Host platform figures come from the catalog
+``virt_platforms`` entry named like the server, otherwise from ``ibm-x3650-m3-x5680`` with the
+CPU's own clocks.
 """
 
 from __future__ import annotations
