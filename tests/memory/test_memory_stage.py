@@ -34,7 +34,7 @@ def fake_ctx(settings: MemorySettings, n_steps=3):
         vms=SimpleNamespace(n=3, group=np.zeros(3, np.int32), host=np.array([0, 0, 1]),
                             mem_bytes=np.array([12, 12, 4]) * GIB, vcpus=np.array([2, 2, 2]),
                             vcpu_mhz=np.array([2000.0, 2000.0, 2000.0])),
-        hosts=SimpleNamespace(n=2, mem_bytes=np.array([16, 16]) * GIB, names=np.array(["h0", "h1"], dtype=object)),
+        hosts=SimpleNamespace(n=2, mem_bytes=np.array([16, 16]) * GIB, core_mhz=np.array([2000.0, 2000.0]), names=np.array(["h0", "h1"], dtype=object)),
         source=SimpleNamespace(channels=("cpu_mhz",)),
         grid=SimpleNamespace(n_steps=n_steps),
         declare=lambda name, **kw: metrics.__setitem__(name, kw),
@@ -54,7 +54,7 @@ def test_stage_hand_checked_chunk():
     st.prepare(ctx)
     chunk = Chunk(t0=0, t1=3, step_s=300.0)
     chunk.vm["cpu_demand_mhz"] = np.full((3, 3), 4000.0, np.float32)  # 100 % busy
-    st.after_cpu(ctx, chunk)
+    st.before_cpu(ctx, chunk)
     out = chunk.vm_out
     # host 0: 24 GiB configured on 16: deficit 8 GiB. oltp-sql: active 0.9 -> idle 1.2 GiB each,
     # ballooned first (2.4 GiB); the other 5.6 GiB come from active memory, 2.8 GiB per VM, all
@@ -75,7 +75,7 @@ def test_stage_hand_checked_chunk():
     # an idle VM touches nothing: no faults, no slowdown, same memory picture
     chunk2 = Chunk(t0=0, t1=3, step_s=300.0)
     chunk2.vm["cpu_demand_mhz"] = np.zeros((3, 3), np.float32)
-    st.after_cpu(ctx, chunk2)
+    st.before_cpu(ctx, chunk2)
     np.testing.assert_allclose(chunk2.vm_out["mem_slowdown"], 1.0)
     np.testing.assert_allclose(chunk2.vm_out["mem_swapped_gib"][:, :2], 2.8, rtol=1e-5)
 
@@ -158,7 +158,7 @@ def test_active_memory_comes_from_the_trace_when_it_has_one():
         chunk = Chunk(t0=0, t1=3, step_s=300.0)
         chunk.vm["cpu_demand_mhz"] = np.full((3, 3), 4000.0, np.float32)
         chunk.vm["mem_used_bytes"] = np.full((3, 3), 6 * GIB, np.float32)
-        st.after_cpu(ctx, chunk)
+        st.before_cpu(ctx, chunk)
         swapped[mode] = chunk.vm_out["mem_swapped_gib"][:, :2].sum()
         if mode == "auto":
             np.testing.assert_allclose(chunk.vm_out["mem_active_gib"][:, :2], 6.0)
@@ -192,7 +192,7 @@ def test_stage_when_every_host_fits():
     st.prepare(ctx)
     chunk = Chunk(t0=0, t1=2, step_s=300.0)
     chunk.vm["cpu_demand_mhz"] = np.full((2, 3), 4000.0, np.float32)
-    st.after_cpu(ctx, chunk)
+    st.before_cpu(ctx, chunk)
     np.testing.assert_allclose(chunk.vm_out["mem_resident_gib"], [[12, 12, 4]] * 2)
     np.testing.assert_allclose(chunk.vm_out["mem_active_gib"], [[10.8, 10.8, 3.6]] * 2, rtol=1e-6)
     np.testing.assert_allclose(chunk.vm_out["mem_slowdown"], 1.0)
@@ -219,7 +219,7 @@ def test_constant_active_memory_fast_path_equals_the_general_path(cache, monkeyp
         monkeypatch.setattr(st, "_active_is_static", lambda chunk, v=static: v)
         chunk = Chunk(t0=0, t1=3, step_s=300.0)
         chunk.vm["cpu_demand_mhz"] = demand
-        st.after_cpu(ctx, chunk)
+        st.before_cpu(ctx, chunk)
         outs.append((dict(chunk.vm_out), dict(chunk.host_out), st.max_slowdown.copy(), st.swap_steps.copy()))
     (vm_a, host_a, ms_a, sw_a), (vm_b, host_b, ms_b, sw_b) = outs
     assert set(vm_a) == set(vm_b) and set(host_a) == set(host_b)

@@ -68,7 +68,7 @@ def part_schemas() -> dict[str, tuple[str, type[BaseModel]]]:
     from densim.models.fabric import NicSpec, SwitchSpec, TargetSpec, TransportSpec
     from densim.models.jobs import BatchProfile
     from densim.models.storage import ControllerSpec, EnclosureSpec, IoStack
-    from densim.models.virtualization import ExitCosts, IoPath
+    from densim.models.virtualization import ExitCosts, IoPath, ShadowPaging
     from densim.models.workload_memory import MemoryWorkload
     from densim.models.hardware import CpuSpec, ServerSpec
     from densim.models.memory_defaults import MemoryModelDefaults
@@ -88,6 +88,7 @@ def part_schemas() -> dict[str, tuple[str, type[BaseModel]]]:
         "virt_exit_costs": ("exit-cost set", ExitCosts),
         "virt_io_paths": ("I/O path", IoPath),
         "virt_platforms": ("virtualization platform", PlatformSpec),
+        "virt_shadow_paging": ("shadow-paging model", ShadowPaging),
         "bom_parts": ("priced part", BomPart),
         "memory_models": ("memory model", MemoryModelDefaults),
         "memory_workloads": ("memory workload", MemoryWorkload),

@@ -385,6 +385,40 @@ def fault_rates(rec: Reclamation, access_rate_per_s, *, miss_model: str = "rando
     )
 
 
+def fault_cycles_per_tier(costs: "FaultCosts", *, core_mhz=0.0, store_ios_per_fault: float = 1.0) -> dict[str, np.ndarray]:
+    """Host CPU cycles to handle one fault of each tier (modelling guide §2.4, ``t_sw`` as CPU work).
+
+    * host swap (``cache``, ``store``): trap + page-table update + the fault's swap I/O, ``1 + w`` I/Os
+      (the read and the ``w`` swap-out writes it causes; ``store_ios_per_fault`` I/Os per page when swap
+      lives on a datastore with a larger block) each through the host block stack:
+      ``C_trap + C_map + k (1 + w) C_io``;
+    * ``compressed``: trap + update + decompression, ``C_trap + C_map + t_decompress f_core``;
+    * ``guest`` (ballooned guest paging to its own virtual disk): the guest handles its own fault (no
+      exit under EPT/NPT) and does the I/O: ``C_map + (1 + w) C_io``.
+    """
+    w = float(costs.writes_per_fault)
+    base = float(costs.trap_cycles + costs.map_cycles)
+    io = (1.0 + w) * float(costs.io_cycles)
+    return {
+        "cache": np.asarray(base + io),
+        "store": np.asarray(base + float(store_ios_per_fault) * io),
+        "compressed": base + float(costs.decompress_s) * np.asarray(core_mhz, dtype=float) * 1e6,
+        "guest": np.asarray(float(costs.map_cycles) + io),
+    }
+
+
+def fault_cpu_cycles_per_s(faults: FaultRates, throughput, costs: "FaultCosts", *, core_mhz=0.0, store_ios_per_fault: float = 1.0):
+    """Host CPU cycles per wall-clock second spent handling faults, per element.
+
+    ``X sum_tier F_tier c_tier``: the faults actually taken per second (``F X``, the throughput ``X``
+    from :func:`solve_throughput`) times the cycles of each (:func:`fault_cycles_per_tier`).
+    ``core_mhz`` (scalar or per element) converts the decompression time to cycles.
+    """
+    c = fault_cycles_per_tier(costs, core_mhz=core_mhz, store_ios_per_fault=store_ios_per_fault)
+    per_work = faults.cache * c["cache"] + faults.store * c["store"] + faults.compressed * c["compressed"] + faults.guest * c["guest"]
+    return np.asarray(throughput, dtype=float) * per_work
+
+
 @dataclass(frozen=True)
 class DeviceArrays:
     """A swap device's datasheet figures as arrays (one value, or one per segment)."""
@@ -441,6 +475,10 @@ class FaultCosts:
     guest_software_s: float | None = None  # guest page fault + virtual disk I/O; default = software_s
     decompress_s: float = 20e-6  # per compressed page touched
     writes_per_fault: float = 1.0  # swap-out writes per swap-in (steady state: every fault evicts)
+    # host CPU work per fault (cycles), see fault_cpu_cycles_per_s; defaults as catalog vsphere-like (E)
+    trap_cycles: float = 1500.0  # exit into the hypervisor and back
+    map_cycles: float = 3000.0  # page allocation and page-table update
+    io_cycles: float = 15000.0  # per swap I/O: submission and completion in the host's block stack
 
 
 @dataclass(frozen=True)
@@ -780,12 +818,16 @@ class MemoryParams:
     guest_software_s: float | None = None
     decompress_s: float = 20e-6
     writes_per_fault: float = 1.0
+    trap_cycles: float = 1500.0
+    map_cycles: float = 3000.0
+    io_cycles: float = 15000.0
     hypervisor_bytes: float = 0.0
     overhead_per_vm_bytes: float = 50 * MIB
     use_min_free: bool = True
 
     def costs(self) -> FaultCosts:
-        return FaultCosts(self.software_s, self.guest_software_s, self.decompress_s, self.writes_per_fault)
+        return FaultCosts(self.software_s, self.guest_software_s, self.decompress_s, self.writes_per_fault,
+                          self.trap_cycles, self.map_cycles, self.io_cycles)
 
 
 def guest_capacity_bytes(host_memory_bytes, n_vms, params: MemoryParams):

@@ -27,6 +27,9 @@ class MemoryModelDefaults(BaseModel):
     guest_fault_software_s: Seconds | None = Field(default=None, alias="guest_fault_software_time")
     decompress_s: Seconds = Field(alias="decompress_time")
     writes_per_fault: float
+    fault_trap_cycles: float = Field(ge=0, description="host CPU cycles per fault: the exit into the hypervisor")
+    fault_map_cycles: float = Field(ge=0, description="host CPU cycles per fault: page allocation and page-table update")
+    swap_io_cycles: float = Field(ge=0, description="host CPU cycles per swap I/O: submission and completion")
     hypervisor_bytes: Bytes = Field(alias="hypervisor_memory")
     overhead_per_vm_bytes: Bytes = Field(alias="overhead_per_vm")
     source: str = ""

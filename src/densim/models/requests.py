@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from densim.models.numa import NumaSpec, cycles_per_instruction
 from densim.models.queueing import MvaResult, erlang_c, mva
-from densim.models.virtualization import ExitCosts, IoPath, Paging, TlbSpec, io_path_cycles, shadow_paging_cycles_per_kinstr, tlb_walk_cycles_per_kinstr
+from densim.models.virtualization import ExitCosts, IoPath, Paging, ShadowPaging, TlbSpec, io_path_cycles, shadow_sync_cycles_per_kinstr, tlb_walk_cycles_per_kinstr
 from densim.units import PosBytes, PosSeconds
 
 _CFG = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
@@ -52,8 +52,8 @@ class Visit(BaseModel):
     llc_mpki: float = Field(default=0.0, ge=0, description="last-level-cache misses to DRAM per 1,000 instructions")
     tlb_mpki_4k: float = Field(default=0.0, ge=0, description="TLB misses per 1,000 instructions with 4 KB translations")
     guest_large_fraction: float = Field(default=0.0, ge=0, le=1, description="share of TLB misses in memory the guest maps with 2 MB pages")
-    pt_updates_per_kinstr: float = Field(default=0.02, ge=0, description="guest page-table writes per 1,000 instructions (shadow paging exits)")
-    context_switches_per_kinstr: float = Field(default=0.005, ge=0)
+    pt_updates_per_kinstr: float = Field(default=0.02, ge=0, description="guest page-table writes per 1,000 instructions (shadow paging exits); (E) as catalog kvm-shadow")
+    context_switches_per_kinstr: float = Field(default=0.005, ge=0, description="guest CR3 loads per 1,000 instructions; (E) as catalog kvm-shadow")
     disk_ios: float = Field(default=0.0, ge=0)
     disk_read_fraction: float = Field(default=0.7, ge=0, le=1)
     packets: float = Field(default=0.0, ge=0, description="network packets sent + received per visit")
@@ -96,19 +96,25 @@ class PathCosts:
     paging: Paging
     host_hugepages: bool
     guest_large_pages: bool
+    shadow: ShadowPaging | None = None  # needed when paging is "shadow"
 
 
-def visit_cycles(visit: Visit, costs: PathCosts, remote_frac: float) -> tuple[float, float]:
+def visit_cycles(visit: Visit, costs: PathCosts, remote_frac: float, *, vcpus: int = 1, vms_on_host: int = 1) -> tuple[float, float]:
     """(vCPU cycles, host back-end cycles) of one visit.
 
     vCPU: ``instructions x CPI(r, walks) + disk_ios x c_io + packets x c_pkt`` (exits on the vCPU);
     host: ``disk_ios x h_io + packets x h_pkt`` (QEMU/vhost/host-kernel work outside the vCPU).
+    Under shadow paging the walks include shadow page-table synchronisation for a VM of ``vcpus``
+    vCPUs on a host running ``vms_on_host`` VMs (:func:`~densim.models.virtualization.shadow_sync_cycles_per_kinstr`).
     """
     g = visit.guest_large_fraction if costs.guest_large_pages else 0.0
     walk = tlb_walk_cycles_per_kinstr(visit.tlb_mpki_4k, g, costs.tlb, host_hugepages=costs.host_hugepages, paging=costs.paging)
     if costs.paging == "shadow":
+        if costs.shadow is None:
+            raise ValueError("shadow paging needs PathCosts.shadow (a catalog 'virt_shadow_paging' entry)")
         # a trapped page-table write is emulated (heavy); a CR3 load is handled in the hypervisor (light)
-        walk += float(shadow_paging_cycles_per_kinstr(visit.pt_updates_per_kinstr, visit.context_switches_per_kinstr, costs.exits.heavy_cycles, costs.exits.light_cycles))
+        walk += float(shadow_sync_cycles_per_kinstr(visit.pt_updates_per_kinstr, visit.context_switches_per_kinstr, costs.exits,
+                                                    costs.shadow, vcpus=vcpus, vms_on_host=vms_on_host))
     cpi = float(cycles_per_instruction(visit.cpi_core, visit.llc_mpki, remote_frac, costs.numa, walk))
     net_v, net_h = io_path_cycles(costs.network, costs.exits)
     io_v, io_h = io_path_cycles(costs.storage, costs.exits)

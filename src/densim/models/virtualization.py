@@ -102,12 +102,66 @@ def paging_cycles_per_kinstr(tlb_misses_per_kinstr_, cycles_per_walk):
 
 
 def shadow_paging_cycles_per_kinstr(pt_updates_per_kinstr, context_switches_per_kinstr, cycles_per_exit, context_switch_cycles=None):
-    """Shadow-table upkeep: each guest page-table write (write-protect fault, emulated and synced into
-    the shadow table) and each CR3 load (context switch) exits:
+    """Shadow-table upkeep of a lone single-vCPU VM: each guest page-table write (write-protect fault,
+    emulated and synced into the shadow table) and each CR3 load (context switch) exits:
     ``pt_updates x cycles_per_exit + context_switches x context_switch_cycles`` (default the same cost).
+
+    :func:`shadow_sync_cycles_per_kinstr` adds what grows with vCPUs per VM and VMs per host.
     """
     cs = cycles_per_exit if context_switch_cycles is None else context_switch_cycles
     out = np.asarray(pt_updates_per_kinstr, dtype=float) * cycles_per_exit + np.asarray(context_switches_per_kinstr, dtype=float) * cs
+    return out[()] if np.ndim(out) == 0 else out
+
+
+class ShadowPaging(BaseModel):
+    """How a hypervisor keeps shadow page tables in step with the guest's (catalog ``virt_shadow_paging``).
+
+    Rates per 1,000 guest instructions are the workload's defaults (a VM group's ``workload`` may set
+    its own ``pt_updates_per_kinstr`` / ``context_switches_per_kinstr``); the other fields describe the
+    hypervisor's shadow MMU. See :func:`shadow_sync_cycles_per_kinstr`.
+    """
+
+    model_config = _CFG
+    name: str = "custom"
+    pt_updates_per_kinstr: float = Field(ge=0, description="guest page-table writes per 1,000 instructions (each traps)")
+    context_switches_per_kinstr: float = Field(ge=0, description="guest CR3 loads (process switches) per 1,000 instructions")
+    remote_flush_share: float = Field(ge=0, le=1, description="share of page-table writes that narrow a mapping and so flush the shadow TLB entries on the VM's other vCPUs (one IPI + exit each)")
+    refresh_base_share: float = Field(ge=0, le=1, description="share of CR3 loads that rebuild the incoming address space's shadow tables on a lone VM")
+    refresh_share_per_vm: float = Field(ge=0, le=1, description="added share of CR3 loads that find their shadow tables reclaimed, per other VM on the host")
+    refresh_faults: float = Field(ge=0, description="hidden page faults (each a light exit) to rebuild an address space's working translations after a refresh")
+    source: str = ""
+    notes: str = ""
+
+
+def shadow_refresh_share(shadow: ShadowPaging, vms_on_host):
+    """Share of CR3 loads that rebuild shadow tables: ``min(1, r0 + r_vm (n - 1))`` for ``n`` VMs on the host."""
+    n = np.maximum(np.asarray(vms_on_host, dtype=float), 1.0)
+    out = np.minimum(1.0, shadow.refresh_base_share + shadow.refresh_share_per_vm * (n - 1.0))
+    return out[()] if out.ndim == 0 else out
+
+
+def shadow_sync_cycles_per_kinstr(pt_updates_per_kinstr, context_switches_per_kinstr, exits: "ExitCosts", shadow: ShadowPaging, *,
+                                  vcpus=1, vms_on_host=1):
+    """Shadow page-table synchronisation, cycles per 1,000 guest instructions (arrays broadcast).
+
+    ``u (C_heavy + s_flush (v - 1) C_light) + c C_light (1 + r(n) F)`` with ``u`` page-table writes
+    and ``c`` CR3 loads per 1,000 instructions, ``v`` vCPUs of the VM, ``n`` VMs on its host:
+
+    * a trapped page-table write is emulated and synced into the shadow table (``C_heavy``); when it
+      narrows a mapping (share ``s_flush``) the stale shadow TLB entries of the VM's other ``v - 1``
+      vCPUs are flushed, by an IPI that makes each running vCPU exit (``C_light`` each; KVM release
+      28, "Flush remote tlbs when reducing shadow pte permissions");
+    * a CR3 load exits (``C_light``); a share ``r(n)`` (:func:`shadow_refresh_share`) finds the incoming
+      address space's shadow tables dropped (refreshed on the switch, or reclaimed for other VMs'
+      shadow pages) and rebuilds its working translations with ``F`` hidden page faults, each a light exit.
+
+    With ``v = 1``, ``n = 1`` and no base refresh it is :func:`shadow_paging_cycles_per_kinstr`.
+    """
+    v = np.maximum(np.asarray(vcpus, dtype=float), 1.0)
+    ch, cl = float(exits.heavy_cycles), float(exits.light_cycles)
+    per_update = ch + shadow.remote_flush_share * (v - 1.0) * cl
+    per_switch = cl * (1.0 + shadow_refresh_share(shadow, vms_on_host) * shadow.refresh_faults)
+    out = np.asarray(pt_updates_per_kinstr, dtype=float) * per_update + np.asarray(context_switches_per_kinstr, dtype=float) * per_switch
     return out[()] if np.ndim(out) == 0 else out
 
 

@@ -22,7 +22,7 @@ from densim.errors import InputError, PartError, ScenarioInvalid
 from densim.models.devices import DeviceSpec
 from densim.models.hardware import ServerSpec
 from densim.models.storage import ControllerSpec
-from densim.models.virtualization import ExitCosts, IoPath, PlatformSpec
+from densim.models.virtualization import ExitCosts, IoPath, PlatformSpec, ShadowPaging
 from densim.models.workload_memory import MemoryWorkload
 from densim.plant.hosts import HostGroupPlant, resolve_cpu, resolve_server
 from densim.spec.loader import validation_issues
@@ -61,6 +61,7 @@ class VirtPlatform:
     exits: ExitCosts
     net_path: IoPath
     disk_path: IoPath
+    shadow: ShadowPaging | None = None  # paging: shadow only: the catalog entry with the scenario's overrides
 
 
 @dataclass(frozen=True)
@@ -370,6 +371,7 @@ def _virtualization(sc: Scenario, catalog: Catalog, hosts, issues: _Issues) -> t
     hv = sc.virtualization.hypervisor
     out = []
     n0 = len(issues)
+    shadow = _shadow(hv.shadow, catalog, issues) if hv.paging == "shadow" else None
     for gi, hg in enumerate(hosts):
         own = ("virt_platforms", hg.server.name) in catalog
         name = hg.server.name if own else DEFAULT_PLATFORM
@@ -381,5 +383,26 @@ def _virtualization(sc: Scenario, catalog: Catalog, hosts, issues: _Issues) -> t
                            "virtualization.hypervisor.exit_costs" if hv.exit_costs else where)
         net = issues.get(catalog, "virt_io_paths", NET_PATH[hv.network], IoPath, "virtualization.hypervisor.network")
         disk = issues.get(catalog, "virt_io_paths", DISK_PATH[hv.storage], IoPath, "virtualization.hypervisor.storage")
-        out.append(VirtPlatform(plat, own, exits, net, disk))
+        out.append(VirtPlatform(plat, own, exits, net, disk, shadow))
     return tuple(out) if len(issues) == n0 else None
+
+
+def shadow_paging(settings, catalog: Catalog) -> ShadowPaging:
+    """The ``virt_shadow_paging`` entry ``settings.model`` with every field the scenario sets laid over it.
+
+    Raises :class:`~densim.catalog.core.CatalogError` (unknown entry) or pydantic's ValidationError.
+    """
+    base = dict(catalog.raw("virt_shadow_paging", settings.model))
+    base.update(settings.model_dump(exclude={"model"}, exclude_none=True))
+    return ShadowPaging.model_validate(base)
+
+
+def _shadow(settings, catalog: Catalog, issues: _Issues) -> ShadowPaging | None:
+    try:
+        return shadow_paging(settings, catalog)
+    except CatalogError as exc:
+        issues.append(("virtualization.hypervisor.shadow.model", str(exc.args[0]).strip("'\"")))
+    except ValidationError as exc:
+        loc, problem = validation_issues(exc)[0]
+        issues.append(("virtualization.hypervisor.shadow" + (f".{loc}" if loc else ""), problem))
+    return None

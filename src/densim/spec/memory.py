@@ -61,6 +61,10 @@ class MemorySettings(BaseModel):
     guest_fault_software_s: Seconds | None = Field(default=None, alias="guest_fault_software_time")
     decompress_s: Seconds | None = Field(default=None, alias="decompress_time")
     writes_per_fault: float | None = Field(default=None, ge=0)
+    # host CPU per fault (added to the faulting VM's CPU demand)
+    fault_trap_cycles: float | None = Field(default=None, ge=0, description="host CPU cycles per fault: the exit into the hypervisor")
+    fault_map_cycles: float | None = Field(default=None, ge=0, description="host CPU cycles per fault: page allocation and page-table update")
+    swap_io_cycles: float | None = Field(default=None, ge=0, description="host CPU cycles per swap I/O: submission and completion")
     # devices
     swap_device: str = Field(default="fc-san-lun", description="catalog device holding the VMs' swap files / virtual disks")
     swap_cache_device: str | None = Field(default=None, description="catalog device used as host swap cache")

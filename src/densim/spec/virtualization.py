@@ -15,6 +15,25 @@ from densim.units import PosSeconds
 _CFG = ConfigDict(allow_inf_nan=False, frozen=True, extra="forbid", populate_by_name=True)
 
 
+class ShadowPagingSettings(BaseModel):
+    """Shadow page-table upkeep under ``paging: shadow`` (modelling guide §3.4; :mod:`densim.models.virtualization`).
+
+    ``model`` names a catalog ``virt_shadow_paging`` entry (each default there carries its source or
+    "(E)"); every field set here overrides that entry. The two rates are workload defaults: a VM
+    group's ``workload`` mapping may set its own ``pt_updates_per_kinstr`` and
+    ``context_switches_per_kinstr``.
+    """
+
+    model_config = _CFG
+    model: str = Field(default="kvm-shadow", description="catalog 'virt_shadow_paging' entry")
+    pt_updates_per_kinstr: float | None = Field(default=None, ge=0, description="guest page-table writes per 1,000 instructions")
+    context_switches_per_kinstr: float | None = Field(default=None, ge=0, description="guest CR3 loads per 1,000 instructions")
+    remote_flush_share: float | None = Field(default=None, ge=0, le=1, description="share of page-table writes that flush the VM's other vCPUs")
+    refresh_base_share: float | None = Field(default=None, ge=0, le=1, description="share of CR3 loads that rebuild shadow tables on a lone VM")
+    refresh_share_per_vm: float | None = Field(default=None, ge=0, le=1, description="added refresh share per other VM on the host")
+    refresh_faults: float | None = Field(default=None, ge=0, description="hidden page faults to rebuild an address space after a refresh")
+
+
 class HypervisorFeatures(BaseModel):
     """Switches of the hypervisor and host configuration."""
 
@@ -25,6 +44,7 @@ class HypervisorFeatures(BaseModel):
     network: Literal["emulated", "virtio", "vhost", "sriov"] = "virtio"
     storage: Literal["emulated", "virtio"] = "virtio"
     exit_costs: str | None = Field(default=None, description="catalog 'virt_exit_costs' entry; default: the platform's")
+    shadow: ShadowPagingSettings = Field(default_factory=ShadowPagingSettings, description="shadow page-table upkeep (paging: shadow)")
 
 
 class NumaSettings(BaseModel):

@@ -14,6 +14,12 @@ Active memory per VM and step: the trace's memory usage when it has one (Bitbrai
 profiles), else the VM's memory workload profile (``workload.memory_profile`` of its group, or
 ``memory.workload``) times its configured memory. The profile's fault intensity applies at 100 %
 CPU use of the VM and scales with its CPU demand in the step.
+
+The stage works in ``before_cpu``: the fault rate follows the VM's own demand (before other stages
+add overhead cycles to it), and the hypervisor's fault handling costs host CPU (trap, page-table
+update, swap I/O submission and completion, decompression;
+:func:`densim.models.memory.fault_cpu_cycles_per_s`), added to the faulting VM's CPU demand for the
+CPU model: ``mem_fault_cpu_mhz`` per VM and per host, ``summary.memory.fault_cpu``.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from densim.models import memory as M
 from densim.models.workload_memory import MemoryWorkload
 
 BLOCK_ELEMENTS = 2_000_000  # elements (step x VM) per vectorised block
+HOST_PREFIXED = ("mem_swapped_gib", "mem_fault_cpu_mhz")  # names at both levels: the host column is host_<name>
 
 VM_METRICS = {
     "mem_active_gib": ("GiB", "active memory (trace memory usage or profile active fraction)"),
@@ -37,6 +44,7 @@ VM_METRICS = {
     "mem_swapped_gib": ("GiB", "guest memory in host swap (cache device + datastore)"),
     "mem_fault_rate_per_s": ("1/s", "faults on reclaimed memory per second"),
     "mem_slowdown": ("x", "completion-time stretch from memory faults (1 = none)"),
+    "mem_fault_cpu_mhz": ("MHz", "host CPU handling the VM's faults (trap, page-table update, swap I/O, decompression)"),
 }
 HOST_METRICS = {
     "mem_deficit_gib": ("GiB", "configured + overheads + minFree beyond host memory"),
@@ -44,6 +52,7 @@ HOST_METRICS = {
     "mem_swapping": ("share", "1 when the host swaps or compresses active memory in the step"),
     "mem_swap_iops": ("IOPS", "swap-in and swap-out I/O on the swap devices"),
     "mem_swap_device_util": ("share", "utilisation of the busiest swap device"),
+    "mem_fault_cpu_mhz": ("MHz", "host CPU handling its VMs' memory faults (added to their CPU demand)"),
 }
 
 
@@ -65,6 +74,7 @@ class MemorySummary(_MemorySummaryOptional):
     oversubscription_by_host: dict[str, float]
     vms_slowed: int
     worst_vm_slowdown: float
+    fault_cpu: dict  # cycles per fault by tier, host CPU the fault handling took (mean and peak MHz per host)
 
 
 class MemoryStage(BaseStage):
@@ -127,10 +137,16 @@ class MemoryStage(BaseStage):
         self._store_names = [f"{self.settings.swap_device}@{h}" for h in hn]
         self._cache_names = [f"{self.settings.swap_cache_device}@{h}" for h in hn] if self.cache is not None else []
         self.max_slowdown = np.ones(vms.n)
+        # host CPU of fault handling: decompression cycles at the host's core clock; per-host totals for the summary
+        self._core_mhz_vm = np.asarray(hosts.core_mhz, dtype=float)[np.where(placed, vms.host, 0)]
+        self._costs = p.costs()
+        self._store_ios = self.ios_per_fault if self.coupled else 1.0
+        self.fault_mhz_sum = np.zeros(H)
+        self.fault_mhz_peak = np.zeros(H)
         for name, (unit, doc) in VM_METRICS.items():
             ctx.declare(name, level="vm", agg="max" if name == "mem_slowdown" else "mean", unit=unit, doc=doc)
         for name, (unit, doc) in HOST_METRICS.items():
-            ctx.declare("host_" + name if name == "mem_swapped_gib" else name, level="host",
+            ctx.declare("host_" + name if name in HOST_PREFIXED else name, level="host",
                         agg="max" if name.endswith("util") else "mean", unit=unit, doc=doc)
 
     def _active(self, chunk, idx, cfg, b0, b1):
@@ -168,10 +184,10 @@ class MemoryStage(BaseStage):
         else:
             chunk.vm_out["mem_active_gib"] = np.broadcast_to((self.active_frac * cfg_all / M.GIB).astype(np.float32), (T, V))
         for name in HOST_METRICS:
-            chunk.host_out["host_" + name if name == "mem_swapped_gib" else name] = zero_h
+            chunk.host_out["host_" + name if name in HOST_PREFIXED else name] = zero_h
         chunk.host_out["mem_deficit_gib"] = np.broadcast_to((self.deficit_h / M.GIB).astype(np.float32), (T, H))
 
-    def after_cpu(self, ctx, chunk) -> None:
+    def before_cpu(self, ctx, chunk) -> None:
         vms, hosts = ctx.vms, ctx.hosts
         T, V, H = chunk.n_steps, vms.n, hosts.n
         idx = self.vm_idx
@@ -212,6 +228,8 @@ class MemoryStage(BaseStage):
             f = M.fault_rates(rec, (self.rate[idx][None, :] * util).ravel(), miss_ratio_values=miss)
             tp = self._solve(f, seg, n * H, np.tile(self.theta[idx], n), ctx=ctx, chunk=chunk, b0=b0, n=n, vm_ids=idx)
             sl = slice(b0, b1)
+            fcpu = M.fault_cpu_cycles_per_s(f, tp.throughput, self._costs, core_mhz=np.tile(self._core_mhz_vm[idx], n),
+                                            store_ios_per_fault=self._store_ios) / 1e6
 
             def put(name, arr):
                 a = arr.reshape(n, k)
@@ -227,7 +245,9 @@ class MemoryStage(BaseStage):
             put("mem_swapped_gib", rec.swapped_bytes / M.GIB)
             put("mem_fault_rate_per_s", tp.fault_rate_per_s)
             put("mem_slowdown", tp.slowdown)
+            put("mem_fault_cpu_mhz", fcpu)
             hs = lambda a: M.seg_sum(a, seg, n * H).reshape(n, H)  # noqa: E731
+            out_h["mem_fault_cpu_mhz"][sl] = hs(fcpu)
             out_h["mem_swapped_gib"][sl] = hs(rec.swapped_bytes) / M.GIB
             out_h["mem_swapping"][sl] = hs(rec.swapped_bytes + rec.compressed_bytes + rec.ballooned_active_bytes) > 0
             out_h["mem_swap_iops"][sl] = (tp.load_store_iops + tp.load_cache_iops).reshape(n, H)
@@ -287,10 +307,18 @@ class MemoryStage(BaseStage):
             add_swap_io(chunk, swap_io * np.float32(1.0 / (1.0 + w)), swap_io * np.float32(w / (1.0 + w)))
 
     def _emit(self, chunk, out_vm, out_h) -> None:
+        """Hand the metrics to the engine and add the fault-handling CPU to the VMs' demand."""
+        fc = out_vm["mem_fault_cpu_mhz"]
+        if fc.strides != (0, 0) or fc.flat[0] != 0:  # a zero broadcast adds nothing
+            demand = chunk.vm["cpu_demand_mhz"]
+            chunk.vm["cpu_demand_mhz"] = (demand + fc).astype(demand.dtype, copy=False)
+        fh = np.asarray(out_h["mem_fault_cpu_mhz"])
+        self.fault_mhz_sum += fh.sum(axis=0)
+        np.maximum(self.fault_mhz_peak, fh.max(axis=0), out=self.fault_mhz_peak)
         for name, arr in out_vm.items():
             chunk.vm_out[name] = arr
         for name, arr in out_h.items():
-            chunk.host_out["host_" + name if name == "mem_swapped_gib" else name] = arr
+            chunk.host_out["host_" + name if name in HOST_PREFIXED else name] = arr
         self.swap_steps += out_h["mem_swapping"].sum(axis=0)
         np.maximum(self.max_slowdown, out_vm["mem_slowdown"].max(axis=0), out=self.max_slowdown)
 
@@ -341,6 +369,8 @@ class MemoryStage(BaseStage):
         if fidx.size == 0 and self.settings.background_swap_iops <= 0:
             out_vm["mem_fault_rate_per_s"] = np.broadcast_to(np.float32(0.0), (T, V))
             out_vm["mem_slowdown"] = np.broadcast_to(np.float32(1.0), (T, V))
+            out_vm["mem_fault_cpu_mhz"] = np.broadcast_to(np.float32(0.0), (T, V))
+            out_h["mem_fault_cpu_mhz"] = np.broadcast_to(np.float32(0.0), (T, H))
             out_h["mem_swap_iops"] = np.broadcast_to(np.float32(0.0), (T, H))
             out_h["mem_swap_device_util"] = np.broadcast_to(np.float32(0.0), (T, H))
             self._emit(chunk, out_vm, out_h)
@@ -349,6 +379,9 @@ class MemoryStage(BaseStage):
         k = fidx.size
         fr = np.zeros((T, V), np.float32)
         sd = np.ones((T, V), np.float32)
+        fc = np.zeros((T, V), np.float32)
+        fch = np.zeros((T, H), np.float32)
+        core_mhz = self._core_mhz_vm[vms_idx]
         iops = np.zeros((T, H), np.float32)
         util_d = np.zeros((T, H), np.float32)
         u = self._unit
@@ -373,9 +406,13 @@ class MemoryStage(BaseStage):
             f = M.FaultRates(**{name: np.tile(t, n) if name == "miss_ratio" else
                                 ((r * t[None, :]).ravel() if t.any() else np.broadcast_to(0.0, (n * k,)))
                                 for name, t in tiers.items()})
-            tp = self._solve(f, M.segments(host, H, n), n * H, np.tile(theta, n), ctx=ctx, chunk=chunk, b0=b0, n=n,
-                             vm_ids=vms_idx)
+            seg = M.segments(host, H, n)
+            tp = self._solve(f, seg, n * H, np.tile(theta, n), ctx=ctx, chunk=chunk, b0=b0, n=n, vm_ids=vms_idx)
             sl = slice(b0, b1)
+            fcpu = M.fault_cpu_cycles_per_s(f, tp.throughput, self._costs, core_mhz=np.tile(core_mhz, n),
+                                            store_ios_per_fault=self._store_ios) / 1e6
+            fc[sl, vms_idx] = fcpu.reshape(n, k)
+            fch[sl] = M.seg_sum(fcpu, seg, n * H).reshape(n, H)
             fr[sl, vms_idx] = tp.fault_rate_per_s.reshape(n, k)
             sd[sl, vms_idx] = tp.slowdown.reshape(n, k)
             iops[sl] = (tp.load_store_iops + tp.load_cache_iops).reshape(n, H)
@@ -388,6 +425,8 @@ class MemoryStage(BaseStage):
                 swap_io[sl, vms_idx] = tp.extra["store_iops_el"].reshape(n, k)
         out_vm["mem_fault_rate_per_s"] = fr
         out_vm["mem_slowdown"] = sd
+        out_vm["mem_fault_cpu_mhz"] = fc
+        out_h["mem_fault_cpu_mhz"] = fch
         out_h["mem_swap_iops"] = iops
         out_h["mem_swap_device_util"] = util_d
         self._emit(chunk, out_vm, out_h)
@@ -413,7 +452,20 @@ class MemoryStage(BaseStage):
             "oversubscription_by_host": {str(hosts.names[h]): float(self.ratio_h[h]) for h in np.flatnonzero(self.cfg_h > 0)},
             "vms_slowed": int(np.count_nonzero(self.max_slowdown > 1.0 + 1e-9)),
             "worst_vm_slowdown": float(self.max_slowdown.max()) if vms.n else 1.0,
+            "fault_cpu": self._fault_cpu_summary(hosts, T),
         })
+
+    def _fault_cpu_summary(self, hosts, T: int) -> dict:
+        """Cycles per fault by tier and the host CPU fault handling took (mean and peak MHz per host)."""
+        c = M.fault_cycles_per_tier(self._costs, core_mhz=0.0, store_ios_per_fault=self._store_ios)
+        busy = np.flatnonzero(self.fault_mhz_peak > 0)
+        return {
+            "cycles_per_fault": {"host_swap_cache": float(c["cache"]), "host_swap_store": float(c["store"]),
+                                 "compressed_before_decompression": float(c["compressed"]), "guest_paging": float(c["guest"])},
+            "decompress_s": float(self._costs.decompress_s),
+            "host_mean_mhz": {str(hosts.names[h]): float(self.fault_mhz_sum[h] / T) for h in busy},
+            "host_peak_mhz": {str(hosts.names[h]): float(self.fault_mhz_peak[h]) for h in busy},
+        }
 
 
 @STAGES.register("memory", description="memory over-commit: sharing, balloon, compression, host swap (guide §2)",

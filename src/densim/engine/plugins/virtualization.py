@@ -3,15 +3,20 @@
 Switched on by ``virtualization.model: kvm`` in the scenario. Before the CPU step it
 
 * multiplies each VM's CPU demand by ``CPI_virtual(r) / CPI_native`` (page walks under the chosen
-  paging mode and page sizes, shadow-paging exits, remote memory share ``r`` from the NUMA policy
-  and the VM's width) and adds the I/O path cycles of its ``packets_per_s`` and ``iops``;
+  paging mode and page sizes, shadow page-table synchronisation, remote memory share ``r`` from the
+  NUMA policy and the VM's width) and adds the I/O path cycles of its ``packets_per_s`` and ``iops``;
+  under ``paging: shadow`` the synchronisation cost grows with the VM's vCPUs and with the VMs
+  placed on its host (:func:`densim.models.virtualization.shadow_sync_cycles_per_kinstr`, parameters
+  from the plant's resolved ``virtualization.hypervisor.shadow``);
 * scales each host's capacity by the turbo clock at the step's utilisation over the base clock
   (and by ``1/smt_gain`` when SMT is off).
 
 Workload characteristics come from the VM group's ``workload`` mapping (``cpi_core``, ``llc_mpki``,
-``tlb_mpki_4k``, ``guest_large_fraction``, ``packets_per_s``, ``iops``); defaults are the tile
-benchmark's averages. Host platform figures come from the catalog ``virt_platforms`` entry named
-like the server, otherwise from ``ibm-x3650-m3-x5680`` with the CPU's own clocks.
+``tlb_mpki_4k``, ``guest_large_fraction``, ``packets_per_s``, ``iops``, and under shadow paging
+``pt_updates_per_kinstr``, ``context_switches_per_kinstr``); defaults are the tile benchmark's
+averages and the shadow-paging entry's rates. Host platform figures come from the catalog
+``virt_platforms`` entry named like the server, otherwise from ``ibm-x3650-m3-x5680`` with the
+CPU's own clocks.
 """
 
 from __future__ import annotations
@@ -27,14 +32,19 @@ from densim.engine.stages import STAGES, BaseStage
 from densim.errors import InputError
 from densim.models.cpu_power import turbo_frequency_mhz
 from densim.models.numa import cycles_per_instruction, nodes_spanned, remote_fraction
-from densim.models.virtualization import io_path_cycles, shadow_paging_cycles_per_kinstr, tlb_walk_cycles_per_kinstr
+from densim.models.virtualization import io_path_cycles, shadow_sync_cycles_per_kinstr, tlb_walk_cycles_per_kinstr
 
 WORKLOAD_DEFAULTS = {"cpi_core": 1.0, "llc_mpki": 7.0, "tlb_mpki_4k": 2.2, "guest_large_fraction": 0.3, "packets_per_s": 0.0, "iops": 0.0}
+SHADOW_RATES = ("pt_updates_per_kinstr", "context_switches_per_kinstr")  # workload keys; defaults: the shadow-paging entry
 U_GRID = np.linspace(0.0, 1.0, 51)
 
 
-class VirtualizationSummary(TypedDict):
-    """``summary["virtualization"]``."""
+class _VirtualizationOptional(TypedDict, total=False):
+    shadow_sync_cycles_per_kinstr: dict[str, float]  # with shadow paging: mean and max over placed VMs
+
+
+class VirtualizationSummary(_VirtualizationOptional):
+    """``summary["virtualization"]`` (optional keys in a total=False base: see MemorySummary)."""
 
     model: str
     paging: str
@@ -81,8 +91,14 @@ class VirtualizationStage(BaseStage):
         self.factor = np.ones(V, dtype=np.float32)
         self.add_mhz = np.zeros(V, dtype=np.float32)
         self.remote = np.zeros(V, dtype=np.float32)
+        self.shadow_cyc = np.zeros(V, dtype=np.float32)  # shadow-sync cycles per 1,000 instructions
+        # VMs per host (placement is fixed for the run): the shadow-sync cost grows with it
+        vms_on_host = np.bincount(vms.host[placed], minlength=H)[np.where(placed, vms.host, 0)]
+        shadow = v.hypervisor.paging == "shadow"
         for gi_vm, g in enumerate(sc.vms):
             w = dict(WORKLOAD_DEFAULTS)
+            if shadow:
+                w.update({k: float(getattr(ctx.plant.virtualization[0].shadow, k)) for k in SHADOW_RATES})
             for key, val in (g.workload or {}).items():
                 if key in w:
                     if not isinstance(val, (int, float)) or isinstance(val, bool) or val < 0:
@@ -96,8 +112,11 @@ class VirtualizationStage(BaseStage):
                 hv = v.hypervisor
                 g_large = w["guest_large_fraction"] if hv.guest_large_pages else 0.0
                 walk_v = tlb_walk_cycles_per_kinstr(w["tlb_mpki_4k"], g_large, plat.tlb, host_hugepages=hv.host_hugepages, paging=hv.paging)
-                if hv.paging == "shadow":
-                    walk_v += float(shadow_paging_cycles_per_kinstr(0.02, 0.005, exits.heavy_cycles, exits.light_cycles))
+                if shadow:
+                    sync = shadow_sync_cycles_per_kinstr(w["pt_updates_per_kinstr"], w["context_switches_per_kinstr"], exits, vp.shadow,
+                                                         vcpus=vms.vcpus[sel], vms_on_host=vms_on_host[sel])
+                    self.shadow_cyc[sel] = np.asarray(sync, dtype=np.float32)
+                    walk_v = walk_v + sync
                 walk_n = tlb_walk_cycles_per_kinstr(w["tlb_mpki_4k"], g_large, plat.tlb, host_hugepages=False, paging="native")
                 sockets = server.cpu.sockets
                 span = nodes_spanned(vms.vcpus[sel], vms.mem_bytes[sel], cpu.cores, server.memory_bytes / sockets, sockets)
@@ -156,7 +175,12 @@ class VirtualizationStage(BaseStage):
             "mean_demand_factor": float(self.factor.mean()) if self.factor.size else 1.0,
             "mean_remote_fraction": float(self.remote.mean()) if self.remote.size else 0.0,
             "platforms": platform_names(ctx.plant),
+            **({"shadow_sync_cycles_per_kinstr": self._shadow_summary(ctx)} if v.hypervisor.paging == "shadow" else {}),
         })
+
+    def _shadow_summary(self, ctx) -> dict[str, float]:
+        sh = self.shadow_cyc[ctx.vms.host >= 0]
+        return {"mean": float(sh.mean()) if sh.size else 0.0, "max": float(sh.max()) if sh.size else 0.0}
 
 
 def platform_names(plant) -> dict[str, str]:

@@ -48,6 +48,7 @@ from densim.rng import make_rng
 from densim.catalog.core import Catalog, CatalogError, builtin_catalog
 from densim.models.hardware import CpuSpec, ServerSpec
 from densim.plant import resolve_cpu
+from densim.plant.core import shadow_paging
 
 _CFG = ConfigDict(allow_inf_nan=False, frozen=True, extra="forbid", populate_by_name=True)
 SCHEMA_ID = "densim-bench-tiles/1"
@@ -125,6 +126,7 @@ class Bench:
             paging=v.hypervisor.paging if kvm else "native",
             host_hugepages=v.hypervisor.host_hugepages,
             guest_large_pages=v.hypervisor.guest_large_pages,
+            shadow=shadow_paging(v.hypervisor.shadow, cat) if kvm and v.hypervisor.paging == "shadow" else None,
         )
         st = host.storage or self.platform.storage
         self.device = cat.get("devices", st.device, DeviceSpec)
@@ -157,15 +159,20 @@ class Bench:
         self.role_index = {r: i for i, r in enumerate(self.roles)}
         self.role_vcpus = np.array([r.vcpus for r in self.tile.vms])
         self.role_mem = np.array([r.memory_bytes for r in self.tile.vms], dtype=float)
-        self._cycles: dict[tuple[int, int, float], tuple[float, float]] = {}
+        self._cycles: dict[tuple[int, int, float, int], tuple[float, float]] = {}
         self.r_unbound = float(remote_fraction(1, bound=False, guest_numa_aware=v.numa.guest_numa_aware,
                                                aware_remote_fraction=self.platform.numa.aware_remote_fraction, host_nodes=self.sockets)) if kvm else 0.0
 
     # ---------------------------------------------------------------- helpers
-    def cycles(self, c: int, j: int, remote: float) -> tuple[float, float]:
-        key = (c, j, remote)
+    def cycles(self, c: int, j: int, remote: float, vms_on_host: int = 1) -> tuple[float, float]:
+        """(vCPU, host) cycles of visit ``j`` of class ``c``; ``vms_on_host`` matters under shadow paging only."""
+        if self.costs.paging != "shadow":
+            vms_on_host = 1
+        key = (c, j, remote, vms_on_host)
         if key not in self._cycles:
-            self._cycles[key] = visit_cycles(self.tile.classes[c].visits[j], self.costs, remote)
+            visit = self.tile.classes[c].visits[j]
+            self._cycles[key] = visit_cycles(visit, self.costs, remote, vcpus=int(self.role_vcpus[self.role_index[visit.vm]]),
+                                             vms_on_host=vms_on_host)
         return self._cycles[key]
 
     def effective_mhz(self, u_core):
@@ -252,7 +259,7 @@ class Bench:
                     nv = len(rc.visits)
                     pools = row[1 : 1 + nv]
                     remotes = row[1 + nv :] / 1000.0
-                    vis = [(int(pools[j]), int(self.role_vcpus[vis_roles[j]]), *self.cycles(c, j, float(remotes[j])), rc.visits[j]) for j in range(nv)]
+                    vis = [(int(pools[j]), int(self.role_vcpus[vis_roles[j]]), *self.cycles(c, j, float(remotes[j]), n_tiles * nr), rc.visits[j]) for j in range(nv)]
                     ref = full_users[members] / rc.think_s
                     groups.append((c, int(row[0]), int(counts[g]), vis, members, vm_ids[members], ref))
             # migration work in this interval lands on the destination node
