@@ -6,10 +6,12 @@ with a multiplicity. For a front-end load ``lambda`` (steps x datastores) with r
 the mean I/O latency is
 
 ``R = sum_class m_class * v_class * (S_class + W_class)``,  ``W`` from Allen-Cunneen G/G/c
-(Erlang C times the burstiness factor ``(ca^2 + cs^2)/2``),
+(Erlang C times the burstiness factor ``(ca^2 + cs^2)/2``), except that the drives' write phases
+are fork-joins: a RAID 1/10 write waits ``g_2 (S + W)`` for its mirror pair, not ``2 (S + W)``
+(:func:`densim.models.queueing.max_iid_factors`; ``g_2 = 1.5`` for exponential responses),
 
 exactly the open network of :func:`densim.models.storage.solve_open`, evaluated for every step at
-once. VMs on one datastore share ``lambda``, so they slow each other; swap traffic from the
+once (``cs^2`` of the drives' responses is taken equal to the burstiness, i.e. ``ca^2 = cs^2``). VMs on one datastore share ``lambda``, so they slow each other; swap traffic from the
 memory model adds to the same ``lambda`` (:func:`add_swap_io`), and :class:`SwapQueues` gives the
 memory model the same latency as a function of its swap load, for its fault-cost fixed point.
 """
@@ -21,8 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from densim.models.devices import REF_BLOCK_BYTES, DeviceSpec, block_service
-from densim.models.queueing import ggc_wait_s
-from densim.models.storage import RAID_WRITE_IOS, ControllerSpec
+from densim.models.queueing import erlang_c, ggc_wait_s, max_iid_factors
+from densim.models.storage import RAID_WRITE_IOS, ControllerSpec, raid_write_phases
 
 #: utilisation at which a step counts as saturated; latency is evaluated at this load instead
 SATURATION = 0.995
@@ -83,7 +85,20 @@ def datastore_latency_s(ds: DatastoreModel, iops, read_fraction, burstiness: flo
     sat = util >= SATURATION
     scale = np.where(sat, SATURATION / np.maximum(util, 1e-300), 1.0)
     lam_eff = lam * scale
-    lat = ds.drives * v * (s + ggc_wait_s(lam_eff * v, s, c, burstiness, burstiness))
+    lam_dev = lam_eff * v
+    a_dev = lam_dev * s
+    pw = erlang_c(c, a_dev)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        w_dev = np.where(a_dev < c, pw * s / (c - a_dev), np.inf) * burstiness  # = ggc_wait_s
+        var_w = np.where(pw > 0, 2.0 * w_dev * w_dev / pw - w_dev * w_dev, 0.0)
+    r_dev = s + w_dev
+    # read: one member; each write phase of width m: the slowest of m members (fork-join)
+    shape = np.divide(r_dev * r_dev, burstiness * s * s + var_w, out=np.full(r_dev.shape, np.inf),
+                      where=(burstiness * s * s + var_w) > 0)
+    fj = r
+    for m in raid_write_phases(ds.raid):
+        fj = fj + (1.0 - r) * (max_iid_factors(m, shape)[0] if m > 1 else 1.0)
+    lat = fj * r_dev
     if ds.controllers:
         sc = ds.controller_service_s
         lat = lat + ds.controllers * v_ctl * (sc + ggc_wait_s(lam_eff * v_ctl, sc, 1.0, burstiness, burstiness))
