@@ -109,11 +109,22 @@ def test_queue_depth_zero_names_the_field(tmp_path):
 
 
 def test_controller_without_ports_names_the_field(tmp_path):
-    parts = {"controllers": [{"name": "portless", "ports": 0, "max_iops": 100000, "bandwidth": "1 GB/s"}]}
+    parts = {"controllers": [{"name": "portless", "ports": 0, "max_iops": 100000, "bandwidth": "1 GB/s",
+                              "pcie_gen": 2, "pcie_lanes": 8}]}
     system = {"controllers": [{"name": "c", "model": "portless"}],
               "arrays": [{"name": "d", "device": "intel-dc-s3700-400gb", "drives": 4, "raid": "raid10", "controllers": "c"}]}
     lines = _lines(_io(tmp_path, system=system, parts=parts))
     assert len(lines) == 1 and lines[0].endswith("controllers[portless].ports: must be > 0")
+
+
+def test_controller_without_its_pcie_slot_names_the_part(tmp_path):
+    # the PCIe slot bounds the host link: no default generation or width stands in for a missing one
+    parts = {"controllers": [{"name": "slotless", "ports": 8, "max_iops": 100000, "bandwidth": "1 GB/s"}]}
+    system = {"controllers": [{"name": "c", "model": "slotless"}],
+              "arrays": [{"name": "d", "device": "intel-dc-s3700-400gb", "drives": 4, "raid": "raid10", "controllers": "c"}]}
+    f = _io(tmp_path, system=system, parts=parts)
+    assert _lines(f) == [f"{f}:controllers[slotless].pcie_gen: required field is missing",
+                         f"{f}:controllers[slotless].pcie_lanes: required field is missing"]
 
 
 def test_unknown_names_and_too_many_drives(tmp_path):

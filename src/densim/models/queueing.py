@@ -229,6 +229,7 @@ def mva(
     delay: Sequence[bool] | np.ndarray | None = None,
     multiplicity: Sequence[float] | np.ndarray | None = None,
     latency_weight: Sequence[float] | np.ndarray | None = None,
+    fixed_s: Sequence[float] | np.ndarray | None = None,
 ) -> MvaResult:
     """Exact single-class Mean Value Analysis (Reiser & Lavenberg 1980).
 
@@ -249,6 +250,10 @@ def mva(
     add up to more than ``X R`` (siblings wait at several stations at once). This is the
     independent-members approximation (Thomasian 2014, eq. (1)) inside exact MVA's recursion;
     with all weights 1 the recursion is the exact product-form one.
+
+    ``fixed_s[k]`` (default 0) is a pure delay per cycle added to entry ``k``'s residence (a
+    controller's firmware path): it lengthens the response like a delay station but occupies no
+    server, so it enters neither the queue recursion nor the utilisation.
     """
     d = np.asarray(demands_s, dtype=float)
     k = d.size
@@ -261,6 +266,8 @@ def mva(
         raise ValueError("population must be >= 0")
     dq = np.where(is_delay, 0.0, d / c)  # queueing part
     dd = np.where(is_delay, d, d * (c - 1.0) / c)  # delay part
+    if fixed_s is not None:
+        dd = dd + np.asarray(fixed_s, dtype=float)
     q = np.zeros(k)
     x = 0.0
     r = dq + dd

@@ -13,7 +13,16 @@ of parallel servers (modelling guide §0.4, §4). Then
 
 Both report throughput, mean and p99 latency, utilisation per component and the bottleneck (the
 station with the largest demand per server, ``D_k / c_k``, which bounds throughput at
-``X <= c_k / D_k``).
+``X <= c_k / D_k``). :func:`bounds` lists every resource's own limit on the front-end IOPS, so an
+array never scales linearly past its controllers: the drives (``n x`` their rate over the RAID
+back-end I/Os), each controller's I/O processor (``max_iops``) or bandwidth cap, whichever is
+slower per I/O, its PCIe slot (``lanes x`` the generation's lane rate) and the host CPU (``cores x
+Hz / cycles_per_io`` over the I/Os that cross the host); the smallest is the binding one, named
+with its part and limit (``IoResult.bound``).
+
+Controllers: the service of one back-end I/O on the I/O processor is ``max(1 / max_iops,
+B / bandwidth)``; the firmware path ``latency`` is a pure delay (it adds to every I/O's latency
+but not to the processor's occupancy, so the IOPS cap stays ``max_iops``).
 
 RAID (modelling guide §4.2, [S35]): a front-end read is one back-end read; a small front-end write
 costs ``P_w`` back-end I/Os: JBOD/RAID 0: 1 write; RAID 1/10: 2 writes; RAID 5: 2 reads + 2 writes;
@@ -146,9 +155,10 @@ class ControllerSpec(BaseModel):
     )
     max_iops: PerSecond = Field(gt=0, description="I/O processor cap, small random I/Os per second")
     bandwidth_bps: BytesPerSecond = Field(alias="bandwidth", gt=0, description="throughput cap")
-    latency_s: Seconds = Field(default=0.0, alias="latency", description="added per-I/O latency (firmware path)")
-    pcie_gen: int = Field(default=2, ge=1, le=5)
-    pcie_lanes: int = Field(default=8, gt=0)
+    latency_s: Seconds = Field(default=0.0, alias="latency",
+                               description="added per-I/O latency of the firmware path (a delay: it does not lower max_iops)")
+    pcie_gen: int = Field(ge=1, le=5, description="PCIe generation of the host slot (bounds the host link)")
+    pcie_lanes: int = Field(gt=0, description="PCIe lanes of the host slot")
     power_w: Watts = Field(default=0.0, alias="power")
     price_usd: float | None = Field(default=None, ge=0)
     price_date: str | None = None
@@ -274,6 +284,9 @@ class Station:
     service_s: float  # per visit, on one server
     servers: float
     forks: tuple[tuple[float, int], ...] = ()
+    delay_s: float = 0.0  # fixed latency per visit that does not occupy a server (controller firmware path)
+    part: str = ""  # catalog part (or "host") the station stands for
+    limit: str = ""  # what limits one server, for the bound's description
 
     @property
     def demand_s(self) -> float:
@@ -308,6 +321,12 @@ class IoResult:
     bottleneck: str
     saturated: bool
     stations: list[StationResult] = field(default_factory=list)
+    bounds: list[dict] = field(default_factory=list)  # every resource's IOPS limit, binding first (:func:`bounds`)
+
+    @property
+    def bound(self) -> str:
+        """The binding resource, e.g. ``controller lsi-9210-8i x5 (1,500,000 IOPS: I/O processor ...)``."""
+        return bound_text(self.bounds[0]) if self.bounds else ""
 
     def little_residual(self) -> float:
         """``N - X (R + Z)``; zero by Little's law (closed results)."""
@@ -336,6 +355,8 @@ class IoResult:
             "bandwidth_bps": self.bandwidth_bps,
             "max_iops": self.max_iops,
             "bottleneck": self.bottleneck,
+            "bound": self.bound,
+            "bounds": self.bounds,
             "saturated": self.saturated,
             "components": self.components(),
         }
@@ -366,8 +387,10 @@ def build_stations(arrays: list[ArrayUnit], cpu: HostCpuIo | None, pattern: IoPa
         s_dev = c / cap
         v_dev = f * be / a.drives
         forks = _device_forks(a, f, r)
+        lim = f"{cap:,.0f} back-end IOPS each, {be:.2f} per I/O ({a.raid})"
         for i in range(a.drives):
-            stations.append(Station(f"{a.name}/{a.device.name}#{i + 1}", "device", a.name, v_dev, s_dev, c, forks))
+            stations.append(Station(f"{a.name}/{a.device.name}#{i + 1}", "device", a.name, v_dev, s_dev, c, forks,
+                                    part=a.device.name, limit=lim))
         if a.controller is not None:
             ctl = a.controller
             through = be if ctl.kind in ("hba", "onboard", "nvme-direct") else 1.0
@@ -386,15 +409,62 @@ def build_stations(arrays: list[ArrayUnit], cpu: HostCpuIo | None, pattern: IoPa
                 f"controller group {key!r}: {drives} drives exceed {n} x {ctl.name} "
                 f"({ctl.devices_limit} drives each; ports {ctl.ports})"
             )
-        s_ctl = max(1.0 / ctl.max_iops, b / ctl.bandwidth_bps) + ctl.latency_s
+        s_ctl, ctl_limit = controller_service(ctl, b)
         s_link = b / ctl.link_bps
+        link_limit = f"PCIe {ctl.pcie_gen}.0 x{ctl.pcie_lanes} slot, {ctl.link_bps / 1e9:.3g} GB/s each"
         for j in range(n):
-            stations.append(Station(f"{key}/{ctl.name}#{j + 1}", "controller", key, be_ios / n, s_ctl, 1.0))
+            stations.append(Station(f"{key}/{ctl.name}#{j + 1}", "controller", key, be_ios / n, s_ctl, 1.0,
+                                    delay_s=ctl.latency_s, part=ctl.name, limit=ctl_limit))
             stations.append(Station(f"{key}/pcie-gen{ctl.pcie_gen}x{ctl.pcie_lanes}#{j + 1}", "link", key,
-                                    link_ios / n, s_link, 1.0))
+                                    link_ios / n, s_link, 1.0, part=f"{ctl.name} slot", limit=link_limit))
     if cpu is not None and cpu.cycles_per_io > 0:
-        stations.append(Station("host-cpu", "cpu", "host", host_ios, cpu.cycles_per_io / cpu.clock_hz, float(cpu.cores)))
+        stations.append(Station("host-cpu", "cpu", "host", host_ios, cpu.cycles_per_io / cpu.clock_hz, float(cpu.cores),
+                                part="host", limit=f"{cpu.cycles_per_io:,.0f} cycles per I/O on {cpu.cores} cores at "
+                                                   f"{cpu.clock_hz / 1e9:.3g} GHz"))
     return stations
+
+
+def controller_service(ctl: ControllerSpec, block_bytes: float) -> tuple[float, str]:
+    """Occupancy of a controller's I/O processor per back-end I/O of ``block_bytes``, and which cap sets it.
+
+    ``max(1 / max_iops, B / bandwidth)``: the I/O-processor cap for small blocks, the bandwidth
+    cap for large ones (LSI 9210-8i: 300,000 IOPS and 2.5 GB/s cross at 8.3 kB). The firmware
+    ``latency`` is not part of it (a delay, see the module docstring).
+    """
+    per_io = 1.0 / ctl.max_iops
+    per_byte = block_bytes / ctl.bandwidth_bps
+    if per_io >= per_byte:
+        return per_io, f"I/O processor {ctl.max_iops:,.0f} IOPS each"
+    return per_byte, f"bandwidth {ctl.bandwidth_bps / 1e9:.3g} GB/s each"
+
+
+def bounds(stations: list[Station], block_bytes: float) -> list[dict]:
+    """Every resource's limit on the front-end IOPS, the binding one first.
+
+    A resource is a group of identical stations of one kind and component (the drives of an
+    array, the controllers of a group and their PCIe slots, the host CPU). Its limit is
+    ``min_k c_k / D_k`` over its stations (the busiest saturates first), ``D_k = visits x
+    service``. Stations without demand (a PCIe slot no I/O crosses) set no limit.
+    """
+    groups: dict[tuple[str, str, str], list[Station]] = {}
+    for st in stations:
+        groups.setdefault((st.kind, st.component, st.part), []).append(st)
+    out = []
+    for (kind, comp, part), sts in groups.items():
+        lim = [st.servers / st.demand_s for st in sts if st.demand_s > 0]
+        if not lim:
+            continue
+        x = float(min(lim))
+        out.append({"resource": kind, "component": comp, "part": part, "count": len(sts), "limit": sts[0].limit,
+                    "max_iops": x, "max_bandwidth_bps": x * block_bytes})
+    out.sort(key=lambda d: d["max_iops"])
+    return out
+
+
+def bound_text(b: dict) -> str:
+    """``controller lsi-9210-8i x5 (1,500,000 IOPS: I/O processor 300,000 IOPS each)``."""
+    count = f" x{b['count']}" if b["count"] > 1 else ""
+    return f"{b['resource']} {b['part']}{count} ({b['max_iops']:,.0f} IOPS: {b['limit']})"
 
 
 def _device_forks(a: ArrayUnit, f: float, r: float) -> tuple[tuple[float, int], ...]:
@@ -508,7 +578,7 @@ def solve_open(stations: list[Station], iops: float, pattern: IoPattern = IoPatt
     pw = np.asarray(erlang_c(c, a), float)
     with np.errstate(divide="ignore", invalid="ignore"):
         var_w = np.where(pw > 0, 2.0 * w * w / pw - w * w, 0.0)  # conditional wait ~ exponential
-    r_visit = svc + w
+    r_visit = svc + w + np.array([s.delay_s for s in stations])
     if saturated:
         lat_k = v * r_visit
         p99 = math.inf
@@ -533,6 +603,7 @@ def solve_open(stations: list[Station], iops: float, pattern: IoPattern = IoPatt
         bottleneck=bottleneck,
         saturated=saturated,
         stations=res,
+        bounds=bounds(stations, pattern.block_bytes),
     )
 
 
@@ -543,18 +614,19 @@ def solve_closed(stations: list[Station], outstanding: int, think_s: float = 0.0
         raise ValueError("outstanding I/Os must be > 0")
     # identical stations (the drives of a striped set, the HBAs of a group) form one MVA class:
     # exact, and the solve costs O(population x classes) instead of O(population x stations)
-    keys = [(s.visits, s.service_s, s.servers, s.parts) for s in stations]
+    keys = [(s.visits, s.service_s, s.servers, s.parts, s.delay_s) for s in stations]
     classes: dict[tuple, int] = {}
     cls_of = np.array([classes.setdefault(k, len(classes)) for k in keys])
     uniq = list(classes)
-    d = np.array([v * s for v, s, _, _ in uniq])
-    c = np.array([cc for _, _, cc, _ in uniq])
+    d = np.array([k[0] * k[1] for k in uniq])
+    c = np.array([k[2] for k in uniq])
+    fixed = np.array([k[0] * k[4] for k in uniq])
     mult = np.bincount(cls_of, minlength=len(uniq)).astype(float)
     # MVA's residences are exponential-like (var = mean^2 per visit): an m-wide fork costs H_m
     # member residences, spread as H_m / m over its m members
-    weight = np.array([sum(pv * max_iid_factors(pm, 1.0)[0] / pm for pv, pm in parts) / v if v > 0 else 1.0
-                       for v, _, _, parts in uniq])
-    m = mva(d, int(outstanding), think_s=think_s, servers=c, multiplicity=mult, latency_weight=weight)
+    weight = np.array([sum(pv * max_iid_factors(pm, 1.0)[0] / pm for pv, pm in k[3]) / k[0] if k[0] > 0 else 1.0
+                       for k in uniq])
+    m = mva(d, int(outstanding), think_s=think_s, servers=c, multiplicity=mult, latency_weight=weight, fixed_s=fixed)
     x = m.throughput_per_s
     max_x, bottleneck = _bound(stations)
     visits = np.array([s.visits for s in stations])
@@ -580,6 +652,7 @@ def solve_closed(stations: list[Station], outstanding: int, think_s: float = 0.0
         bottleneck=bottleneck,
         saturated=bool(x >= 0.98 * max_x),
         stations=res,
+        bounds=bounds(stations, pattern.block_bytes),
     )
 
 
@@ -665,6 +738,9 @@ __all__ = [
     "Station",
     "StationResult",
     "build_stations",
+    "bounds",
+    "bound_text",
+    "controller_service",
     "solve_open",
     "solve_closed",
     "raid_check",
