@@ -38,8 +38,8 @@ def test_the_hba_binds_eight_ssds():
     pat = IoPattern(1.0)
     st = build_stations([ArrayUnit("a", S3700, 8, "raid0", HBA, 1)], None, pat)
     res = solve_closed(st, 2000, pattern=pat)
-    assert by_resource(res) == pytest.approx({"controller": 300000, "device": 600000, "link": 4e9 / 4096})
-    assert res.bound == "controller lsi-9210-8i (300,000 IOPS: I/O processor 300,000 IOPS each)"
+    assert by_resource(res) == pytest.approx({"hba": 300000, "drives": 600000, "pcie slot": 4e9 / 4096})
+    assert res.bound == "hba lsi-9210-8i (300,000 IOPS: I/O processor 300,000 IOPS each)"
     assert res.max_iops == pytest.approx(300000)
     assert 0.99 * 300000 < res.throughput_iops <= 300000
 
@@ -50,9 +50,9 @@ def test_the_drives_bind_four_hdds():
     d = CAT.get("devices", "sas-10k-900gb", DeviceSpec)
     pat = IoPattern(1.0)
     res = solve_open(build_stations([ArrayUnit("a", d, 4, "raid0", HBA, 1)], None, pat), 100.0, pat)
-    assert res.bounds[0]["resource"] == "device" and res.bounds[0]["part"] == "sas-10k-900gb"
+    assert res.bounds[0]["resource"] == "drives" and res.bounds[0]["part"] == "sas-10k-900gb"
     assert res.bounds[0]["max_iops"] == pytest.approx(4 * 1.6 / 0.0070207, rel=1e-4)
-    assert res.bound.startswith("device sas-10k-900gb x4 (912 IOPS")
+    assert res.bound.startswith("drives sas-10k-900gb x4 (912 IOPS")
 
 
 def test_the_hba_bandwidth_binds_large_sequential_reads():
@@ -61,8 +61,8 @@ def test_the_hba_bandwidth_binds_large_sequential_reads():
     # the PCIe 2.0 x8 slot 4 GB/s / 1 MiB = 3,815
     pat = IoPattern(1.0, MIB, sequential=True)
     res = solve_open(build_stations([ArrayUnit("a", S3700, 8, "raid0", HBA, 1)], None, pat), 100.0, pat)
-    assert by_resource(res) == pytest.approx({"controller": 2.5e9 / MIB, "device": 8 * 500e6 / MIB, "link": 4e9 / MIB})
-    assert res.bound == "controller lsi-9210-8i (2,384 IOPS: bandwidth 2.5 GB/s each)"
+    assert by_resource(res) == pytest.approx({"hba": 2.5e9 / MIB, "drives": 8 * 500e6 / MIB, "pcie slot": 4e9 / MIB})
+    assert res.bound == "hba lsi-9210-8i (2,384 IOPS: bandwidth 2.5 GB/s each)"
     assert res.bounds[0]["max_bandwidth_bps"] == pytest.approx(2.5e9)
 
 
@@ -71,8 +71,8 @@ def test_the_pcie_slot_binds_a_card_in_a_narrow_slot():
     narrow = HBA.model_copy(update={"pcie_gen": 1, "pcie_lanes": 4})
     pat = IoPattern(1.0, MIB, sequential=True)
     res = solve_open(build_stations([ArrayUnit("a", S3700, 8, "raid0", narrow, 1)], None, pat), 100.0, pat)
-    assert res.bounds[0]["resource"] == "link"
-    assert res.bound == "link lsi-9210-8i slot (954 IOPS: PCIe 1.0 x4 slot, 1 GB/s each)"
+    assert res.bounds[0]["resource"] == "pcie slot"
+    assert res.bound == "pcie slot lsi-9210-8i (954 IOPS: PCIe 1.0 x4, 1 GB/s each)"
 
 
 def test_the_host_cpu_binds_direct_attached_ssds():
@@ -81,7 +81,7 @@ def test_the_host_cpu_binds_direct_attached_ssds():
     pat = IoPattern(1.0)
     cpu = HostCpuIo(2, 2.5e9, 15000)
     res = solve_open(build_stations([ArrayUnit("a", S3700, 8, "raid0")], cpu, pat), 1000.0, pat)
-    assert by_resource(res) == pytest.approx({"cpu": 1e6 / 3, "device": 600000})
+    assert by_resource(res) == pytest.approx({"cpu": 1e6 / 3, "drives": 600000})
     assert res.bound == "cpu host (333,333 IOPS: 15,000 cycles per I/O on 2 cores at 2.5 GHz)"
 
 
@@ -97,7 +97,7 @@ def test_raid_behind_an_hba_costs_host_cpu_and_slot_per_back_end_io():
     ctl = solve_open(build_stations([ArrayUnit("a", S3700, 8, "raid10", raid, 1)], cpu, pat), 10.0, pat)
     assert by_resource(ctl)["cpu"] == pytest.approx(1e6 / 3)
     # the P410i processes both back-end writes: 60,000 / 2 = 30,000 front-end writes
-    assert by_resource(ctl)["controller"] == pytest.approx(30000)
+    assert by_resource(ctl)["raid controller"] == pytest.approx(30000)
 
 
 def test_controller_firmware_latency_is_a_delay_not_a_cap():
@@ -109,7 +109,7 @@ def test_controller_firmware_latency_is_a_delay_not_a_cap():
     pat = IoPattern(1.0)
     st = build_stations([ArrayUnit("a", S3700, 4, "raid0", p410, 1)], None, pat)
     res = solve_open(st, 0.0, pat)
-    assert by_resource(res)["controller"] == pytest.approx(60000)
+    assert by_resource(res)["raid controller"] == pytest.approx(60000)
     assert res.mean_latency_s == pytest.approx(50e-6 + 1 / 60000 + 20e-6 + 4096 / 4e9, rel=1e-9)
     # closed, one outstanding I/O: the same 87.69 us, X = 1 / 87.69 us
     one = solve_closed(st, 1, pattern=pat)

@@ -287,6 +287,7 @@ class Station:
     delay_s: float = 0.0  # fixed latency per visit that does not occupy a server (controller firmware path)
     part: str = ""  # catalog part (or "host") the station stands for
     limit: str = ""  # what limits one server, for the bound's description
+    resource: str = ""  # how the bounds name it ("hba", "raid controller", "pcie slot"); default: kind
 
     @property
     def demand_s(self) -> float:
@@ -325,7 +326,7 @@ class IoResult:
 
     @property
     def bound(self) -> str:
-        """The binding resource, e.g. ``controller lsi-9210-8i x5 (1,500,000 IOPS: I/O processor ...)``."""
+        """The binding resource, e.g. ``hba lsi-9210-8i x5 (1,500,000 IOPS: I/O processor ...)``."""
         return bound_text(self.bounds[0]) if self.bounds else ""
 
     def little_residual(self) -> float:
@@ -390,7 +391,7 @@ def build_stations(arrays: list[ArrayUnit], cpu: HostCpuIo | None, pattern: IoPa
         lim = f"{cap:,.0f} back-end IOPS each, {be:.2f} per I/O ({a.raid})"
         for i in range(a.drives):
             stations.append(Station(f"{a.name}/{a.device.name}#{i + 1}", "device", a.name, v_dev, s_dev, c, forks,
-                                    part=a.device.name, limit=lim))
+                                    part=a.device.name, limit=lim, resource="drives"))
         if a.controller is not None:
             ctl = a.controller
             through = be if ctl.kind in ("hba", "onboard", "nvme-direct") else 1.0
@@ -411,15 +412,17 @@ def build_stations(arrays: list[ArrayUnit], cpu: HostCpuIo | None, pattern: IoPa
             )
         s_ctl, ctl_limit = controller_service(ctl, b)
         s_link = b / ctl.link_bps
-        link_limit = f"PCIe {ctl.pcie_gen}.0 x{ctl.pcie_lanes} slot, {ctl.link_bps / 1e9:.3g} GB/s each"
+        link_limit = f"PCIe {ctl.pcie_gen}.0 x{ctl.pcie_lanes}, {ctl.link_bps / 1e9:.3g} GB/s each"
         for j in range(n):
             stations.append(Station(f"{key}/{ctl.name}#{j + 1}", "controller", key, be_ios / n, s_ctl, 1.0,
-                                    delay_s=ctl.latency_s, part=ctl.name, limit=ctl_limit))
+                                    delay_s=ctl.latency_s, part=ctl.name, limit=ctl_limit,
+                                    resource="hba" if ctl.kind == "hba" else f"{ctl.kind} controller"))
             stations.append(Station(f"{key}/pcie-gen{ctl.pcie_gen}x{ctl.pcie_lanes}#{j + 1}", "link", key,
-                                    link_ios / n, s_link, 1.0, part=f"{ctl.name} slot", limit=link_limit))
+                                    link_ios / n, s_link, 1.0, part=ctl.name, limit=link_limit,
+                                    resource="pcie slot"))
     if cpu is not None and cpu.cycles_per_io > 0:
         stations.append(Station("host-cpu", "cpu", "host", host_ios, cpu.cycles_per_io / cpu.clock_hz, float(cpu.cores),
-                                part="host", limit=f"{cpu.cycles_per_io:,.0f} cycles per I/O on {cpu.cores} cores at "
+                                part="host", resource="cpu", limit=f"{cpu.cycles_per_io:,.0f} cycles per I/O on {cpu.cores} cores at "
                                                    f"{cpu.clock_hz / 1e9:.3g} GHz"))
     return stations
 
@@ -455,14 +458,14 @@ def bounds(stations: list[Station], block_bytes: float) -> list[dict]:
         if not lim:
             continue
         x = float(min(lim))
-        out.append({"resource": kind, "component": comp, "part": part, "count": len(sts), "limit": sts[0].limit,
-                    "max_iops": x, "max_bandwidth_bps": x * block_bytes})
+        out.append({"resource": sts[0].resource or kind, "component": comp, "part": part, "count": len(sts),
+                    "limit": sts[0].limit, "max_iops": x, "max_bandwidth_bps": x * block_bytes})
     out.sort(key=lambda d: d["max_iops"])
     return out
 
 
 def bound_text(b: dict) -> str:
-    """``controller lsi-9210-8i x5 (1,500,000 IOPS: I/O processor 300,000 IOPS each)``."""
+    """``hba lsi-9210-8i x5 (1,500,000 IOPS: I/O processor 300,000 IOPS each)``."""
     count = f" x{b['count']}" if b["count"] > 1 else ""
     return f"{b['resource']} {b['part']}{count} ({b['max_iops']:,.0f} IOPS: {b['limit']})"
 
