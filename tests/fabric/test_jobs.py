@@ -269,3 +269,39 @@ def test_cpu_shares_add_up():
     assert h["user"] + h["system"] == pytest.approx(h["cpu_busy"], rel=1e-9)
     vm_busy = sum((v["user"] + v["system"]) * 16 for v in res.vms) / 112
     assert h["cpu_vms"] == pytest.approx(vm_busy, rel=1e-9)
+
+
+def test_guest_cpu_counts_both_ends_of_every_transfer():
+    # Issue 15 (host CPU accounting): 4 VMs on 2 hosts, local drives, one reduce-like stage per byte:
+    # read 1 (temp), fetch 1 shuffle byte, write 1 data byte with HDFS replication 2.
+    # guest_cpu_per_io 100 us (1 MiB I/Os), guest_cpu_per_network_byte 1 ns, host stack 10,000 cycles/I/O.
+    #   guest block I/O: its read 1 + its write 1 + the replica a peer stores on it 1 = 3 B
+    #                    -> 3 / 1,048,576 x 100 us = 2.861e-10 s
+    #   guest vNIC: shuffle fetched from the 3 other VMs 3/4, served to them 3/4, replica sent 1,
+    #               received 1 = 3.5 B -> 3.5e-9 s          (system total 3.786e-9 s per byte)
+    #   data NIC (other host only): shuffle 2/4 + replica 2/3 = 1.1667 B
+    #   host storage stack: 3 B x 10,000 cycles / 1,048,576 B / 2.5e9 Hz = 1.144e-11 s
+    # Before the audit the guest paid only its own write (not the peer's replica) and only the
+    # bytes that cross the data NIC, one end each: 2 x 9.537e-11 + 1.1667e-9 = 1.357e-9 s.
+    from densim.models.jobs import stage_terms
+
+    mib = 1048576
+    profile = {"name": "toy", "input": 1 * GB, "replication": 2, "io_size": "1 MiB", "executor_cores": 4,
+               "guest_cpu_per_io": "100 us", "guest_cpu_per_network_byte": "1 ns",
+               "stages": [{"name": "reduce", "cpu_per_byte": 0, "read_temp": 1.0, "shuffle_fetch": 1.0,
+                           "write_data": 1.0, "replicate": True}]}
+    sc = scenario_from_dict({
+        "parts": {"batch_profiles": [profile]},
+        "cluster": {"hosts": [{"name": "h", "count": 2, "server": "dual-platinum-8180-768g"}]},
+        "vms": [{"name": "v", "count": 4, "vcpus": 4, "memory": "8 GB", "profile": {"kind": "constant", "mean": 0.0}}],
+        "fabric": {"model": "fluid", "local_storage": {"device": "intel-dc-p4600-1.6tb", "count": 1},
+                   "tenants": [{"name": "t", "hosts": "h", "vms": "v", "job": "toy", "storage": "local",
+                                "transport": "local-nvme"}]},
+    })
+    system = build_system(sc, catalog_for(sc))
+    terms = stage_terms(system, [0, 1, 2, 3], [0, 0, 0, 0])
+    assert terms.cpu_sys == pytest.approx([3 / mib * 100e-6 + 3.5e-9] * 4, rel=1e-12)
+    f = system.flows[0]
+    assert terms.load[0, f.data_nic_tx] == pytest.approx(0.5 + 2 / 3, rel=1e-12)
+    host_io = 3 * 10000 / mib / 2.5e9
+    assert terms.load[0, f.host_cpu] == pytest.approx(terms.cpu_sys[0] + host_io, rel=1e-12)

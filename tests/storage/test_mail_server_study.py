@@ -54,3 +54,12 @@ def test_more_users_slow_hdds_much_more_than_ssds():
     s1, s2 = evaluate(SSD, 4000), evaluate(SSD, 12000)
     assert h2["submit_s"] / h1["submit_s"] > 1.5
     assert s2["submit_s"] / s1["submit_s"] < 1.01
+
+
+def test_fitted_parameters_reproduce_their_fit():
+    # the two (F) parameters are the closed-form fit to 6x and 2x, rounded to 3 significant digits
+    from densim.tools.studies.mail_server import WORKLOAD, fit_calibrations
+
+    fit = fit_calibrations()
+    for name, value in fit.items():
+        assert WORKLOAD[name][0] == pytest.approx(value, rel=5e-3), name

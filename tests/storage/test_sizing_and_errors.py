@@ -109,11 +109,22 @@ def test_queue_depth_zero_names_the_field(tmp_path):
 
 
 def test_controller_without_ports_names_the_field(tmp_path):
-    parts = {"controllers": [{"name": "portless", "ports": 0, "max_iops": 100000, "bandwidth": "1 GB/s"}]}
+    parts = {"controllers": [{"name": "portless", "ports": 0, "max_iops": 100000, "bandwidth": "1 GB/s",
+                              "pcie_gen": 2, "pcie_lanes": 8}]}
     system = {"controllers": [{"name": "c", "model": "portless"}],
               "arrays": [{"name": "d", "device": "intel-dc-s3700-400gb", "drives": 4, "raid": "raid10", "controllers": "c"}]}
     lines = _lines(_io(tmp_path, system=system, parts=parts))
     assert len(lines) == 1 and lines[0].endswith("controllers[portless].ports: must be > 0")
+
+
+def test_controller_without_its_pcie_slot_names_the_part(tmp_path):
+    # the PCIe slot bounds the host link: no default generation or width stands in for a missing one
+    parts = {"controllers": [{"name": "slotless", "ports": 8, "max_iops": 100000, "bandwidth": "1 GB/s"}]}
+    system = {"controllers": [{"name": "c", "model": "slotless"}],
+              "arrays": [{"name": "d", "device": "intel-dc-s3700-400gb", "drives": 4, "raid": "raid10", "controllers": "c"}]}
+    f = _io(tmp_path, system=system, parts=parts)
+    assert _lines(f) == [f"{f}:controllers[slotless].pcie_gen: required field is missing",
+                         f"{f}:controllers[slotless].pcie_lanes: required field is missing"]
 
 
 def test_unknown_names_and_too_many_drives(tmp_path):
@@ -164,9 +175,14 @@ def test_mail_howto_users_example(tmp_path):
     rows = [out["winner"], *out["runners_up"]]
     assert out["winner"]["device"].startswith("intel-dc-s3")
     assert all(r["response_s"] <= 0.060 and r["cpu_utilisation"] <= 0.5 for r in rows)
-    # 10K HDDs meet 60 ms only with many lightly loaded spindles; 7.2K ones not at all
+    # 10K HDDs meet 60 ms only with many lightly loaded spindles; 7.2K ones not at all.
+    # Budget: 60 ms - ~15.6 ms CPU = 44.4 ms for 4 I/Os in series, 11.1 ms each. Unloaded, an 8 KiB
+    # I/O on the 10K drive takes (0.6 + 0.4 x 1.5) x 7.20 ms = 8.64 ms (a read, or the slower of a
+    # mirror pair's writes: fork-join, H_2 = 1.5); the 2.5 ms left for queueing (W/S ~ 0.35) allows
+    # ~40 % busy drives: 1,440 x 1.4 = 2,016 back-end IOPS / (0.40 x 222 IOPS) = 22.7 -> 24 drives.
     hdd = [r for r in rows if r["device"].startswith("sas-")]
-    assert all(r["device"] == "sas-10k-300gb-2.5in" and r["drives"] >= 30 for r in hdd)
+    assert hdd and all(r["device"] == "sas-10k-300gb-2.5in" and r["drives"] >= 2016 / (0.40 * 222) for r in hdd)
+    assert all(r["bottleneck_utilisation"] <= 0.40 for r in hdd)
 
 
 def test_part_without_a_name(tmp_path):

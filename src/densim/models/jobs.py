@@ -22,6 +22,25 @@ network stack cost, iowait = tasks waiting for block I/O (up to the idle vCPUs),
 (network waits, free slots, barriers). Host CPU = busy vCPUs + the host's storage stack
 (``cycles per I/O and per byte`` of the transport) over its logical CPUs.
 
+Every CPU cost, per byte of stage data of one VM (VMs of a job are symmetric, so what a VM serves
+to its peers equals what it asks of them):
+
+==========================  ========================================================  ===========
+cost                        amount                                                    charged to
+==========================  ========================================================  ===========
+user (``cpu_per_byte``)     fitted per stage (F)                                      vCPUs, host
+guest block I/O             ``guest_cpu_per_io`` x I/Os the guest issues: its reads,  vCPUs, host
+                            its own writes and the replicas it stores for peers
+guest network stack         ``guest_cpu_per_network_byte`` x bytes through its        vCPUs, host
+                            virtual NIC, both ways: shuffle fetched from and served
+                            to the other VMs (any host), replicas sent and received
+host storage stack          transport ``(host_cpu_per_io / io_size +                  host
+                            host_cpu_per_byte)`` x bytes stored or read
+==========================  ========================================================  ===========
+
+Not modelled: the host's virtual-switch / vhost-net work per network byte and QEMU's I/O threads
+beyond the transport's per-I/O cost (no catalog figure), which would add host CPU.
+
 The simulation is event driven: the allocation is recomputed whenever a stage ends or a job
 starts, and is constant in between (a fluid model, modelling guide §5.2).
 """
@@ -77,7 +96,9 @@ class BatchProfile(BaseModel):
     io_size_bytes: PosBytes = Field(default=1048576.0, alias="io_size", description="size of one storage I/O")
     executor_cores: int = Field(gt=0, description="task slots per VM")
     guest_cpu_per_io_s: Seconds = Field(default=20e-6, alias="guest_cpu_per_io", description="guest kernel time per I/O")
-    guest_cpu_per_network_byte_s: Seconds = Field(default=0.0, alias="guest_cpu_per_network_byte")
+    guest_cpu_per_network_byte_s: Seconds = Field(
+        default=0.0, alias="guest_cpu_per_network_byte",
+        description="guest kernel time per byte sent or received through the VM's virtual NIC (each end pays)")
     network_latency_s: PosSeconds = Field(default=50e-6, alias="network_latency", description="per fetch round trip")
     stages: list[StageSpec] = Field(min_length=1)
     fit: str = ""
@@ -112,8 +133,9 @@ class Flow:
     vm_cpu: int
     host_cpu: int
     bytes_per_stage: list[float]
-    remote_shuffle: float
-    remote_replica: float
+    remote_shuffle: float  # share of shuffle fetches that cross the data NIC (peers on other hosts)
+    remote_replica: float  # share of HDFS replicas sent to another host
+    peer_shuffle: float  # share of shuffle fetches served by another VM (through the guest's virtual NIC)
     cap_bw_bps: float = np.inf
     cap_iops: float = np.inf
 
@@ -161,7 +183,10 @@ def _vm_stage_terms(sys: JobSystem, f: Flow, stage: StageSpec, prof: BatchProfil
     rd = stage.read_data + stage.read_temp
     wr_stored = stage.write_temp + stage.write_data * r  # this VM's volumes receive its own + others' replicas
     wr_waited = stage.write_temp + stage.write_data  # a task waits for its pipeline write once
-    net = stage.shuffle_fetch * f.remote_shuffle + stage.write_data * (r - 1) * f.remote_replica
+    net = stage.shuffle_fetch * f.remote_shuffle + stage.write_data * (r - 1) * f.remote_replica  # over the data NIC
+    # bytes through the guest's virtual NIC, sent and received: shuffle fetched from every other VM
+    # (on any host) and as much served to them; r - 1 replicas sent and as many received
+    vnic = 2.0 * (stage.shuffle_fetch * f.peer_shuffle + stage.write_data * (r - 1))
     load = np.zeros(n_c)
     io_serv = np.zeros(n_c)
     net_serv = np.zeros(n_c)
@@ -177,7 +202,8 @@ def _vm_stage_terms(sys: JobSystem, f: Flow, stage: StageSpec, prof: BatchProfil
     io_fixed = (rd * p.read_fixed_s + wr_waited * p.write_fixed_s) / io
     io_count = (rd + wr_stored) / io
     cpu_user = stage.cpu_per_byte_s
-    cpu_sys = (rd + wr_waited) / io * prof.guest_cpu_per_io_s + net * prof.guest_cpu_per_network_byte_s
+    # the guest's block layer issues its own reads and writes and stores its peers' replicas
+    cpu_sys = (rd + wr_stored) / io * prof.guest_cpu_per_io_s + vnic * prof.guest_cpu_per_network_byte_s
     host = sys.hosts[f.host]
     host_io_s = (rd + wr_stored) * p.host_cycles_per_byte / host.core_hz
     load[f.vm_cpu] += cpu_user + cpu_sys

@@ -168,6 +168,7 @@ def build_system(sc, catalog: Catalog, *, source: str = "scenario") -> JobSystem
                     bytes_per_stage=[prof.input_bytes * s.data_fraction / n_vms for s in prof.stages],
                     remote_shuffle=q_shuffle,
                     remote_replica=q_rep,
+                    peer_shuffle=(n_vms - 1) / n_vms,
                     cap_bw_bps=ten.volume_bandwidth_limit_bps or np.inf,
                     cap_iops=ten.volume_iops_limit or np.inf,
                 )

@@ -26,6 +26,8 @@ def run_io(path: str | Path) -> dict[str, Any]:
         res = solve_closed(stations, w.outstanding, w.think_time_s, pattern)
     out = res.as_dict()
     out["scenario"] = sc.name
+    if cpu is None:  # said, not silently assumed unlimited
+        out["not_modelled"] = ["host CPU: no I/O stack cost (system.host.stack or cycles_per_io), so it bounds nothing"]
     out["stations"] = len(stations)
     out["drives"] = sum(a.drives for a in arrays)
     out["usable_bytes"] = sum(a.usable_bytes for a in arrays)

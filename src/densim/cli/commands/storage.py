@@ -51,7 +51,10 @@ def _print_io(out: dict[str, Any]) -> None:
     head.add_row("latency mean / p99", f"{_fmt_s(out['mean_latency_s'])} / {_fmt_s(out['p99_latency_s'])}")
     head.add_row("outstanding I/Os", f"{out['outstanding']:,.2f}")
     head.add_row("max IOPS (bound)", _fmt_n(out["max_iops"]))
+    head.add_row("bound", out["bound"])
     head.add_row("bottleneck", out["bottleneck"] + ("  (saturated)" if out["saturated"] else ""))
+    for note in out.get("not_modelled", []):
+        head.add_row("not modelled", note)
     head.add_row("drives / usable", f"{out['drives']} / {out['usable_bytes'] / 1e12:,.2f} TB")
     head.add_row("storage power", f"{out['storage_power_w']:,.1f} W")
     con.print(head)
@@ -62,6 +65,13 @@ def _print_io(out: dict[str, Any]) -> None:
         tab.add_row(c["component"], c["kind"], str(c["stations"]), f"{100 * c['utilisation']:.1f} %",
                     _fmt_s(c["residence_s"]), f"{c['queue']:.2f}")
     con.print(tab)
+    lim = Table(title="what bounds the IOPS (each resource alone; the first binds)")
+    for col in ("resource", "part", "count", "max IOPS", "max MB/s", "limit"):
+        lim.add_column(col, justify="right" if col in ("count", "max IOPS", "max MB/s") else "left")
+    for b in out["bounds"]:
+        lim.add_row(b["resource"], b["part"], str(b["count"]), _fmt_n(b["max_iops"]), f"{b['max_bandwidth_bps'] / 1e6:,.0f}",
+                    b["limit"])
+    con.print(lim)
 
 
 # --------------------------------------------------------------------------------------------
@@ -81,14 +91,14 @@ def _print_size(out: dict[str, Any]) -> None:
         return
     tab = Table(title="cheapest configurations meeting the target (first = winner)")
     for col in ("#", "drives", "RAID", "controllers", "cores", "cost $", "power W", "U", "mean lat", "p99 lat",
-                "response", "CPU", "bottleneck"):
+                "response", "CPU", "busiest at the target", "bound"):
         tab.add_column(col)
     for i, c in enumerate(rows):
         ctl = f"{c['controllers']} x {c['controller']}" if c["controllers"] else c["controller"]
         tab.add_row(str(i + 1), f"{c['drives']} x {c['device']}", c["raid"], ctl, str(c["cores"]), f"{c['cost_usd']:,.0f}",
                     f"{c['power_w']:,.0f}", f"{c['rack_units']:g}", _fmt_s(c["mean_latency_s"]), _fmt_s(c["p99_latency_s"]),
                     _fmt_s(c["response_s"]) if c["response_s"] is not None else "-", f"{100 * c['cpu_utilisation']:.0f} %",
-                    f"{c['bottleneck']} ({100 * c['bottleneck_utilisation']:.0f} %)")
+                    f"{c['bottleneck']} ({100 * c['bottleneck_utilisation']:.0f} %)", c["bound"].split(":")[0] + ")")
     con.print(tab)
 
 

@@ -13,14 +13,35 @@ of parallel servers (modelling guide §0.4, §4). Then
 
 Both report throughput, mean and p99 latency, utilisation per component and the bottleneck (the
 station with the largest demand per server, ``D_k / c_k``, which bounds throughput at
-``X <= c_k / D_k``).
+``X <= c_k / D_k``). :func:`bounds` lists every resource's own limit on the front-end IOPS, so an
+array never scales linearly past its controllers: the drives (``n x`` their rate over the RAID
+back-end I/Os), each controller's I/O processor (``max_iops``) or bandwidth cap, whichever is
+slower per I/O, its PCIe slot (``lanes x`` the generation's lane rate) and the host CPU (``cores x
+Hz / cycles_per_io`` over the I/Os that cross the host); the smallest is the binding one, named
+with its part and limit (``IoResult.bound``).
+
+Controllers: the service of one back-end I/O on the I/O processor is ``max(1 / max_iops,
+B / bandwidth)``; the firmware path ``latency`` is a pure delay (it adds to every I/O's latency
+but not to the processor's occupancy, so the IOPS cap stays ``max_iops``).
 
 RAID (modelling guide §4.2, [S35]): a front-end read is one back-end read; a small front-end write
 costs ``P_w`` back-end I/Os: JBOD/RAID 0: 1 write; RAID 1/10: 2 writes; RAID 5: 2 reads + 2 writes;
-RAID 6: 3 reads + 3 writes. Back-end I/Os spread evenly over the set's drives. The sub-I/Os of a
-write are counted as sequential visits (the usual product-form treatment): throughput and
-utilisation are exact under the model; write latency is an upper bound because mirrored writes
-really proceed in parallel.
+RAID 6: 3 reads + 3 writes. Back-end I/Os spread evenly over the set's drives, which sets every
+station's load (throughput and utilisation).
+
+Write latency is a **fork-join**: the sub-I/Os of one phase go to different drives at the same time
+and the write completes when the slowest does. A RAID 1/10 write is one phase of 2 parallel writes
+(the mirror pair); a RAID 5 small write is a read-modify-write, 2 parallel reads (old data, old
+parity) then 2 parallel writes; RAID 6 is 3 + 3 (Chen et al., *RAID: high-performance, reliable
+secondary storage*, ACM Computing Surveys 26(2), 1994, §3). A phase of width ``m`` takes the
+expected maximum of ``m`` member responses, ``E[max] = g_m x R`` with ``R`` one member's mean
+response (:func:`densim.models.queueing.max_iid_factors`: members independent, response times
+gamma-distributed with the station's mean and variance; ``g_m = H_m``, 1.5 for a mirror, when the
+response is exponential). Service is exponential unless the workload sets ``service_cv2`` (the same
+assumption as every station's M/M/c wait and the p99), so an unloaded RAID 1 write takes 1.5 x one
+drive's time, not 2 x as the serial-visit (product-form) treatment had it; independence makes it an
+upper bound under load (Thomasian 2014, eq. (1)). Each :class:`Station` carries its visits split by
+fork width (``forks``); the closed solver applies ``H_m / m`` per member in MVA's response time.
 
 Host CPU (§4.4): ``cycles_per_io`` per I/O crossing the host's block stack; with a plain HBA the
 host does the RAID work so every back-end I/O costs cycles, with a RAID controller only front-end
@@ -41,7 +62,7 @@ stats = lazy("scipy.stats")
 
 from densim.errors import PartError
 from densim.models.devices import REF_BLOCK_BYTES, DeviceSpec, block_service, device_power_w
-from densim.models.queueing import erlang_c, ggc_wait_s, mva
+from densim.models.queueing import erlang_c, ggc_wait_s, max_iid_factors, mva
 from densim.units import BytesPerSecond, PerSecond, Seconds, Watts
 
 _CFG = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
@@ -63,6 +84,15 @@ RAID_MIN_DRIVES = {"jbod": 1, "raid0": 1, "raid1": 2, "raid10": 4, "raid5": 3, "
 #: usable PCIe bandwidth per lane and direction by generation, bytes/s (after line coding:
 #: 8b/10b for 1.x/2.x, 128b/130b from 3.0) [S25b]
 PCIE_LANE_BPS = {1: 250e6, 2: 500e6, 3: 984.6e6, 4: 1969.2e6, 5: 3938.5e6}
+
+
+def raid_write_phases(level: str) -> tuple[int, ...]:
+    """Widths of the fork-join phases of one small front-end write: (1,), (2,), (2, 2), (3, 3).
+
+    Every phase's sub-I/Os go to different drives in parallel; the phases run one after the other
+    (RAID 5/6 read old data and parity, then write the new ones).
+    """
+    return tuple(m for m in RAID_WRITE_IOS[level] if m > 0)
 
 
 def raid_write_penalty(level: str) -> int:
@@ -125,9 +155,10 @@ class ControllerSpec(BaseModel):
     )
     max_iops: PerSecond = Field(gt=0, description="I/O processor cap, small random I/Os per second")
     bandwidth_bps: BytesPerSecond = Field(alias="bandwidth", gt=0, description="throughput cap")
-    latency_s: Seconds = Field(default=0.0, alias="latency", description="added per-I/O latency (firmware path)")
-    pcie_gen: int = Field(default=2, ge=1, le=5)
-    pcie_lanes: int = Field(default=8, gt=0)
+    latency_s: Seconds = Field(default=0.0, alias="latency",
+                               description="added per-I/O latency of the firmware path (a delay: it does not lower max_iops)")
+    pcie_gen: int = Field(ge=1, le=5, description="PCIe generation of the host slot (bounds the host link)")
+    pcie_lanes: int = Field(gt=0, description="PCIe lanes of the host slot")
     power_w: Watts = Field(default=0.0, alias="power")
     price_usd: float | None = Field(default=None, ge=0)
     price_date: str | None = None
@@ -239,16 +270,33 @@ class IoPattern:
 
 @dataclass(frozen=True)
 class Station:
+    """A queueing station: visits per front-end I/O, service per visit, parallel servers.
+
+    ``forks`` splits the visits by fork-join width: ``((v1, 1), (v2, 2))`` says ``v1`` visits per
+    front-end I/O are plain ones and ``v2`` are one member's share of 2-wide fork-joins (a mirror
+    write: both drives at once, done when the slower is). Empty: every visit is plain.
+    """
+
     name: str
     kind: str  # device, controller, link, cpu, delay
     component: str  # array or controller group or host it belongs to
     visits: float  # per front-end I/O
     service_s: float  # per visit, on one server
     servers: float
+    forks: tuple[tuple[float, int], ...] = ()
+    delay_s: float = 0.0  # fixed latency per visit that does not occupy a server (controller firmware path)
+    part: str = ""  # catalog part (or "host") the station stands for
+    limit: str = ""  # what limits one server, for the bound's description
+    resource: str = ""  # how the bounds name it ("hba", "raid controller", "pcie slot"); default: kind
 
     @property
     def demand_s(self) -> float:
         return self.visits * self.service_s
+
+    @property
+    def parts(self) -> tuple[tuple[float, int], ...]:
+        """``(visits, fork width)`` pairs; ``((visits, 1),)`` for a station without forks."""
+        return self.forks or ((self.visits, 1),)
 
 
 @dataclass
@@ -257,7 +305,7 @@ class StationResult:
     kind: str
     component: str
     utilisation: float
-    residence_s: float  # time per front-end I/O spent here (visits x response per visit)
+    residence_s: float  # this station's share of the mean latency (visits x response; H_m / m of it per fork member)
     queue: float  # mean number of I/Os here
 
 
@@ -274,6 +322,12 @@ class IoResult:
     bottleneck: str
     saturated: bool
     stations: list[StationResult] = field(default_factory=list)
+    bounds: list[dict] = field(default_factory=list)  # every resource's IOPS limit, binding first (:func:`bounds`)
+
+    @property
+    def bound(self) -> str:
+        """The binding resource, e.g. ``hba lsi-9210-8i x5 (1,500,000 IOPS: I/O processor ...)``."""
+        return bound_text(self.bounds[0]) if self.bounds else ""
 
     def little_residual(self) -> float:
         """``N - X (R + Z)``; zero by Little's law (closed results)."""
@@ -302,6 +356,8 @@ class IoResult:
             "bandwidth_bps": self.bandwidth_bps,
             "max_iops": self.max_iops,
             "bottleneck": self.bottleneck,
+            "bound": self.bound,
+            "bounds": self.bounds,
             "saturated": self.saturated,
             "components": self.components(),
         }
@@ -331,8 +387,11 @@ def build_stations(arrays: list[ArrayUnit], cpu: HostCpuIo | None, pattern: IoPa
         # per-visit service on one of c servers such that c / s = cap and unloaded latency = t1
         s_dev = c / cap
         v_dev = f * be / a.drives
+        forks = _device_forks(a, f, r)
+        lim = f"{cap:,.0f} back-end IOPS each, {be:.2f} per I/O ({a.raid})"
         for i in range(a.drives):
-            stations.append(Station(f"{a.name}/{a.device.name}#{i + 1}", "device", a.name, v_dev, s_dev, c))
+            stations.append(Station(f"{a.name}/{a.device.name}#{i + 1}", "device", a.name, v_dev, s_dev, c, forks,
+                                    part=a.device.name, limit=lim, resource="drives"))
         if a.controller is not None:
             ctl = a.controller
             through = be if ctl.kind in ("hba", "onboard", "nvme-direct") else 1.0
@@ -351,15 +410,123 @@ def build_stations(arrays: list[ArrayUnit], cpu: HostCpuIo | None, pattern: IoPa
                 f"controller group {key!r}: {drives} drives exceed {n} x {ctl.name} "
                 f"({ctl.devices_limit} drives each; ports {ctl.ports})"
             )
-        s_ctl = max(1.0 / ctl.max_iops, b / ctl.bandwidth_bps) + ctl.latency_s
+        s_ctl, ctl_limit = controller_service(ctl, b)
         s_link = b / ctl.link_bps
+        link_limit = f"PCIe {ctl.pcie_gen}.0 x{ctl.pcie_lanes}, {ctl.link_bps / 1e9:.3g} GB/s each"
         for j in range(n):
-            stations.append(Station(f"{key}/{ctl.name}#{j + 1}", "controller", key, be_ios / n, s_ctl, 1.0))
+            stations.append(Station(f"{key}/{ctl.name}#{j + 1}", "controller", key, be_ios / n, s_ctl, 1.0,
+                                    delay_s=ctl.latency_s, part=ctl.name, limit=ctl_limit,
+                                    resource="hba" if ctl.kind == "hba" else f"{ctl.kind} controller"))
             stations.append(Station(f"{key}/pcie-gen{ctl.pcie_gen}x{ctl.pcie_lanes}#{j + 1}", "link", key,
-                                    link_ios / n, s_link, 1.0))
+                                    link_ios / n, s_link, 1.0, part=ctl.name, limit=link_limit,
+                                    resource="pcie slot"))
     if cpu is not None and cpu.cycles_per_io > 0:
-        stations.append(Station("host-cpu", "cpu", "host", host_ios, cpu.cycles_per_io / cpu.clock_hz, float(cpu.cores)))
+        stations.append(Station("host-cpu", "cpu", "host", host_ios, cpu.cycles_per_io / cpu.clock_hz, float(cpu.cores),
+                                part="host", resource="cpu", limit=f"{cpu.cycles_per_io:,.0f} cycles per I/O on {cpu.cores} cores at "
+                                                   f"{cpu.clock_hz / 1e9:.3g} GHz"))
     return stations
+
+
+def controller_service(ctl: ControllerSpec, block_bytes: float) -> tuple[float, str]:
+    """Occupancy of a controller's I/O processor per back-end I/O of ``block_bytes``, and which cap sets it.
+
+    ``max(1 / max_iops, B / bandwidth)``: the I/O-processor cap for small blocks, the bandwidth
+    cap for large ones (LSI 9210-8i: 300,000 IOPS and 2.5 GB/s cross at 8.3 kB). The firmware
+    ``latency`` is not part of it (a delay, see the module docstring).
+    """
+    per_io = 1.0 / ctl.max_iops
+    per_byte = block_bytes / ctl.bandwidth_bps
+    if per_io >= per_byte:
+        return per_io, f"I/O processor {ctl.max_iops:,.0f} IOPS each"
+    return per_byte, f"bandwidth {ctl.bandwidth_bps / 1e9:.3g} GB/s each"
+
+
+def bounds(stations: list[Station], block_bytes: float) -> list[dict]:
+    """Every resource's limit on the front-end IOPS, the binding one first.
+
+    A resource is a group of identical stations of one kind and component (the drives of an
+    array, the controllers of a group and their PCIe slots, the host CPU). Its limit is
+    ``min_k c_k / D_k`` over its stations (the busiest saturates first), ``D_k = visits x
+    service``. Stations without demand (a PCIe slot no I/O crosses) set no limit.
+    """
+    groups: dict[tuple[str, str, str], list[Station]] = {}
+    for st in stations:
+        groups.setdefault((st.kind, st.component, st.part), []).append(st)
+    out = []
+    for (kind, comp, part), sts in groups.items():
+        lim = [st.servers / st.demand_s for st in sts if st.demand_s > 0]
+        if not lim:
+            continue
+        x = float(min(lim))
+        out.append({"resource": sts[0].resource or kind, "component": comp, "part": part, "count": len(sts),
+                    "limit": sts[0].limit, "max_iops": x, "max_bandwidth_bps": x * block_bytes})
+    out.sort(key=lambda d: d["max_iops"])
+    return out
+
+
+def bound_text(b: dict) -> str:
+    """``hba lsi-9210-8i x5 (1,500,000 IOPS: I/O processor 300,000 IOPS each)``."""
+    count = f" x{b['count']}" if b["count"] > 1 else ""
+    return f"{b['resource']} {b['part']}{count} ({b['max_iops']:,.0f} IOPS: {b['limit']})"
+
+
+def _device_forks(a: ArrayUnit, f: float, r: float) -> tuple[tuple[float, int], ...]:
+    """One drive's visits by fork width: reads are plain, each write phase of width ``m`` touches
+    ``m`` of the ``n`` drives, so a drive takes ``f (1-r) m / n`` such visits per front-end I/O."""
+    parts: dict[int, float] = {1: f * r / a.drives}
+    for m in raid_write_phases(a.raid):
+        parts[m] = parts.get(m, 0.0) + f * (1.0 - r) * m / a.drives
+    return tuple((v, m) for m, v in sorted(parts.items()) if v > 0)
+
+
+def _fork_parts(stations: list[Station], resp, var_resp):
+    """Each station's fork parts as latency terms: visits, mean and variance of the part's response.
+
+    A part ``(v, m)`` of station ``k`` counts ``v / m`` times per front-end I/O (the ``m`` members
+    of a fork share one wait) with the moments of the maximum of ``m`` independent member
+    responses (mean ``resp_k``, variance ``var_resp_k``, gamma-matched). Returns flat arrays
+    ``(station index, visits, mean, variance)``; ``sum(visits * mean)`` over a station's parts is
+    its contribution to the mean latency.
+    """
+    resp = np.asarray(resp, float)
+    var_resp = np.asarray(var_resp, float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        shape = np.where(var_resp > 0, resp * resp / var_resp, np.inf)
+    idx, vis, mean, var = [], [], [], []
+    for k, st in enumerate(stations):
+        for v, m in st.parts:
+            if m == 1:
+                e1, e2 = 1.0, 1.0 + var_resp[k] / resp[k] ** 2 if resp[k] > 0 else 1.0
+            else:
+                e1, e2 = max_iid_factors(m, shape[k])
+            idx.append(k)
+            vis.append(v / m)
+            mean.append(e1 * resp[k])
+            var.append(max(e2 - e1 * e1, 0.0) * resp[k] ** 2)
+    return np.array(idx, int), np.array(vis), np.array(mean), np.array(var)
+
+
+def _latency_terms(stations: list[Station], idx, vis, mean, var):
+    """The fork parts merged into the latency's independent terms, for the p99.
+
+    The identical stations of one component (the drives of an array, the controllers of a group)
+    are alternatives, not separate stops: a read visits one of the ``n`` drives, a mirror write
+    one pair. Their parts with equal moments are merged into one term whose visits are the sum
+    (``n x f r / n = f r`` for the reads), so a write on a 2-drive mirror is one visit of the
+    maximum, not two half-probable ones (which would double its variance).
+    """
+    merged: dict[tuple, list[float]] = {}
+    for i, v, m, s2 in zip(idx.tolist(), vis.tolist(), mean.tolist(), var.tolist()):
+        st = stations[i]
+        key = (st.component, st.kind, st.service_s, st.servers, m, s2)
+        merged.setdefault(key, [0.0, m, s2])[0] += v
+    terms = np.array(list(merged.values())) if merged else np.zeros((0, 3))
+    return terms[:, 0], terms[:, 1], terms[:, 2]
+
+
+def _latency_per_station(n: int, idx, vis, mean) -> np.ndarray:
+    """Each station's contribution to the mean latency: ``sum over its parts of visits x mean``."""
+    return np.bincount(idx, weights=vis * mean, minlength=n)
 
 
 def _bound(stations: list[Station]) -> tuple[float, str]:
@@ -394,8 +561,9 @@ def solve_open(stations: list[Station], iops: float, pattern: IoPattern = IoPatt
     """Open workload at ``iops`` arrivals per second: per-station M/M/c or G/G/c (Allen-Cunneen).
 
     Vectorised over stations: station ``k`` sees ``lambda_k = iops * visits_k`` arrivals with
-    service ``S_k`` on ``c_k`` servers; its response per visit is ``S_k + W_k`` and the I/O's
-    latency is ``sum_k visits_k (S_k + W_k)``.
+    service ``S_k`` on ``c_k`` servers; its response per visit is ``R_k = S_k + W_k`` and the I/O's
+    latency is ``sum_k visits_k R_k`` for plain visits, and ``g_m R_k`` once per ``m``-wide
+    fork-join (module docstring).
     """
     if iops < 0:
         raise ValueError("iops must be >= 0")
@@ -413,13 +581,19 @@ def solve_open(stations: list[Station], iops: float, pattern: IoPattern = IoPatt
     pw = np.asarray(erlang_c(c, a), float)
     with np.errstate(divide="ignore", invalid="ignore"):
         var_w = np.where(pw > 0, 2.0 * w * w / pw - w * w, 0.0)  # conditional wait ~ exponential
-    r_visit = svc + w
+    r_visit = svc + w + np.array([s.delay_s for s in stations])
+    if saturated:
+        lat_k = v * r_visit
+        p99 = math.inf
+    else:
+        idx, fv, fm, fvar = _fork_parts(stations, r_visit, cs2 * svc**2 + var_w)
+        lat_k = _latency_per_station(len(stations), idx, fv, fm)
+        p99 = _p99(*_latency_terms(stations, idx, fv, fm, fvar))
     res = [
-        StationResult(s.name, s.kind, s.component, float(util[i]), float(v[i] * r_visit[i]), float(lam[i] * r_visit[i]))
+        StationResult(s.name, s.kind, s.component, float(util[i]), float(lat_k[i]), float(lam[i] * r_visit[i]))
         for i, s in enumerate(stations)
     ]
-    mean = float(np.sum(v * r_visit))
-    p99 = _p99(v, r_visit, cs2 * svc**2 + var_w) if not saturated else math.inf
+    mean = float(np.sum(lat_k))
     return IoResult(
         mode="open",
         throughput_iops=float(iops) if not saturated else max_x,
@@ -432,6 +606,7 @@ def solve_open(stations: list[Station], iops: float, pattern: IoPattern = IoPatt
         bottleneck=bottleneck,
         saturated=saturated,
         stations=res,
+        bounds=bounds(stations, pattern.block_bytes),
     )
 
 
@@ -442,14 +617,19 @@ def solve_closed(stations: list[Station], outstanding: int, think_s: float = 0.0
         raise ValueError("outstanding I/Os must be > 0")
     # identical stations (the drives of a striped set, the HBAs of a group) form one MVA class:
     # exact, and the solve costs O(population x classes) instead of O(population x stations)
-    keys = [(s.visits, s.service_s, s.servers) for s in stations]
-    classes: dict[tuple[float, float, float], int] = {}
+    keys = [(s.visits, s.service_s, s.servers, s.parts, s.delay_s) for s in stations]
+    classes: dict[tuple, int] = {}
     cls_of = np.array([classes.setdefault(k, len(classes)) for k in keys])
     uniq = list(classes)
-    d = np.array([v * s for v, s, _ in uniq])
-    c = np.array([cc for _, _, cc in uniq])
+    d = np.array([k[0] * k[1] for k in uniq])
+    c = np.array([k[2] for k in uniq])
+    fixed = np.array([k[0] * k[4] for k in uniq])
     mult = np.bincount(cls_of, minlength=len(uniq)).astype(float)
-    m = mva(d, int(outstanding), think_s=think_s, servers=c, multiplicity=mult)
+    # MVA's residences are exponential-like (var = mean^2 per visit): an m-wide fork costs H_m
+    # member residences, spread as H_m / m over its m members
+    weight = np.array([sum(pv * max_iid_factors(pm, 1.0)[0] / pm for pv, pm in k[3]) / k[0] if k[0] > 0 else 1.0
+                       for k in uniq])
+    m = mva(d, int(outstanding), think_s=think_s, servers=c, multiplicity=mult, latency_weight=weight, fixed_s=fixed)
     x = m.throughput_per_s
     max_x, bottleneck = _bound(stations)
     visits = np.array([s.visits for s in stations])
@@ -457,12 +637,12 @@ def solve_closed(stations: list[Station], outstanding: int, think_s: float = 0.0
     with np.errstate(divide="ignore", invalid="ignore"):
         per_visit = np.where(visits > 0, st_resp / visits, 0.0)
     res = [
-        StationResult(s.name, s.kind, s.component, float(m.station_utilisation[cls_of[i]]), float(st_resp[i]),
-                      float(m.station_queue[cls_of[i]]))
+        StationResult(s.name, s.kind, s.component, float(m.station_utilisation[cls_of[i]]),
+                      float(st_resp[i] * weight[cls_of[i]]), float(m.station_queue[cls_of[i]]))
         for i, s in enumerate(stations)
     ]
     # p99: per-visit residence ~ exponential-like (variance = mean^2)
-    p99 = _p99(visits, per_visit, per_visit**2)
+    p99 = _p99(*_latency_terms(stations, *_fork_parts(stations, per_visit, per_visit**2)))
     return IoResult(
         mode="closed",
         throughput_iops=x,
@@ -475,6 +655,7 @@ def solve_closed(stations: list[Station], outstanding: int, think_s: float = 0.0
         bottleneck=bottleneck,
         saturated=bool(x >= 0.98 * max_x),
         stations=res,
+        bounds=bounds(stations, pattern.block_bytes),
     )
 
 
@@ -560,6 +741,9 @@ __all__ = [
     "Station",
     "StationResult",
     "build_stations",
+    "bounds",
+    "bound_text",
+    "controller_service",
     "solve_open",
     "solve_closed",
     "raid_check",

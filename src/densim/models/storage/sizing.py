@@ -93,6 +93,7 @@ class Candidate:
     max_iops: float
     bottleneck: str
     bottleneck_utilisation: float
+    bound: str = ""  # the resource that caps the configuration's IOPS (storage.bound_text)
     breakdown: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
@@ -181,6 +182,7 @@ def evaluate(
         max_iops=res.max_iops,
         bottleneck=f"{worst.kind}:{worst.name.split('/')[-1]}" if worst.kind != "device" else f"device:{device.name}",
         bottleneck_utilisation=worst.utilisation,
+        bound=res.bound,
         breakdown={"drives_usd": dev_cost, "controllers_usd": ctl_cost, "enclosures_usd": encl_cost, "server_usd": srv_cost},
     )
     return ok, cand

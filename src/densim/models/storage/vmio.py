@@ -6,10 +6,14 @@ with a multiplicity. For a front-end load ``lambda`` (steps x datastores) with r
 the mean I/O latency is
 
 ``R = sum_class m_class * v_class * (S_class + W_class)``,  ``W`` from Allen-Cunneen G/G/c
-(Erlang C times the burstiness factor ``(ca^2 + cs^2)/2``),
+(Erlang C times the burstiness factor ``(ca^2 + cs^2)/2``), except that the drives' write phases
+are fork-joins: a RAID 1/10 write waits ``g_2 (S + W)`` for its mirror pair, not ``2 (S + W)``
+(:func:`densim.models.queueing.max_iid_factors`; ``g_2 = 1.5`` for exponential responses),
 
-exactly the open network of :func:`densim.models.storage.solve_open`, evaluated for every step at
-once. VMs on one datastore share ``lambda``, so they slow each other; swap traffic from the
+exactly the open network of :func:`densim.models.storage.solve_open` (drives, controllers' I/O
+processors with their firmware delay, their PCIe slots), evaluated for every step at once (``cs^2``
+of the drives' responses is taken equal to the burstiness, i.e. ``ca^2 = cs^2``). A step counts as
+saturated when any of them is. VMs on one datastore share ``lambda``, so they slow each other; swap traffic from the
 memory model adds to the same ``lambda`` (:func:`add_swap_io`), and :class:`SwapQueues` gives the
 memory model the same latency as a function of its swap load, for its fault-cost fixed point.
 """
@@ -21,8 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from densim.models.devices import REF_BLOCK_BYTES, DeviceSpec, block_service
-from densim.models.queueing import ggc_wait_s
-from densim.models.storage import RAID_WRITE_IOS, ControllerSpec
+from densim.models.queueing import erlang_c, ggc_wait_s, max_iid_factors
+from densim.models.storage import RAID_WRITE_IOS, ControllerSpec, raid_write_phases
 
 #: utilisation at which a step counts as saturated; latency is evaluated at this load instead
 SATURATION = 0.995
@@ -40,21 +44,26 @@ class DatastoreModel:
     cap_read_iops: float
     cap_write_iops: float
     parallelism: float | None
-    controller_service_s: float = 0.0  # per back-end I/O, on one controller
+    controller_service_s: float = 0.0  # per back-end I/O, on one controller's I/O processor
     controllers: int = 0
-    plain_hba: bool = True
+    plain_hba: bool = True  # the host does the RAID work: back-end I/Os cross the PCIe slot
+    controller_delay_s: float = 0.0  # firmware path per back-end I/O (a delay, no occupancy)
+    link_service_s: float = 0.0  # one I/O on one controller's PCIe slot
 
     @classmethod
     def build(cls, name: str, device: DeviceSpec, drives: int, raid: str, controller: ControllerSpec | None,
               controllers: int, block_bytes: float = REF_BLOCK_BYTES) -> "DatastoreModel":
+        from densim.models.storage import controller_service
+
         tr, cr, _ = block_service(device, block_bytes, 1.0)
         tw, cw, _ = block_service(device, block_bytes, 0.0)
-        s_ctl = 0.0
+        s_ctl = delay = s_link = 0.0
         if controller is not None:
-            s_ctl = max(1.0 / controller.max_iops,
-                        block_bytes / controller.bandwidth_bps if controller.bandwidth_bps else 0.0) + controller.latency_s
+            s_ctl = controller_service(controller, block_bytes)[0]
+            delay = controller.latency_s
+            s_link = block_bytes / controller.link_bps
         return cls(name, drives, raid, tr, tw, cr, cw, device.parallelism, s_ctl, controllers if controller else 0,
-                   controller is None or controller.kind != "raid")
+                   controller is None or controller.kind != "raid", delay, s_link)
 
 
 def datastore_latency_s(ds: DatastoreModel, iops, read_fraction, burstiness: float = 1.0):
@@ -78,15 +87,32 @@ def datastore_latency_s(ds: DatastoreModel, iops, read_fraction, burstiness: flo
     util_dev = lam * v * s / c
     util = util_dev
     if ds.controllers:
-        v_ctl = be / ds.controllers
+        v_ctl = be / ds.controllers  # back-end I/Os through each I/O processor
+        v_link = (be if ds.plain_hba else np.ones_like(be)) / ds.controllers  # I/Os crossing each PCIe slot
         util = np.maximum(util, lam * v_ctl * ds.controller_service_s)
+        util = np.maximum(util, lam * v_link * ds.link_service_s)
     sat = util >= SATURATION
     scale = np.where(sat, SATURATION / np.maximum(util, 1e-300), 1.0)
     lam_eff = lam * scale
-    lat = ds.drives * v * (s + ggc_wait_s(lam_eff * v, s, c, burstiness, burstiness))
+    lam_dev = lam_eff * v
+    a_dev = lam_dev * s
+    pw = erlang_c(c, a_dev)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        w_dev = np.where(a_dev < c, pw * s / (c - a_dev), np.inf) * burstiness  # = ggc_wait_s
+        var_w = np.where(pw > 0, 2.0 * w_dev * w_dev / pw - w_dev * w_dev, 0.0)
+    r_dev = s + w_dev
+    # read: one member; each write phase of width m: the slowest of m members (fork-join)
+    shape = np.divide(r_dev * r_dev, burstiness * s * s + var_w, out=np.full(r_dev.shape, np.inf),
+                      where=(burstiness * s * s + var_w) > 0)
+    fj = r
+    for m in raid_write_phases(ds.raid):
+        fj = fj + (1.0 - r) * (max_iid_factors(m, shape)[0] if m > 1 else 1.0)
+    lat = fj * r_dev
     if ds.controllers:
-        sc = ds.controller_service_s
-        lat = lat + ds.controllers * v_ctl * (sc + ggc_wait_s(lam_eff * v_ctl, sc, 1.0, burstiness, burstiness))
+        sc, sl = ds.controller_service_s, ds.link_service_s
+        lat = lat + ds.controllers * v_ctl * (sc + ggc_wait_s(lam_eff * v_ctl, sc, 1.0, burstiness, burstiness)
+                                              + ds.controller_delay_s)
+        lat = lat + ds.controllers * v_link * (sl + ggc_wait_s(lam_eff * v_link, sl, 1.0, burstiness, burstiness))
     return lat, util, sat
 
 
