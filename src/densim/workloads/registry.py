@@ -92,8 +92,8 @@ _add("bitbrains", "Bitbrains GWA-T-12 folder of raw per-VM CSVs (separator ';\\t
      "Shen, van Beek, Iosup, CCGrid 2015; Grid Workloads Archive GWA-T-12",
      open=_lazy("densim.workloads.readers.bitbrains:BitbrainsTrace"), to_source=_bitbrains_source,
      read_inventory=_foundation("bitbrains"))
-_add("opendc", "OpenDC Parquet folder: tasks.parquet + fragments.parquet",
-     "OpenDC (atlarge-research/opendc) workload format",
+_add("opendc", "OpenDC Parquet folder: tasks.parquet + fragments.parquet (schemas v2-v5 and 2.0) or meta.parquet + trace.parquet (v1)",
+     "OpenDC (atlarge-research/opendc) workload format; versions of atlarge-research/opendc-traces workload/schemas",
      open=_lazy("densim.workloads.readers.opendc:OpenDcTrace"), to_source=_opendc_source,
      read_inventory=_foundation("opendc"))
 _add("generic", "densim long format CSV/Parquet: one row per VM per timestamp, units in column names",
