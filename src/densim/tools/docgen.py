@@ -1,4 +1,5 @@
-"""Generate the reference pages from code: scenario and plan-file schemas, output columns, model registries.
+"""Generate the reference pages from code: scenario and plan-file schemas, output columns, model registries,
+and the unit convention of every input format.
 
     python -m densim.tools.docgen docs/reference
 """
@@ -104,6 +105,12 @@ def _sweep_md() -> str:
                      "SweepSpec (top level)")
 
 
+def _units_md() -> str:
+    from densim.workloads.readers.conventions import reference_md
+
+    return reference_md()
+
+
 def generate(out_dir: str | Path) -> list[Path]:
     from densim.spec.scenario import Scenario
     from densim.spec.sweep import SweepSpec
@@ -120,6 +127,7 @@ def generate(out_dir: str | Path) -> list[Path]:
         "sweep.schema.json": json.dumps(SweepSpec.model_json_schema(by_alias=True), indent=2),
         "output-columns.md": _outputs_md(),
         "models.md": _registries_md(),
+        "units.md": _units_md(),
     }
     return [write_text_atomic(out / n, t + "\n") for n, t in files.items()]
 

@@ -80,6 +80,17 @@ def _opendc_source(trace, g):
     return OpenDcSource(trace, g.name, g.count, g.vcpus, g.vcpu_mhz, g.memory_bytes, g.trace.offset)
 
 
+def _azure_source(trace, g):
+    from densim.workloads.readers.azure import AzureSource
+
+    t = g.trace
+    if t.unknown_vms == "error" and trace.skipped_readings:
+        file, row = trace.skipped_first
+        raise InputError(file, f"row {row}, column 'vmid'", f"reading for VM {trace.skipped_example!r} that is not in "
+                                                            f"{trace.vmtable_path.name} (trace.unknown_vms: error)")
+    return AzureSource(trace, g.name, g.count, g.vcpus, g.vcpu_mhz, g.memory_bytes, t.offset)
+
+
 def _add(name: str, description: str, source: str = "", **kw) -> None:
     FORMATS.add(name, WorkloadFormat(name=name, **kw), description=description, source=source)
 
@@ -100,8 +111,9 @@ _add("generic", "densim long format CSV/Parquet: one row per VM per timestamp, u
      read_inventory=_lazy("densim.workloads.readers.generic:read_generic"))
 _add("rvtools", "RVTools export: .xlsx workbook, a vInfo CSV, or a folder of tab CSVs",
      read_inventory=_lazy("densim.workloads.readers.rvtools:read_rvtools"))
-_add("azure", "Azure Public Dataset folder: vmtable.csv + vm_cpu_readings-*.csv (headerless)",
+_add("azure", "Azure Public Dataset folder: vmtable.csv + vm_cpu_readings-*.csv (headerless); any subset, with VM lifetimes",
      "Cortez et al., SOSP 2017 (Resource Central)",
+     open=_lazy("densim.workloads.readers.azure:read_azure_trace"), to_source=_azure_source,
      read_inventory=_lazy("densim.workloads.readers.azure:read_azure"))
 
 
