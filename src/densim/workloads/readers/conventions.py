@@ -53,8 +53,7 @@ CONVENTIONS: tuple[Convention, ...] = (
                "provisioned memory is whole GiB in KB of 1,024 bytes (2,097,152; 4,194,304; 8,388,608 ... are the "
                "commonest values of the Rnd 250-VM sample)"),
     Convention("bitbrains", "throughput", "`Disk read/write throughput [KB/s]`, `Network ... [KB/s]`", "binary",
-               "the same files and the same undefined prefix as the memory columns: one source, one meaning "
-               "(densim read KB/s as 1,000 bytes/s before issue 14)"),
+               "the same files and the same undefined prefix as the memory columns: one source, one meaning"),
     Convention("opendc", "memory", "`mem_capacity` in KB", "binary",
                "OpenDC's sample workloads are converted from GWA-T-12 (78 % of bitbrains-small's `mem_capacity` "
                "values are multiples of 1,024, e.g. 2,097,152 = 2 GiB); OpenDC's own loader divides by 1,000 "
