@@ -95,7 +95,8 @@ class Inventory:
     @property
     def is_snapshot(self) -> bool:
         """One sample per VM (an RVTools export): it says what VMs used at one moment, nothing about peaks."""
-        return self.cpu_mhz is not None and self.n_steps == 1
+        steps = {getattr(self, k).shape[0] for k in ("cpu_mhz", "mem_used_bytes") if getattr(self, k) is not None}
+        return steps == {1}
 
     @property
     def capacity_mhz(self) -> np.ndarray:
