@@ -206,7 +206,7 @@ def check_memory_per_vcpu(mem_bytes: np.ndarray, vcpus: np.ndarray, source: str 
     above it the value is most likely bytes written into a KiB (or MiB) column."""
     m = np.asarray(mem_bytes, dtype=np.float64)
     per = m / np.maximum(np.asarray(vcpus, dtype=np.float64), 1.0)
-    bad = (per > MAX_MEMORY_PER_VCPU) | (m > MAX_MEMORY_BYTES)
+    bad = np.isfinite(m) & ((per > MAX_MEMORY_PER_VCPU) | (m > MAX_MEMORY_BYTES))  # not finite: check_memory's
     if not bad.any():
         return
     i = int(np.argmax(bad))

@@ -61,7 +61,7 @@ CONVENTIONS: tuple[Convention, ...] = (
 )
 
 _PREFIX = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5}
-_UNIT = re.compile(r"^(?P<prefix>[kmgtp]?)(?P<i>i?)(?P<b>b|byte|bytes)(?P<rate>/s|ps)?$")
+_UNIT = re.compile(r"^(?P<prefix>[kmgtp]?)(?P<i>i?)(?:b|byte|bytes)(?P<rate>/s|ps)?$")
 
 
 def convention(fmt: str, quantity: Quantity) -> Convention:
