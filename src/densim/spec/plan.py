@@ -78,6 +78,8 @@ class RightsizeSpec(BaseModel):
     enabled: bool = False
     percentile: float = Field(default=95.0, ge=0, le=100)
     headroom: float = Field(default=0.2, ge=0)
+    from_snapshot: bool = Field(default=False, description="right-size even an inventory with one sample per VM (an RVTools "
+                                "export); off: such an inventory is not right-sized, since one sample says nothing about peaks")
 
 
 class OptimiseSpec(BaseModel):

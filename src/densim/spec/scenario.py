@@ -27,7 +27,7 @@ MAX_VMS = 100_000_000
 MAX_STEPS = 100_000_000
 MAX_SEED = 2**64 - 1
 
-TRACE_FORMATS = ("planetlab", "bitbrains", "opendc", "generic")
+TRACE_FORMATS = ("planetlab", "bitbrains", "opendc", "azure", "generic")
 
 
 def _yaml_switch(v: Any) -> Any:
@@ -44,13 +44,16 @@ class TraceRef(BaseModel):
 
     model_config = _CFG
 
-    format: Literal["planetlab", "bitbrains", "opendc", "generic"]
+    format: Literal["planetlab", "bitbrains", "opendc", "azure", "generic"]
     path: str = Field(description="file or folder, relative to the scenario file that names it")
     assign: Literal["cycle", "in-order"] = Field(
         default="cycle", description="VM i gets trace i mod n (cycle) or the first count traces (in-order)"
     )
     limit: int | None = Field(default=None, gt=0, description="use only the first N traces (file-name order)")
     offset: Seconds = Field(default=0.0, description="skip this much of the start of every trace")
+    unknown_vms: Literal["skip", "error"] = Field(
+        default="skip", description="azure: readings of VMs that are not in vmtable are skipped and counted (skip) or refused (error)"
+    )
 
 
 class ProfileSpec(BaseModel):

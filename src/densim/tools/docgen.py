@@ -1,4 +1,5 @@
-"""Generate the reference pages from code: scenario and plan-file schemas, output columns, model registries.
+"""Generate the reference pages from code: scenario and plan-file schemas, output columns, model registries,
+and the unit convention of every input format.
 
     python -m densim.tools.docgen docs/reference
 """
@@ -69,7 +70,9 @@ def _model_md(model, title: str, schema_file: str, intro: str, top: str) -> str:
     schema = model.model_json_schema(by_alias=True)
     lines = [f"# {title}", "", f"Generated from code by `make docs`; do not edit. The JSON Schema is in "
              f"[{schema_file}]({schema_file}){intro}; point your editor's YAML plugin at it for completion.", "",
-             "Quantities accept unit strings (`\"256 GiB\"`, `\"2.3 GHz\"`, `\"95 W\"`, `\"5 min\"`) or numbers in the canonical unit.", ""]
+             "Quantities accept unit strings (`\"256 GiB\"`, `\"2.3 GHz\"`, `\"95 W\"`, `\"5 min\"`) or numbers in the canonical unit. "
+             "Prefixes follow SI and IEC: `GB` is 10^9 bytes and `GiB` 2^30 bytes (`256 GB` = 238.4 GiB); what traces and "
+             "inventories mean by `KB`/`MB`/`GB` is listed per format in [units](units.md).", ""]
     defs = schema.get("$defs", {})
 
     def table(name: str, node: dict) -> None:
@@ -109,6 +112,12 @@ def _sweep_md() -> str:
                      "SweepSpec (top level)")
 
 
+def _units_md() -> str:
+    from densim.workloads.readers.conventions import reference_md
+
+    return reference_md()
+
+
 def generate(out_dir: str | Path) -> list[Path]:
     from densim.spec.scenario import Scenario
     from densim.spec.sweep import SweepSpec
@@ -125,6 +134,7 @@ def generate(out_dir: str | Path) -> list[Path]:
         "sweep.schema.json": json.dumps(SweepSpec.model_json_schema(by_alias=True), indent=2),
         "output-columns.md": _outputs_md(),
         "models.md": _registries_md(),
+        "units.md": _units_md(),
     }
     return [write_text_atomic(out / n, t + "\n") for n, t in files.items()]
 

@@ -21,8 +21,8 @@ from densim.workloads.inventory import DEFAULT_VCPU_MHZ, Inventory, build_invent
 RULES = {
     "bitbrains": "Bitbrains GWA-T-12: CPU usage [MHZ], memory usage [KB] and disk read/write throughput [KB/s] as "
     "recorded (Unix-second timestamps), mean per step; sizes = cores, provisioned MHz / cores, provisioned memory",
-    "opendc": "OpenDC Parquet: fragment cpu_usage (MHz) laid back to back from each task's submission time, mean per step; "
-    "no memory series (configured memory is used)",
+    "opendc": "OpenDC Parquet: fragment cpu_usage (MHz) laid back to back from each task's submission time (v1: at their "
+    "timestamps, idle gaps as zero), mean per step; no memory series (configured memory is used)",
     "planetlab": "PlanetLab: demand = CPU % / 100 x vCPUs x MHz per vCPU (sizes given as options); no memory series",
 }
 

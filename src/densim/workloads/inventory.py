@@ -2,7 +2,10 @@
 
 Arrays, one entry per VM, with the unit in each name. ``cpu_mhz``, ``mem_used_bytes``,
 ``disk_read_Bps`` and ``disk_write_Bps`` are optional (steps x VMs) demand series on a uniform grid
-of ``step_s`` seconds from ``start_s``.
+of ``step_s`` seconds from ``start_s``; ``mem_config_bytes`` is the configured memory over time when a
+source says it changes (``mem_bytes`` is then each VM's largest). ``vm_start_s``/``vm_end_s`` are each
+VM's arrival and departure (same clock as ``start_s``) when the source has lifetimes (Azure vmtable,
+generic ``start``/``end`` columns). ``hosts`` describes the hosts the VMs run on today (RVTools vHost).
 """
 
 from __future__ import annotations
@@ -12,7 +15,36 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 DEFAULT_VCPU_MHZ = 2400.0  # used only when a source gives no clock; stated in every report
-SERIES = ("cpu_mhz", "mem_used_bytes", "disk_read_Bps", "disk_write_Bps")  # optional (steps x VMs) arrays
+SERIES = ("cpu_mhz", "mem_used_bytes", "disk_read_Bps", "disk_write_Bps", "mem_config_bytes")  # optional (steps x VMs) arrays
+PER_VM = ("vm_start_s", "vm_end_s")  # optional (N,) arrays
+
+
+@dataclass(frozen=True)
+class HostInventory:
+    """The hosts of today's estate (RVTools vHost), one entry per host, units in the names."""
+
+    names: np.ndarray  # (H,) object
+    model: np.ndarray  # (H,) object: vendor and model ("Dell Inc. PowerEdge M630"), "" when not exported
+    cpu_model: np.ndarray  # (H,) object
+    sockets: np.ndarray  # (H,) int32
+    cores: np.ndarray  # (H,) int32, all sockets
+    core_mhz: np.ndarray  # (H,) float64, NaN when not exported
+    mem_bytes: np.ndarray  # (H,) float64
+    cluster: np.ndarray  # (H,) object
+
+    @property
+    def n_hosts(self) -> int:
+        return int(self.names.shape[0])
+
+    def by_model(self) -> list[dict]:
+        """One row per (model, CPU, cores, memory): how many hosts of each configuration run today."""
+        rows: dict[tuple, int] = {}
+        for key in zip(self.model, self.cpu_model, self.sockets.tolist(), self.cores.tolist(), self.core_mhz.tolist(), self.mem_bytes.tolist()):
+            k = tuple("" if isinstance(v, float) and v != v else v for v in key)
+            rows[k] = rows.get(k, 0) + 1
+        return [{"model": m, "cpu_model": c, "sockets": int(s), "cores": int(n), "core_mhz": (None if mhz == "" else float(mhz)),
+                 "memory_gib": float(mem) / 2**30, "count": cnt}
+                for (m, c, s, n, mhz, mem), cnt in sorted(rows.items(), key=lambda kv: (-kv[1], str(kv[0])))]
 
 
 @dataclass(frozen=True)
@@ -25,12 +57,18 @@ class Inventory:
     mem_used_bytes: np.ndarray | None = None  # (T, N) float32 memory in use per step
     disk_read_Bps: np.ndarray | None = None  # (T, N) float32 disk read bytes per second
     disk_write_Bps: np.ndarray | None = None  # (T, N) float32 disk write bytes per second
+    mem_config_bytes: np.ndarray | None = None  # (T, N) float32 configured memory per step (when it changes)
     step_s: float = 300.0
     start_s: float = 0.0
     source: str = ""
     fmt: str = ""
     demand_rule: str = ""  # how the demand was obtained (stated in reports)
     tags: dict[str, np.ndarray] = field(default_factory=dict)  # e.g. "cluster", "anti_affinity" -> (N,) object
+    vm_start_s: np.ndarray | None = None  # (N,) float64 arrival of each VM
+    vm_end_s: np.ndarray | None = None  # (N,) float64 departure of each VM
+    hosts: HostInventory | None = None  # today's hosts (RVTools vHost)
+    notes: tuple[str, ...] = ()  # what the reader skipped or assumed, for reports
+    skipped_readings: int = 0  # samples the reader left out (Azure readings of VMs not in vmtable)
 
     def __post_init__(self) -> None:
         n = self.names.shape[0]
@@ -41,6 +79,10 @@ class Inventory:
             arr = getattr(self, name)
             if arr is not None and (arr.ndim != 2 or arr.shape[1] != n):
                 raise ValueError(f"inventory series {name} has shape {arr.shape}, expected (steps, {n})")
+        for name in PER_VM:
+            arr = getattr(self, name)
+            if arr is not None and arr.shape != (n,):
+                raise ValueError(f"inventory field {name} has shape {arr.shape}, expected ({n},)")
 
     @property
     def n_vms(self) -> int:
@@ -49,6 +91,12 @@ class Inventory:
     @property
     def n_steps(self) -> int:
         return 0 if self.cpu_mhz is None else int(self.cpu_mhz.shape[0])
+
+    @property
+    def is_snapshot(self) -> bool:
+        """One sample per VM (an RVTools export): it says what VMs used at one moment, nothing about peaks."""
+        steps = {getattr(self, k).shape[0] for k in ("cpu_mhz", "mem_used_bytes") if getattr(self, k) is not None}
+        return steps == {1}
 
     @property
     def capacity_mhz(self) -> np.ndarray:
@@ -75,6 +123,7 @@ class Inventory:
             vcpu_mhz=self.vcpu_mhz[idx],
             mem_bytes=self.mem_bytes[idx],
             **{k: None if getattr(self, k) is None else getattr(self, k)[:, idx] for k in SERIES},
+            **{k: None if getattr(self, k) is None else getattr(self, k)[idx] for k in PER_VM},
             tags={k: v[idx] for k, v in self.tags.items()},
         )
 
@@ -95,7 +144,8 @@ class Inventory:
 
 def build_inventory(
     names, vcpus, vcpu_mhz, mem_bytes, *, cpu_mhz=None, mem_used_bytes=None, disk_read_Bps=None, disk_write_Bps=None,
-    step_s=300.0, start_s=0.0, source="", fmt="", demand_rule="", tags=None,
+    mem_config_bytes=None, step_s=300.0, start_s=0.0, source="", fmt="", demand_rule="", tags=None, vm_start_s=None,
+    vm_end_s=None, hosts=None, notes=(), skipped_readings=0,
 ) -> Inventory:
     """An :class:`Inventory` with the arrays converted to their canonical dtypes."""
     return Inventory(
@@ -107,10 +157,16 @@ def build_inventory(
         mem_used_bytes=None if mem_used_bytes is None else np.asarray(mem_used_bytes, dtype=np.float32),
         disk_read_Bps=None if disk_read_Bps is None else np.asarray(disk_read_Bps, dtype=np.float32),
         disk_write_Bps=None if disk_write_Bps is None else np.asarray(disk_write_Bps, dtype=np.float32),
+        mem_config_bytes=None if mem_config_bytes is None else np.asarray(mem_config_bytes, dtype=np.float32),
         step_s=float(step_s),
         start_s=float(start_s),
         source=str(source),
         fmt=fmt,
         demand_rule=demand_rule,
         tags={k: np.asarray(v, dtype=object) for k, v in (tags or {}).items()},
+        vm_start_s=None if vm_start_s is None else np.asarray(vm_start_s, dtype=np.float64),
+        vm_end_s=None if vm_end_s is None else np.asarray(vm_end_s, dtype=np.float64),
+        hosts=hosts,
+        notes=tuple(notes),
+        skipped_readings=int(skipped_readings),
     )

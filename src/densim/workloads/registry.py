@@ -80,6 +80,17 @@ def _opendc_source(trace, g):
     return OpenDcSource(trace, g.name, g.count, g.vcpus, g.vcpu_mhz, g.memory_bytes, g.trace.offset)
 
 
+def _azure_source(trace, g):
+    from densim.workloads.readers.azure import AzureSource
+
+    t = g.trace
+    if t.unknown_vms == "error" and trace.skipped_readings:
+        file, row = trace.skipped_first
+        raise InputError(file, f"row {row}, column 'vmid'", f"reading for VM {trace.skipped_example!r} that is not in "
+                                                            f"{trace.vmtable_path.name} (trace.unknown_vms: error)")
+    return AzureSource(trace, g.name, g.count, g.vcpus, g.vcpu_mhz, g.memory_bytes, t.offset)
+
+
 def _add(name: str, description: str, source: str = "", **kw) -> None:
     FORMATS.add(name, WorkloadFormat(name=name, **kw), description=description, source=source)
 
@@ -92,16 +103,17 @@ _add("bitbrains", "Bitbrains GWA-T-12 folder of raw per-VM CSVs (separator ';\\t
      "Shen, van Beek, Iosup, CCGrid 2015; Grid Workloads Archive GWA-T-12",
      open=_lazy("densim.workloads.readers.bitbrains:BitbrainsTrace"), to_source=_bitbrains_source,
      read_inventory=_foundation("bitbrains"))
-_add("opendc", "OpenDC Parquet folder: tasks.parquet + fragments.parquet",
-     "OpenDC (atlarge-research/opendc) workload format",
+_add("opendc", "OpenDC Parquet folder: tasks.parquet + fragments.parquet (schemas v2-v5 and 2.0) or meta.parquet + trace.parquet (v1)",
+     "OpenDC (atlarge-research/opendc) workload format; versions of atlarge-research/opendc-traces workload/schemas",
      open=_lazy("densim.workloads.readers.opendc:OpenDcTrace"), to_source=_opendc_source,
      read_inventory=_foundation("opendc"))
 _add("generic", "densim long format CSV/Parquet: one row per VM per timestamp, units in column names",
      read_inventory=_lazy("densim.workloads.readers.generic:read_generic"))
 _add("rvtools", "RVTools export: .xlsx workbook, a vInfo CSV, or a folder of tab CSVs",
      read_inventory=_lazy("densim.workloads.readers.rvtools:read_rvtools"))
-_add("azure", "Azure Public Dataset folder: vmtable.csv + vm_cpu_readings-*.csv (headerless)",
+_add("azure", "Azure Public Dataset folder: vmtable.csv + vm_cpu_readings-*.csv (headerless); any subset, with VM lifetimes",
      "Cortez et al., SOSP 2017 (Resource Central)",
+     open=_lazy("densim.workloads.readers.azure:read_azure_trace"), to_source=_azure_source,
      read_inventory=_lazy("densim.workloads.readers.azure:read_azure"))
 
 

@@ -20,9 +20,14 @@ def plan_command(
     policy: Annotated[Optional[str], typer.Option(help="placement policy (overrides the YAML)")] = None,
     windows: Annotated[Optional[int], typer.Option(min=1, help="time windows used while placing (overrides the YAML)")] = None,
     rightsize: Annotated[Optional[bool], typer.Option("--rightsize/--no-rightsize", help="right-size VMs first")] = None,
+    rightsize_snapshot: Annotated[Optional[bool], typer.Option(
+        "--rightsize-snapshot/--no-rightsize-snapshot",
+        help="right-size even from one sample per VM (an RVTools snapshot; off by default: one sample says nothing about peaks)")] = None,
     optimise: Annotated[Optional[bool], typer.Option("--optimise/--no-optimise", help="CP-SAT after the heuristic (reports the gap)")] = None,
     steps: Annotated[Optional[int], typer.Option(min=1, help="use only the first N steps of the demand series")] = None,
     snapshot_peak_factor: Annotated[float, typer.Option(help="RVTools only: multiply snapshot demand by this (> 0)")] = 1.0,
+    unknown_vms: Annotated[str, typer.Option("--unknown-vms", help="Azure only: readings of VMs not in vmtable are skipped and "
+                                             "counted (skip) or refused (error)")] = "skip",
     seed: Annotated[int, typer.Option(min=0, max=2**64 - 1, help="recorded in the results (the plan itself is deterministic)")] = 0,
     max_memory: Annotated[str, typer.Option("--max-memory", callback=_max_memory, help="refuse an inventory whose demand arrays are estimated to "
                                             "need more memory than this, before allocating them (e.g. '32 GiB')")] = "8 GiB",
@@ -46,6 +51,8 @@ def plan_command(
 
     if not (math.isfinite(snapshot_peak_factor) and 0 < snapshot_peak_factor <= 100):
         fail(f"--snapshot-peak-factor: must be a number > 0 (and at most 100), got {snapshot_peak_factor:g}", code=2)
+    if unknown_vms not in ("skip", "error"):
+        fail(f"--unknown-vms: must be skip or error, got {unknown_vms!r}", code=2)
     try:
         out_folder(out)
         spec = load_plan_spec(candidates)
@@ -60,13 +67,14 @@ def plan_command(
             upd["windows"] = windows
         if optimise is not None:
             upd["optimise"] = spec.optimise.model_copy(update={"enabled": optimise})
-        if rightsize is not None:
-            upd["rightsizing"] = spec.rightsizing.model_copy(update={"enabled": rightsize})
+        rs_upd = {k: v for k, v in (("enabled", rightsize), ("from_snapshot", rightsize_snapshot)) if v is not None}
+        if rs_upd:
+            upd["rightsizing"] = spec.rightsizing.model_copy(update=rs_upd)
         spec = spec.model_copy(update=upd)
         from densim.workloads.formats import detect_format
 
         fmt = detect_format(inventory) if fmt == "auto" else fmt
-        opts = {"snapshot_peak_factor": snapshot_peak_factor} if fmt == "rvtools" else {}
+        opts = {"rvtools": {"snapshot_peak_factor": snapshot_peak_factor}, "azure": {"unknown_vms": unknown_vms}}.get(fmt, {})
         with memory_budget(limit):
             inv = load_inventory(inventory, fmt, **opts)
             if steps is not None:
@@ -90,10 +98,11 @@ def plan_command(
         t.add_column(col, justify="right" if col != "candidate" else "left")
     for i, r in enumerate(res.ranked(), start=1):
         if r.feasible:
-            row = [str(i), r.name, str(r.n_hosts), str(r.lower_bound_hosts), f"{r.vms_per_host:.1f}", f"{r.ready_pct_worst:.2f}"]
+            ready = f"{r.ready_pct_worst:.2f}" if math.isfinite(r.ready_pct_worst) else "-"
+            row = [str(i), r.name, str(r.n_hosts), str(r.lower_bound_hosts), f"{r.vms_per_host:.1f}", ready]
             row += [f"{r.mem_slowdown_worst:.3f}"] if show_mem else []
             row += [f"{r.io_latency_worst_ms:.2f}" if r.io_latency_worst_ms == r.io_latency_worst_ms else "-"] if show_io else []
-            row += [f"{r.cpu_util_mean * 100:.1f} %", f"${r.tco['per_vm_usd']:,.0f}"]
+            row += [f"{r.cpu_util_mean * 100:.1f} %" if math.isfinite(r.cpu_util_mean) else "-", f"${r.tco['per_vm_usd']:,.0f}"]
         else:
             row = [str(i), r.name] + ["-"] * (len(cols) - 3) + ["infeasible"]
         t.add_row(*row)
@@ -110,7 +119,12 @@ def plan_command(
         if not r.feasible:
             con.print(f"{r.name}: {r.reason}", markup=False, highlight=False)
     con.print(f"demand rule: {inv.demand_rule}", markup=False, highlight=False)
+    for note in res.notes:
+        con.print(f"note: {note}", markup=False, highlight=False)
     con.print(f"wrote {out}/report.html, placement.csv, ranking.csv, summary.json (best: {summary['best']})", markup=False)
+    near = res.closest()
+    if near is not None:
+        fail(f"no candidate is feasible; the closest, {near.name}, fails: {near.reason}", code=3)
 
 
 def register(app: typer.Typer) -> None:

@@ -20,6 +20,12 @@ Per candidate:
    is the spare hosts');
 5. cost: bill of materials (or price), energy from the power model at each host's mean
    utilisation x PUE x $/kWh, space, licences, maintenance (:mod:`densim.models.cost`).
+
+An inventory without a CPU demand series (an RVTools export with only vInfo) is placed by vCPUs
+(``qos.cpu_overcommit`` per logical CPU) and memory only: CPU Ready is not checked (reported as
+null, with a note) and energy is computed with every vCPU busy, an upper bound. An inventory with one
+sample per VM is not right-sized unless ``rightsizing.from_snapshot`` asks for it. When no candidate
+is feasible, :func:`closest` names the one that came nearest and why it failed.
 """
 
 from __future__ import annotations
@@ -75,6 +81,8 @@ class CandidateResult:
     io_latency_mean_ms: float = float("nan")
     notes: list = field(default_factory=list)
     wall_s: float = 0.0
+    failed: str = ""  # why infeasible: "qos" (placed, a bound broken), "fit" (VMs fit no empty host), "config"
+    unplaced_vms: int = 0  # for "fit": how many VMs fit no empty host
 
     def row(self) -> dict[str, Any]:
         return {
@@ -85,10 +93,10 @@ class CandidateResult:
             "hosts_packed": self.n_hosts_packed,
             "lower_bound_hosts": self.lower_bound_hosts,
             "vms_per_host": self.vms_per_host,
-            "ready_pct_worst": self.ready_pct_worst,
-            "ready_pct_p99": self.ready_pct_p99,
-            "cpu_util_mean": self.cpu_util_mean,
-            "cpu_util_peak": self.cpu_util_peak,
+            "ready_pct_worst": _finite_or_none(self.ready_pct_worst),
+            "ready_pct_p99": _finite_or_none(self.ready_pct_p99),
+            "cpu_util_mean": _finite_or_none(self.cpu_util_mean),
+            "cpu_util_peak": _finite_or_none(self.cpu_util_peak),
             "mem_peak_frac": self.mem_peak_frac,
             "memory_overcommit_used": self.memory_overcommit_used,
             "mem_hosts_short": self.mem_hosts_short,
@@ -133,7 +141,10 @@ def plan_candidate(inv: Inventory, spec: PlanSpec, c: Candidate, *, vcpus=None, 
     host = host_type_of(c)
     vcpus = inv.vcpus if vcpus is None else vcpus
     mem_bytes = inv.mem_bytes if mem_bytes is None else mem_bytes
-    cpu = inv.cpu_mhz if inv.cpu_mhz is not None else inv.capacity_mhz[None, :].astype(np.float32)
+    has_cpu = inv.cpu_mhz is not None
+    # without a demand series the VMs are placed by size only; the busy-everywhere series below is used
+    # for the energy estimate alone (an upper bound), never for placement or CPU Ready
+    cpu = inv.cpu_mhz if has_cpu else inv.capacity_mhz[None, :].astype(np.float32)
     capex, _ = bom_cost_usd(c.bom, builtin_catalog()) if c.bom else (c.price_usd, None)
     if capex is None:
         raise InputError(None, f"candidates.{c.name}", "give either 'bom' (parts list) or 'price_usd'")
@@ -143,19 +154,21 @@ def plan_candidate(inv: Inventory, spec: PlanSpec, c: Candidate, *, vcpus=None, 
     res = CandidateResult(name=c.name, feasible=False, host_capex_usd=float(capex), price_date=c.price_date or "")
     if host.usable_mem_bytes <= 0:
         res.reason = "hypervisor memory >= host memory"
+        res.failed = "config"
         return res
     qos = _QosChecks(inv, spec, c, host)
     res.notes.extend(qos.notes)
     res.io_budget_iops = qos.io_cap
     if qos.infeasible:
         res.reason = qos.infeasible
+        res.failed = "config"
         res.wall_s = time.perf_counter() - t0
         return res
     bound = q.cpu_ready_pct
     mem_oc = q.memory_overcommit
     for _attempt in range(10):
         p = build_problem(
-            vcpus, mem_bytes, cpu, inv.mem_used_bytes, host, n_windows=spec.windows, cpu_overcommit=q.cpu_overcommit,
+            vcpus, mem_bytes, cpu if has_cpu else None, inv.mem_used_bytes, host, n_windows=spec.windows, cpu_overcommit=q.cpu_overcommit,
             memory_overcommit=mem_oc, max_cpu_utilisation=q.max_cpu_utilisation, ready_bound_pct=bound,
             anti_affinity=anti, affinity=aff, io_iops=qos.io_iops, io_cap_iops=qos.io_cap,
         )
@@ -165,7 +178,9 @@ def plan_candidate(inv: Inventory, spec: PlanSpec, c: Candidate, *, vcpus=None, 
             if why == "demand" and qos.io_iops is not None and float(qos.io_iops[:, j].max()) > qos.io_cap:
                 why = (f"its disk I/O peak of {float(qos.io_iops[:, j].max()):,.0f} IOPS exceeds a host's budget of "
                        f"{qos.io_cap:,.0f} IOPS at <= {q.io_latency_ms:g} ms")
-            res.reason = f"{len(pl.unplaceable)} VM(s) fit no empty host, e.g. {inv.names[j]!s} ({int(vcpus[j])} vCPUs, {mem_bytes[j] / 2**30:.1f} GiB): {why}"
+            res.reason = (f"{len(pl.unplaceable)} VM(s) fit no empty host, e.g. {inv.names[j]!s} ({int(vcpus[j])} vCPUs, "
+                          f"{mem_bytes[j] / 2**30:.1f} GiB): {_why(why, p, j, host, q)}")
+            res.failed, res.unplaced_vms = "fit", len(pl.unplaceable)
             res.wall_s = time.perf_counter() - t0
             return res
         m = host_metrics(pl.host_of_vm, pl.n_hosts, host, vcpus, cpu, inv.mem_used_bytes)
@@ -182,7 +197,10 @@ def plan_candidate(inv: Inventory, spec: PlanSpec, c: Candidate, *, vcpus=None, 
             qos.io_cap *= 0.85  # read mix or window maxima hid a latency peak
     else:
         res.reason = "could not meet " + ", ".join(qos.describe(b) for b in broken) + " at full resolution"
-    if spec.optimise.enabled and not res.reason and inv.n_vms <= spec.optimise.max_vms:
+        res.failed = "qos"
+    if spec.optimise.enabled and not res.reason and not has_cpu:
+        res.optimiser = {"status": "SKIPPED", "reason": "no CPU demand series"}
+    elif spec.optimise.enabled and not res.reason and inv.n_vms <= spec.optimise.max_vms:
         better = _optimise(inv, spec, host, vcpus, mem_bytes, cpu, pl.host_of_vm, q, qos, mem_oc)
         res.optimiser = better["info"]
         if better["host_of_vm"] is not None:
@@ -199,16 +217,19 @@ def plan_candidate(inv: Inventory, spec: PlanSpec, c: Candidate, *, vcpus=None, 
     res.n_hosts = pl.n_hosts + q.ha_spare_hosts
     res.lower_bound_hosts = lower_bound_hosts(p) + q.ha_spare_hosts
     res.vms_per_host = inv.n_vms / res.n_hosts
-    res.ready_pct_worst = float(m.ready_pct_worst.max(initial=0.0))
-    res.ready_pct_p99 = float(m.ready_pct_p99.max(initial=0.0))
-    res.cpu_util_mean = float(m.cpu_util_mean.mean()) * pl.n_hosts / res.n_hosts
-    res.cpu_util_peak = float(m.cpu_util_peak.max(initial=0.0))
+    res.ready_pct_worst = float(m.ready_pct_worst.max(initial=0.0)) if has_cpu else float("nan")
+    res.ready_pct_p99 = float(m.ready_pct_p99.max(initial=0.0)) if has_cpu else float("nan")
+    util_host = m.cpu_util_mean if has_cpu else np.ones(pl.n_hosts)  # no demand series: every host busy (energy upper bound)
+    res.cpu_util_mean = float(m.cpu_util_mean.mean()) * pl.n_hosts / res.n_hosts if has_cpu else float("nan")
+    res.cpu_util_peak = float(m.cpu_util_peak.max(initial=0.0)) if has_cpu else float("nan")
     res.mem_peak_frac = float(m.mem_used_peak_frac.max(initial=0.0))
     res.host_of_vm = pl.host_of_vm
-    util_all = np.concatenate([m.cpu_util_mean, np.zeros(q.ha_spare_hosts)])
+    util_all = np.concatenate([util_host, np.zeros(q.ha_spare_hosts)])
     watts = power_w(c.power, util_all)
-    res.per_host = {"cpu_util_mean": m.cpu_util_mean.tolist(), "cpu_util_peak": m.cpu_util_peak.tolist(),
-                    "ready_pct_worst": m.ready_pct_worst.tolist(), "power_w": watts.tolist(),
+    unknown = [None] * pl.n_hosts
+    res.per_host = {"cpu_util_mean": m.cpu_util_mean.tolist() if has_cpu else unknown,
+                    "cpu_util_peak": m.cpu_util_peak.tolist() if has_cpu else unknown,
+                    "ready_pct_worst": m.ready_pct_worst.tolist() if has_cpu else unknown, "power_w": watts.tolist(),
                     "vms": np.bincount(pl.host_of_vm, minlength=pl.n_hosts).tolist()}
     res.tco = tco_per_year(
         n_hosts=res.n_hosts, n_vms=inv.n_vms, host_capex_usd=float(capex), host_rack_units=c.rack_units,
@@ -216,6 +237,38 @@ def plan_candidate(inv: Inventory, spec: PlanSpec, c: Candidate, *, vcpus=None, 
     )
     res.wall_s = time.perf_counter() - t0
     return res
+
+
+_FILTER_WORDS = {
+    "capacity": "more vCPUs than qos.cpu_overcommit x the host's logical CPUs, or more configured memory than "
+                "qos.memory_overcommit x its usable memory",
+    "numa_fit": "wider than one socket (vCPUs or memory)",
+    "ready": "CPU Ready above qos.cpu_ready_pct even alone on a host",
+    "anti_affinity": "its anti-affinity group",
+}
+
+
+def _why(filt: str, p, j: int, host, q) -> str:
+    """The placement filter that refused VM ``j`` on an empty host, in words with the figures."""
+    if filt == "demand":
+        cw = None if p.cpu_w_mhz is None else float(p.cpu_w_mhz[:, j].max())
+        cap = host.capacity_mhz * q.max_cpu_utilisation
+        if cw is not None and cw > cap + 1e-6:
+            return (f"demand: its CPU peak of {cw:,.0f} MHz exceeds the host's {cap:,.0f} MHz "
+                    f"({host.cores} cores x {host.core_mhz:,.0f} MHz x SMT {host.smt_gain:g} x qos.max_cpu_utilisation)")
+        if p.mem_w_bytes is not None and float(p.mem_w_bytes[:, j].max()) > host.usable_mem_bytes:
+            return f"demand: its memory in use of {float(p.mem_w_bytes[:, j].max()) / 2**30:.1f} GiB exceeds the host's usable memory"
+        return "demand"
+    return f"{filt} ({_FILTER_WORDS[filt]})" if filt in _FILTER_WORDS else filt
+
+
+def closest(results: list["CandidateResult"]) -> "CandidateResult | None":
+    """The infeasible candidate that came nearest: one that placed every VM but broke a QoS bound at full
+    resolution, else the one with the fewest VMs that fit no empty host, else any (configuration errors)."""
+    if not results or any(r.feasible for r in results):
+        return None
+    rank = {"qos": 0, "fit": 1}
+    return min(results, key=lambda r: (rank.get(r.failed, 2), r.unplaced_vms))
 
 
 class _QosChecks:
@@ -231,7 +284,9 @@ class _QosChecks:
         self.infeasible = ""
         self._memo = None
         self.worst_mem_ratio = np.inf  # configured / usable memory of the fullest host breaking the memory bound
-        self.cpu = inv.cpu_mhz if inv.cpu_mhz is not None else inv.capacity_mhz[None, :].astype(np.float32)
+        self.has_cpu = inv.cpu_mhz is not None
+        self.cpu = inv.cpu_mhz if self.has_cpu else inv.capacity_mhz[None, :].astype(np.float32)
+
         self.memory = spec.memory if spec.memory is not None and spec.memory.model != "none" else None
         if self.memory is not None:
             for field_, name in (("swap_device", self.memory.swap_device), ("swap_cache_device", self.memory.swap_cache_device),
@@ -291,7 +346,7 @@ class _QosChecks:
     def broken(self, host_of, n_hosts, m, mem_bytes, vcpus) -> list[str]:
         """Which bounds the placement breaks at full resolution: "ready", "memory", "io"."""
         out = []
-        if m.ready_pct_worst.max(initial=0.0) > self.q.cpu_ready_pct + 1e-9:
+        if self.has_cpu and m.ready_pct_worst.max(initial=0.0) > self.q.cpu_ready_pct + 1e-9:
             out.append("ready")
         got = self._measure(host_of, n_hosts, mem_bytes, vcpus)
         if got.get("mem_slowdown_worst", 1.0) > self.q.memory_slowdown + 1e-9:
@@ -377,9 +432,14 @@ class PlanResult:
     results: list[CandidateResult]
     rightsizing: Any = None
     wall_s: float = 0.0
+    notes: list[str] = field(default_factory=list)  # warnings about the inventory and the plan (shown and in summary.json)
 
     def ranked(self) -> list[CandidateResult]:
         return sorted(self.results, key=lambda r: (not r.feasible, r.tco.get("per_vm_usd", float("inf")), r.n_hosts))
+
+    def closest(self) -> CandidateResult | None:
+        """When no candidate is feasible, the one that came nearest (None otherwise)."""
+        return closest(self.results)
 
 
 def plan(inv: Inventory, spec: PlanSpec) -> PlanResult:
@@ -388,8 +448,27 @@ def plan(inv: Inventory, spec: PlanSpec) -> PlanResult:
     t0 = time.perf_counter()
     vcpus, mem = inv.vcpus, inv.mem_bytes
     rs = None
-    if spec.rightsizing.enabled:
-        rs = rightsize(inv, spec.rightsizing.percentile, spec.rightsizing.headroom)
+    notes = list(inv.notes)
+    if inv.cpu_mhz is None:
+        notes.append(NO_CPU_NOTE.format(oc=spec.qos.cpu_overcommit))
+    r = spec.rightsizing
+    if r.enabled and inv.cpu_mhz is None and inv.mem_used_bytes is None:
+        notes.append("right-sizing skipped: the inventory has no demand series (sizes only), nothing to right-size from")
+    elif r.enabled and inv.is_snapshot and not r.from_snapshot:
+        notes.append(SNAPSHOT_SKIP)
+    elif r.enabled:
+        if inv.is_snapshot:
+            notes.append(SNAPSHOT_WARN)
+        rs = rightsize(inv, r.percentile, r.headroom)
         vcpus, mem = rs.vcpus_rec, rs.mem_rec_bytes
     results = [plan_candidate(inv, spec, c, vcpus=vcpus, mem_bytes=mem) for c in spec.candidates]
-    return PlanResult(inv, spec, results, rs, time.perf_counter() - t0)
+    return PlanResult(inv, spec, results, rs, time.perf_counter() - t0, notes)
+
+
+NO_CPU_NOTE = ("no CPU demand series in the inventory (no CPU usage exported): VMs placed by vCPUs (qos.cpu_overcommit = "
+               "{oc:g} per logical CPU) and memory only; CPU Ready not checked; energy with every host fully busy (an upper bound)")
+SNAPSHOT_SKIP = ("right-sizing skipped: the inventory has one sample per VM (a snapshot, such as an RVTools export), and one "
+                 "sample says nothing about peaks; set rightsizing.from_snapshot: true (or --rightsize-snapshot) to right-size "
+                 "from it anyway")
+SNAPSHOT_WARN = ("right-sized from a single sample per VM (a snapshot): one sample says nothing about peaks, so the recommended "
+                 "vCPUs and memory may be far below what the VMs need at their busiest")

@@ -31,7 +31,15 @@ def summary_dict(res: PlanResult, seed: int | None = None) -> dict:
         "best": ranked[0].name if ranked and ranked[0].feasible else None,
         "seed": seed,
         "wall_s": res.wall_s,
+        "notes": list(res.notes),
     }
+    near = res.closest()
+    if near is not None:
+        out["closest"] = {"candidate": near.name, "failed": near.failed, "reason": near.reason}
+    if inv.skipped_readings:
+        out["inventory"]["skipped_readings"] = inv.skipped_readings
+    if inv.hosts is not None:
+        out["hosts_today"] = inv.hosts.by_model()
     if res.rightsizing is not None:
         rs = res.rightsizing
         out["rightsizing"] = {"percentile": rs.percentile, "headroom": rs.headroom,
@@ -70,6 +78,11 @@ def ranking_csv(res: PlanResult) -> str:
     return _dict_rows_csv([r.row() for r in res.ranked()])
 
 
+def _finite(x: float) -> float:
+    """Not checked (NaN: no CPU demand series) plotted as 0."""
+    return float(x) if x == x else 0.0
+
+
 def figures(res: PlanResult) -> list[dict]:
     ok = [r for r in res.ranked() if r.feasible]
     figs = []
@@ -78,7 +91,7 @@ def figures(res: PlanResult) -> list[dict]:
             "data": [{
                 "type": "scatter", "mode": "markers+text", "x": [r.vms_per_host for r in ok],
                 "y": [r.tco["per_vm_usd"] for r in ok], "text": [r.name for r in ok], "textposition": "top center",
-                "marker": {"size": [12 + 2 * r.ready_pct_worst for r in ok], "color": [r.ready_pct_worst for r in ok],
+                "marker": {"size": [12 + 2 * _finite(r.ready_pct_worst) for r in ok], "color": [_finite(r.ready_pct_worst) for r in ok],
                            "colorscale": "Viridis", "showscale": True, "colorbar": {"title": {"text": "worst ready %"}}},
                 "hovertemplate": "%{text}<br>%{x:.1f} VMs/host<br>$%{y:.0f} per VM-year<extra></extra>",
             }],
@@ -139,6 +152,9 @@ def report_context(summary: dict, figure_ids: list[str]) -> dict:
         "policy": summary["policy"],
         "windows": summary["windows"],
         "rightsizing": summary.get("rightsizing"),
+        "notes": summary.get("notes") or [],
+        "closest": summary.get("closest"),
+        "hosts_today": summary.get("hosts_today"),
         "columns": RANKING_COLUMNS,
         "text_columns": ["reason", "notes"],
         "rows": [[(c, r[c]) for c in RANKING_COLUMNS] for r in ranking],

@@ -4,7 +4,8 @@ Limits are sanity bounds, far beyond any real VM or trace, that catch damaged va
 of 10^12, a timestamp in the year 300,000, a 64-bit id that wrapped) before they become arrays:
 
 * vCPUs: whole numbers from 1 to :data:`MAX_VCPUS` (a count above 2^31 would wrap in int32);
-* memory: above 0 and at most :data:`MAX_MEMORY_BYTES`; clocks at most :data:`MAX_MHZ_PER_VCPU`;
+* memory: above 0 and at most :data:`MAX_MEMORY_BYTES`, and at most :data:`MAX_MEMORY_PER_VCPU` per vCPU
+  (a value in bytes in a KiB or MiB column); clocks at most :data:`MAX_MHZ_PER_VCPU`;
 * demand: finite, >= 0 and at most :data:`MAX_VALUE` in its canonical unit (MHz, bytes, bytes/s);
 * timestamps: finite, 0 <= t <= :data:`MAX_TIME_S` (Unix seconds), and no gap between a VM's
   consecutive samples longer than :data:`MAX_GAP_S` (a multi-year gap is a damaged timestamp);
@@ -30,6 +31,10 @@ from densim.textio import regular_file_stat
 
 MAX_VCPUS = 65_536
 MAX_MEMORY_BYTES = float(2**50)  # 1 PiB per VM
+# The largest memory per vCPU of any VM offered today is about 55 GiB (AWS u-24tb1: 24 TiB for 448 vCPUs;
+# Azure M416ms v2: 11.4 TiB for 416); 256 GiB per vCPU is far beyond, while a 4-vCPU VM of 16 GiB
+# written in bytes into a KiB column (17.6 TiB) is 4.4 TiB per vCPU.
+MAX_MEMORY_PER_VCPU = float(2**38)
 MAX_MHZ_PER_VCPU = 100_000.0  # 100 GHz
 MAX_VALUE = 1e15  # any demand in its canonical unit (MHz, bytes, bytes/s)
 MAX_TIME_S = 1e11  # Unix seconds, about the year 5138
@@ -193,6 +198,22 @@ def check_vcpus(values: np.ndarray, source: str | Path, column: str, **kw) -> No
 
 def check_memory(values: np.ndarray, source: str | Path, column: str, **kw) -> None:
     check_values(values, source, column, lo=0, lo_open=True, hi=MAX_MEMORY_BYTES, what="memory (bytes)", **kw)
+
+
+def check_memory_per_vcpu(mem_bytes: np.ndarray, vcpus: np.ndarray, source: str | Path, column: str, *, unit: str = "",
+                          rows=None, row_offset: int = 0, row_word: str = "row") -> None:
+    """Configured memory at most :data:`MAX_MEMORY_PER_VCPU` per vCPU (and :data:`MAX_MEMORY_BYTES` per VM);
+    above it the value is most likely bytes written into a KiB (or MiB) column."""
+    m = np.asarray(mem_bytes, dtype=np.float64)
+    per = m / np.maximum(np.asarray(vcpus, dtype=np.float64), 1.0)
+    bad = np.isfinite(m) & ((per > MAX_MEMORY_PER_VCPU) | (m > MAX_MEMORY_BYTES))  # not finite: check_memory's
+    if not bad.any():
+        return
+    i = int(np.argmax(bad))
+    hint = f": a value in bytes in a {unit} column?" if unit and unit.lower() not in ("b", "bytes") else ""
+    raise InputError(source, _at(_row(i, rows, row_offset), column, row_word),
+                     f"memory {gib(m[i])} for {int(np.asarray(vcpus)[i])} vCPU(s) ({gib(per[i])} per vCPU) is implausible "
+                     f"(at most {gib(MAX_MEMORY_PER_VCPU)} per vCPU and {gib(MAX_MEMORY_BYTES)} per VM){hint}")
 
 
 def check_clock(values: np.ndarray, source: str | Path, column: str, **kw) -> None:

@@ -4,20 +4,11 @@ from __future__ import annotations
 
 import re
 
-# byte multipliers of the units seen in inventory headers; RVTools' "MB" means MiB (it reports
-# memory in binary units whatever the header says), as do Azure Migrate's "(In MB)" columns.
-MEM_UNITS = {
-    "b": 1.0,
-    "bytes": 1.0,
-    "kb": 1024.0,
-    "kib": 1024.0,
-    "mb": 2.0**20,
-    "mib": 2.0**20,
-    "gb": 2.0**30,
-    "gib": 2.0**30,
-    "tb": 2.0**40,
-    "tib": 2.0**40,
-}
+from densim.workloads.readers.conventions import unit_table
+
+# byte multipliers of the units seen in RVTools headers and cells: its "MB" means MiB (vSphere reports
+# memory in binary units whatever the header says); the convention is stated in readers/conventions.py
+MEM_UNITS = unit_table("rvtools", "memory", ("b", "bytes", "KB", "KiB", "MB", "MiB", "GB", "GiB", "TB", "TiB"))
 
 _NON_ALNUM = re.compile(r"[^a-z0-9#%]+")
 

@@ -3,7 +3,8 @@
 Shen, van Beek, Iosup, CCGrid 2015. Quirks handled (see ``shared/traces/README.md``): timestamps are
 Unix *seconds* despite the ``[ms]`` header; duplicate timestamps are averaged; fields carry leading
 white space; the sampling step is irregular (each sample holds until the next one; the last one for
-the VM's median step). ``KB`` is read as KiB (1,024 bytes), as OpenDC does for this trace.
+the VM's median step). ``KB`` and ``KB/s`` are read as 1,024 bytes (and bytes/s): the convention of
+``densim.workloads.readers.conventions``, where the evidence is given.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from densim.errors import InputError
 from densim.workloads.readers._checks import (MAX_MEMORY_BYTES, MAX_VCPUS, check_gaps, check_times, check_unique,
                                               check_budget, check_values, maybe_gunzip, read_bytes, text_of)
 from densim.workloads.readers.base import check_finite_nonneg
+from densim.workloads.readers.conventions import bytes_per_unit
 from densim.workloads.sources import DemandSource, VmSizes
 from densim.workloads.timegrid import TimeGrid, resample_piecewise
 
@@ -34,7 +36,8 @@ COLUMNS = {
     "Network received throughput [KB/s]": "net_rx",
     "Network transmitted throughput [KB/s]": "net_tx",
 }
-KB = 1024.0
+KB = bytes_per_unit("bitbrains", "memory", "KB")
+KBPS = bytes_per_unit("bitbrains", "throughput", "KB/s")
 _SEP = re.compile(r";[ \t]*")
 
 
@@ -191,10 +194,10 @@ class BitbrainsTrace:
 _CHANNEL_COLS = {
     "cpu_mhz": ("cpu_mhz", 1.0),
     "mem_used_bytes": ("mem_kb", KB),
-    "disk_read_Bps": ("disk_r", KB),
-    "disk_write_Bps": ("disk_w", KB),
-    "net_rx_Bps": ("net_rx", KB),
-    "net_tx_Bps": ("net_tx", KB),
+    "disk_read_Bps": ("disk_r", KBPS),
+    "disk_write_Bps": ("disk_w", KBPS),
+    "net_rx_Bps": ("net_rx", KBPS),
+    "net_tx_Bps": ("net_tx", KBPS),
 }
 
 

@@ -10,17 +10,25 @@ column         required  meaning and accepted units
 ``time``       yes       sample time: ``[s]``, ``[ms]``, ``[min]``, ``[h]`` (default s)
 ``vcpus``      yes       vCPUs (same on every row of a VM)
 ``vcpu_speed`` no        MHz one vCPU delivers: ``[MHz]``, ``[GHz]`` (default 2,400 MHz)
-``memory``     yes       configured memory: ``[bytes]``, ``[KiB]``, ``[MiB]``, ``[GiB]``, ``[KB]``, ``[MB]``, ``[GB]``
+``memory``     yes       configured memory: ``[bytes]``, ``[KiB]``, ``[MiB]``, ``[GiB]``, ``[TiB]``, ``[KB]``, ``[MB]``,
+                         ``[GB]``, ``[TB]``; may change over time (each VM is sized at its largest)
 ``cpu_used``   yes       CPU demand: ``[MHz]``, ``[GHz]``, or ``[%]`` of the VM's vCPUs x speed
 ``memory_used`` no       memory in use, memory units as above
+``start``      no        when the VM arrives, time units as ``time`` (same on every row of a VM)
+``end``        no        when the VM leaves (same on every row of a VM; after ``start``)
 ``disk_read``  no        disk read throughput: ``[B/s]``, ``[KB/s]``, ``[KiB/s]``, ``[MB/s]``, ``[MiB/s]`` (default B/s)
 ``disk_write`` no        disk write throughput, units as ``disk_read`` (give both or neither)
 ``anti_affinity`` no     group label: no two VMs of a group on one host (same on every row)
 ``affinity``   no        group label: the VMs of a group share one host (same on every row)
 ============== ========= ==================================================================
 
+Units follow the scenario files (``densim.workloads.readers.conventions``): ``KB``, ``MB``, ``GB`` are
+10^3, 10^6, 10^9 bytes and ``KiB``, ``MiB``, ``GiB`` 2^10, 2^20, 2^30. A memory above 256 GiB per vCPU
+(or 1 PiB per VM) is refused: it is most likely bytes in a KiB column.
+
 Samples belong to step ``round((time - first time) / step)``, the step being the median gap between
 distinct times (or ``step_s``); several samples in one step are averaged, steps without samples are 0.
+A VM with ``start``/``end`` may not have demand outside ``[start, end)``.
 """
 
 from __future__ import annotations
@@ -32,16 +40,17 @@ from pathlib import Path
 import numpy as np
 
 from densim.errors import InputError
-from densim.workloads.readers._checks import (check_clock, check_gaps, check_memory, check_times, check_values,
-                                              check_vcpus, read_bytes, regular_file, text_of)
+from densim.workloads.readers._checks import (MAX_TIME_S, check_clock, check_gaps, check_memory_per_vcpu, check_times,
+                                              check_values, check_vcpus, read_bytes, regular_file, text_of)
 from densim.workloads.readers._grid import to_grid
-from densim.workloads.readers._table import MEM_UNITS
+from densim.workloads.readers.conventions import unit_table
 from densim.workloads.inventory import DEFAULT_VCPU_MHZ, Inventory, build_inventory
 
 _HEADER = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_ ]*?)\s*(?:\[\s*([^\]]*)\s*\])?\s*$")
 TIME_UNITS = {"s": 1.0, "sec": 1.0, "ms": 1e-3, "us": 1e-6, "min": 60.0, "h": 3600.0}
 FREQ_UNITS = {"mhz": 1.0, "ghz": 1000.0, "khz": 1e-3, "hz": 1e-6}
-RATE_UNITS = {"b/s": 1.0, "kb/s": 1e3, "kib/s": 1024.0, "mb/s": 1e6, "mib/s": 2.0**20, "gb/s": 1e9}
+MEM_UNITS = unit_table("generic", "memory", ("b", "bytes", "KB", "KiB", "MB", "MiB", "GB", "GiB", "TB", "TiB"))
+RATE_UNITS = unit_table("generic", "throughput", ("B/s", "KB/s", "KiB/s", "MB/s", "MiB/s", "GB/s", "GiB/s"))
 COLUMNS = {
     "vm": None,
     "time": TIME_UNITS,
@@ -50,12 +59,14 @@ COLUMNS = {
     "memory": MEM_UNITS,
     "cpu_used": {**FREQ_UNITS, "%": None},
     "memory_used": MEM_UNITS,
+    "start": TIME_UNITS,
+    "end": TIME_UNITS,
     "disk_read": RATE_UNITS,
     "disk_write": RATE_UNITS,
     "anti_affinity": None,
     "affinity": None,
 }
-DEFAULT_UNIT = {"time": "s", "vcpu_speed": "mhz", "memory": "bytes", "memory_used": "bytes", "disk_read": "b/s", "disk_write": "b/s"}
+DEFAULT_UNIT = {"time": "s", "start": "s", "end": "s", "vcpu_speed": "mhz", "memory": "bytes", "memory_used": "bytes", "disk_read": "b/s", "disk_write": "b/s"}
 # demand (CPU MHz, memory in use) may exceed the configured size (turbo clocks, hypervisor overhead),
 # but not by this factor: such a value is damaged
 MAX_DEMAND_FACTOR = 4.0
@@ -197,11 +208,16 @@ def read_generic(path: str | Path, *, step_s: float | None = None) -> Inventory:
         r = int(first_row[np.argmax(bad)])
         raise InputError(path, f"row {line_of[r]}, column {found['vcpus'][0]!r}", f"VM {names[np.argmax(bad)]!r} has {vcpus[np.argmax(bad)]:g} vCPUs; must be a whole number >= 1")
     check_vcpus(vcpus, path, found["vcpus"][0], rows=line_of[first_row])
-    mem = per_vm(mem_rows, "memory", "memory")
-    if (mem <= 0).any():
-        r = int(first_row[np.argmax(mem <= 0)])
+    # configured memory may change over time (a resize): each VM is sized at its largest, the series kept
+    if (mem_rows <= 0).any():
+        r = int(np.argmax(mem_rows <= 0))
         raise InputError(path, f"row {line_of[r]}, column {found['memory'][0]!r}", "memory must be > 0")
-    check_memory(mem, path, found["memory"][0], rows=line_of[first_row])
+    m_head = _HEADER.match(found["memory"][0])
+    written = (m_head.group(2) or "").strip() if m_head else ""
+    check_memory_per_vcpu(mem_rows, vcpus[vm_idx], path, found["memory"][0], unit=written or found["memory"][1] or "", rows=line_of)
+    mem = np.zeros(names.size)
+    np.maximum.at(mem, vm_idx, mem_rows)
+    mem_varies = bool((mem_rows != mem[vm_idx]).any())
     speed = per_vm(speed_rows, "vcpu_speed", "vcpu_speed") if "vcpu_speed" in found else speed_rows[first_row]
     if "vcpu_speed" in found:
         check_clock(speed, path, found["vcpu_speed"][0], rows=line_of[first_row])
@@ -219,16 +235,44 @@ def read_generic(path: str | Path, *, step_s: float | None = None) -> Inventory:
             raise InputError(path, f"row {line_of[r]}, column {found['cpu_used'][0]!r}",
                              f"CPU demand {cpu_rows[r]:.6g} MHz is more than {MAX_DEMAND_FACTOR:g} x the VM's vCPUs x speed "
                              f"({cap_rows[r]:.6g} MHz)")
+    # lifetimes: optional start/end per VM, no demand outside [start, end)
+    life = {}
+    for key in ("start", "end"):
+        if key in found:
+            t = num(key) * scale(key, TIME_UNITS)
+            check_values(t, path, found[key][0], rows=line_of, lo=-MAX_TIME_S, hi=MAX_TIME_S, what=f"{key} time (s)")
+            life[key] = per_vm(t, key, key)
+    vm_start = life.get("start")
+    vm_end = life.get("end")
+    if vm_start is not None or vm_end is not None:
+        lo = vm_start if vm_start is not None else np.full(names.size, -np.inf)
+        hi = vm_end if vm_end is not None else np.full(names.size, np.inf)
+        early = hi < lo
+        if early.any():
+            v = int(np.argmax(early))
+            raise InputError(path, f"row {line_of[first_row[v]]}, column {found['end'][0]!r}",
+                             f"VM {names[v]!r} leaves {lo[v] - hi[v]:g} s before it arrives (end before start: a departure "
+                             f"before its arrival)")
+        outside = ((t_s < lo[vm_idx]) | (t_s >= hi[vm_idx])) & (cpu_rows > 0)
+        if outside.any():
+            r = int(np.argmax(outside))
+            raise InputError(path, f"row {line_of[r]}, column {found['time'][0]!r}",
+                             f"VM {names[vm_idx[r]]!r} has CPU demand at {t_s[r]:g} s, outside its lifetime "
+                             f"[{lo[vm_idx[r]]:g}, {hi[vm_idx[r]]:g}) s")
+        vm_start, vm_end = lo, hi
     cpu, step, start = to_grid(vm_idx, t_s, cpu_rows, names.size, step_s=step_s, source=path)
     mem_used = None
     if "memory_used" in found:
         mu = num("memory_used") * scale("memory_used", MEM_UNITS)
-        over = mu > MAX_DEMAND_FACTOR * mem[vm_idx]
+        over = mu > MAX_DEMAND_FACTOR * mem_rows
         if over.any():
             r = int(np.argmax(over))
             raise InputError(path, f"row {line_of[r]}, column {found['memory_used'][0]!r}",
-                             f"memory in use {mu[r]:.6g} bytes is more than {MAX_DEMAND_FACTOR:g} x the VM's memory ({mem[vm_idx[r]]:.6g} bytes)")
+                             f"memory in use {mu[r]:.6g} bytes is more than {MAX_DEMAND_FACTOR:g} x the VM's memory ({mem_rows[r]:.6g} bytes)")
         mem_used, _, _ = to_grid(vm_idx, t_s, mu, names.size, step_s=step, start_s=start, source=path)
+    mem_config = None
+    if mem_varies:
+        mem_config, _, _ = to_grid(vm_idx, t_s, mem_rows, names.size, step_s=step, start_s=start, source=path)
     disk = {}
     if ("disk_read" in found) != ("disk_write" in found):
         have, miss = ("disk_read", "disk_write") if "disk_read" in found else ("disk_write", "disk_read")
@@ -248,10 +292,12 @@ def read_generic(path: str | Path, *, step_s: float | None = None) -> Inventory:
                 r = int(np.argmax(diff))
                 raise InputError(path, f"row {line_of[r]}, column {found[key][0]!r}", f"{key} group of VM {names[vm_idx[r]]!r} changes over time")
             tags[key] = first
+    rule = "generic long format: demand as given, averaged per step"
+    if mem_varies:
+        rule += "; configured memory changes over time: each VM is sized at its largest (series in mem_config_bytes)"
     return build_inventory(
-        names, vcpus, speed, mem, cpu_mhz=cpu, mem_used_bytes=mem_used, step_s=step, start_s=start, tags=tags, **disk,
-        source=str(path), fmt="generic",
-        demand_rule="generic long format: demand as given, averaged per step",
+        names, vcpus, speed, mem, cpu_mhz=cpu, mem_used_bytes=mem_used, mem_config_bytes=mem_config, step_s=step, start_s=start,
+        tags=tags, **disk, source=str(path), fmt="generic", demand_rule=rule, vm_start_s=vm_start, vm_end_s=vm_end,
     )
 
 
@@ -269,9 +315,14 @@ def write_generic(inv: Inventory, path: str | Path) -> Path:
         "time [s]": np.repeat(inv.start_s + inv.step_s * np.arange(t), n),
         "vcpus": np.tile(inv.vcpus, t),
         "vcpu_speed [MHz]": np.tile(inv.vcpu_mhz, t),
-        "memory [bytes]": np.tile(inv.mem_bytes, t),
+        "memory [bytes]": np.tile(inv.mem_bytes, t) if inv.mem_config_bytes is None else inv.mem_config_bytes.reshape(-1).astype(np.float64),
         "cpu_used [MHz]": inv.cpu_mhz.reshape(-1).astype(np.float64),
     }
+    for key, arr in (("start [s]", inv.vm_start_s), ("end [s]", inv.vm_end_s)):
+        if arr is not None and np.isfinite(arr).any():
+            if not np.isfinite(arr).all():
+                raise ValueError(f"the generic format needs {key.split()[0]} for every VM or none")
+            data[key] = np.tile(arr, t)
     if inv.mem_used_bytes is not None:
         data["memory_used [bytes]"] = inv.mem_used_bytes.reshape(-1).astype(np.float64)
     if inv.has_disk:

@@ -1,55 +1,251 @@
-"""OpenDC Parquet workloads (v4 schema): ``tasks.parquet`` + ``fragments.parquet``.
+"""OpenDC Parquet workloads, every schema version OpenDC has written, read into one task table.
 
-tasks: id, submission_time (ms since epoch), duration (ms), cpu_count, cpu_capacity (MHz, all
-cores), mem_capacity (KB). fragments: id, duration (ms), cpu_usage (MHz); they carry no timestamps
-and run back to back from the task's submission time, in file order. The fragments file is
-streamed in record batches for every window, so only the window's share is ever resampled.
+OpenDC (atlarge-research/opendc) describes a workload as *tasks* (one row each: submission time,
+CPU count, CPU capacity, memory) and *fragments* (per task, a run of CPU usage, each lasting a
+duration). The schema changed over the years; the versions are those of the trace repository
+atlarge-research/opendc-traces (``workload/schemas/workload_schema_v1.py`` ... ``_v5.py``, commit
+7cff028f) plus the camel-case read schema OpenDC's own reader calls "version 2.0"
+(``opendc-trace/.../formats/opendc/parquet/ResourceReadSupport.kt`` and ``ResourceStateReadSupport.kt``,
+``READ_SCHEMA_V2_0``):
+
+========  ===================================  ===================================================  ====================
+version   files                                tasks columns                                        fragments columns
+========  ===================================  ===================================================  ====================
+``v1``    ``meta.parquet`` + ``trace.parquet``  id (str), start_time, stop_time (timestamps),          id, timestamp, duration,
+          (or ``trace/meta.parquet`` ...)       cpu_count, cpu_capacity, mem_capacity                 cpu_count, cpu_usage
+``2.0``   either pair                          id, submissionTime, duration *or* endTime, maxCores,  id, time, duration,
+                                               requiredMemory (no CPU capacity)                      cores, cpuUsage
+``v2``    ``tasks.parquet`` + ``fragments``     id (str), submission_time (timestamp), cpu_count,     id, duration, cpu_count,
+                                               cpu_capacity, mem_capacity (no duration)              cpu_usage
+``v3``    ``tasks.parquet`` + ``fragments``     v2 + duration; submission_time int64 ms               as v2
+``v4``    ``tasks.parquet`` + ``fragments``     v3 with int32 ids                                     id, duration, cpu_usage
+``v5``    as v4                                v4 + ``deferrable``                                   as v4
+========  ===================================  ===================================================  ====================
+
+Semantics, as OpenDC's loaders apply them:
+
+* tasks/fragments files (v2-v5, 2.0): fragments carry no usable time; they run back to back, in
+  file order, from the moment the task runs (its submission time if it is placed at once); each lasts
+  its ``duration`` (ms); ``cpu_usage`` is the task's total MHz, not per core (ComputeWorkloadLoader.kt,
+  current); ``duration`` in the tasks file is metadata (v2 has none: the fragments' sum is used);
+* meta/trace files (v1, and 2.0 written that way): a fragment's ``timestamp`` (``time``) is the
+  moment it *ends*: it runs ``[timestamp - duration, timestamp)``. A gap between fragments is idle
+  time (OpenDC's loader of that era inserts a zero-usage fragment: "There is a gap between the previous
+  and current fragment; fill the gap", ComputeWorkloadLoader.kt with ``SimTrace``); here the gap
+  becomes a zero-usage fragment of the table. A fragment that starts before its predecessor ends runs
+  from that end to its own timestamp (OpenDC's trace holds only end times, so the overlap is dropped;
+  the Bitbrains v1 sample has 1,451 such 1-s overlaps); one that ends before its predecessor ends is
+  an error;
+* ``mem_capacity`` (``requiredMemory``) is in KB, read as KiB (``densim.workloads.readers.conventions``);
+* 2.0 gives no CPU capacity: a VM group's ``vcpu_speed`` (or ``vcpu_mhz=``) must supply it.
+
+:func:`read_opendc_tasks` returns the columnar :class:`OpenDCTasks` (numpy arrays, about 20 bytes per
+fragment, no per-task Python objects) that the engine's task source and :class:`OpenDcSource` share.
 """
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from densim._jit import njit
 from densim.errors import InputError
 from densim.workloads.readers._checks import (MAX_GAP_S, MAX_MEMORY_BYTES, MAX_MHZ_PER_VCPU, MAX_TIME_S, MAX_VCPUS,
-                                              check_budget, check_int_ids, check_times, check_unique, check_values,
-                                              check_vcpus, regular_file)
-from densim.workloads.readers.base import check_finite_nonneg
+                                              check_budget, check_int_ids, check_values, check_vcpus, regular_file)
+from densim.workloads.readers.conventions import bytes_per_unit
 from densim.workloads.sources import DemandSource, VmSizes
 from densim.workloads.timegrid import TimeGrid, resample_piecewise
 
+KB = bytes_per_unit("opendc", "memory", "KB")
+VERSIONS = ("v1", "2.0", "v2", "v3", "v4", "v5")
+# kept for callers of the v4-only reader
 TASK_COLUMNS = ("id", "submission_time", "duration", "cpu_count", "cpu_capacity", "mem_capacity")
 FRAGMENT_COLUMNS = ("id", "duration", "cpu_usage")
-KB = 1024.0
+BATCH_ROWS = 262_144
+BYTES_PER_FRAGMENT = 20  # int32 task + float64 duration + float64 MHz
 
 
-def _open_parquet(path: Path, columns: tuple[str, ...]) -> pq.ParquetFile:
-    if not path.exists():
-        raise InputError(path, "", "file not found")
+# ------------------------------------------------------------------------------------ the table
+
+
+@dataclass(frozen=True)
+class OpenDCTasks:
+    """An OpenDC workload as columns: tasks in file order, their fragments grouped by task.
+
+    Fragments of task ``i`` are ``frag_offset[i]:frag_offset[i + 1]`` (``frag_offset`` has ``n + 1``
+    entries), in the order they run. Times are seconds (Unix seconds for submissions).
+    """
+
+    task_id: np.ndarray  # (n,) int64, or str for the string ids of v1-v3
+    submission_s: np.ndarray  # (n,) float64 Unix seconds
+    duration_s: np.ndarray  # (n,) float64: the tasks file's duration (v1: stop - start; v2: sum of fragments)
+    cpu_count: np.ndarray  # (n,) int32
+    cpu_capacity_mhz: np.ndarray  # (n,) float64, all cores together
+    mem_bytes: np.ndarray  # (n,) float64
+    frag_task: np.ndarray  # (m,) int32 task index
+    frag_duration_s: np.ndarray  # (m,) float64
+    frag_cpu_mhz: np.ndarray  # (m,) float64: the task's total MHz during the fragment
+    frag_offset: np.ndarray  # (n + 1,) int64
+    version: str = "v4"
+    tasks_path: Path = field(default=Path("tasks.parquet"))
+    fragments_path: Path = field(default=Path("fragments.parquet"))
+    gap_fragments: int = 0  # zero-usage fragments inserted for idle gaps (timestamped versions)
+    clipped_fragments: int = 0  # fragments that overlapped their predecessor and were shortened
+    clipped_mhz_s: float = 0.0  # demand those overlaps dropped
+
+    @property
+    def n_tasks(self) -> int:
+        return int(self.submission_s.size)
+
+    @property
+    def n_fragments(self) -> int:
+        return int(self.frag_task.size)
+
+    @property
+    def nbytes(self) -> int:
+        return int(sum(getattr(self, k).nbytes for k in ("task_id", "submission_s", "duration_s", "cpu_count", "cpu_capacity_mhz",
+                                                         "mem_bytes", "frag_task", "frag_duration_s", "frag_cpu_mhz", "frag_offset")))
+
+    def run_s(self) -> np.ndarray:
+        """(n,) the sum of each task's fragment durations: how long it runs once placed."""
+        cs = np.concatenate([[0.0], np.cumsum(self.frag_duration_s)])
+        return cs[self.frag_offset[1:]] - cs[self.frag_offset[:-1]]
+
+    def frag_start_s(self) -> np.ndarray:
+        """(m,) the start of every fragment when each task runs from its submission time."""
+        cs = np.cumsum(self.frag_duration_s)
+        before = cs - self.frag_duration_s
+        base = np.zeros(self.n_tasks)
+        nonempty = self.frag_offset[1:] > self.frag_offset[:-1]
+        base[nonempty] = before[self.frag_offset[:-1][nonempty]]
+        return self.submission_s[self.frag_task] + (before - base[self.frag_task])
+
+    def total_cpu_mhz_s(self) -> float:
+        """Sum over fragments of CPU usage x duration (MHz x s)."""
+        return float(np.dot(self.frag_cpu_mhz, self.frag_duration_s))
+
+
+# ------------------------------------------------------------------------------------ schema detection
+
+
+@dataclass(frozen=True)
+class _Schema:
+    version: str
+    tasks_path: Path
+    fragments_path: Path
+    cols: dict  # canonical name -> column name in the tasks file
+    frag_cols: dict  # canonical name -> column name in the fragments file
+    timestamps: bool  # fragments' timestamps are their end times (meta/trace files)
+
+
+def _first(folder: Path, names: tuple[str, ...]) -> Path | None:
+    for n in names:
+        if (folder / n).exists():
+            return folder / n
+    return None
+
+
+def _open(path: Path) -> pq.ParquetFile:
     regular_file(path, "Parquet file")
     try:
-        pf = pq.ParquetFile(path)
+        return pq.ParquetFile(path)
     except (pa.ArrowException, OSError, ValueError) as exc:
         raise InputError(path, "", f"not a readable Parquet file (truncated?): {str(exc).splitlines()[0][:120]}") from None
+
+
+def _names(pf: pq.ParquetFile, path: Path) -> list[str]:
     names = pf.schema_arrow.names
-    for c in columns:
-        if c not in names:
-            raise InputError(path, f"column {c!r}", "missing column")
+    for c in set(names):
         if names.count(c) > 1:
             raise InputError(path, f"column {c!r}", "appears twice")
-    return pf
+    return names
+
+
+def _unsupported(path: Path, names: list[str], what: str) -> InputError:
+    m = re.search(r"(?:^|[/_-])v(\d+(?:\.\d+)?)(?:$|[/_-])", str(path.parent).lower() + "/")
+    tag = f" {m.group(1)}" if m and f"v{m.group(1)}" not in VERSIONS and m.group(1) not in VERSIONS else ""
+    return InputError(path, "", f"unsupported OpenDC trace version{tag}: the {what} columns ({', '.join(names)[:160]}) match none of the "
+                                f"schemas densim reads ({', '.join(VERSIONS)}; see docs/reference/inventory-formats.md)")
+
+
+def detect_schema(path: str | Path) -> _Schema:
+    """Which OpenDC schema the folder (or one of its files) holds, from its file and column names."""
+    path = Path(path)
+    folder = path.parent if path.is_file() else path
+    tasks = _first(folder, ("tasks.parquet", "meta.parquet", "trace/meta.parquet"))
+    if tasks is None:
+        raise InputError(folder, "", "no OpenDC tasks file (tasks.parquet, or meta.parquet for the v1 schema)")
+    frag_names = ("fragments.parquet",) if tasks.name == "tasks.parquet" else ("trace.parquet",)
+    frags = _first(tasks.parent, frag_names)
+    if frags is None:
+        raise InputError(tasks.parent / frag_names[0], "", f"file not found (the fragments that go with {tasks.name})")
+    tn = _names(_open(tasks), tasks)
+    fn = _names(_open(frags), frags)
+    timestamps = frags.name == "trace.parquet"
+    ts = set(tn)
+
+    def need(version: str, cols: dict) -> dict:
+        for col in cols.values():
+            if col not in ts:
+                raise InputError(tasks, f"column {col!r}", f"missing column (an OpenDC {version} tasks file)")
+        return cols
+
+    if "start_time" in ts or "stop_time" in ts:
+        version = "v1"
+        cols = need(version, {"id": "id", "start": "start_time", "stop": "stop_time", "cpu_count": "cpu_count",
+                              "cpu_capacity": "cpu_capacity", "mem": "mem_capacity"})
+    elif "submissionTime" in ts:
+        version = "2.0"
+        cols = {"id": "id", "start": "submissionTime", "cpu_count": "maxCores", "mem": "requiredMemory"}
+        cols.update({"stop": "endTime"} if "endTime" in ts else {"duration": "duration"})
+        need(version, cols)
+    elif "submission_time" in ts:
+        cols = {"id": "id", "start": "submission_time", "cpu_count": "cpu_count", "cpu_capacity": "cpu_capacity",
+                "mem": "mem_capacity"}
+        if "duration" not in ts and pa.types.is_timestamp(_open(tasks).schema_arrow.field("submission_time").type):
+            version = "v2"
+        else:
+            cols["duration"] = "duration"
+            id_type = _open(tasks).schema_arrow.field("id").type if "id" in ts else pa.int32()
+            version = "v3" if pa.types.is_string(id_type) or pa.types.is_large_string(id_type) else (
+                "v5" if "deferrable" in ts else "v4")
+        need(version, cols)
+    else:
+        raise _unsupported(tasks, tn, "tasks file")
+    fs = set(fn)
+    fcols = {"id": "id", "duration": "duration"}
+    usage = next((c for c in ("cpu_usage", "cpuUsage") if c in fs), None)
+    if "id" not in fs or "duration" not in fs or usage is None:
+        missing = next(c for c, ok in (("id", "id" in fs), ("duration", "duration" in fs), ("cpu_usage", usage is not None)) if not ok)
+        raise InputError(frags, f"column {missing!r}", f"missing column (an OpenDC {version} fragments file)")
+    fcols["usage"] = usage
+    if timestamps:
+        stamp = next((c for c in ("timestamp", "time") if c in fs), None)
+        if stamp is None:
+            raise InputError(frags, "column 'timestamp'", f"missing column (an OpenDC {version} trace.parquet gives each fragment's end time)")
+        fcols["stamp"] = stamp
+    return _Schema(version, tasks, frags, cols, fcols, timestamps)
+
+
+# ------------------------------------------------------------------------------------ reading
 
 
 def _numeric(col, path: Path, name: str, row0: int = 0) -> np.ndarray:
-    """A Parquet column as float64 (integers kept exact for ids); nulls and text are errors at their row."""
+    """A Parquet column as numbers (timestamps as int64 ms); nulls and text are errors at their row."""
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
     if col.null_count:
         r = int(np.argmax(np.asarray(col.is_null())))
         raise InputError(path, f"row {row0 + r + 1}, column {name!r}", "empty value")
     t = col.type
+    if pa.types.is_timestamp(t):
+        return col.cast(pa.timestamp("ms", tz=t.tz)).cast(pa.int64()).to_numpy(zero_copy_only=False)
     if pa.types.is_integer(t) or pa.types.is_floating(t):
         return col.to_numpy(zero_copy_only=False)
     if pa.types.is_decimal(t):
@@ -57,129 +253,297 @@ def _numeric(col, path: Path, name: str, row0: int = 0) -> np.ndarray:
     raise InputError(path, f"column {name!r}", f"not numeric (a {t} column)")
 
 
-def _read_columns(pf: pq.ParquetFile, path: Path, columns: tuple[str, ...]) -> dict[str, np.ndarray]:
+def _ids(col, path: Path, name: str, row0: int = 0) -> pa.Array:
+    """Task ids as int64 or string arrow arrays (nulls, blanks and non-whole numbers are errors)."""
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
+    if col.null_count:
+        r = int(np.argmax(np.asarray(col.is_null())))
+        raise InputError(path, f"row {row0 + r + 1}, column {name!r}", "empty value")
+    if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+        s = col.cast(pa.string())
+        blank = np.asarray(pc.equal(pc.utf8_trim_whitespace(s), ""))
+        if blank.any():
+            raise InputError(path, f"row {row0 + int(np.argmax(blank)) + 1}, column {name!r}", "task id is blank")
+        return s
+    ids = check_int_ids(_numeric(col, path, name, row0), path, name, row_offset=row0 + 1)
+    return pa.array(ids, pa.int64())
+
+
+def _first_duplicate(ids: np.ndarray) -> tuple[int, int] | None:
+    """(row of the first repeated id, row of its earlier twin), 0-based, or None."""
+    order = np.argsort(ids, kind="stable")
+    s = ids[order]
+    dup = s[1:] == s[:-1]
+    if not dup.any():
+        return None
+    later = order[1:][dup]
+    earlier = order[:-1][dup]
+    k = int(np.argmin(later))
+    return int(later[k]), int(earlier[k])
+
+
+def _read_table(pf: pq.ParquetFile, path: Path, columns: list[str]) -> pa.Table:
     try:
-        table = pf.read(columns=list(columns))
+        return pf.read(columns=columns)
     except (pa.ArrowException, OSError, ValueError) as exc:
         raise InputError(path, "", f"cannot read Parquet data (truncated?): {str(exc).splitlines()[0][:120]}") from None
-    return {c: _numeric(table.column(c), path, c) for c in columns}
+
+
+def _batches(pf: pq.ParquetFile, path: Path, columns: list[str], batch_rows: int = BATCH_ROWS):
+    try:
+        yield from pf.iter_batches(batch_size=batch_rows, columns=columns)
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise InputError(path, "", f"cannot read Parquet data (truncated?): {str(exc).splitlines()[0][:120]}") from None
+
+
+@njit
+def _timeline(task, end_ms, dur_ms, sub_ms, out_task, out_dur, out_src, fill):
+    """Lay timestamped fragments (grouped by task, in file order) on each task's timeline.
+
+    Fragment ``i`` runs ``[max(end_i - dur_i, previous end), end_i)``, the task's first from its
+    submission time on; a gap before it becomes a zero-usage fragment (``out_src = -1``). With ``fill``
+    False the outputs are not written, only counted. Returns (fragments out, gap fragments, fragments
+    clipped, index of the first fragment that ends before its predecessor (or its task) ends, else -1).
+    """
+    n = task.size
+    k = 0
+    gaps = 0
+    clipped = 0
+    prev = -1
+    run_end = 0
+    for i in range(n):
+        t = task[i]
+        if t != prev:
+            run_end = sub_ms[t]
+            prev = t
+        start = end_ms[i] - dur_ms[i]
+        if end_ms[i] < run_end or (end_ms[i] == run_end and dur_ms[i] > 0 and start < run_end):
+            return k, gaps, clipped, i
+        if start > run_end:
+            if fill:
+                out_task[k] = t
+                out_dur[k] = start - run_end
+                out_src[k] = -1
+            k += 1
+            gaps += 1
+        elif start < run_end:
+            clipped += 1
+            start = run_end
+        if fill:
+            out_task[k] = t
+            out_dur[k] = end_ms[i] - start
+            out_src[k] = i
+        k += 1
+        run_end = end_ms[i]
+    return k, gaps, clipped, -1
+
+
+def read_opendc_tasks(path: str | Path, *, limit: int | None = None, vcpu_mhz: float | None = None,
+                      require_capacity: bool = True) -> OpenDCTasks:
+    """Read an OpenDC workload folder of any supported schema version into an :class:`OpenDCTasks`.
+
+    ``limit`` keeps the first ``limit`` tasks (file order) and their fragments. ``vcpu_mhz`` gives the
+    MHz of one core where the schema has no CPU capacity (2.0); without it such a trace is an error
+    (or, with ``require_capacity=False``, has NaN capacities for the caller to fill). Every value is
+    checked before any work: types, ranges, unique ids, no departure before arrival, every fragment's
+    task exists; problems are :class:`InputError` naming the file, row and column.
+    """
+    sch = detect_schema(path)
+    tp, fp = sch.tasks_path, sch.fragments_path
+    tf = _open(tp)
+    c = sch.cols
+    table = _read_table(tf, tp, list(c.values()))
+    n_all = table.num_rows
+    if n_all == 0:
+        raise InputError(tp, "row 1", "no tasks (the file has zero rows)")
+    ids = _ids(table.column(c["id"]), tp, c["id"])
+    id_np = ids.to_numpy(zero_copy_only=False)
+    if pa.types.is_string(ids.type):
+        id_np = id_np.astype(str)
+    dup = _first_duplicate(id_np)
+    if dup is not None:
+        raise InputError(tp, f"row {dup[0] + 1}, column {c['id']!r}", f"duplicate task id {id_np[dup[0]].item()!r} (also in row {dup[1] + 1})")
+    num = {k: _numeric(table.column(v), tp, v).astype(np.float64) for k, v in c.items() if k != "id"}
+    start_ms = _numeric(table.column(c["start"]), tp, c["start"]).astype(np.int64)
+    del table
+    check_values(num["start"] / 1000.0, tp, c["start"], row_offset=1, hi=MAX_TIME_S, what="time (s)")
+    if "stop" in num:
+        check_values(num["stop"] / 1000.0, tp, c["stop"], row_offset=1, hi=MAX_TIME_S, what="time (s)")
+        early = num["stop"] < num["start"]
+        if early.any():
+            r = int(np.argmax(early))
+            raise InputError(tp, f"row {r + 1}, column {c['stop']!r}",
+                             f"the task ends {(num['start'][r] - num['stop'][r]) / 1000:,.0f} s before it starts "
+                             f"({c['stop']} before {c['start']}: a departure before its arrival)")
+        duration_s = (num["stop"] - num["start"]) / 1000.0
+    elif "duration" in num:
+        check_values(num["duration"] / 1000.0, tp, c["duration"], row_offset=1, hi=MAX_TIME_S, what="duration (s)")
+        duration_s = num["duration"] / 1000.0
+    else:
+        duration_s = None  # v2: the fragments' sum, below
+    bad = num["cpu_count"] <= 0
+    if bad.any():
+        r = int(np.argmax(bad))
+        raise InputError(tp, f"row {r + 1}, column {c['cpu_count']!r}", "must be > 0")
+    check_vcpus(num["cpu_count"], tp, c["cpu_count"], row_offset=1)
+    if "cpu_capacity" in num:
+        check_values(num["cpu_capacity"], tp, c["cpu_capacity"], row_offset=1, hi=MAX_VCPUS * MAX_MHZ_PER_VCPU, what="CPU capacity (MHz)")
+        capacity = num["cpu_capacity"]
+    elif vcpu_mhz is not None:
+        capacity = num["cpu_count"] * float(vcpu_mhz)
+    elif require_capacity:
+        raise InputError(tp, f"column {c['cpu_count']!r}", f"an OpenDC {sch.version} trace gives no CPU capacity: set the VM "
+                                                           "group's vcpu_speed (MHz of one core)")
+    else:
+        capacity = np.full(n_all, np.nan)
+    check_values(num["mem"] * KB, tp, c["mem"], row_offset=1, hi=MAX_MEMORY_BYTES, what="memory (bytes)")
+    n = n_all if limit is None else max(0, min(int(limit), n_all))
+
+    # ---- fragments: one pass, batch by batch, into preallocated columns (about 20 bytes each)
+    pf = _open(fp)
+    m_all = pf.metadata.num_rows
+    fc = sch.frag_cols
+    check_budget(float(m_all) * (BYTES_PER_FRAGMENT + (24 if sch.timestamps else 8)),
+                 f"the OpenDC fragment table ({m_all:,} fragments)", fp)
+    f_task = np.empty(m_all, dtype=np.int32)
+    f_dur_ms = np.empty(m_all, dtype=np.int64 if sch.timestamps else np.float64)
+    f_use = np.empty(m_all, dtype=np.float64)
+    f_end = np.empty(m_all, dtype=np.int64) if sch.timestamps else None
+    f_row = np.empty(m_all, dtype=np.int64) if sch.timestamps else None
+    k = 0
+    row0 = 0
+    for batch in _batches(pf, fp, list(fc.values())):
+        fid = _ids(batch.column(fc["id"]), fp, fc["id"], row0)
+        if pa.types.is_string(fid.type) != pa.types.is_string(ids.type):
+            fid = fid.cast(pa.string()) if pa.types.is_string(ids.type) else fid
+        value_set = ids if pa.types.is_string(fid.type) == pa.types.is_string(ids.type) else ids.cast(pa.string())
+        pos = pc.index_in(fid, value_set=value_set)
+        if pos.null_count:
+            i = int(np.argmax(np.asarray(pos.is_null())))
+            raise InputError(fp, f"row {row0 + i + 1}, column {fc['id']!r}",
+                             f"fragment of task {fid[i].as_py()!r}, which is not in {tp.name}")
+        pos = pos.to_numpy(zero_copy_only=False).astype(np.int64)
+        dur = _numeric(batch.column(fc["duration"]), fp, fc["duration"], row0)
+        use = _numeric(batch.column(fc["usage"]), fp, fc["usage"], row0).astype(np.float64)
+        check_values(dur / 1000.0, fp, fc["duration"], row_offset=row0 + 1, hi=MAX_TIME_S, what="duration (s)")
+        check_values(use, fp, fc["usage"], row_offset=row0 + 1, hi=MAX_VCPUS * MAX_MHZ_PER_VCPU, what="CPU usage (MHz)")
+        keep = pos < n
+        cnt = int(keep.sum())
+        sl = slice(k, k + cnt)
+        f_task[sl] = pos[keep]
+        f_use[sl] = use[keep]
+        if sch.timestamps:
+            end = _numeric(batch.column(fc["stamp"]), fp, fc["stamp"], row0)
+            check_values(end / 1000.0, fp, fc["stamp"], row_offset=row0 + 1, hi=MAX_TIME_S, what="time (s)")
+            f_dur_ms[sl] = dur[keep].astype(np.int64)
+            f_end[sl] = end[keep].astype(np.int64)
+            f_row[sl] = np.flatnonzero(keep) + row0
+        else:
+            f_dur_ms[sl] = dur[keep]
+        k += cnt
+        row0 += batch.num_rows
+    f_task, f_dur_ms, f_use = f_task[:k], f_dur_ms[:k], f_use[:k]
+    sub_ms = start_ms[:n]
+    gaps = clipped = 0
+    clipped_mhz_s = 0.0
+    if sch.timestamps:
+        f_end, f_row = f_end[:k], f_row[:k]
+        order = np.argsort(f_task, kind="stable")  # file order inside a task, as OpenDC reads them
+        f_task, f_dur_ms, f_use, f_end, f_row = f_task[order], f_dur_ms[order], f_use[order], f_end[order], f_row[order]
+        del order
+        cnt, gaps, clipped, bad_i = _timeline(f_task, f_end, f_dur_ms, sub_ms, f_task[:0], f_dur_ms[:0], f_row[:0], False)
+        if bad_i >= 0:
+            raise InputError(fp, f"row {int(f_row[bad_i]) + 1}, column {fc['stamp']!r}",
+                             f"fragment of task {id_np[f_task[bad_i]].item()!r} ends before the task's previous fragment ends "
+                             f"(or before the task starts): a row out of order or repeated")
+        o_task = np.empty(cnt, dtype=np.int32)
+        o_dur = np.empty(cnt, dtype=np.int64)
+        o_src = np.empty(cnt, dtype=np.int64)
+        _timeline(f_task, f_end, f_dur_ms, sub_ms, o_task, o_dur, o_src, True)
+        src_ok = o_src >= 0
+        o_use = np.zeros(cnt)
+        o_use[src_ok] = f_use[o_src[src_ok]]
+        cut_ms = f_dur_ms[o_src[src_ok]] - o_dur[src_ok]
+        clipped_mhz_s = float(np.dot(o_use[src_ok], cut_ms / 1000.0))
+        f_task, f_dur_s, f_use = o_task, o_dur / 1000.0, o_use
+        del o_src, f_end, f_row
+    else:
+        if f_task.size and (np.diff(f_task) < 0).any():
+            order = np.argsort(f_task, kind="stable")  # grouped by task, file order kept within a task
+            f_task, f_dur_ms, f_use = f_task[order], f_dur_ms[order], f_use[order]
+            del order
+        f_dur_s = f_dur_ms / 1000.0
+    counts = np.bincount(f_task, minlength=n)[:n]
+    offset = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts, out=offset[1:])
+    if duration_s is None:
+        cs = np.concatenate([[0.0], np.cumsum(f_dur_s)])
+        duration_s = cs[offset[1:]] - cs[offset[:-1]]
+    else:
+        duration_s = duration_s[:n]
+    out = OpenDCTasks(
+        task_id=id_np[:n].copy(), submission_s=sub_ms / 1000.0, duration_s=np.asarray(duration_s, dtype=np.float64),
+        cpu_count=num["cpu_count"][:n].astype(np.int32), cpu_capacity_mhz=np.asarray(capacity[:n], dtype=np.float64),
+        mem_bytes=num["mem"][:n] * KB, frag_task=f_task, frag_duration_s=np.asarray(f_dur_s, dtype=np.float64),
+        frag_cpu_mhz=f_use, frag_offset=offset, version=sch.version, tasks_path=tp, fragments_path=fp,
+        gap_fragments=int(gaps), clipped_fragments=int(clipped), clipped_mhz_s=clipped_mhz_s,
+    )
+    _check_gaps(out)
+    return out
+
+
+def _check_gaps(t: OpenDCTasks) -> None:
+    """Tasks years apart would make the engine's grid span years: a damaged submission time."""
+    if t.n_tasks < 2:
+        return
+    order = np.argsort(t.submission_s, kind="stable")
+    start = t.submission_s[order]
+    end = start + np.maximum(t.duration_s[order], t.run_s()[order])
+    reach = np.maximum.accumulate(end)
+    gap = start[1:] - reach[:-1]
+    if (gap > MAX_GAP_S).any():
+        k = int(np.argmax(gap > MAX_GAP_S))
+        col = "start_time" if t.version == "v1" else ("submissionTime" if t.version == "2.0" else "submission_time")
+        raise InputError(t.tasks_path, f"row {int(order[k + 1]) + 1}, column {col!r}",
+                         f"submitted {gap[k] / 86400:,.0f} days after every earlier task ended (at most "
+                         f"{MAX_GAP_S / 86400:.0f}): a damaged submission time?")
+
+
+# ------------------------------------------------------------------------------------ trace + demand source
 
 
 class OpenDcTrace:
-    """An OpenDC v4 workload folder, checked before any work: tasks (types, ranges, unique ids, no
-    multi-year gap between tasks) and every fragment (types, ranges, and a task that exists)."""
+    """An OpenDC workload folder opened for the engine: the task table and each fragment's start time
+    when every task runs from its submission time (VMs present the whole horizon)."""
 
-    def __init__(self, path: Path, limit: int | None = None, **_: object) -> None:
-        if path.is_file():
-            path = path.parent
-        self.tasks_path = path / "tasks.parquet"
-        self.fragments_path = path / "fragments.parquet"
-        tf = _open_parquet(self.tasks_path, TASK_COLUMNS)
-        self._frag_file = _open_parquet(self.fragments_path, FRAGMENT_COLUMNS)
-        t = _read_columns(tf, self.tasks_path, TASK_COLUMNS)
-        tp = self.tasks_path
-        if t["id"].size == 0:
-            raise InputError(tp, "row 1", "no tasks (the file has zero rows)")
-        all_ids = check_int_ids(t["id"], tp, "id", row_offset=1)
-        check_unique(all_ids.tolist(), tp, "id", row_offset=1, what="task id")
-        t = {c: (all_ids.astype(np.float64) if c == "id" else v.astype(np.float64)) for c, v in t.items()}
-        for c in TASK_COLUMNS[1:]:
-            check_finite_nonneg(t[c], tp, c, row_offset=1)
-        check_times(t["submission_time"] / 1000.0, tp, "submission_time", row_offset=1)
-        check_values(t["duration"] / 1000.0, tp, "duration", row_offset=1, hi=MAX_TIME_S, what="duration (s)")
-        bad = t["cpu_count"] <= 0
-        if bad.any():
-            r = int(np.argmax(bad))
-            raise InputError(tp, f"row {r + 1}, column 'cpu_count'", "must be > 0")
-        check_vcpus(t["cpu_count"], tp, "cpu_count", row_offset=1)
-        check_values(t["cpu_capacity"], tp, "cpu_capacity", row_offset=1, hi=MAX_VCPUS * MAX_MHZ_PER_VCPU, what="CPU capacity (MHz)")
-        check_values(t["mem_capacity"] * KB, tp, "mem_capacity", row_offset=1, hi=MAX_MEMORY_BYTES, what="memory (bytes)")
-        n = all_ids.size if limit is None else min(limit, all_ids.size)
-        self.ids = all_ids[:n]
-        self.submission_s = t["submission_time"][:n] / 1000.0
-        self.duration_s = t["duration"][:n] / 1000.0
-        self.cpu_count = t["cpu_count"][:n].astype(np.int32)
-        self.cpu_capacity_mhz = t["cpu_capacity"][:n]
-        self.mem_bytes = t["mem_capacity"][:n] * KB
-        self._check_gaps()
-        self._sorted_ids = np.sort(self.ids)
-        self._sorted_pos = np.argsort(self.ids, kind="stable")
-        self._check_fragments(np.sort(all_ids))
-
-    def _check_gaps(self) -> None:
-        """Tasks years apart would make the engine's grid span years: a damaged submission time."""
-        order = np.argsort(self.submission_s, kind="stable")
-        start, end = self.submission_s[order], (self.submission_s + self.duration_s)[order]
-        reach = np.maximum.accumulate(end)
-        gap = start[1:] - reach[:-1]
-        if (gap > MAX_GAP_S).any():
-            k = int(np.argmax(gap > MAX_GAP_S))
-            raise InputError(self.tasks_path, f"row {int(order[k + 1]) + 1}, column 'submission_time'",
-                             f"submitted {gap[k] / 86400:,.0f} days after every earlier task ended (at most "
-                             f"{MAX_GAP_S / 86400:.0f}): a damaged submission time?")
-
-    def _positions(self, ids: np.ndarray) -> np.ndarray:
-        """Task position of each id, -1 where the id is not among the tasks read."""
-        k = np.searchsorted(self._sorted_ids, ids)
-        k = np.clip(k, 0, max(self._sorted_ids.size - 1, 0))
-        hit = self._sorted_ids[k] == ids if self._sorted_ids.size else np.zeros(ids.size, dtype=bool)
-        return np.where(hit, self._sorted_pos[k], -1)
-
-    def _batches(self, batch_rows: int):
-        try:
-            yield from self._frag_file.iter_batches(batch_size=batch_rows, columns=list(FRAGMENT_COLUMNS))
-        except (pa.ArrowException, OSError, ValueError) as exc:
-            raise InputError(self.fragments_path, "", f"cannot read Parquet data (truncated?): {str(exc).splitlines()[0][:120]}") from None
-
-    def _check_fragments(self, every_id: np.ndarray) -> None:
-        """One pass over the fragments before any work: types, ranges, and every fragment's task exists."""
-        fp = self.fragments_path
-        row0 = 0
-        for batch in self._batches(262_144):
-            ids = check_int_ids(_numeric(batch.column("id"), fp, "id", row0), fp, "id", row_offset=row0 + 1)
-            dur = _numeric(batch.column("duration"), fp, "duration", row0).astype(np.float64) / 1000.0
-            use = _numeric(batch.column("cpu_usage"), fp, "cpu_usage", row0).astype(np.float64)
-            check_values(dur, fp, "duration", row_offset=row0 + 1, hi=MAX_TIME_S, what="duration (s)")
-            check_values(use, fp, "cpu_usage", row_offset=row0 + 1, hi=MAX_VCPUS * MAX_MHZ_PER_VCPU, what="CPU usage (MHz)")
-            k = np.clip(np.searchsorted(every_id, ids), 0, every_id.size - 1)
-            unknown = every_id[k] != ids
-            if unknown.any():
-                i = int(np.argmax(unknown))
-                raise InputError(fp, f"row {row0 + i + 1}, column 'id'", f"fragment of task {int(ids[i])}, which is not in tasks.parquet")
-            row0 += ids.size
+    def __init__(self, path: Path, limit: int | None = None, vcpu_mhz: float | None = None, **_: object) -> None:
+        self.table = read_opendc_tasks(path, limit=limit, vcpu_mhz=vcpu_mhz, require_capacity=False)
+        t = self.table
+        self.version = t.version
+        self.tasks_path = t.tasks_path
+        self.fragments_path = t.fragments_path
+        self.ids = t.task_id
+        self.submission_s = t.submission_s
+        self.duration_s = t.duration_s
+        self.cpu_count = t.cpu_count
+        self.cpu_capacity_mhz = t.cpu_capacity_mhz
+        self.mem_bytes = t.mem_bytes
+        self.frag_start_s = t.frag_start_s()
 
     @property
     def n_tasks(self) -> int:
-        return int(self.ids.size)
+        return self.table.n_tasks
 
-    def iter_fragments(self, batch_rows: int = 262_144):
+    def iter_fragments(self, batch_rows: int = BATCH_ROWS):
         """Yield (task position, start_s, duration_s, cpu_mhz) arrays batch by batch."""
-        carry = np.zeros(self.n_tasks)
-        for batch in self._batches(batch_rows):
-            ids = batch.column("id").to_numpy(zero_copy_only=False).astype(np.int64)
-            dur = batch.column("duration").to_numpy(zero_copy_only=False).astype(np.float64) / 1000.0
-            use = batch.column("cpu_usage").to_numpy(zero_copy_only=False).astype(np.float64)
-            pos = self._positions(ids)
-            known = pos >= 0  # fragments of tasks beyond ``limit``
-            pos, dur, use = pos[known], dur[known], use[known]
-            # start of each fragment = submission + durations of earlier fragments of the task
-            order = np.argsort(pos, kind="stable")
-            p_s, d_s = pos[order], dur[order]
-            cs = np.cumsum(d_s)
-            first = np.r_[True, p_s[1:] != p_s[:-1]]
-            grp_base = np.maximum.accumulate(np.where(first, np.arange(p_s.size), 0))
-            before = cs - d_s - np.where(grp_base > 0, cs[grp_base - 1], 0.0)
-            start_sorted = self.submission_s[p_s] + carry[p_s] + before
-            last = np.r_[p_s[1:] != p_s[:-1], True]
-            np.add.at(carry, p_s[last], (cs - np.where(grp_base > 0, cs[grp_base - 1], 0.0))[last])
-            start = np.empty_like(start_sorted)
-            start[order] = start_sorted
-            yield pos, start, dur, use
+        t = self.table
+        for a in range(0, t.n_fragments, batch_rows):
+            b = min(t.n_fragments, a + batch_rows)
+            yield t.frag_task[a:b], self.frag_start_s[a:b], t.frag_duration_s[a:b], t.frag_cpu_mhz[a:b]
 
     def total_cpu_mhz_s(self) -> float:
-        return float(sum(np.sum(u * d) for _, _, d, u in self.iter_fragments()))
-
-
+        return self.table.total_cpu_mhz_s()
 
 
 class OpenDcSource(DemandSource):
@@ -192,9 +556,12 @@ class OpenDcSource(DemandSource):
         count = n if count is None else count
         self.vm_task = np.arange(count) % n
         per_core = trace.cpu_capacity_mhz / np.maximum(trace.cpu_count, 1)
+        if not vcpu_mhz and np.isnan(per_core).any():
+            raise InputError(trace.tasks_path, "", f"an OpenDC {trace.version} trace gives no CPU capacity: set the VM group's "
+                                                   "vcpu_speed (MHz of one core)")
         self.offset_s = float(offset_s)
         self.sizes = VmSizes(
-            names=np.array([f"{name}-{int(trace.ids[t])}" + (f"-{i // n}" if count > n else "") for i, t in enumerate(self.vm_task)], dtype=object),
+            names=np.array([f"{name}-{trace.ids[t]}" + (f"-{i // n}" if count > n else "") for i, t in enumerate(self.vm_task)], dtype=object),
             vcpus=(np.full(count, vcpus) if vcpus else trace.cpu_count[self.vm_task]).astype(np.int32),
             vcpu_mhz=(np.full(count, vcpu_mhz) if vcpu_mhz else per_core[self.vm_task]).astype(np.float64),
             mem_bytes=(np.full(count, mem_bytes) if mem_bytes else np.maximum(trace.mem_bytes[self.vm_task], 1.0)).astype(np.float64),
@@ -202,7 +569,8 @@ class OpenDcSource(DemandSource):
 
     def span_s(self):
         t = self.trace
-        return float(t.submission_s.min()) + self.offset_s, float((t.submission_s + t.duration_s).max())
+        end = np.maximum(t.submission_s + t.duration_s, t.submission_s + t.table.run_s())
+        return float(t.submission_s.min()) + self.offset_s, float(end.max())
 
     def native_step_s(self):
         return 300.0

@@ -9,9 +9,14 @@ removing the CSV export's tab prefix such as ``vInfo`` in ``vInfoCPUs``):
   ``VI SDK Server``.
 * vCPU: ``VM``, ``Overall`` (MHz in use at export time), ``Max`` (MHz).
 * vMemory: ``VM``, ``Active`` and ``Consumed`` (MiB, or ``... MB``).
-* vHost: ``Host``/``Name``, ``Speed``/``CpuMhz`` (MHz per core), ``CPU usage %``.
+* vHost: ``Host``/``Name``, ``Speed``/``CpuMhz`` (MHz per core), ``CPU usage %``, and for today's hosts
+  (:class:`~densim.workloads.inventory.HostInventory`) ``Vendor``, ``Model``, ``CPU Model``, ``# CPU``
+  (sockets), ``Cores per CPU``, ``# Cores``, ``# Memory`` (MiB; a CSV export in bytes is recognised by
+  its magnitude), ``Cluster``.
 
-The snapshot demand rule (RVTools has no time series) is :data:`SNAPSHOT_RULE`.
+The snapshot demand rule (RVTools has no time series) is :data:`SNAPSHOT_RULE`. An export without
+any usage column (only vInfo, say) has no demand series at all: ``densim plan`` then sizes hosts by
+vCPUs and memory and says that CPU Ready was not checked.
 Sources: column layout from a 4.x export as listed in ../shared/reference/ecosystem.md §1.1
 (Yoobuu/Kylow report.md; bankielewicz/RVToolsDW rvtools-tabs.md; sbroenne/RVToolsMerge README for the
 CSV prefixes; lrivallain/rvtools2azmigrate for the older "MB" headers).
@@ -26,17 +31,20 @@ from pathlib import Path
 import numpy as np
 
 from densim.errors import InputError
-from densim.workloads.readers._checks import (check_clock, check_memory, check_values, check_vcpus,
-                                              first_line, read_bytes, regular_file, text_of)
+from densim.workloads.readers._checks import (MAX_VCPUS, check_clock, check_memory, check_memory_per_vcpu, check_values,
+                                              check_vcpus, first_line, read_bytes, regular_file, text_of)
 from densim.workloads.readers._table import MEM_UNITS, norm, strip_prefix
-from densim.workloads.inventory import DEFAULT_VCPU_MHZ, Inventory, build_inventory
+from densim.workloads.readers.conventions import bytes_per_unit
+from densim.workloads.inventory import DEFAULT_VCPU_MHZ, HostInventory, Inventory, build_inventory
 
 SNAPSHOT_RULE = (
-    "RVTools is a snapshot, not a time series: each VM gets a one-step demand series. "
+    "RVTools is a snapshot, not a time series: each VM gets a one-step demand series (one sample: nothing about peaks). "
     "CPU demand = the vCPU tab's 'Overall' MHz (usage at export time); without it, the VM's host "
     "'CPU usage %' x the VM's configured MHz; without either, the configured size (vCPUs x host MHz per core). "
     "Memory in use = vMemory 'Active' (or vInfo 'Active Memory'); without it, the configured memory. "
-    "Both are multiplied by the snapshot peak factor (default 1.0) and capped at the configured size."
+    "Both are multiplied by the snapshot peak factor (default 1.0) and capped at the configured size. "
+    "An export with no CPU usage at all (no vCPU tab, no vHost 'CPU usage %') gets no CPU series, one with no "
+    "active memory at all no memory series: the plan then sizes by vCPUs and configured memory."
 )
 
 SHEETS = ("vInfo", "vCPU", "vMemory", "vHost", "vDatastore")
@@ -59,7 +67,17 @@ VHOST = {
     "host": ("host", "name", "hostname"),
     "speed": ("speed", "cpumhz", "speedmhz"),
     "cpu_usage_pct": ("cpuusage%", "cpuusage", "overallcpuusagepct"),
+    "cpu_model": ("cpumodel",),
+    "sockets": ("#cpu", "numcpu"),
+    "cores_per_cpu": ("corespercpu",),
+    "cores": ("#cores", "numcpucores"),
+    "memory": ("#memory", "memorysize", "memory"),
+    "vendor": ("vendor",),
+    "model": ("model",),
+    "cluster": ("cluster",),
 }
+HOST_MEMORY_BYTES_ABOVE = 2.0**32  # '# Memory' is MiB; a value above 2^32 (4 PiB in MiB) can only be bytes
+MIB = bytes_per_unit("rvtools", "memory", "MiB")
 
 _UNIT_TOKEN = re.compile(r"^[a-z]{1,5}$")
 
@@ -220,6 +238,56 @@ def is_rvtools(path: Path) -> bool:
     return False
 
 
+def _hosts(vh: "_Sheet", notes: list[str]) -> HostInventory | None:
+    """Today's hosts from the vHost tab: model, CPU, sockets, cores, MHz, memory, cluster."""
+    hc = vh.find(VHOST["host"])
+    if hc is None:
+        return None
+    n = len(vh.rows)
+
+    def text(key: str) -> np.ndarray:
+        c = vh.find(VHOST[key])
+        return np.array([("" if v is None else str(v).strip()) for v in vh.column(c)] if c is not None else [""] * n, dtype=object)
+
+    def number(key: str, what: str, checker) -> np.ndarray:
+        c = vh.find(VHOST[key])
+        if c is None:
+            return np.full(n, np.nan)
+        vals = vh.numbers(c, what, allow_blank=True)
+        given = np.flatnonzero(~np.isnan(vals))
+        vh.check(vals[given], given, c, checker)
+        return vals
+
+    def whole(v, src, col, **kw):
+        check_values(v, src, col, lo=1, hi=MAX_VCPUS, integer=True, what="count", **kw)
+
+    sockets = number("sockets", "# CPU", whole)
+    per_cpu = number("cores_per_cpu", "Cores per CPU", whole)
+    cores = number("cores", "# Cores", whole)
+    cores = np.where(np.isnan(cores), sockets * per_cpu, cores)
+    speed = number("speed", "Speed", check_clock)
+    mc = vh.find(VHOST["memory"])
+    mem = np.full(n, np.nan)
+    if mc is not None:
+        raw = vh.numbers(mc, "# Memory", allow_blank=True)
+        given = np.flatnonzero(~np.isnan(raw))
+        in_bytes = bool(given.size and np.nanmax(raw) > HOST_MEMORY_BYTES_ABOVE)
+        mem = raw if in_bytes else raw * MIB
+        if in_bytes:
+            notes.append(f"vHost '{vh.header[mc]}' read as bytes (values above 2^32 cannot be MiB)")
+        vh.check(mem[given], given, mc, lambda v, src, col, **kw: check_values(v, src, col, lo=2.0**30, hi=2.0**50,
+                                                                                what="host memory (bytes)", **kw))
+    vendor, model = text("vendor"), text("model")
+    full = np.array([f"{a} {b}".strip() for a, b in zip(vendor, model)], dtype=object)
+    if np.isnan(cores).any() or np.isnan(mem).any():
+        notes.append("vHost lacks cores or memory for some hosts (shown as 0)")
+    return HostInventory(
+        names=text("host"), model=full, cpu_model=text("cpu_model"),
+        sockets=np.nan_to_num(sockets).astype(np.int32), cores=np.nan_to_num(cores).astype(np.int32),
+        core_mhz=speed.astype(np.float64), mem_bytes=np.nan_to_num(mem).astype(np.float64), cluster=text("cluster"),
+    )
+
+
 def _truthy(v) -> bool:
     return str(v).strip().lower() in ("true", "1", "yes", "wahr", "y")
 
@@ -274,6 +342,9 @@ def read_rvtools(
             raise vi.error(int(i), mem[0], f"VM {names[i]!r} has memory {mem_bytes[i]:g} bytes; must be > 0")
     kept = np.flatnonzero(keep)
     vi.check(cpus[kept], kept, cols["cpus"], check_vcpus)
+    mem_unit = vi.header[mem[0]].split()[-1] if len(vi.header[mem[0]].split()) > 1 else "MiB"
+    vi.check(mem_bytes[kept], kept, mem[0], lambda v, src, col, rows=None, **kw: check_memory_per_vcpu(
+        v, cpus[kept], src, col, unit=mem_unit, rows=rows, **kw))
     vi.check(mem_bytes[kept], kept, mem[0], check_memory)
     # natural key: VM + VI SDK Server
     servers = [str(v).strip() for v in vi.column(cols["server"])] if cols["server"] is not None else [""] * len(names)
@@ -295,8 +366,11 @@ def read_rvtools(
     # vHost: MHz per core and CPU usage % by host name
     host_mhz: dict[str, float] = {}
     host_usage: dict[str, float] = {}
+    notes: list[str] = []
+    today = None
     vh = sheets.get("vhost")
     if vh is not None and vh.header and vh.rows:
+        today = _hosts(vh, notes)
         hc = vh.find(VHOST["host"])
         sc = vh.find(VHOST["speed"])
         uc = vh.find(VHOST["cpu_usage_pct"])
@@ -337,8 +411,11 @@ def read_rvtools(
         from_host = np.array([host_usage.get(h, np.nan) for h in hosts]) / 100.0 * capacity_mhz
         cpu_now = np.where(missing, from_host, cpu_now)
         rules.append("CPU from vHost 'CPU usage %'")
+    no_cpu = not np.isfinite(cpu_now[idx]).any()  # nothing about CPU use was exported (only vInfo, say)
     missing = ~np.isfinite(cpu_now)
-    if missing.any():
+    if no_cpu:
+        rules.append("no CPU usage exported: no CPU demand series")
+    elif missing.any():
         cpu_now = np.where(missing, capacity_mhz, cpu_now)
         rules.append("CPU = configured size where no usage was exported")
     # memory in use snapshot
@@ -362,13 +439,16 @@ def read_rvtools(
         if miss.any():
             mem_now = np.where(miss, vals, mem_now)
             rules.append("memory from vInfo 'Active Memory'")
+    no_mem = not np.isfinite(mem_now[idx]).any()
     miss = ~np.isfinite(mem_now)
-    if miss.any():
+    if no_mem:
+        rules.append("no active memory exported: no memory series")
+    elif miss.any():
         mem_now = np.where(miss, mem_bytes, mem_now)
         rules.append("memory = configured size where no active memory was exported")
 
-    cpu_series = np.minimum(cpu_now * f, capacity_mhz)[None, :]
-    mem_series = np.minimum(mem_now * f, mem_bytes)[None, :]
+    cpu_series = None if no_cpu else np.minimum(cpu_now * f, capacity_mhz)[None, :]
+    mem_series = None if no_mem else np.minimum(mem_now * f, mem_bytes)[None, :]
     rule = SNAPSHOT_RULE + f" Applied here: {'; '.join(dict.fromkeys(rules))}; peak factor {f:g}."
     tags = {
         "cluster": [clusters[i] for i in idx],
@@ -379,11 +459,13 @@ def read_rvtools(
         cpus[idx].astype(np.int32),
         vcpu_mhz[idx],
         mem_bytes[idx],
-        cpu_mhz=cpu_series[:, idx],
-        mem_used_bytes=mem_series[:, idx],
+        cpu_mhz=None if cpu_series is None else cpu_series[:, idx],
+        mem_used_bytes=None if mem_series is None else mem_series[:, idx],
         step_s=300.0,
         source=str(path),
         fmt="rvtools",
         demand_rule=rule,
         tags=tags,
+        hosts=today,
+        notes=notes,
     )

@@ -1,0 +1,107 @@
+"""Azure Public Dataset: any subset reads, lifetimes kept, unknown VMs skipped and counted (issue 14)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from densim.errors import InputError
+from densim.spec.scenario import VmGroup
+from densim.workloads.formats import load_inventory
+from densim.workloads.readers.azure import read_azure_trace
+from densim.workloads.registry import FORMATS
+from densim.workloads.timegrid import TimeGrid
+
+# two VMs: "a" (2 cores, 4 GB) lives [0, 900) s, "b" (4 cores, 8 GB) lives [300, 1,200) s
+VMTABLE = "a,s,d,0,900,50,20,40,Interactive,2,4\nb,s,d,300,1200,60,30,50,Delay-insensitive,4,8\n"
+# readings (5-minute windows starting at the timestamp); "zz" is not in the vmtable (a cut of the dataset)
+READINGS = ("0,a,0,10,10\n0,zz,0,99,99\n300,a,0,30,20\n300,b,0,40,25\n600,a,0,10,40\n600,zz,0,99,99\n"
+            "600,b,0,50,50\n900,b,0,10,10\n")
+
+
+def _folder(tmp_path, vmtable=VMTABLE, readings=READINGS):
+    d = tmp_path / "az"
+    d.mkdir()
+    (d / "vmtable.csv").write_text(vmtable)
+    (d / "vm_cpu_readings-file-1-of-1.csv").write_text(readings)
+    return d
+
+
+def _err(fn, *a, **kw) -> str:
+    with pytest.raises(InputError) as exc:
+        fn(*a, **kw)
+    msg = exc.value.one_line()
+    assert "\n" not in msg
+    return msg
+
+
+def test_subset_reads_skips_and_counts(tmp_path):
+    inv = load_inventory(_folder(tmp_path), "azure")
+    assert list(inv.names) == ["a", "b"]
+    assert inv.skipped_readings == 2  # the two readings of "zz"
+    assert inv.notes and "2 reading(s) of 1 VM(s) not in vmtable.csv skipped (e.g. 'zz')" in inv.notes[0]
+    # lifetimes from vmcreated/vmdeleted
+    assert list(inv.vm_start_s) == [0.0, 300.0] and list(inv.vm_end_s) == [900.0, 1200.0]
+    # demand = avgcpu/100 x cores x 2,400 MHz: a at t=0 is 10 % x 2 x 2,400 = 480 MHz; b at 600 s 50 % x 4 x 2,400 = 4,800
+    assert inv.cpu_mhz[0, 0] == pytest.approx(480.0)
+    assert inv.cpu_mhz[2, 1] == pytest.approx(4800.0)
+    assert inv.mem_bytes[1] == 8 * 2**30  # Azure memory buckets are GiB
+
+
+def test_unknown_vms_error_option(tmp_path):
+    d = _folder(tmp_path)
+    msg = _err(load_inventory, d, "azure", unknown_vms="error")
+    assert msg == f"{d / 'vm_cpu_readings-file-1-of-1.csv'}:row 2, column 'vmid': reading for VM 'zz' that is not in vmtable.csv"
+
+
+def test_departure_before_arrival(tmp_path):
+    d = _folder(tmp_path, vmtable=VMTABLE.replace("b,s,d,300,1200", "b,s,d,1300,1200"))
+    msg = _err(load_inventory, d, "azure")
+    assert f"{d / 'vmtable.csv'}:row 2, column 'vmdeleted'" in msg and "deleted 100 s before it is created" in msg
+
+
+def test_blank_reading_id_is_refused(tmp_path):
+    d = _folder(tmp_path, readings=READINGS.replace("300,b,", "300, ,"))
+    assert "row 4, column 'vmid': VM id is blank" in _err(load_inventory, d, "azure")
+
+
+def test_only_unknown_vms(tmp_path):
+    d = _folder(tmp_path, readings="0,zz,0,1,1\n")
+    assert "no CPU readings of any VM in vmtable.csv (1 readings of other VMs)" in _err(load_inventory, d, "azure")
+
+
+def test_repeated_reading_is_averaged(tmp_path):
+    tr = read_azure_trace(_folder(tmp_path, readings=READINGS + "0,a,0,30,30\n"))
+    # a at t=0: (10 + 30) / 2 = 20 %
+    assert tr.r_pct[(tr.r_vm == 0) & (tr.r_t == 0)] == pytest.approx([20.0])
+
+
+def _group(unknown="skip", **kw):
+    return VmGroup.model_validate({"name": "az", "trace": {"format": "azure", "path": "az", "unknown_vms": unknown}, **kw})
+
+
+def test_engine_source_and_scenario_option(tmp_path):
+    d = _folder(tmp_path)
+    fmt = FORMATS.get("azure")
+    assert fmt.replayable
+    tr = fmt.open(d)
+    src = fmt.to_source(tr, _group())
+    assert list(src.start_s) == [0.0, 300.0] and list(src.end_s) == [900.0, 1200.0]
+    w = src.window(TimeGrid(0.0, 300.0, 4), 0, 4, ("cpu_mhz",))["cpu_mhz"]
+    # a: 10 %, 20 %, 40 % of 4,800 MHz, then no reading; b: none, 25 %, 50 %, 10 % of 9,600 MHz
+    assert w[:, 0] == pytest.approx([480, 960, 1920, 0])
+    assert w[:, 1] == pytest.approx([0, 2400, 4800, 960])
+    # a 600-s grid averages two readings: (480 + 960) / 2
+    w2 = src.window(TimeGrid(0.0, 600.0, 2), 0, 2, ("cpu_mhz",))["cpu_mhz"]
+    assert w2[0, 0] == pytest.approx(720.0)
+    msg = _err(fmt.to_source, tr, _group("error"))
+    assert "row 2, column 'vmid': reading for VM 'zz' that is not in vmtable.csv (trace.unknown_vms: error)" in msg
+
+
+def test_engine_source_sizes_from_the_group(tmp_path):
+    tr = read_azure_trace(_folder(tmp_path))
+    src = FORMATS.get("azure").to_source(tr, _group(count=3, vcpu_speed="2 GHz"))
+    assert list(src.sizes.names) == ["az-a-0", "az-b-0", "az-a-1"]
+    assert np.all(src.sizes.vcpu_mhz == 2000.0)
+    w = src.window(TimeGrid(0.0, 300.0, 1), 0, 1, ("cpu_mhz",))["cpu_mhz"]
+    assert w[0, 0] == pytest.approx(0.10 * 2 * 2000) and w[0, 2] == w[0, 0]
