@@ -105,3 +105,27 @@ def test_engine_source_sizes_from_the_group(tmp_path):
     assert np.all(src.sizes.vcpu_mhz == 2000.0)
     w = src.window(TimeGrid(0.0, 300.0, 1), 0, 1, ("cpu_mhz",))["cpu_mhz"]
     assert w[0, 0] == pytest.approx(0.10 * 2 * 2000) and w[0, 2] == w[0, 0]
+
+
+def test_azure_vms_arrive_and_leave_in_the_engine(tmp_path):
+    # "a" lives [0, 900) s and "b" [300, 1,200) s (vmtable created/deleted); on one 8-core host both fit.
+    # Demand counts only while each lives: a = (480 + 960 + 1,920) x 300, b = (2,400 + 4,800 + 960) x 300
+    from densim.engine import simulate
+    from densim.plant import resolve
+    from densim.spec.loader import scenario_from_dict
+
+    d = _folder(tmp_path)
+    sc = scenario_from_dict({
+        "name": "az", "cluster": {"hosts": [{"count": 1, "cpu": {"sockets": 1, "cores_per_socket": 8, "base_clock": "2400 MHz"},
+                                             "memory": "64 GiB", "power": {"model": "linear", "idle": "100 W", "peak": "200 W"}}]},
+        "vms": [{"name": "az", "trace": {"format": "azure", "path": str(d), "unknown_vms": "skip"}}],
+        "simulation": {"step": "5 min"},
+    })
+    r = simulate(resolve(sc))
+    s = r.summary["scheduling"]
+    assert s["completed"] == 2 and s["scheduling_delay_total_s"] == 0.0
+    assert s["simulated_end_s"] == pytest.approx(1200.0)
+    want = (480 + 960 + 1920 + 2400 + 4800 + 960) * 300.0
+    assert r.summary["totals"]["cpu_demand_mhz_s"] == pytest.approx(want, rel=1e-6)
+    v = r.vms.sort("vm")
+    assert v["start_s"].to_list() == [0.0, 300.0] and v["end_s"].to_list() == [900.0, 1200.0]

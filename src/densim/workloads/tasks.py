@@ -4,8 +4,9 @@ A source has *lifetimes* when its data say when each VM arrives and how long it 
 task arrives at its ``submission_time`` and runs its fragments back to back, each for its
 ``duration`` (whatever CPU it gets), so its run length is the sum of its fragments' durations
 (``duration`` in ``tasks.parquet`` is metadata; OpenDC's own reader ignores it for the run).
-Every other source (a synthetic profile, a utilisation trace) has none: its VMs are present from
-the start and never leave.
+A source with ``start_s``/``end_s`` per VM (Azure's vmtable created/deleted times) arrives at its
+start and runs ``end - start``. Every other source (a synthetic profile, a utilisation trace) has
+none: its VMs are present from the start and never leave.
 
 Once :func:`densim.placement.online.schedule` has placed them, :func:`scheduled_source` gives the
 source the engine reads: an OpenDC task's fragments start at the moment the task is *placed*
@@ -45,7 +46,14 @@ def _part_lifetimes(part: DemandSource) -> tuple[np.ndarray, np.ndarray] | None:
     from densim.workloads.readers.opendc import OpenDcSource
 
     if not isinstance(part, OpenDcSource):
-        return None
+        start, end = getattr(part, "start_s", None), getattr(part, "end_s", None)
+        if start is None or end is None:
+            return None
+        # a VM with its own created/deleted times (Azure vmtable): it runs end - start from its
+        # placement; its readings stay at their timestamps (a VM that waits misses the ones before it starts)
+        start = np.asarray(start, dtype=np.float64)
+        end = np.asarray(end, dtype=np.float64)
+        return start, np.where(np.isfinite(end), end - start, np.inf)
     tr = part.trace
     if part.vm_task.size != tr.n_tasks or not np.array_equal(part.vm_task, np.arange(tr.n_tasks)):
         return None  # tasks replicated or cut to a VM count: read as static VMs (see OpenDcSource)
