@@ -111,6 +111,16 @@ class SaturationLog:
         s["steps"][cols] += (b[:, cols] >= self.threshold).sum(axis=0)
         np.maximum(s["peak"], peak, out=s["peak"])
 
+    def add_reduced(self, kind: str, names, peak, steps_over, *, key: Any = None) -> None:
+        """Add a chunk already reduced per resource: its peak busy share and its steps at or above the threshold."""
+        k = (kind, key)
+        s = self._series.get(k)
+        if s is None:
+            s = self._series[k] = {"names": names, "steps": np.zeros(len(names), dtype=np.int64),
+                                   "peak": np.full(len(names), -np.inf)}
+        s["steps"] += steps_over
+        np.maximum(s["peak"], peak, out=s["peak"])
+
     def add_steady(self, kind: str, names, busy) -> None:
         """One steady-state operating point per resource (no time axis): rows with ``duration_s`` None."""
         from densim.saturation import saturation_rows

@@ -63,6 +63,15 @@ class DemandSource(ABC):
     def window(self, grid: TimeGrid, t0: int, t1: int, channels: tuple[str, ...]) -> dict[str, np.ndarray]:
         """Per-step mean demand for grid steps ``[t0, t1)``, for the requested channels it has."""
 
+    def window_factors(self, grid: TimeGrid, t0: int, t1: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """The CPU demand of ``window`` as ``(base, col, scale)`` with ``cpu_mhz[t, v] = base[t, col[v]] * scale[v]``
+        (``scale`` float32, the product in ``base``'s precision), or None when the source has no such form.
+
+        A trace replayed by many VMs (PlanetLab) has it: the engine then never materialises the
+        (steps x VMs) demand.
+        """
+        return None
+
 
 class CompositeSource(DemandSource):
     """Several sources side by side (VM groups)."""
@@ -90,6 +99,20 @@ class CompositeSource(DemandSource):
     def native_step_s(self):
         steps = [s for s in (p.native_step_s() for p in self.parts) if s]
         return min(steps) if steps else None
+
+    def window_factors(self, grid, t0, t1):
+        facs = [p.window_factors(grid, t0, t1) for p in self.parts]
+        if any(f is None for f in facs):
+            return None
+        if len(facs) == 1:
+            return facs[0]
+        if any(f[0].dtype != np.float32 for f in facs):  # window() rounds every part to float32
+            return None
+        widths = np.cumsum([0] + [f[0].shape[1] for f in facs])
+        base = np.concatenate([f[0] for f in facs], axis=1)
+        col = np.concatenate([f[1] + widths[i] for i, f in enumerate(facs)])
+        scale = np.concatenate([f[2] for f in facs])
+        return base, col, scale
 
     def window(self, grid, t0, t1, channels):
         if len(self.parts) == 1:

@@ -118,6 +118,10 @@ class PlanetLabSource(DemandSource):
         edges = grid.edges_s(t0, t1) - grid.start_s
         return resample_piecewise(starts, np.full(starts.size, STEP_S), vals, owners, n_f, edges)
 
+    def window_factors(self, grid, t0, t1):
+        """``cpu_mhz[t, v] = fw[t, file_idx[v]] * capacity``: the (steps x files) window and each VM's file."""
+        return self._file_window(grid, t0, t1), self.file_idx, np.full(self.n_vms, self.capacity_mhz, dtype=np.float32)
+
     def window(self, grid, t0, t1, channels):
         if "cpu_mhz" not in channels:
             return {}
