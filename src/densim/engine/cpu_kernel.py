@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange
+from densim._jit import njit, prange
 
 # contention model codes (densim.models.cpu.CPU_CONTENTION names)
 MODEL_CODES = {"none": 0, "fluid": 1, "binomial": 2}
@@ -45,7 +45,7 @@ _SQRT_2PI = math.sqrt(2 * math.pi)
 _SQRT_2 = math.sqrt(2)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(inline="always")
 def _pairwise_block(a, lo, n, zero):
     """numpy's pairwise sum of at most 128 elements: 8 accumulators, then the remainder in order."""
     if n < 8:
@@ -80,7 +80,7 @@ def _pairwise_block(a, lo, n, zero):
     return res
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(inline="always")
 def pairwise_sum(a, lo, n, zero):
     """numpy's pairwise summation of ``a[lo:lo+n]`` in the array's precision (``@TYPE@_pairwise_sum``):
     blocks of up to 128 elements; a longer run is split at ``n/2`` rounded down to a multiple of 8
@@ -121,13 +121,13 @@ def pairwise_sum(a, lo, n, zero):
     return vals[0]
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(inline="always")
 def segment_sum(a, lo, n, zero):
     """``np.add.reduceat`` over one segment ``a[lo:lo+n]`` (n >= 1): first element plus the pairwise sum of the rest."""
     return a[lo] + pairwise_sum(a, lo + 1, n - 1, zero)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(inline="always")
 def ready_cores(model, mu, n_vcpus, cap_cores, burst):
     """Expected runnable vCPUs without a logical CPU, ``E[(K - C)^+]`` (models/cpu.py, one host-step)."""
     if model == 0:
@@ -151,7 +151,7 @@ def ready_cores(model, mu, n_vcpus, cap_cores, burst):
     return out
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(inline="always")
 def interp(x, xp, fp, slopes):
     """``np.interp`` for one value (numpy's arr_interp: ``slopes[j] x (x - xp[j]) + fp[j]``, with
     ``slopes[j] = (fp[j+1] - fp[j]) / (xp[j+1] - xp[j])`` precomputed as numpy does for long inputs)."""
@@ -183,7 +183,7 @@ def interp_slopes(xp: np.ndarray, fp: np.ndarray) -> np.ndarray:
     return (fp[..., 1:] - fp[..., :-1]) / (xp[1:] - xp[:-1])
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(inline="always")
 def host_power(util, h, mode, xp, table, slopes, fan, idle, peak, expo):
     """Power (W, float64) of host ``h`` at utilisation ``util`` (models/power.py host_power_w)."""
     u = min(max(util, 0.0), 1.0)
@@ -199,7 +199,7 @@ def host_power(util, h, mode, xp, table, slopes, fan, idle, peak, expo):
     return table[h, k] * (1.0 - frac) + table[h, k + 1] * frac
 
 
-@njit(cache=True, nogil=True)
+@njit
 def maxmin_fill(claims, k, cap, out):
     """Max-min fair shares of ``cap`` among ``claims[:k]`` into ``out[:k]`` (models.cpu.maxmin_share, one row)."""
     d = np.empty(k)
@@ -219,7 +219,7 @@ def maxmin_fill(claims, k, cap, out):
         out[i] = min(d[i], level)  # stored in the claims' precision
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(parallel=True)
 def cpu_chunk(base, colp, scalep, factored, zero, capp, factorp, perm, starts, ends, seg_host, unplaced, unpl_col,
               unpl_scale, empty_hosts, cap_h, cap32, core_mhz, vcpus_h, model, burst, step_s, ready_given,
               nv_h, host_on, power_mode, xp, table, slopes, fan, idle, peak, expo, sat_thr,
@@ -395,7 +395,7 @@ def cpu_chunk(base, colp, scalep, factored, zero, capp, factorp, perm, starts, e
         vm_dem[v] = acc
 
 
-@njit(cache=True, nogil=True, parallel=True)
+@njit(parallel=True)
 def host_claims(base, colp, scalep, factored, zero, capp, starts, ends, seg_host, out):
     """Host claims (steps, hosts) alone, as :func:`cpu_chunk` computes them (for a contention model with no kernel)."""
     n = base.shape[0]
