@@ -167,6 +167,8 @@ class _CpuSetup:
         self.host_on = host_on.astype(np.bool_)
         tables = hosts.power_table_w.astype(np.float64)
         one = bool(tables.shape[0]) and bool(np.all(tables == tables[0]))
+        if hosts.power_one_table is not None:  # a part of a run: the whole run's choice of formula
+            one = hosts.power_one_table and bool(tables.shape[0])
         self.power_mode = K.POWER_ONE_TABLE if one else K.POWER_HOST_TABLES
         self.table = np.ascontiguousarray(tables[:1] if one else tables) if tables.shape[0] else np.zeros((1, 11))
         self.xp = np.linspace(0.0, 1.0, self.table.shape[1])
@@ -233,31 +235,67 @@ def simulate(plant: Plant, *, seed: int | None = None, progress: Callable[[int, 
     ``seed`` overrides the scenario's; ``source`` replaces its VM groups with one demand source
     (see :func:`~densim.engine.state.build_context`).
     """
-    from densim.engine.result import Result
-
     if not isinstance(plant, Plant):
         raise TypeError(f"simulate() takes a Plant (densim.plant.resolve(scenario)), not {type(plant).__name__}")
     wall0 = time.perf_counter()
     ctx = build_context(plant, seed, source)
-    sc = ctx.scenario
-    vms, hosts, grid = ctx.vms, ctx.hosts, ctx.grid
     timings: dict[str, float] = {"build_s": time.perf_counter() - wall0}
-
-    # ---- placement -------------------------------------------------------------------------
     t = time.perf_counter()
-    pl = sc.placement
+    place_vms(ctx)
+    timings["placement_s"] = time.perf_counter() - t
+    res = run_placed(ctx, progress=progress, timings=timings)
+    timings["total_s"] = time.perf_counter() - wall0
+    return res
+
+
+def host_loads(ctx) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per host: vCPUs, VMs and configured memory placed on it, and whether it draws power."""
+    vms, H = ctx.vms, ctx.hosts.n
+    placed = vms.host >= 0
+    vcpus_per_host = np.bincount(vms.host[placed], weights=vms.vcpus[placed], minlength=H).astype(np.float64)
+    vms_per_host = np.bincount(vms.host[placed], minlength=H)
+    mem_per_host = np.bincount(vms.host[placed], weights=vms.mem_bytes[placed], minlength=H)
+    host_on = (vms_per_host > 0) | (ctx.scenario.cluster.unused_hosts == "idle")
+    return vcpus_per_host, vms_per_host, mem_per_host, host_on
+
+
+def place_vms(ctx) -> None:
+    """Initial placement: ``ctx.vms.host`` (-1 where a VM fits nowhere), by the scenario's policy."""
+    vms, hosts, pl = ctx.vms, ctx.hosts, ctx.scenario.placement
     vms.host = place(pl.policy, vms.vcpus.astype(np.float64), vms.mem_bytes, hosts.cores * pl.cpu_overcommit,
                      hosts.mem_bytes * pl.memory_overcommit, rng=ctx.rng, **pl.params)
-    timings["placement_s"] = time.perf_counter() - t
 
+
+def default_chunk_steps(ctx) -> int:
+    """Steps per chunk: the scenario's ``chunk_steps``, or as many as keep a (steps x VMs) float32 array near 160 MB."""
+    return ctx.scenario.simulation.chunk_steps or max(1, min(ctx.grid.n_steps, ELEMENTS_PER_CHUNK // max(ctx.vms.n, 1)))
+
+
+def keeps_vm_series(ctx) -> bool:
+    """Whether the run keeps per-VM time series (``output.vm_timeseries``; auto: VMs x steps <= 5 million)."""
+    mode = ctx.scenario.output.vm_timeseries
+    return mode == "on" or (mode == "auto" and ctx.vms.n * ctx.grid.n_steps <= 5_000_000)
+
+
+def run_placed(ctx, *, progress: Callable[[int, int], None] | None = None, timings: dict[str, float] | None = None,
+               chunk_steps: int | None = None, keep_vm: bool | None = None):
+    """The time-stepped part of a run whose VMs are placed (``ctx.vms.host``); returns a Result.
+
+    ``chunk_steps`` and ``keep_vm`` default to :func:`default_chunk_steps` and :func:`keeps_vm_series`
+    of ``ctx``; a part of a run (:mod:`densim.engine.partition`) passes the whole run's values, so
+    its sums are taken over the same chunks as the whole run's.
+    """
+    from densim.engine.result import Result
+
+    wall0 = time.perf_counter()
+    timings = {} if timings is None else timings
+    sc = ctx.scenario
+    vms, hosts, grid = ctx.vms, ctx.hosts, ctx.grid
     V, H, T = vms.n, hosts.n, grid.n_steps
     perm, starts, hosts_with = _host_segments(vms.host)
     placed = vms.host >= 0
     host_idx = np.where(placed, vms.host, 0)
-    vcpus_per_host = np.bincount(vms.host[placed], weights=vms.vcpus[placed], minlength=H).astype(np.float64)
-    vms_per_host = np.bincount(vms.host[placed], minlength=H)
-    mem_per_host = np.bincount(vms.host[placed], weights=vms.mem_bytes[placed], minlength=H)
-    host_on = (vms_per_host > 0) | (sc.cluster.unused_hosts == "idle")
+    vcpus_per_host, vms_per_host, mem_per_host, host_on = host_loads(ctx)
     # a VM cannot use more than its vCPUs at its host's core speed
     vm_cap_mhz = (vms.vcpus * hosts.core_mhz[host_idx]).astype(np.float32)
 
@@ -275,11 +313,11 @@ def simulate(plant: Plant, *, seed: int | None = None, progress: Callable[[int, 
 
     from densim.engine import cpu_kernel as K
 
-    keep_vm = sc.output.vm_timeseries == "on" or (sc.output.vm_timeseries == "auto" and V * T <= 5_000_000)
+    keep_vm = keeps_vm_series(ctx) if keep_vm is None else keep_vm
     keep_host = sc.output.host_timeseries == "on"
     vm_acc = Accumulator(T, V, keep_vm)
     host_acc = Accumulator(T, H, keep_host)
-    chunk_steps = sc.simulation.chunk_steps or max(1, min(T, ELEMENTS_PER_CHUNK // max(V, 1)))
+    chunk_steps = chunk_steps or default_chunk_steps(ctx)
     t_engine = time.perf_counter()
     step_s = grid.step_s
     cpu = _CpuSetup(ctx, perm, starts, hosts_with, placed, host_on, vcpus_per_host, vm_cap_mhz, K)
@@ -341,5 +379,5 @@ def simulate(plant: Plant, *, seed: int | None = None, progress: Callable[[int, 
     res = Result(ctx=ctx, vm_acc=vm_acc, host_acc=host_acc, stages=stages, host_on=host_on,
                  vcpus_per_host=vcpus_per_host, vms_per_host=vms_per_host, mem_per_host=mem_per_host,
                  timings=timings)
-    timings["total_s"] = time.perf_counter() - wall0
+    timings["run_s"] = time.perf_counter() - wall0
     return res
