@@ -43,6 +43,10 @@ def scenario_mapping(trace_dir: str, hosts: int, vms: int, hours: float = 24.0) 
 
 
 def main() -> None:
+    import atexit
+    import gc
+
+    atexit.register(gc.freeze)  # as the densim CLI does (cli/main.py): no final collection over the run's objects
     trace_dir, hosts, vms = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     hours = float(sys.argv[4]) if len(sys.argv) > 4 else 24.0
     t0 = time.perf_counter()

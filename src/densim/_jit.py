@@ -1,16 +1,66 @@
-"""numba's ``njit`` when available; otherwise the plain Python function (slow but identical)."""
+"""numba's ``njit`` when available; otherwise the plain Python function (slow but identical).
+
+Importing this module initialises numba's CPU target once (see :func:`_init_target`): every kernel
+in densim is compiled with ``cache=True``, so a run loads machine code from ``__pycache__``; what
+remains of numba's start-up is its own import and this initialisation.
+"""
 
 from __future__ import annotations
 
-try:  # pragma: no cover - depends on the environment
-    from numba import njit as _njit
 
-    def njit(fn):
-        return _njit(cache=True, nogil=True)(fn)
+def _init_target() -> None:
+    """Load numba's CPU target registries without importing scipy.linalg.
+
+    numba's ``numba.np.arraymath`` imports ``scipy.linalg.cython_blas`` when it is first loaded,
+    only to decide whether ``np.dot`` on 1-D arrays may call BLAS (``_HAVE_BLAS``); importing
+    scipy.linalg costs 0.1-0.25 s of every run's start-up here. No densim kernel uses ``np.dot`` or
+    ``np.linalg``, so the registries are loaded while ``sys.modules["scipy.linalg"]`` is None
+    (``_HAVE_BLAS`` is then False: a 1-D ``np.dot`` inside a kernel would use numba's own loop);
+    the entry is removed afterwards, so scipy.linalg imports normally for whoever needs it, and a
+    kernel that calls ``np.linalg`` still finds LAPACK when it is compiled.
+    """
+    import sys
+
+    from numba.core.registry import cpu_target
+
+    hide = "scipy.linalg" not in sys.modules
+    if hide:
+        sys.modules["scipy.linalg"] = None  # type: ignore[assignment]
+    try:
+        cpu_target.target_context.refresh()
+    finally:
+        if hide and sys.modules.get("scipy.linalg", 0) is None:
+            del sys.modules["scipy.linalg"]
+
+
+try:  # pragma: no cover - depends on the environment
+    import numba as _numba
+    from numba import njit as _njit
+    from numba import prange
+
+    _init_target()
+
+    def njit(fn=None, *, parallel: bool = False, inline: str = "never"):
+        """``numba.njit(cache=True, nogil=True)``; ``@njit`` or ``@njit(parallel=True)`` / ``inline="always"``."""
+        def deco(f):
+            return _njit(cache=True, nogil=True, parallel=parallel, inline=inline)(f)
+
+        return deco(fn) if fn is not None else deco
+
+    def set_threads(n: int | None) -> int:
+        """Threads for parallel kernels (None: all numba may use); returns the previous number."""
+        prev = _numba.get_num_threads()
+        _numba.set_num_threads(_numba.config.NUMBA_NUM_THREADS if n is None else max(1, min(int(n), _numba.config.NUMBA_NUM_THREADS)))
+        return prev
 
     HAVE_NUMBA = True
 except ImportError:  # pragma: no cover
-    def njit(fn):
-        return fn
+    prange = range
+
+    def njit(fn=None, *, parallel: bool = False, inline: str = "never"):
+        return fn if fn is not None else (lambda f: f)
+
+    def set_threads(n: int | None) -> int:
+        return 1
 
     HAVE_NUMBA = False

@@ -106,6 +106,21 @@ class Liveness:
     def alive(self, edges: np.ndarray) -> np.ndarray:
         return alive_fraction(self.sch.start_s, self.sch.end_s, edges)
 
+    def chunk(self, edges: np.ndarray, perm, starts, hosts_with, n_hosts: int, step_s: float):
+        """(vCPUs alive per host and step (float64), hosts on (bool), boot power (W)), each (steps, hosts)."""
+        alive = self.alive(edges)
+        n = edges.size - 1
+        vc = np.zeros((n, n_hosts))
+        busy = np.zeros((n, n_hosts))
+        if perm.size:
+            a = alive[:, perm]
+            vc[:, hosts_with] = np.add.reduceat(a * self.vcpus[perm][None, :], starts, axis=1)
+            busy[:, hosts_with] = np.add.reduceat((a > 0).astype(np.float32), starts, axis=1)
+        if self.policy == "on":
+            return vc, np.ones((1, n_hosts), dtype=bool), np.zeros((1, n_hosts))
+        on, boot = self.power_mask(busy, edges, step_s)
+        return vc, on, boot.astype(np.float64)
+
     def power_mask(self, live_h: np.ndarray, edges: np.ndarray, step_s: float) -> tuple[np.ndarray, np.ndarray]:
         """(on, boot_w): hosts drawing power per step and the boot energy as extra mean W in the
         step a host comes on. Under ``on`` every host is on (no boots)."""

@@ -1,8 +1,12 @@
-"""The vectorised, time-stepped engine.
+"""The time-stepped engine.
 
-Arrays are (time x VM) per chunk of steps; the VM -> host assignment is an index array; host totals
-are segment reductions (``np.add.reduceat`` over VMs sorted by host). There is no Python loop over
-VMs or hosts inside a step: the only loops are over chunks of time and over the active stages.
+Time is taken in chunks of steps; the VM -> host assignment is an index array, VMs ordered by host
+form one segment per host. The CPU step of a chunk (claims, host totals, fair shares on overloaded
+hosts, CPU Ready, utilisation, power, and the sums the results keep) is one fused numba kernel
+(:mod:`densim.engine.cpu_kernel`), parallel over hosts, that reads each VM's demand once. Per-VM
+(steps x VMs) arrays exist only when a stage or the VM time series needs them; a source that can
+give its demand in factored form (a trace replayed by many VMs) is never expanded to (steps x VMs).
+The only Python loops are over chunks of time and over the active stages.
 """
 
 from __future__ import annotations
@@ -15,8 +19,7 @@ import numpy as np
 
 from densim.engine.stages import load_plugins, ordered_entries
 from densim.engine.state import build_context
-from densim.models.cpu import CPU_CONTENTION, maxmin_share
-from densim.models.power import host_power_w
+from densim.models.cpu import CPU_CONTENTION
 from densim.placement import place
 from densim.plant import Plant
 from densim.workloads.sources import DemandSource
@@ -68,6 +71,29 @@ class Accumulator:
         if self.keep:
             self.series.setdefault(name, np.zeros((self.n_steps, self.n), dtype=np.float32))
 
+    def add_reduced(self, name: str, chunk_sum: np.ndarray, chunk_max: np.ndarray | None = None) -> None:
+        """Add a chunk's sums (and maxima) over its steps, reduced by the CPU kernel as :meth:`add` would."""
+        if name in self.sum:
+            self.sum[name] += chunk_sum
+        else:
+            self.sum[name] = chunk_sum
+        if chunk_max is not None:
+            if name in self.max:
+                np.maximum(self.max[name], chunk_max, out=self.max[name])
+            else:
+                self.max[name] = chunk_max
+
+    def series_view(self, name: str, t0: int, n_steps: int) -> np.ndarray:
+        """The (steps, n) float32 slice of ``name``'s time series for a chunk, to be written in place."""
+        if name not in self.series:
+            self.series[name] = np.zeros((self.n_steps, self.n), dtype=np.float32)
+        return self.series[name][t0 : t0 + n_steps]
+
+    def store(self, name: str, t0: int, arr: np.ndarray) -> None:
+        """Keep a chunk of ``name``'s time series (its sums are added apart)."""
+        if self.keep:
+            self.series_view(name, t0, arr.shape[0])[...] = arr
+
     def add(self, name: str, t0: int, arr: np.ndarray, want_max: bool = False) -> None:
         a = np.asarray(arr)
         s = a.sum(axis=0, dtype=np.float64)
@@ -98,14 +124,122 @@ def _host_segments(host_of_vm: np.ndarray):
     return perm, starts, sorted_hosts[starts]
 
 
-def _segment_sum(arr: np.ndarray, perm, starts, hosts_with, n_hosts) -> np.ndarray:
-    """Per-host sums of a (steps, VMs) array: one reduceat over VMs ordered by host."""
-    out = np.zeros((arr.shape[0], n_hosts), dtype=np.float32)
-    if perm.size:
-        ordered = arr if (perm.size == arr.shape[1] and perm[0] == 0 and perm[-1] == perm.size - 1
-                          and bool(np.all(np.diff(perm) == 1))) else arr[:, perm]
-        out[:, hosts_with] = np.add.reduceat(ordered, starts, axis=1)
-    return out
+_HOST_SERIES = ("cpu_demand_mhz", "cpu_delivered_mhz", "utilisation", "cpu_ready_pct", "power_w")
+
+
+class _CpuOut:
+    """One chunk's CPU results: sums over the chunk's steps per VM and host, and per-step arrays asked for."""
+
+    __slots__ = ("vm_dem", "vm_del", "vm_rdy", "vm_rdy_max", "h_claim", "h_del", "h_util", "h_util_max", "h_rpct",
+                 "h_rpct_max", "h_power", "sat_peak", "sat_count", "o_claim", "o_del", "o_util", "o_rready", "o_rpct",
+                 "o_power", "v_claim", "v_del", "v_ready")
+
+
+class _CpuSetup:
+    """What the CPU kernel (:mod:`densim.engine.cpu_kernel`) needs that does not change between chunks."""
+
+    def __init__(self, ctx, perm, starts, hosts_with, placed, host_on, vcpus_per_host, vm_cap_mhz, kernel) -> None:
+        K = self.K = kernel
+        hosts, vms, sc = ctx.hosts, ctx.vms, ctx.scenario
+        V, H = vms.n, hosts.n
+        self.V, self.H = V, H
+        self.perm = perm.astype(np.int64)
+        self.starts = starts.astype(np.int64)
+        self.ends = np.r_[starts[1:], perm.size].astype(np.int64)
+        self.seg_host = hosts_with.astype(np.int64)
+        self.unplaced = np.flatnonzero(~placed).astype(np.int64)
+        has = np.zeros(H, dtype=bool)
+        has[hosts_with] = True
+        self.empty_hosts = np.flatnonzero(~has).astype(np.int64)
+        self.capp = np.ascontiguousarray(vm_cap_mhz[self.perm])
+        self.ones_p = np.ones(self.perm.size, dtype=np.float32)
+        self.ones_u = np.ones(self.unplaced.size, dtype=np.float32)
+        self.core_mhz = hosts.core_mhz.astype(np.float64)
+        self.vcpus_h = vcpus_per_host.astype(np.float64)
+        name = sc.simulation.cpu_model
+        self.model = K.MODEL_CODES.get(name, K.GIVEN_READY)
+        self.contention = CPU_CONTENTION.get(name)  # a registered model without a kernel: ready from numpy
+        self.burst = float(sc.simulation.burstiness)
+        self.step_s = float(ctx.grid.step_s)
+        self.ready_factor = np.float32(100.0) / (np.maximum(vms.vcpus.astype(np.float32), 1) * np.float32(self.step_s))
+        self.factorp = np.ascontiguousarray(self.ready_factor[self.perm])
+        self.nv_h = np.maximum(vcpus_per_host, 1) * self.step_s
+        self.host_on = host_on.astype(np.bool_)
+        tables = hosts.power_table_w.astype(np.float64)
+        one = bool(tables.shape[0]) and bool(np.all(tables == tables[0]))
+        if hosts.power_one_table is not None:  # a part of a run: the whole run's choice of formula
+            one = hosts.power_one_table and bool(tables.shape[0])
+        self.power_mode = K.POWER_ONE_TABLE if one else K.POWER_HOST_TABLES
+        self.table = np.ascontiguousarray(tables[:1] if one else tables) if tables.shape[0] else np.zeros((1, 11))
+        self.xp = np.linspace(0.0, 1.0, self.table.shape[1])
+        self.slopes = np.ascontiguousarray(K.interp_slopes(self.xp, self.table))
+        # closed-form power models per host (models/power.py host_power_w): 1 fan, 2 sqrt, else the table
+        self.fan = np.select([hosts.power_kind == "fan", hosts.power_kind == "sqrt"], [1, 2], 0).astype(np.int8)
+        self.idle = hosts.power_idle_w.astype(np.float64)
+        self.peak = hosts.power_peak_w.astype(np.float64)
+        self.expo = hosts.power_exponent.astype(np.float64)
+        self.threshold = ctx.saturation.threshold
+        self.no_boot = np.zeros((1, H))
+
+    def run(self, demand, cap_h: np.ndarray, n: int, host_series: dict | None, want_stage_arrays: bool,
+            by_step=None) -> _CpuOut:
+        """One chunk: ``demand`` is (steps, VMs) or the factors ``(base, col, scale)`` of a source.
+
+        ``by_step`` (VMs that arrive and leave, :meth:`densim.engine.lifetimes.Liveness.chunk`) gives
+        the vCPUs alive per host and step, which hosts draw power in each step, and boot power (W).
+        """
+        K, V, H = self.K, self.V, self.H
+        if by_step is None:
+            vcpus_h, nv_h, on_h, boot_w = self.vcpus_h[None, :], self.nv_h[None, :], self.host_on[None, :], self.no_boot
+        else:
+            vcpus_h, on_h, boot_w = by_step  # all (steps, hosts): the kernel takes one row count for the four
+            nv_h = np.maximum(vcpus_h, 1) * self.step_s
+            on_h = np.ascontiguousarray(np.broadcast_to(on_h & self.host_on[None, :], vcpus_h.shape))
+            boot_w = np.ascontiguousarray(np.broadcast_to(boot_w, vcpus_h.shape), dtype=np.float64)
+        if isinstance(demand, tuple):
+            base, col, scale = demand
+            factored = True
+            colp, scalep = col[self.perm], scale[self.perm]
+            unpl_col, unpl_scale = col[self.unplaced], scale[self.unplaced]
+        else:
+            base, factored = np.ascontiguousarray(demand), False
+            colp, scalep, unpl_col, unpl_scale = self.perm, self.ones_p, self.unplaced, self.ones_u
+        zero = base.dtype.type(0)
+        cap32 = cap_h.dtype == np.float32
+        cap64 = np.ascontiguousarray(cap_h, dtype=np.float64)
+        sat_thr = float(np.float32(self.threshold))  # numpy compares the float32 utilisation in float32
+        o = _CpuOut()
+        o.vm_dem, o.vm_del, o.vm_rdy, o.vm_rdy_max = (np.zeros(V) for _ in range(4))
+        o.h_claim, o.h_del, o.h_util, o.h_util_max, o.h_rpct, o.h_rpct_max, o.h_power, o.sat_peak = (np.zeros(H) for _ in range(8))
+        o.sat_count = np.zeros(H, dtype=np.int64)
+        none2 = np.zeros((0, 0), dtype=np.float32)
+        claim_dtype = np.result_type(base.dtype, np.float32)
+        if want_stage_arrays:
+            o.v_claim, o.v_del, o.v_ready = (np.zeros((n, V), dtype=claim_dtype) for _ in range(3))
+            o.o_rready = np.zeros((n, H), dtype=np.float32)
+        else:
+            o.v_claim = o.v_del = o.v_ready = np.zeros((0, 0), dtype=claim_dtype)
+            o.o_rready = none2
+        if host_series is not None:
+            o.o_claim, o.o_del, o.o_util, o.o_rpct, o.o_power = (host_series[k] for k in _HOST_SERIES)
+        elif want_stage_arrays:
+            o.o_claim, o.o_del, o.o_util, o.o_rpct, o.o_power = (np.zeros((n, H), dtype=np.float32) for _ in range(5))
+        else:
+            o.o_claim = o.o_del = o.o_util = o.o_rpct = o.o_power = none2
+        ready_given = none2
+        if self.model == K.GIVEN_READY:  # host claims first, then the registered model in numpy
+            hc = np.zeros((n, H), dtype=np.float32)
+            K.host_claims(base, colp, scalep, factored, zero, self.capp, self.starts, self.ends, self.seg_host, hc)
+            ready = self.contention(hc / self.core_mhz[None, :], vcpus_h, cap_h / self.core_mhz[None, :], burstiness=self.burst)
+            ready_given = np.ascontiguousarray((ready * self.step_s).astype(np.float32))
+        K.cpu_chunk(base, colp, scalep, factored, zero, self.capp, self.factorp, self.perm, self.starts, self.ends,
+                    self.seg_host, self.unplaced, unpl_col, unpl_scale, self.empty_hosts, cap64, cap32, self.core_mhz,
+                    vcpus_h, self.model, self.burst, self.step_s, ready_given, nv_h, on_h, boot_w,
+                    self.power_mode, self.xp, self.table, self.slopes, self.fan, self.idle, self.peak, self.expo, sat_thr,
+                    o.vm_dem, o.vm_del, o.vm_rdy, o.vm_rdy_max,
+                    o.h_claim, o.h_del, o.h_util, o.h_util_max, o.h_rpct, o.h_rpct_max, o.h_power, o.sat_peak, o.sat_count,
+                    o.o_claim, o.o_del, o.o_util, o.o_rready, o.o_rpct, o.o_power, o.v_claim, o.v_del, o.v_ready)
+        return o
 
 
 def simulate(plant: Plant, *, seed: int | None = None, progress: Callable[[int, int], None] | None = None,
@@ -115,40 +249,77 @@ def simulate(plant: Plant, *, seed: int | None = None, progress: Callable[[int, 
     ``seed`` overrides the scenario's; ``source`` replaces its VM groups with one demand source
     (see :func:`~densim.engine.state.build_context`).
     """
-    from densim.engine.result import Result
-
     if not isinstance(plant, Plant):
         raise TypeError(f"simulate() takes a Plant (densim.plant.resolve(scenario)), not {type(plant).__name__}")
     wall0 = time.perf_counter()
     ctx = build_context(plant, seed, source)
+    timings: dict[str, float] = {"build_s": time.perf_counter() - wall0}
+    t = time.perf_counter()
+    place_vms(ctx)
+    timings["placement_s"] = time.perf_counter() - t
+    res = run_placed(ctx, progress=progress, timings=timings)
+    timings["total_s"] = time.perf_counter() - wall0
+    return res
+
+
+def host_loads(ctx) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per host: vCPUs, VMs and configured memory placed on it, and whether it draws power."""
+    vms, H = ctx.vms, ctx.hosts.n
+    placed = vms.host >= 0
+    vcpus_per_host = np.bincount(vms.host[placed], weights=vms.vcpus[placed], minlength=H).astype(np.float64)
+    vms_per_host = np.bincount(vms.host[placed], minlength=H)
+    mem_per_host = np.bincount(vms.host[placed], weights=vms.mem_bytes[placed], minlength=H)
+    host_on = (vms_per_host > 0) | (ctx.scenario.cluster.unused_hosts == "idle")
+    return vcpus_per_host, vms_per_host, mem_per_host, host_on
+
+
+def place_vms(ctx) -> None:
+    """Initial placement: ``ctx.vms.host`` (-1 where a VM fits nowhere), by the scenario's policy.
+    With lifetimes (``ctx.schedule``) :func:`~densim.engine.state.build_context` placed them online."""
+    vms, hosts, pl = ctx.vms, ctx.hosts, ctx.scenario.placement
+    if ctx.schedule is not None:
+        return
+    vms.host = place(pl.policy, vms.vcpus.astype(np.float64), vms.mem_bytes, hosts.cores * pl.cpu_overcommit,
+                     hosts.mem_bytes * pl.memory_overcommit, rng=ctx.rng, **pl.params)
+
+
+def default_chunk_steps(ctx) -> int:
+    """Steps per chunk: the scenario's ``chunk_steps``, or as many as keep a (steps x VMs) float32 array near 160 MB."""
+    return ctx.scenario.simulation.chunk_steps or max(1, min(ctx.grid.n_steps, ELEMENTS_PER_CHUNK // max(ctx.vms.n, 1)))
+
+
+def keeps_vm_series(ctx) -> bool:
+    """Whether the run keeps per-VM time series (``output.vm_timeseries``; auto: VMs x steps <= 5 million)."""
+    mode = ctx.scenario.output.vm_timeseries
+    return mode == "on" or (mode == "auto" and ctx.vms.n * ctx.grid.n_steps <= 5_000_000)
+
+
+def run_placed(ctx, *, progress: Callable[[int, int], None] | None = None, timings: dict[str, float] | None = None,
+               chunk_steps: int | None = None, keep_vm: bool | None = None):
+    """The time-stepped part of a run whose VMs are placed (``ctx.vms.host``); returns a Result.
+
+    ``chunk_steps`` and ``keep_vm`` default to :func:`default_chunk_steps` and :func:`keeps_vm_series`
+    of ``ctx``; a part of a run (:mod:`densim.engine.partition`) passes the whole run's values, so
+    its sums are taken over the same chunks as the whole run's.
+    """
+    from densim.engine.result import Result
+
+    wall0 = time.perf_counter()
+    timings = {} if timings is None else timings
     sc = ctx.scenario
     vms, hosts, grid = ctx.vms, ctx.hosts, ctx.grid
-    timings: dict[str, float] = {"build_s": time.perf_counter() - wall0}
-
-    # ---- placement -------------------------------------------------------------------------
-    t = time.perf_counter()
-    pl = sc.placement
-    if ctx.schedule is None:  # placed once at the start; with lifetimes, build_context placed them online
-        vms.host = place(pl.policy, vms.vcpus.astype(np.float64), vms.mem_bytes, hosts.cores * pl.cpu_overcommit,
-                         hosts.mem_bytes * pl.memory_overcommit, rng=ctx.rng, **pl.params)
-    timings["placement_s"] = time.perf_counter() - t
-
     V, H, T = vms.n, hosts.n, grid.n_steps
     perm, starts, hosts_with = _host_segments(vms.host)
     placed = vms.host >= 0
     host_idx = np.where(placed, vms.host, 0)
-    vcpus_per_host = np.bincount(vms.host[placed], weights=vms.vcpus[placed], minlength=H).astype(np.float64)
-    vms_per_host = np.bincount(vms.host[placed], minlength=H)
-    mem_per_host = np.bincount(vms.host[placed], weights=vms.mem_bytes[placed], minlength=H)
-    host_on = (vms_per_host > 0) | (sc.cluster.unused_hosts == "idle")
+    vcpus_per_host, vms_per_host, mem_per_host, host_on = host_loads(ctx)
     live = None
-    if ctx.schedule is not None:
+    if ctx.schedule is not None:  # VMs arrive and leave: vCPUs alive and hosts on change by step
         from densim.engine.lifetimes import Liveness
 
         live = Liveness(sc, ctx.schedule, hosts, vms.vcpus)
     # a VM cannot use more than its vCPUs at its host's core speed
     vm_cap_mhz = (vms.vcpus * hosts.core_mhz[host_idx]).astype(np.float32)
-    all_placed = bool(placed.all())
 
     # ---- stages ----------------------------------------------------------------------------
     load_plugins()
@@ -162,103 +333,64 @@ def simulate(plant: Plant, *, seed: int | None = None, progress: Callable[[int, 
     for st in stages:  # prepare once every active stage is known (a stage may look another up)
         st.prepare(ctx)
 
-    contention = CPU_CONTENTION.get(sc.simulation.cpu_model)
-    burst = sc.simulation.burstiness
-    keep_vm = sc.output.vm_timeseries == "on" or (sc.output.vm_timeseries == "auto" and V * T <= 5_000_000)
+    from densim.engine import cpu_kernel as K
+
+    keep_vm = keeps_vm_series(ctx) if keep_vm is None else keep_vm
     keep_host = sc.output.host_timeseries == "on"
     vm_acc = Accumulator(T, V, keep_vm)
     host_acc = Accumulator(T, H, keep_host)
-    chunk_steps = sc.simulation.chunk_steps or max(1, min(T, ELEMENTS_PER_CHUNK // max(V, 1)))
-    channels = tuple(ctx.source.channels)
+    chunk_steps = chunk_steps or default_chunk_steps(ctx)
     t_engine = time.perf_counter()
     step_s = grid.step_s
-    ready_per_vm_cap = np.maximum(vms.vcpus.astype(np.float32), 1) * np.float32(step_s)
+    cpu = _CpuSetup(ctx, perm, starts, hosts_with, placed, host_on, vcpus_per_host, vm_cap_mhz, K)
+    # without stages and VM time series no per-VM array is needed: the demand may stay factored
+    lean = not stages and not keep_vm
+    factors = getattr(ctx.source, "window_factors", None) if lean else None
+    channels = ("cpu_mhz",) if lean else tuple(ctx.source.channels)
+    cap0 = hosts.capacity_mhz.astype(np.float32)
 
     for t0 in range(0, T, chunk_steps):
         t1 = min(T, t0 + chunk_steps)
         n = t1 - t0
-        win = ctx.source.window(grid, t0, t1, channels)
         chunk = Chunk(t0=t0, t1=t1, step_s=step_s)
-        demand = win.pop("cpu_mhz")
-        chunk.vm["cpu_demand_mhz"] = demand
-        chunk.vm.update(win)
-        chunk.host_capacity_mhz = np.broadcast_to(hosts.capacity_mhz.astype(np.float32), (n, H)).copy()
-        for st in stages:
-            st.before_cpu(ctx, chunk)
-        demand = chunk.vm["cpu_demand_mhz"]
-        cap_h = chunk.host_capacity_mhz
-
-        # claims: demand limited by the VM's own vCPUs; unplaced VMs claim nothing
-        if all_placed and bool(np.less_equal(demand, vm_cap_mhz[None, :]).all()):
-            claim = demand
+        fac = factors(grid, t0, t1) if factors is not None else None
+        if fac is None:
+            win = ctx.source.window(grid, t0, t1, channels)
+            chunk.vm["cpu_demand_mhz"] = win.pop("cpu_mhz")
+            chunk.vm.update(win)
+        if stages:
+            chunk.host_capacity_mhz = np.broadcast_to(cap0, (n, H)).copy()
+            for st in stages:
+                st.before_cpu(ctx, chunk)
+            cap_h = chunk.host_capacity_mhz
         else:
-            claim = np.minimum(demand, vm_cap_mhz[None, :])
-            if not all_placed:
-                claim[:, ~placed] = 0.0
-        host_claim = _segment_sum(claim, perm, starts, hosts_with, H)
+            cap_h = cap0[None, :]
+        by_step = live.chunk(grid.edges_s(t0, t1), perm, starts, hosts_with, H, step_s) if live is not None else None
+        out = cpu.run(fac if fac is not None else chunk.vm["cpu_demand_mhz"], cap_h, n,
+                      host_series={name: host_acc.series_view(name, t0, n) for name in _HOST_SERIES} if keep_host else None,
+                      want_stage_arrays=bool(stages) or keep_vm, by_step=by_step)
+        if stages:
+            chunk.vm.update(cpu_claim_mhz=out.v_claim, cpu_delivered_mhz=out.v_del, cpu_ready_s=out.v_ready)
+            chunk.host.update(cpu_demand_mhz=out.o_claim, cpu_delivered_mhz=out.o_del, utilisation=out.o_util,
+                              cpu_ready_s=out.o_rready, power_w=out.o_power)
+            for st in stages:
+                st.after_cpu(ctx, chunk)
 
-        # max-min fair share on overloaded host-steps only
-        over_t, over_h = np.nonzero(host_claim > cap_h * (1 + 1e-6))
-        if over_t.size:
-            delivered = claim.copy()
-            _share_overloaded(delivered, claim, over_t, over_h, cap_h, perm, starts, hosts_with, H)
-            host_delivered = _segment_sum(delivered, perm, starts, hosts_with, H)
-        else:
-            delivered, host_delivered = claim, host_claim
-
-        # CPU Ready from runnable vCPUs against logical capacity
-        core_mhz = hosts.core_mhz[None, :]
-        mu = host_claim / core_mhz
-        cap_cores = cap_h / core_mhz
-        if live is not None:  # vCPUs alive per host and step
-            alive = live.alive(grid.edges_s(t0, t1))
-            vc_h = _segment_sum(alive * live.vcpus[None, :], perm, starts, hosts_with, H)
-            ready_cores = contention(mu, vc_h, cap_cores, burstiness=burst)
-        else:
-            ready_cores = contention(mu, vcpus_per_host[None, :], cap_cores, burstiness=burst)
-        host_ready_s = (ready_cores * step_s).astype(np.float32)
-        if host_ready_s.any():
-            # each VM's share of its host's ready time is its share of the host's claim
-            ratio = np.divide(host_ready_s, host_claim, out=np.zeros_like(host_ready_s), where=host_claim > 0)
-            vm_ready_s = claim * ratio[:, host_idx]
-            if not all_placed:
-                vm_ready_s[:, ~placed] = 0.0
-        else:
-            vm_ready_s = np.broadcast_to(np.float32(0.0), claim.shape)
-
-        util = np.divide(host_delivered, cap_h, out=np.zeros_like(host_delivered), where=cap_h > 0)
-        np.clip(util, 0.0, 1.0, out=util)
-        power = host_power_w(util, hosts.power_kind, hosts.power_idle_w, hosts.power_peak_w, hosts.power_table_w, hosts.power_exponent)
-        power[:, ~host_on] = 0.0
-        if live is not None and live.policy == "off":
-            on, boot_w = live.power_mask(_segment_sum((alive > 0).astype(np.float32), perm, starts, hosts_with, H),
-                                         grid.edges_s(t0, t1), step_s)
-            power = np.where(on, power, 0.0) + boot_w
-
-        chunk.vm.update(cpu_claim_mhz=claim, cpu_delivered_mhz=delivered, cpu_ready_s=vm_ready_s)
-        chunk.host.update(cpu_demand_mhz=host_claim, cpu_delivered_mhz=host_delivered, utilisation=util,
-                          cpu_ready_s=host_ready_s, power_w=power.astype(np.float32))
-        for st in stages:
-            st.after_cpu(ctx, chunk)
-
-        vm_acc.add("cpu_demand_mhz", t0, demand)
-        if delivered is demand:
-            vm_acc.add_same("cpu_delivered_mhz", t0, "cpu_demand_mhz", demand)
-        else:
-            vm_acc.add("cpu_delivered_mhz", t0, delivered)
-        if vm_acc.keep:
-            vm_acc.add("cpu_unserved_mhz", t0, demand - delivered)
-        if vm_ready_s.strides == (0, 0):  # nobody waited in this chunk
-            vm_acc.add_zeros("cpu_ready_pct", t0, n, want_max=True)
-        else:
-            vm_acc.add("cpu_ready_pct", t0, vm_ready_s * (np.float32(100.0) / ready_per_vm_cap)[None, :], want_max=True)
-        host_acc.add("cpu_demand_mhz", t0, host_claim)
-        host_acc.add("cpu_delivered_mhz", t0, host_delivered)
-        host_acc.add("utilisation", t0, util, want_max=True)
-        ctx.saturation.add("host CPU", hosts.names, util)  # per host, per step
-        nv = (np.maximum(vc_h, 1) if live is not None else np.maximum(vcpus_per_host, 1)[None, :]) * step_s
-        host_acc.add("cpu_ready_pct", t0, host_ready_s / nv * 100.0, want_max=True)
-        host_acc.add("power_w", t0, power)
+        vm_acc.add_reduced("cpu_demand_mhz", out.vm_dem)
+        vm_acc.add_reduced("cpu_delivered_mhz", out.vm_del)
+        vm_acc.add_reduced("cpu_ready_pct", out.vm_rdy, out.vm_rdy_max)
+        if keep_vm:
+            demand = chunk.vm["cpu_demand_mhz"]
+            vm_acc.store("cpu_demand_mhz", t0, demand)
+            vm_acc.store("cpu_delivered_mhz", t0, out.v_del)
+            vm_acc.add("cpu_unserved_mhz", t0, demand - out.v_del)
+            vm_acc.store("cpu_ready_pct", t0, out.v_ready * cpu.ready_factor[None, :])
+        host_acc.add_reduced("cpu_demand_mhz", out.h_claim)
+        host_acc.add_reduced("cpu_delivered_mhz", out.h_del)
+        host_acc.add_reduced("utilisation", out.h_util, out.h_util_max)
+        ctx.saturation.add_reduced("host CPU", hosts.names, out.sat_peak, out.sat_count)  # per host, per step
+        host_acc.add_reduced("cpu_ready_pct", out.h_rpct, out.h_rpct_max)
+        host_acc.add_reduced("power_w", out.h_power)
         for name, arr in chunk.vm_out.items():
             vm_acc.add(name, t0, arr, want_max=ctx.metrics.get(name) is not None and ctx.metrics[name].agg == "max")
         for name, arr in chunk.host_out.items():
@@ -272,22 +404,5 @@ def simulate(plant: Plant, *, seed: int | None = None, progress: Callable[[int, 
     res = Result(ctx=ctx, vm_acc=vm_acc, host_acc=host_acc, stages=stages, host_on=host_on,
                  vcpus_per_host=vcpus_per_host, vms_per_host=vms_per_host, mem_per_host=mem_per_host,
                  timings=timings, liveness=live)
-    timings["total_s"] = time.perf_counter() - wall0
+    timings["run_s"] = time.perf_counter() - wall0
     return res
-
-
-def _share_overloaded(delivered, claim, over_t, over_h, cap_h, perm, starts, hosts_with, n_hosts) -> None:
-    """Water-fill the claims of the VMs of each overloaded (step, host) cell, in one batch."""
-    seg_of_host = np.full(n_hosts, -1, dtype=np.int64)
-    seg_of_host[hosts_with] = np.arange(hosts_with.size)
-    ends = np.r_[starts[1:], perm.size]
-    seg = seg_of_host[over_h]
-    counts = (ends - starts)[seg]
-    k = int(counts.max())
-    cols = starts[seg][:, None] + np.arange(k)[None, :]
-    valid = np.arange(k)[None, :] < counts[:, None]
-    vm_idx = perm[np.minimum(cols, perm.size - 1)]
-    c = np.where(valid, claim[over_t[:, None], vm_idx], 0.0)
-    alloc = maxmin_share(c, cap_h[over_t, over_h])
-    rows = np.broadcast_to(over_t[:, None], vm_idx.shape)
-    delivered[rows[valid], vm_idx[valid]] = alloc[valid]

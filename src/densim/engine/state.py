@@ -51,10 +51,24 @@ class HostTable:
     power_peak_w: np.ndarray
     power_table_w: np.ndarray  # (H, 11)
     power_exponent: np.ndarray
+    # every host has the same 11-point power table (one np.interp); None: decide from power_table_w.
+    # A part of a run (densim.engine.partition) carries the whole run's value.
+    power_one_table: bool | None = None
 
     @property
     def n(self) -> int:
         return int(self.cores.size)
+
+    def subset(self, h0: int, h1: int) -> "HostTable":
+        """Hosts ``[h0, h1)``, with the whole table's choice of power formula."""
+        import dataclasses
+
+        t = self.power_table_w
+        one = bool(t.shape[0]) and bool(np.all(t == t[0])) if self.power_one_table is None else self.power_one_table
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        out = {k: (v[h0:h1] if isinstance(v, np.ndarray) else v) for k, v in fields.items()}
+        out["power_one_table"] = one
+        return HostTable(**out)
 
 
 @dataclass
@@ -109,6 +123,16 @@ class SaturationLog:
             return
         cols = np.flatnonzero(hot)
         s["steps"][cols] += (b[:, cols] >= self.threshold).sum(axis=0)
+        np.maximum(s["peak"], peak, out=s["peak"])
+
+    def add_reduced(self, kind: str, names, peak, steps_over, *, key: Any = None) -> None:
+        """Add a chunk already reduced per resource: its peak busy share and its steps at or above the threshold."""
+        k = (kind, key)
+        s = self._series.get(k)
+        if s is None:
+            s = self._series[k] = {"names": names, "steps": np.zeros(len(names), dtype=np.int64),
+                                   "peak": np.full(len(names), -np.inf)}
+        s["steps"] += steps_over
         np.maximum(s["peak"], peak, out=s["peak"])
 
     def add_steady(self, kind: str, names, busy) -> None:

@@ -201,12 +201,11 @@ def scan_fit_kernel(order, vm_cpu, vm_mem, cpu_cap, mem_cap, best, host_type, ty
 
 
 @njit
-def _wf_query(ts, tc, tm, off, size, c, m, eps):
+def _wf_query(ts, tc, tm, off, size, c, m, eps, stack):
     """Leftmost leaf of one host type's tree with the largest free-space sum ``ts`` among leaves
-    with ``tc >= c`` and ``tm >= m`` (branch and bound; -1 if none)."""
+    with ``tc >= c`` and ``tm >= m`` (branch and bound; -1 if none). ``stack``: scratch, >= 128."""
     best_i = -1
     best_s = -np.inf
-    stack = np.empty(128, dtype=np.int64)
     top = 0
     stack[top] = 1
     top += 1
@@ -293,6 +292,7 @@ def worst_fit_kernel(order, vm_cpu, vm_mem, cpu_cap, mem_cap, host_type, type_pt
     fail_c, fail_m = np.empty(512), np.empty(512)  # VMs that fit nowhere (at most 512 remembered)
     n_fail = 0
     min_c, min_m = _smallest(order, vm_cpu, vm_mem)
+    stack = np.empty(128, dtype=np.int64)
     for k in range(order.size):
         v = order[k]
         c = vm_cpu[v]
@@ -304,7 +304,15 @@ def worst_fit_kernel(order, vm_cpu, vm_mem, cpu_cap, mem_cap, host_type, type_pt
         chosen_i = -1
         score_best = 0.0
         for t in range(n_types):
-            i = _wf_query(ts, tc, tm, offs[t], sizes[t], c, m, eps)
+            if type_ptr[t + 1] == type_ptr[t]:
+                continue
+            h0 = type_hosts[type_ptr[t]]  # every host of the type has the same capacities
+            # bound: the type's largest free-space sum (its tree root) scored as its best host would be;
+            # the score is monotone in the sum, so a type whose bound is below the best so far cannot win
+            root = offs[t] + 1
+            if chosen >= 0 and ts[root] - (c / cpu_cap[h0] + m / mem_cap[h0]) < score_best:
+                continue
+            i = _wf_query(ts, tc, tm, offs[t], sizes[t], c, m, eps, stack)
             if i < 0:
                 continue
             h = type_hosts[type_ptr[t] + i]

@@ -19,12 +19,15 @@ def write_run(res, out: str | Path, *, report: bool = True) -> Path:
 
 
 def run_file(path: str | Path, out: str | Path, *, seed: int | None = None, report: bool = True,
-             progress: Callable[[int, int], None] | None = None, check: Callable | None = None):
+             progress: Callable[[int, int], None] | None = None, check: Callable | None = None,
+             workers: int | None = None, scheduler: str | None = None):
     """Load, resolve and simulate the scenario file ``path``; write its results to ``out``.
 
     A run that fails leaves no complete-looking result: an older ``summary.json`` in ``out`` is
     removed before anything else. ``check(plant)`` runs after resolving and before the engine
-    (the CLI's up-front memory estimate).
+    (the CLI's up-front memory estimate). ``workers`` (a local Dask cluster of that many worker
+    processes) or ``scheduler`` (the address of a running one) split the run by host partitions
+    (:mod:`densim.tools.distributed`); the result is the same as in one process.
     """
     from densim.engine import simulate
     from densim.plant import load_plant
@@ -35,6 +38,11 @@ def run_file(path: str | Path, out: str | Path, *, seed: int | None = None, repo
     plant = load_plant(path)
     if check is not None:
         check(plant)
-    res = simulate(plant, seed=seed, progress=progress)
+    if workers or scheduler:
+        from densim.tools.distributed import simulate_distributed
+
+        res, _info = simulate_distributed(plant, workers=workers or 2, scheduler=scheduler, seed=seed, progress=progress)
+    else:
+        res = simulate(plant, seed=seed, progress=progress)
     write_run(res, out, report=report)
     return res

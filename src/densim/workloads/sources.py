@@ -41,6 +41,9 @@ class VmSizes:
     def n(self) -> int:
         return int(self.vcpus.size)
 
+    def take(self, idx: np.ndarray) -> "VmSizes":
+        return VmSizes(names=self.names[idx], vcpus=self.vcpus[idx], vcpu_mhz=self.vcpu_mhz[idx], mem_bytes=self.mem_bytes[idx])
+
 
 class DemandSource(ABC):
     """Base class of every demand source."""
@@ -63,12 +66,51 @@ class DemandSource(ABC):
     def window(self, grid: TimeGrid, t0: int, t1: int, channels: tuple[str, ...]) -> dict[str, np.ndarray]:
         """Per-step mean demand for grid steps ``[t0, t1)``, for the requested channels it has."""
 
+    def window_factors(self, grid: TimeGrid, t0: int, t1: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """The CPU demand of ``window`` as ``(base, col, scale)`` with ``cpu_mhz[t, v] = base[t, col[v]] * scale[v]``
+        (``scale`` float32, the product in ``base``'s precision), or None when the source has no such form.
+
+        A trace replayed by many VMs (PlanetLab) has it: the engine then never materialises the
+        (steps x VMs) demand.
+        """
+        return None
+
+    def subset(self, idx: np.ndarray) -> "DemandSource":
+        """The VMs ``idx`` (ascending) alone, with the same demand as in this source (a part of a
+        distributed run). Sources that can compute a subset directly override this."""
+        return SubsetSource(self, idx)
+
+
+class SubsetSource(DemandSource):
+    """VMs ``idx`` of another source: its windows, columns ``idx``."""
+
+    def __init__(self, parent: DemandSource, idx: np.ndarray) -> None:
+        self.parent = parent
+        self.idx = np.asarray(idx, dtype=np.int64)
+        self.sizes = parent.sizes.take(self.idx)
+        self.channels = parent.channels
+
+    def span_s(self):
+        return self.parent.span_s()
+
+    def native_step_s(self):
+        return self.parent.native_step_s()
+
+    def window(self, grid, t0, t1, channels):
+        return {k: np.ascontiguousarray(v[:, self.idx]) for k, v in self.parent.window(grid, t0, t1, channels).items()}
+
+    def window_factors(self, grid, t0, t1):
+        f = self.parent.window_factors(grid, t0, t1)
+        return None if f is None else (f[0], f[1][self.idx], f[2][self.idx])
+
 
 class CompositeSource(DemandSource):
     """Several sources side by side (VM groups)."""
 
-    def __init__(self, parts: list[DemandSource]) -> None:
+    def __init__(self, parts: list[DemandSource], *, concat: bool | None = None) -> None:
         self.parts = parts
+        # several parts: windows are concatenated into float32 arrays (a subset keeps the rule)
+        self.concat = len(parts) > 1 if concat is None else concat
         self.sizes = VmSizes(
             names=np.concatenate([p.sizes.names for p in parts]),
             vcpus=np.concatenate([p.sizes.vcpus for p in parts]).astype(np.int32),
@@ -91,8 +133,32 @@ class CompositeSource(DemandSource):
         steps = [s for s in (p.native_step_s() for p in self.parts) if s]
         return min(steps) if steps else None
 
+    def subset(self, idx):
+        idx = np.asarray(idx, dtype=np.int64)
+        parts = []
+        for i, p in enumerate(self.parts):
+            lo, hi = self.offsets[i], self.offsets[i + 1]
+            local = idx[(idx >= lo) & (idx < hi)] - lo
+            if local.size:
+                parts.append(p.subset(local))
+        return CompositeSource(parts, concat=self.concat)
+
+    def window_factors(self, grid, t0, t1):
+        facs = [p.window_factors(grid, t0, t1) for p in self.parts]
+        if any(f is None for f in facs):
+            return None
+        if not self.concat:
+            return facs[0]
+        if any(f[0].dtype != np.float32 for f in facs):  # window() rounds every part to float32
+            return None
+        widths = np.cumsum([0] + [f[0].shape[1] for f in facs])
+        base = np.concatenate([f[0] for f in facs], axis=1)
+        col = np.concatenate([f[1] + widths[i] for i, f in enumerate(facs)])
+        scale = np.concatenate([f[2] for f in facs])
+        return base, col, scale
+
     def window(self, grid, t0, t1, channels):
-        if len(self.parts) == 1:
+        if not self.concat:
             return self.parts[0].window(grid, t0, t1, channels)
         out: dict[str, np.ndarray] = {}
         wins = [p.window(grid, t0, t1, channels) for p in self.parts]
@@ -132,6 +198,7 @@ class ProfileSource(DemandSource):
     def __init__(self, name: str, profile, count: int, vcpus: int, vcpu_mhz: float, mem_bytes: float, seed: int) -> None:
         self.profile = profile
         self.seed = int(seed)
+        self.vm_index = np.arange(count)  # the VMs' numbers in the group (their noise streams)
         self.sizes = VmSizes(
             names=np.array([f"{name}-{i}" for i in range(count)], dtype=object),
             vcpus=np.full(count, vcpus, dtype=np.int32),
@@ -147,8 +214,16 @@ class ProfileSource(DemandSource):
             wave = p.amplitude * np.cos(2 * np.pi * (mid - p.peak_at_s) / p.period_s)
             u += wave.astype(np.float32)[:, None]
         if p.noise > 0:
-            u += p.noise * hash_uniform(self.seed, np.arange(t0, t1), np.arange(self.n_vms))
+            u += p.noise * hash_uniform(self.seed, np.arange(t0, t1), self.vm_index)
         return np.clip(u, 0.0, 1.0)
+
+    def subset(self, idx):
+        import copy
+
+        out = copy.copy(self)
+        out.vm_index = self.vm_index[idx]
+        out.sizes = self.sizes.take(idx)
+        return out
 
     def window(self, grid, t0, t1, channels):
         u = self.utilisation(grid, t0, t1)

@@ -86,6 +86,7 @@ class SyntheticTrace(DemandSource):
         self.spec = spec
         self.vm_block = int(vm_block)
         self._key = np.uint64(spec.seed & 0xFFFFFFFFFFFFFFFF)
+        self.index: np.ndarray | None = None  # the VMs' numbers in the trace when this is a subset of it
         n = spec.n_vms
         self.sizes = VmSizes(
             names=_LazyNames(name, n),
@@ -95,10 +96,26 @@ class SyntheticTrace(DemandSource):
         )
 
     # ---- per-VM parameters (cheap: a few floats per VM, computed per block) -------------------
+    def _ids(self, v0: int, v1: int) -> np.ndarray:
+        """The trace's VM numbers of this source's VMs ``[v0, v1)``."""
+        if self.index is None:
+            return np.arange(v0, v1, dtype=np.uint64)
+        return self.index[v0:v1].astype(np.uint64)
+
+    def subset(self, idx):
+        import copy
+
+        out = copy.copy(self)
+        ids = np.arange(self.spec.n_vms) if self.index is None else self.index
+        out.index = ids[np.asarray(idx, dtype=np.int64)]
+        out.sizes = VmSizes(names=self.sizes.names[idx], vcpus=self.sizes.vcpus[idx], vcpu_mhz=self.sizes.vcpu_mhz[idx],
+                            mem_bytes=self.sizes.mem_bytes[idx])
+        return out
+
     def vm_params(self, v0: int, v1: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         s = self.spec
         with np.errstate(over="ignore"):
-            h = _mix64(np.arange(v0, v1, dtype=np.uint64) * _GOLD ^ self._key ^ np.uint64(0xA5A5A5A5A5A5A5A5))
+            h = _mix64(self._ids(v0, v1) * _GOLD ^ self._key ^ np.uint64(0xA5A5A5A5A5A5A5A5))
         u1, u2, u3 = _unit(h, 0), _unit(h, 24), _unit(h, 40)
         mean = (s.m_lo + (s.m_hi - s.m_lo) * u1.astype(np.float64) ** s.k).astype(np.float32)
         amp = (s.amp * u2).astype(np.float32)
@@ -109,9 +126,10 @@ class SyntheticTrace(DemandSource):
     def utilisation(self, t0: int, t1: int, v0: int = 0, v1: int | None = None) -> np.ndarray:
         """Utilisation (0..1) of VMs ``[v0, v1)`` at steps ``[t0, t1)``, float32 shaped (steps, VMs)."""
         s = self.spec
-        v1 = s.n_vms if v1 is None else v1
-        if not (0 <= t0 <= t1 <= s.n_steps and 0 <= v0 <= v1 <= s.n_vms):
-            raise IndexError(f"block [{t0},{t1}) x [{v0},{v1}) outside {s.n_steps} steps x {s.n_vms} VMs")
+        n_vms = self.n_vms
+        v1 = n_vms if v1 is None else v1
+        if not (0 <= t0 <= t1 <= s.n_steps and 0 <= v0 <= v1 <= n_vms):
+            raise IndexError(f"block [{t0},{t1}) x [{v0},{v1}) outside {s.n_steps} steps x {n_vms} VMs")
         mean, amp, phase_s, scale = self.vm_params(v0, v1)
         t_s = s.start_s + s.step_s * np.arange(t0, t1, dtype=np.float64)
         wave = np.cos(2.0 * np.pi * (t_s[:, None] - phase_s[None, :]) / DAY_S).astype(np.float32)
@@ -119,7 +137,7 @@ class SyntheticTrace(DemandSource):
         del wave
         with np.errstate(over="ignore"):
             # one 64-bit hash per (step, VM): counter = vm * n_steps + step, keyed by the seed
-            ctr = (np.arange(v0, v1, dtype=np.uint64)[None, :] * np.uint64(s.n_steps)
+            ctr = (self._ids(v0, v1)[None, :] * np.uint64(s.n_steps)
                    + np.arange(t0, t1, dtype=np.uint64)[:, None])
             ctr *= _GOLD
             ctr ^= self._key
@@ -168,10 +186,11 @@ class SyntheticTrace(DemandSource):
         s = self.spec
         if abs(grid.step_s - s.step_s) > 1e-9 or abs(grid.start_s - s.start_s) > 1e-6:
             raise ValueError("SyntheticTrace streams on its own grid: set the scenario's step and start to the trace's")
-        out = np.empty((t1 - t0, s.n_vms), dtype=np.float32)
+        n_vms = self.n_vms
+        out = np.empty((t1 - t0, n_vms), dtype=np.float32)
         cap = np.float32(s.vcpus * s.vcpu_mhz)
-        for v0 in range(0, s.n_vms, self.vm_block):
-            v1 = min(s.n_vms, v0 + self.vm_block)
+        for v0 in range(0, n_vms, self.vm_block):
+            v1 = min(n_vms, v0 + self.vm_block)
             blk = self.utilisation(t0, t1, v0, v1)
             np.multiply(blk, cap, out=out[:, v0:v1])
         return {"cpu_mhz": out} if "cpu_mhz" in channels else {}

@@ -118,6 +118,18 @@ class PlanetLabSource(DemandSource):
         edges = grid.edges_s(t0, t1) - grid.start_s
         return resample_piecewise(starts, np.full(starts.size, STEP_S), vals, owners, n_f, edges)
 
+    def subset(self, idx):
+        import copy
+
+        out = copy.copy(self)
+        out.file_idx = self.file_idx[idx]
+        out.sizes = self.sizes.take(idx)
+        return out
+
+    def window_factors(self, grid, t0, t1):
+        """``cpu_mhz[t, v] = fw[t, file_idx[v]] * capacity``: the (steps x files) window and each VM's file."""
+        return self._file_window(grid, t0, t1), self.file_idx, np.full(self.n_vms, self.capacity_mhz, dtype=np.float32)
+
     def window(self, grid, t0, t1, channels):
         if "cpu_mhz" not in channels:
             return {}

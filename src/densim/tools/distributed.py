@@ -1,0 +1,131 @@
+"""One run spread over a Dask cluster, split by host partitions (:mod:`densim.engine.partition`).
+
+The client builds and places the whole run once, cuts the hosts into contiguous ranges with about
+the same number of VMs, and submits one task per range; each task (:func:`densim.engine.partition.run_part`)
+rebuilds the run from the plant on its worker, simulates its hosts and their VMs, and sends back
+their sums, maxima and time series, which the client merges into the same Result as a single
+process gives. Each task carries the plan itself (the plant and the placement, not data scattered
+to one worker), so when a worker dies the scheduler runs its task again on another worker (Dask
+retries a task whose worker was lost, up to ``distributed.scheduler.allowed-failures`` times).
+
+Workers need densim installed and the scenario's trace files at the same path (a shared file
+system on a real cluster). ``workers=N`` starts a local cluster of N single-threaded worker
+processes (``dask.distributed.LocalCluster``); ``scheduler="tcp://host:8786"`` uses a running one.
+"""
+
+from __future__ import annotations
+
+import pickle
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+
+@dataclass
+class PartInfo:
+    """What one part did: its hosts, VMs and VM-steps, its worker, its time and the bytes it moved."""
+
+    hosts: tuple[int, int]
+    vms: int
+    vm_steps: int
+    worker: str
+    part_s: float
+    engine_s: float
+    bytes_in: int
+    bytes_out: int
+
+
+@dataclass
+class DistributedInfo:
+    workers: int
+    parts: list[PartInfo] = field(default_factory=list)
+    plan_s: float = 0.0
+    cluster_s: float = 0.0
+    compute_s: float = 0.0
+    merge_s: float = 0.0
+
+    def as_dict(self) -> dict:
+        return {"workers": self.workers, "plan_s": self.plan_s, "cluster_s": self.cluster_s, "compute_s": self.compute_s,
+                "merge_s": self.merge_s,
+                "bytes_in": sum(p.bytes_in for p in self.parts), "bytes_out": sum(p.bytes_out for p in self.parts),
+                "parts": [p.__dict__ for p in self.parts]}
+
+
+def _run_part_task(plan, h0: int, h1: int, threads: int | None, delay_s: float):
+    """The task a worker runs (module-level, so it pickles by reference)."""
+    from densim.engine.partition import run_part
+
+    if delay_s:  # tests: keep the task running long enough to kill its worker
+        time.sleep(delay_s)
+    from distributed import get_worker
+
+    res = run_part(plan, h0, h1, threads=threads)
+    try:
+        res.timings["worker"] = get_worker().address
+    except ValueError:  # pragma: no cover - not on a worker
+        pass
+    return res
+
+
+def simulate_distributed(plant, *, workers: int = 2, scheduler: str | None = None, parts: int | None = None,
+                         seed: int | None = None, threads_per_part: int | None = 1,
+                         progress: Callable[[int, int], None] | None = None, on_submitted: Callable | None = None,
+                         _delay_s: float = 0.0):
+    """Run ``plant`` split into host partitions over a Dask cluster; returns ``(Result, DistributedInfo)``.
+
+    ``scheduler`` is the address of a running scheduler; without it a ``LocalCluster`` of ``workers``
+    processes is started (and stopped). ``parts`` defaults to the number of workers. ``progress(done,
+    total)`` is called as parts finish; ``on_submitted(client, futures)`` right after submitting (tests).
+    """
+    try:
+        from distributed import Client, LocalCluster, as_completed
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        from densim.errors import InputError
+
+        raise InputError("--workers", "", "the distributed run needs dask.distributed: pip install 'densim[cluster]'") from exc
+    from densim.engine.partition import host_ranges, merge_parts, plan_run
+
+    t0 = time.perf_counter()
+    plan, ctx, timings = plan_run(plant, seed)
+    info = DistributedInfo(workers=0, plan_s=time.perf_counter() - t0)
+    t1 = time.perf_counter()
+    cluster = None
+    if scheduler:
+        try:
+            client = Client(scheduler, timeout="10s")
+        except (OSError, TimeoutError, ValueError) as exc:
+            from densim.errors import InputError
+
+            raise InputError("--scheduler", scheduler, f"cannot reach the Dask scheduler: {exc}") from None
+    else:
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+        client = Client(cluster)
+    try:
+        info.workers = len(client.scheduler_info()["workers"])
+        info.cluster_s = time.perf_counter() - t1
+        ranges = host_ranges(plan.host_of_vm, plan.n_hosts, parts or max(info.workers, 1))
+        bytes_in = len(pickle.dumps(plan, protocol=5))
+        t2 = time.perf_counter()
+        futures = [client.submit(_run_part_task, plan, h0, h1, threads_per_part, _delay_s, pure=False, key=f"densim-part-{h0}-{h1}")
+                   for h0, h1 in ranges]
+        if on_submitted is not None:
+            on_submitted(client, futures)
+        results = []
+        for done, fut in enumerate(as_completed(futures), start=1):
+            results.append(fut.result())
+            if progress is not None:
+                progress(done, len(futures))
+        info.compute_s = time.perf_counter() - t2
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+    t3 = time.perf_counter()
+    res = merge_parts(ctx, results, {**timings, "distributed_s": 0.0})
+    info.merge_s = time.perf_counter() - t3
+    for r in sorted(results, key=lambda r: r.h0):
+        info.parts.append(PartInfo(hosts=(r.h0, r.h1), vms=int(r.vm_idx.size), vm_steps=r.vm_steps,
+                                   worker=str(r.timings.get("worker", "")), part_s=r.timings.get("part_s", 0.0),
+                                   engine_s=r.timings.get("engine_s", 0.0), bytes_in=bytes_in, bytes_out=r.nbytes))
+    res.timings["distributed_s"] = time.perf_counter() - t0
+    return res, info
