@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from densim._jit import njit
+from densim.placement.heuristics import _tree_update as _set_leaf  # leaf update of the first-fit segment tree
 
 DISCIPLINES = {"fifo": 0, "backfill": 1, "reject": 2}
 ONLINE_POLICIES = {"first-fit": 0, "best-fit": 1, "worst-fit": 2}
@@ -131,15 +132,18 @@ def _find(policy, c, m, cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size):
 
 
 @njit
-def _set_leaf(tc, tm, size, h, cval, mval):
-    i = size + h
-    tc[i] = cval
-    tm[i] = mval
-    i //= 2
-    while i >= 1:
-        tc[i] = max(tc[2 * i], tc[2 * i + 1])
-        tm[i] = max(tm[2 * i], tm[2 * i + 1])
-        i //= 2
+def _start(v, h, t, host, start, status, cpu_free, mem_free, vm_cpu, vm_mem, run, policy, tc, tm, size, ht, hv, nh):
+    """VM ``v`` starts on host ``h`` at ``t``: reserve its capacity, schedule its departure; returns the heap size."""
+    host[v] = h
+    start[v] = t
+    status[v] = 1
+    cpu_free[h] -= vm_cpu[v]
+    mem_free[h] -= vm_mem[v]
+    if policy == 0:
+        _set_leaf(tc, tm, size, h, cpu_free[h], mem_free[h])
+    if run[v] < np.inf:
+        nh = _heap_push(ht, hv, nh, t + run[v], v)
+    return nh
 
 
 @njit
@@ -198,15 +202,8 @@ def _schedule_kernel(arrival, run, vm_cpu, vm_mem, cpu_cap, mem_cap, policy, dis
                     w += 1
                     k += 1
                     continue
-                host[v] = h
-                start[v] = t
-                status[v] = 1
-                cpu_free[h] -= vm_cpu[v]
-                mem_free[h] -= vm_mem[v]
-                if policy == 0:
-                    _set_leaf(tc, tm, size, h, cpu_free[h], mem_free[h])
-                if run[v] < np.inf:
-                    nh = _heap_push(ht, hv, nh, t + run[v], v)
+                nh = _start(v, h, t, host, start, status, cpu_free, mem_free, vm_cpu, vm_mem, run, policy, tc, tm, size,
+                            ht, hv, nh)
                 k += 1
             if discipline == 0:
                 q_head = k
@@ -244,15 +241,7 @@ def _schedule_kernel(arrival, run, vm_cpu, vm_mem, cpu_cap, mem_cap, policy, dis
                 q_tail += 1
                 status[v] = 2
             continue
-        host[v] = h
-        start[v] = t
-        status[v] = 1
-        cpu_free[h] -= vm_cpu[v]
-        mem_free[h] -= vm_mem[v]
-        if policy == 0:
-            _set_leaf(tc, tm, size, h, cpu_free[h], mem_free[h])
-        if run[v] < np.inf:
-            nh = _heap_push(ht, hv, nh, t + run[v], v)
+        nh = _start(v, h, t, host, start, status, cpu_free, mem_free, vm_cpu, vm_mem, run, policy, tc, tm, size, ht, hv, nh)
     return host, start, status
 
 
