@@ -106,14 +106,32 @@ class Liveness:
     def alive(self, edges: np.ndarray) -> np.ndarray:
         return alive_fraction(self.sch.start_s, self.sch.end_s, edges)
 
+    def active_ids(self, t_lo: float, t_hi: float, host_of_vm: np.ndarray) -> np.ndarray:
+        """The VMs alive at some time in ``[t_lo, t_hi)``, in host order (stable): a chunk steps only these."""
+        s, e = self.sch.start_s, self.sch.end_s
+        ids = np.flatnonzero((s < t_hi) & (e > t_lo))  # NaN (never started) compares False
+        return ids[np.argsort(host_of_vm[ids], kind="stable")]
+
+    def chunk_steps(self, n_steps: int, step_s: float, elements: int) -> int:
+        """Steps per chunk so that (VMs alive in a chunk) x steps stays near ``elements``: a chunk of k
+        steps holds about the peak of concurrent VMs plus the arrivals during k steps."""
+        from densim.placement.online import peak_running
+
+        started = np.isfinite(self.sch.start_s)
+        peak = peak_running(self.sch)
+        rate = np.count_nonzero(started) / max(n_steps, 1)  # starts per step
+        # largest k with (peak + rate k) k <= elements
+        k = (-peak + np.sqrt(peak * peak + 4.0 * rate * elements)) / (2.0 * rate) if rate > 0 else elements / max(peak, 1)
+        return int(max(1, min(n_steps, k)))
+
     def chunk(self, edges: np.ndarray, perm, starts, hosts_with, n_hosts: int, step_s: float):
-        """(vCPUs alive per host and step (float64), hosts on (bool), boot power (W)), each (steps, hosts)."""
-        alive = self.alive(edges)
+        """(vCPUs alive per host and step (float64), hosts on (bool), boot power (W)), each (steps, hosts).
+        ``perm`` lists the VMs in host order (segments ``starts`` on ``hosts_with``)."""
         n = edges.size - 1
         vc = np.zeros((n, n_hosts))
         busy = np.zeros((n, n_hosts))
         if perm.size:
-            a = alive[:, perm]
+            a = alive_fraction(self.sch.start_s[perm], self.sch.end_s[perm], edges)
             vc[:, hosts_with] = np.add.reduceat(a * self.vcpus[perm][None, :], starts, axis=1)
             busy[:, hosts_with] = np.add.reduceat((a > 0).astype(np.float32), starts, axis=1)
         if self.policy == "on":

@@ -151,6 +151,7 @@ class _CpuSetup:
         has = np.zeros(H, dtype=bool)
         has[hosts_with] = True
         self.empty_hosts = np.flatnonzero(~has).astype(np.int64)
+        self.vm_cap = vm_cap_mhz
         self.capp = np.ascontiguousarray(vm_cap_mhz[self.perm])
         self.ones_p = np.ones(self.perm.size, dtype=np.float32)
         self.ones_u = np.ones(self.unplaced.size, dtype=np.float32)
@@ -180,6 +181,29 @@ class _CpuSetup:
         self.expo = hosts.power_exponent.astype(np.float64)
         self.threshold = ctx.saturation.threshold
         self.no_boot = np.zeros((1, H))
+
+    def subset(self, ids: np.ndarray, hosts_of_ids: np.ndarray) -> _CpuSetup:
+        """This setup over the VMs ``ids`` only (placed, in host order): the chunk's demand columns are
+        those VMs in that order, and the per-VM sums come back in that order."""
+        import copy
+
+        sub = copy.copy(self)
+        m = ids.size
+        sub.V = m
+        sub.perm = np.arange(m, dtype=np.int64)
+        starts = np.flatnonzero(np.r_[True, hosts_of_ids[1:] != hosts_of_ids[:-1]]) if m else np.zeros(0, np.int64)
+        sub.starts = starts.astype(np.int64)
+        sub.ends = np.r_[starts[1:], m].astype(np.int64)
+        sub.seg_host = hosts_of_ids[starts].astype(np.int64)
+        sub.unplaced = np.zeros(0, dtype=np.int64)
+        has = np.zeros(self.H, dtype=bool)
+        has[sub.seg_host] = True
+        sub.empty_hosts = np.flatnonzero(~has).astype(np.int64)
+        sub.capp = np.ascontiguousarray(self.vm_cap[ids])
+        sub.factorp = np.ascontiguousarray(self.ready_factor[ids])
+        sub.ones_p = np.ones(m, dtype=np.float32)
+        sub.ones_u = np.ones(0, dtype=np.float32)
+        return sub
 
     def run(self, demand, cap_h: np.ndarray, n: int, host_series: dict | None, want_stage_arrays: bool,
             by_step=None) -> _CpuOut:
@@ -240,6 +264,36 @@ class _CpuSetup:
                     o.h_claim, o.h_del, o.h_util, o.h_util_max, o.h_rpct, o.h_rpct_max, o.h_power, o.sat_peak, o.sat_count,
                     o.o_claim, o.o_del, o.o_util, o.o_rready, o.o_rpct, o.o_power, o.v_claim, o.v_del, o.v_ready)
         return o
+
+
+def _active_chunk(ctx, cpu, live, vm_acc, host_acc, t0: int, t1: int, cap_h, keep_host: bool) -> None:
+    """One chunk of a run whose VMs arrive and leave, over the VMs alive in it only."""
+    from densim.workloads.tasks import scheduled_window
+
+    grid, H, V = ctx.grid, ctx.hosts.n, ctx.vms.n
+    n = t1 - t0
+    edges = grid.edges_s(t0, t1)
+    ids = live.active_ids(edges[0], edges[-1], ctx.vms.host)
+    sub = cpu.subset(ids, ctx.vms.host[ids])
+    by_step = live.chunk(edges, ids, sub.starts, sub.seg_host, H, grid.step_s)
+    demand = scheduled_window(ctx.source, grid, t0, t1, ids)
+    out = sub.run(demand, cap_h, n, host_series={name: host_acc.series_view(name, t0, n) for name in _HOST_SERIES}
+                  if keep_host else None, want_stage_arrays=False, by_step=by_step)
+    for name, s, m in (("cpu_demand_mhz", out.vm_dem, None), ("cpu_delivered_mhz", out.vm_del, None),
+                       ("cpu_ready_pct", out.vm_rdy, out.vm_rdy_max)):
+        full = np.zeros(V)
+        full[ids] = s
+        top = None
+        if m is not None:
+            top = np.zeros(V)
+            top[ids] = m
+        vm_acc.add_reduced(name, full, top)
+    host_acc.add_reduced("cpu_demand_mhz", out.h_claim)
+    host_acc.add_reduced("cpu_delivered_mhz", out.h_del)
+    host_acc.add_reduced("utilisation", out.h_util, out.h_util_max)
+    ctx.saturation.add_reduced("host CPU", ctx.hosts.names, out.sat_peak, out.sat_count)
+    host_acc.add_reduced("cpu_ready_pct", out.h_rpct, out.h_rpct_max)
+    host_acc.add_reduced("power_w", out.h_power)
 
 
 def simulate(plant: Plant, *, seed: int | None = None, progress: Callable[[int, int], None] | None = None,
@@ -345,7 +399,11 @@ def run_placed(ctx, *, progress: Callable[[int, int], None] | None = None, timin
     cpu = _CpuSetup(ctx, perm, starts, hosts_with, placed, host_on, vcpus_per_host, vm_cap_mhz, K)
     # without stages and VM time series no per-VM array is needed: the demand may stay factored
     lean = not stages and not keep_vm
-    factors = getattr(ctx.source, "window_factors", None) if lean else None
+    # VMs that arrive and leave: a lean run steps only the VMs alive in each chunk
+    active = live is not None and lean
+    if active and not sc.simulation.chunk_steps:
+        chunk_steps = live.chunk_steps(T, step_s, ELEMENTS_PER_CHUNK)
+    factors = getattr(ctx.source, "window_factors", None) if lean and not active else None
     channels = ("cpu_mhz",) if lean else tuple(ctx.source.channels)
     cap0 = hosts.capacity_mhz.astype(np.float32)
 
@@ -354,6 +412,11 @@ def run_placed(ctx, *, progress: Callable[[int, int], None] | None = None, timin
         n = t1 - t0
         chunk = Chunk(t0=t0, t1=t1, step_s=step_s)
         fac = factors(grid, t0, t1) if factors is not None else None
+        if active:
+            _active_chunk(ctx, cpu, live, vm_acc, host_acc, t0, t1, cap0[None, :], keep_host)
+            if progress is not None:
+                progress(t1, T)
+            continue
         if fac is None:
             win = ctx.source.window(grid, t0, t1, channels)
             chunk.vm["cpu_demand_mhz"] = win.pop("cpu_mhz")

@@ -57,7 +57,7 @@ def _part_lifetimes(part: DemandSource) -> tuple[np.ndarray, np.ndarray] | None:
     tr = part.trace
     if part.vm_task.size != tr.n_tasks or not np.array_equal(part.vm_task, np.arange(tr.n_tasks)):
         return None  # tasks replicated or cut to a VM count: read as static VMs (see OpenDcSource)
-    pos, _start, dur, _use = fragments(tr)
+    pos, _start, dur, _use, _off = fragments(tr)
     return tr.submission_s, np.bincount(pos, weights=dur, minlength=tr.n_tasks)
 
 
@@ -78,30 +78,62 @@ class ScheduledSource(DemandSource):
     def native_step_s(self):
         return self.inner.native_step_s()
 
-    def window(self, grid: TimeGrid, t0: int, t1: int, channels):
+    def window(self, grid: TimeGrid, t0: int, t1: int, channels, vms: np.ndarray | None = None):
+        """As :meth:`DemandSource.window`; ``vms`` (indices into this source's VMs) asks for those columns only."""
         edges = grid.edges_s(t0, t1)
         if self.shift:
-            return {"cpu_mhz": _shifted_opendc_window(self.inner, self.start_s, edges)} if "cpu_mhz" in channels else {}
+            return {"cpu_mhz": _shifted_opendc_window(self.inner, self.start_s, edges, vms)} if "cpu_mhz" in channels else {}
         win = self.inner.window(grid, t0, t1, channels)
-        alive = alive_fraction(self.start_s, self.end_s, edges)
-        return {k: (v * alive).astype(np.float32, copy=False) for k, v in win.items()}
+        if vms is None:
+            alive = alive_fraction(self.start_s, self.end_s, edges)
+            return {k: (v * alive).astype(np.float32, copy=False) for k, v in win.items()}
+        alive = alive_fraction(self.start_s[vms], self.end_s[vms], edges)
+        return {k: (v[:, vms] * alive).astype(np.float32, copy=False) for k, v in win.items()}
 
 
-def _shifted_opendc_window(src, start_s: np.ndarray, edges: np.ndarray) -> np.ndarray:
-    """Per-step mean MHz of every task, its fragments back to back from its placement ``start_s``."""
-    tr = src.trace
-    n = tr.n_tasks
-    delay = np.where(np.isnan(start_s), np.nan, start_s - tr.submission_s)
-    out = np.zeros((edges.size - 1, n), dtype=np.float32)
-    step = float(edges[1] - edges[0]) if edges.size > 1 else 1.0
-    pos, start, dur, use = fragments(tr)
-    _bin_segments(out, pos, start + delay[pos], dur, use, float(edges[0]), step)
+def scheduled_window(source: DemandSource, grid: TimeGrid, t0: int, t1: int, ids: np.ndarray) -> np.ndarray:
+    """CPU demand (steps, len(ids)) of the VMs ``ids`` of a scheduled source (or a composite of them)."""
+    parts = source.parts if isinstance(source, CompositeSource) else [source]
+    if len(parts) == 1:
+        return parts[0].window(grid, t0, t1, ("cpu_mhz",), vms=ids)["cpu_mhz"]
+    out = np.zeros((t1 - t0, ids.size), dtype=np.float32)
+    lo = 0
+    for p in parts:
+        hi = lo + p.n_vms
+        sel = np.flatnonzero((ids >= lo) & (ids < hi))
+        if sel.size:
+            w = p.window(grid, t0, t1, ("cpu_mhz",), vms=ids[sel] - lo).get("cpu_mhz")
+            if w is not None:
+                out[:, sel] = w
+        lo = hi
     return out
 
 
-def fragments(trace) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Every fragment of an OpenDC trace as (task position, start at submission, duration, MHz),
-    read once and kept on the trace (32 bytes a fragment: 74 MB for surf_week's 2.3 M)."""
+def _shifted_opendc_window(src, start_s: np.ndarray, edges: np.ndarray, vms: np.ndarray | None = None) -> np.ndarray:
+    """Per-step mean MHz of every task (or of the tasks ``vms``), its fragments back to back from its
+    placement ``start_s``."""
+    tr = src.trace
+    delay = np.where(np.isnan(start_s), np.nan, start_s - tr.submission_s)
+    step = float(edges[1] - edges[0]) if edges.size > 1 else 1.0
+    pos, start, dur, use, off = fragments(tr)
+    if vms is None:
+        out = np.zeros((edges.size - 1, tr.n_tasks), dtype=np.float32)
+        _bin_segments(out, pos, start + delay[pos], dur, use, float(edges[0]), step)
+        return out
+    # the chosen tasks' fragments: their runs [off[v], off[v + 1]) of the task-ordered arrays
+    lens = off[vms + 1] - off[vms]
+    total = int(lens.sum())
+    rows = np.repeat(off[vms] - np.cumsum(np.r_[0, lens[:-1]]), lens) + np.arange(total)
+    owner = np.repeat(np.arange(vms.size, dtype=np.int64), lens)
+    out = np.zeros((edges.size - 1, vms.size), dtype=np.float32)
+    _bin_segments(out, owner, start[rows] + delay[pos[rows]], dur[rows], use[rows], float(edges[0]), step)
+    return out
+
+
+def fragments(trace) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Every fragment of an OpenDC trace as (task position, start at submission, duration, MHz), ordered
+    by task (each task's in run order), and the offsets of each task's run (n_tasks + 1); read once
+    and kept on the trace (32 bytes a fragment: 74 MB for surf_week's 2.3 M)."""
     got = getattr(trace, "_fragments", None)
     if got is None:
         parts = list(trace.iter_fragments())
@@ -109,7 +141,10 @@ def fragments(trace) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
             pos, start, dur, use = (np.concatenate(x) for x in zip(*parts))
         else:
             pos, start, dur, use = np.zeros(0, np.int64), np.zeros(0), np.zeros(0), np.zeros(0)
-        got = trace._fragments = (pos.astype(np.int64), start, dur, use)
+        order = np.argsort(pos, kind="stable")
+        pos = pos[order].astype(np.int64)
+        off = np.searchsorted(pos, np.arange(trace.n_tasks + 1)).astype(np.int64)
+        got = trace._fragments = (pos, start[order], dur[order], use[order], off)
     return got
 
 
