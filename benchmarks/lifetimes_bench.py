@@ -7,9 +7,11 @@ Cases (each run as its own ``densim run`` process, timed with wait4 rusage):
 * ``100k-tasks``: the shape of OpenDC's ``100K_tasks`` (100,000 one-hour tasks of 1,000 MHz arriving
   over 31 days, as its ``1K_tasks`` x 100), generated as OpenDC v4 Parquet, on 10,000 one-core hosts.
   Target: under 1 GiB.
-* ``1m-30d``: 1,000,000 synthetic tasks arriving over 30 days (Poisson), lifetimes log-normal
-  (median 6 h), 1-8 vCPUs, one fragment per 5 minutes, on 10,000 hosts, 5-minute steps, online
-  placement. Target: under 60 s and 4 GiB.
+* ``1m-30d``: 1,000,000 synthetic VMs (``vms[].arrivals``) arriving over 30 days (Poisson), lifetimes
+  log-normal (median 6 h, sigma 1), 2 vCPUs, diurnal demand with noise, on 10,000 hosts of 32 cores,
+  5-minute steps, online placement (first-fit, FIFO). Target: under 60 s and 4 GiB.
+* ``1m-30d-trace``: the same shape as an OpenDC trace with a fragment every 5 minutes (119 M
+  fragments): what a trace that size costs to read and replay.
 
     PYTHONPATH=src python benchmarks/lifetimes_bench.py [--cases surf-week,100k-tasks,1m-30d]
 
@@ -52,6 +54,29 @@ def _write_opendc(folder: Path, submit_s, cpu_count, mhz_per_core, mem_kb, frag_
         "duration": pa.array((frag_dur_s * 1000).astype(np.int64)),
         "cpu_usage": pa.array(frag_mhz.astype(np.float64)),
     }), folder / "fragments.parquet")
+
+
+SYNTHETIC_1M = """name: synthetic-1m-30d
+cluster:
+  hosts:
+    - name: h
+      count: 10000
+      cpu: {sockets: 2, cores_per_socket: 16, base_clock: 2000 MHz}
+      memory: 256 GiB
+      power: {model: linear, idle: 100 W, peak: 250 W}
+vms:
+  - name: vm
+    count: 1000000
+    vcpus: 2
+    vcpu_speed: 2000 MHz
+    memory: 4 GiB
+    profile: {kind: diurnal, mean: 0.3, amplitude: 0.2, noise: 0.1}
+    arrivals: {over: 30 d, lifetime: 6 h, lifetime_sigma: 1.0}
+placement: {policy: first-fit}
+scheduling: {lifetimes: "on", queue: fifo}
+simulation: {step: 5 min, seed: 1}
+output: {vm_timeseries: "off", host_timeseries: "off"}
+"""
 
 
 def make_100k(folder: Path) -> None:
@@ -131,7 +156,7 @@ def run(scenario_path: Path, out: Path) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--cases", default="surf-week,100k-tasks,1m-30d")
+    ap.add_argument("--cases", default="surf-week,100k-tasks,1m-30d", help="also: 1m-30d-trace")
     ap.add_argument("--workdir", default="/tmp/densim-lifetimes")
     args = ap.parse_args()
     work = Path(args.workdir)
@@ -144,6 +169,9 @@ def main() -> None:
             make_100k(work / "100k")
             sc = scenario(work / "100k", 10_000, 1, "64 GiB", work, "opendc-100k-tasks-shape")
         elif case == "1m-30d":
+            sc = work / "synthetic-1m-30d.yaml"
+            sc.write_text(SYNTHETIC_1M)
+        elif case == "1m-30d-trace":
             make_1m(work / "1m")
             sc = scenario(work / "1m", 10_000, 32, "256 GiB", work, "synthetic-1m-30d")
         else:

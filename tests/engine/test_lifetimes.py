@@ -245,3 +245,35 @@ def test_stepping_only_the_live_vms_gives_the_dense_runs_results(tmp_path_factor
     for col in ("cpu_demand_mhz_s", "cpu_delivered_mhz_s", "cpu_ready_pct_max"):
         assert np.allclose(lean.vms[col].to_numpy(), dense.vms[col].to_numpy(), rtol=1e-9, atol=1e-9), col
     assert np.allclose(lean.hosts["energy_j"].to_numpy(), dense.hosts["energy_j"].to_numpy(), rtol=1e-9)
+
+
+def test_synthetic_arrivals_live_exactly_their_lifetime():
+    # 3 constant VMs (1 vCPU at 2 GHz, 50 %) arrive over 1 h and each lives exactly 2 h (sigma 0):
+    # demand = 3 x 1,000 MHz x 7,200 s, whatever the arrival times; they are reproducible by seed
+    def go(seed):
+        sc = scenario_from_dict({
+            "name": "arrivals", "cluster": {"hosts": [one_core_host(count=3)]},
+            "vms": [{"name": "v", "count": 3, "vcpus": 1, "vcpu_speed": "2 GHz", "memory": "1 GiB",
+                     "profile": {"kind": "constant", "mean": 0.5},
+                     "arrivals": {"over": "1 h", "lifetime": "2 h", "lifetime_sigma": 0}}],
+            "simulation": {"step": "5 min", "seed": seed},
+        })
+        return simulate(resolve(sc))
+
+    r = go(7)
+    assert r.summary["scheduling"]["completed"] == 3
+    assert r.summary["totals"]["cpu_demand_mhz_s"] == pytest.approx(3 * 1000.0 * 7200.0, rel=1e-5)
+    v = r.vms
+    assert np.allclose(v["end_s"].to_numpy() - v["start_s"].to_numpy(), 7200.0)
+    assert (v["arrival_s"].to_numpy() < 3600.0).all()
+    assert v["arrival_s"].to_list() == go(7).vms["arrival_s"].to_list()
+    assert v["arrival_s"].to_list() != go(8).vms["arrival_s"].to_list()
+
+
+def test_arrivals_belong_to_profile_groups():
+    from densim.errors import InputError
+
+    with pytest.raises(InputError, match="arrivals"):
+        scenario_from_dict({"name": "x", "cluster": {"hosts": [one_core_host()]},
+                            "vms": [{"name": "t", "trace": {"format": "opendc", "path": "/nonexistent"},
+                                     "arrivals": {"over": "1 h", "lifetime": "1 h"}}]})

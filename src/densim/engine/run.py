@@ -402,7 +402,7 @@ def run_placed(ctx, *, progress: Callable[[int, int], None] | None = None, timin
     # VMs that arrive and leave: a lean run steps only the VMs alive in each chunk
     active = live is not None and lean
     if active and not sc.simulation.chunk_steps:
-        chunk_steps = live.chunk_steps(T, step_s, ELEMENTS_PER_CHUNK)
+        chunk_steps = live.chunk_steps(T, step_s, ELEMENTS_PER_CHUNK // 4)  # its arrays are float64 (alive shares)
     factors = getattr(ctx.source, "window_factors", None) if lean and not active else None
     channels = ("cpu_mhz",) if lean else tuple(ctx.source.channels)
     cap0 = hosts.capacity_mhz.astype(np.float32)

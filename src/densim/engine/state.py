@@ -237,7 +237,13 @@ def build_source(sc: Scenario, seed: int) -> tuple[DemandSource, list[str], np.n
     traces: dict[tuple[str, str, int | None], Any] = {}
     for gi, g in enumerate(sc.vms):
         if g.profile is not None:
-            parts.append(ProfileSource(g.name, g.profile, g.count, g.vcpus, g.vcpu_mhz or 2000.0, g.memory_bytes, seed + 7919 * (gi + 1)))
+            src = ProfileSource(g.name, g.profile, g.count, g.vcpus, g.vcpu_mhz or 2000.0, g.memory_bytes, seed + 7919 * (gi + 1))
+            if g.arrivals is not None:
+                from densim.workloads.tasks import synthetic_lifetimes
+
+                src.start_s, src.end_s = synthetic_lifetimes(g.arrivals, g.count, sc.simulation.start_s or 0.0,
+                                                             seed + 7919 * (gi + 1) + 1)
+            parts.append(src)
             continue
         t = g.trace
         fmt = get_format(t.format, t.path, f"vms[{gi}].trace.format")

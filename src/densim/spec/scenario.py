@@ -84,6 +84,19 @@ class ProfileSpec(BaseModel):
         return min(1.0, self.mean + (self.amplitude if self.kind != "constant" else 0.0) + self.noise)
 
 
+class ArrivalSpec(BaseModel):
+    """Synthetic VMs that arrive and leave: ``count`` arrivals of a Poisson process over ``over``
+    (sorted uniform times from the run's start), each living a log-normal time with median
+    ``lifetime`` and log-space standard deviation ``lifetime_sigma`` (0: every VM lives exactly
+    ``lifetime``). Drawn from the group's seed, so the same scenario and seed give the same VMs."""
+
+    model_config = _CFG
+
+    over_s: PosSeconds = Field(alias="over", description="arrivals spread over this span from the run's start")
+    lifetime_s: PosSeconds = Field(alias="lifetime", description="median lifetime")
+    lifetime_sigma: float = Field(default=1.0, ge=0.0, le=5.0, description="log-space standard deviation of the lifetime")
+
+
 class VmGroup(BaseModel):
     """A group of VMs: sizes plus a demand source (a trace or a synthetic profile).
 
@@ -101,6 +114,7 @@ class VmGroup(BaseModel):
     memory_bytes: PosBytes | None = Field(default=None, alias="memory")
     trace: TraceRef | None = None
     profile: ProfileSpec | None = None
+    arrivals: ArrivalSpec | None = Field(default=None, description="synthetic VMs arrive and leave (profile groups only)")
     workload: dict[str, Any] | None = Field(
         default=None, description="parameters for a named workload model (memory, storage, request-driven)"
     )
@@ -111,6 +125,8 @@ class VmGroup(BaseModel):
     def _source(self) -> "VmGroup":
         if (self.trace is None) == (self.profile is None):
             raise ValueError("give exactly one of 'trace' or 'profile'")
+        if self.arrivals is not None and self.profile is None:
+            raise ValueError("'arrivals' makes synthetic (profile) VMs arrive and leave; a trace's VMs follow the trace")
         if self.profile is not None or (self.trace is not None and self.trace.format == "planetlab"):
             missing = [k for k, v in (("count", self.count), ("vcpus", self.vcpus), ("memory", self.memory_bytes)) if v is None]
             if missing:

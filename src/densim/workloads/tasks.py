@@ -83,12 +83,17 @@ class ScheduledSource(DemandSource):
         edges = grid.edges_s(t0, t1)
         if self.shift:
             return {"cpu_mhz": _shifted_opendc_window(self.inner, self.start_s, edges, vms)} if "cpu_mhz" in channels else {}
-        win = self.inner.window(grid, t0, t1, channels)
         if vms is None:
+            win = self.inner.window(grid, t0, t1, channels)
             alive = alive_fraction(self.start_s, self.end_s, edges)
             return {k: (v * alive).astype(np.float32, copy=False) for k, v in win.items()}
+        # the inner source computes the chosen VMs only (its subset takes ascending indices)
+        order = np.argsort(vms, kind="stable")
+        back = np.empty_like(order)
+        back[order] = np.arange(order.size)
+        win = self.inner.subset(vms[order]).window(grid, t0, t1, channels) if vms.size else {}
         alive = alive_fraction(self.start_s[vms], self.end_s[vms], edges)
-        return {k: (v[:, vms] * alive).astype(np.float32, copy=False) for k, v in win.items()}
+        return {k: (v[:, back] * alive).astype(np.float32, copy=False) for k, v in win.items()}
 
 
 def scheduled_window(source: DemandSource, grid: TimeGrid, t0: int, t1: int, ids: np.ndarray) -> np.ndarray:
@@ -199,3 +204,14 @@ def alive_fraction(start_s: np.ndarray, end_s: np.ndarray, edges: np.ndarray) ->
     over = np.minimum(e, hi) - np.maximum(s, lo)
     np.maximum(over, 0.0, out=over)
     return (over / (hi - lo)).astype(np.float32)
+
+
+def synthetic_lifetimes(spec, count: int, t0: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(start_s, end_s) of ``count`` synthetic VMs (:class:`densim.spec.scenario.ArrivalSpec`): a Poisson
+    process over ``[t0, t0 + over)`` (sorted uniform times given the count) and log-normal lifetimes."""
+    from densim.rng import make_rng
+
+    rng = make_rng(seed)
+    start = t0 + np.sort(rng.uniform(0.0, spec.over_s, count))
+    life = spec.lifetime_s * np.exp(spec.lifetime_sigma * rng.standard_normal(count))
+    return start, start + life
