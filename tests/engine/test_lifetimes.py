@@ -277,3 +277,35 @@ def test_arrivals_belong_to_profile_groups():
         scenario_from_dict({"name": "x", "cluster": {"hosts": [one_core_host()]},
                             "vms": [{"name": "t", "trace": {"format": "opendc", "path": "/nonexistent"},
                                      "arrivals": {"over": "1 h", "lifetime": "1 h"}}]})
+
+
+def test_memory_is_held_only_while_a_vm_lives(tmp_path):
+    # One host of 16 GiB with memory over-commit 2 (placement admits both 12 GiB VMs). Task A lives
+    # 0..1 h, task B 2..3 h (apart) or 0.5..1.5 h (overlapping). Apart, each is alone on the host and
+    # fits: nothing is reclaimed. Overlapping, 24 GiB of guests on a 16 GiB host must swap, and only in
+    # the overlap (0.5..1 h): no swapping in the steps where one VM is alone.
+    def go(b_at):
+        d = write_opendc(tmp_path / f"w{b_at}", [(1, 0, 1, 1000, 12 * 1024 * 1024), (2, b_at, 1, 1000, 12 * 1024 * 1024)],
+                         [(1, 3600, 1000), (2, 3600, 1000)])
+        host = {"name": "h", "count": 1, "cpu": {"sockets": 1, "cores_per_socket": 4, "base_clock": "2 GHz"},
+                "memory": "16 GiB", "power": {"model": "linear", "idle": "100 W", "peak": "200 W"}}
+        sc = scenario_from_dict({
+            "name": "mem", "cluster": {"hosts": [host]},
+            "vms": [{"name": "t", "trace": {"format": "opendc", "path": str(d)},
+                     "workload": {"memory_profile": "enterprise-server-load"}}],
+            "placement": {"memory_overcommit": 2.0},
+            "memory": {"model": "vsphere-like", "workload": "enterprise-server-load"},
+            "simulation": {"step": "5 min"}, "output": {"vm_timeseries": "on"},
+        })
+        return simulate(resolve(sc))
+
+    apart = go(2 * 3600)
+    assert apart.summary["memory"]["hosts_swapping"] == []
+    steps = apart.vm_steps().sort(["step", "vm"])
+    res = steps["mem_resident_gib"].to_numpy().reshape(-1, 2)
+    assert np.allclose(res[:12, 0], 12.0) and np.allclose(res[12:, 0], 0.0)  # A holds 12 GiB for its hour only
+    over = go(1800)
+    swapped = over.host_steps()["host_mem_swapped_gib"].to_numpy()
+    t = over.host_steps()["time_s"].to_numpy() - over.ctx.grid.start_s
+    both = (t >= 1800) & (t < 3600)
+    assert (swapped[both] > 0).all() and not swapped[~both].any()

@@ -40,10 +40,6 @@ def wants_lifetimes(sc, source) -> tuple[np.ndarray, np.ndarray] | None:
         lt = (np.full(source.n_vms, -np.inf), np.full(source.n_vms, np.inf))
     if lt is None:
         return None
-    if sc.memory.model != "none":
-        raise InputError(sc.name, "scheduling.lifetimes",
-                         "the memory model does not yet follow VMs that arrive and leave (it would count every VM "
-                         "that ever ran on a host as resident all run); set scheduling.lifetimes: off, or memory.model: none")
     if sc.placement.policy not in ONLINE_POLICIES:
         raise InputError(sc.name, "placement.policy",
                          f"{sc.placement.policy!r} cannot place VMs as they arrive; with lifetimes use one of: "

@@ -158,12 +158,12 @@ class MemoryStage(BaseStage):
             act = np.where(self.use_trace_mem[idx][None, :], used, act)
         return act
 
-    def _reclaim(self, cfg, act, host, H, n, idx):
+    def _reclaim(self, cfg, act, host, H, n, idx, capacity=None):
         p = self.params
         k = idx.size
         return M.reclaim(
             np.broadcast_to(cfg, (n, k)).ravel(), np.asarray(act, float).ravel(), M.segments(host, H, n), n * H,
-            np.broadcast_to(self.capacity_h, (n, H)).ravel(),
+            np.broadcast_to(self.capacity_h if capacity is None else capacity, (n, H)).ravel(),
             zero_page_fraction=p.zero_page_fraction, inter_vm_sharing_fraction=p.inter_vm_sharing_fraction,
             balloon_limit=p.balloon_limit, balloon_active_share=np.tile(self.bas[idx], n),
             compression_cache_fraction=p.compression_cache_fraction if p.compression else 0.0,
@@ -196,8 +196,14 @@ class MemoryStage(BaseStage):
         if idx.size == 0:
             # no host is short of memory: constant rows, handed out as read-only broadcasts
             self._all_fit(chunk, cfg_all, T, V, H)
+            if getattr(ctx, "schedule", None) is not None:  # a VM holds memory only while it lives
+                from densim.workloads.tasks import alive_fraction
+
+                alive = alive_fraction(ctx.schedule.start_s, ctx.schedule.end_s, ctx.grid.edges_s(chunk.t0, chunk.t1)) > 0
+                for name in ("mem_resident_gib", "mem_active_gib"):
+                    chunk.vm_out[name] = (chunk.vm_out[name] * alive).astype(np.float32)
             return
-        if self._active_is_static(chunk):
+        if getattr(ctx, "schedule", None) is None and self._active_is_static(chunk):
             self._static(ctx, chunk, cfg_all, T, V, H)
             return
         out_vm = {k: np.zeros((T, V), dtype=np.float32) for k in VM_METRICS}
@@ -218,12 +224,27 @@ class MemoryStage(BaseStage):
         util_s = np.zeros((T, H), np.float32) if not self.coupled and self.cache is not None else None
         util_c = np.zeros((T, H), np.float32) if self.cache is not None else None
         swap_io = np.zeros((T, V), np.float32) if self.coupled else None
+        if getattr(ctx, "schedule", None) is not None:  # VMs arrive and leave: only those alive in a step hold memory
+            from densim.workloads.tasks import alive_fraction
+
+            edges = ctx.grid.edges_s(chunk.t0, chunk.t1)
+            alive = alive_fraction(ctx.schedule.start_s[idx], ctx.schedule.end_s[idx], edges) > 0
+            out_vm["mem_resident_gib"][:, idx] *= alive
+            out_vm["mem_active_gib"][:, idx] *= alive
         for b0 in range(0, T, block):  # blocks of time steps only
             b1 = min(T, b0 + block)
             n = b1 - b0
             seg = M.segments(host, H, n)
             util = np.clip((demand[b0:b1] if every else np.take(demand[b0:b1], idx, axis=1)) / cap_vm[None, :], 0.0, 1.0)
-            rec = self._reclaim(cfg, self._active(chunk, idx, cfg, b0, b1), host, H, n, idx)
+            if getattr(ctx, "schedule", None) is None:
+                rec = self._reclaim(cfg, self._active(chunk, idx, cfg, b0, b1), host, H, n, idx)
+            else:
+                live = alive[b0:b1]
+                cfg_t = cfg[None, :] * live
+                cell = (np.arange(n)[:, None] * H + host[None, :]).ravel()  # VMs alive per (step, host)
+                n_h = np.bincount(cell, weights=live.ravel(), minlength=n * H).reshape(n, H)
+                cap_t = M.guest_capacity_bytes(ctx.hosts.mem_bytes[None, :], n_h, self.params)
+                rec = self._reclaim(cfg_t, self._active(chunk, idx, cfg, b0, b1) * live, host, H, n, idx, capacity=cap_t)
             miss = self._miss(np.tile(self.miss_group[idx], n), rec.resident_active_fraction)
             f = M.fault_rates(rec, (self.rate[idx][None, :] * util).ravel(), miss_ratio_values=miss)
             tp = self._solve(f, seg, n * H, np.tile(self.theta[idx], n), ctx=ctx, chunk=chunk, b0=b0, n=n, vm_ids=idx)
