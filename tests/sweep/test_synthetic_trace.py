@@ -67,3 +67,15 @@ def test_streams_through_the_engine_with_the_same_energy_as_summed_by_hand():
     expected_j = ((100 + 150 * host_u).sum() + 4 * 48 * 100) * 300.0
     assert res.summary["vms_placed"] == 64 and res.summary["hosts_used"] == 4
     assert abs(res.summary["totals"]["energy_j"] - expected_j) / expected_j < 1e-5
+
+
+def test_numba_pass_equals_the_numpy_formulation():
+    # the one-pass generator (numba) and the array formulation give the same float32 values, bit for bit,
+    # for the whole trace, an inner block, a subset of VMs, and the engine's window (utilisation x capacity)
+    tr = SyntheticTrace(SyntheticTraceSpec(n_vms=2000, n_steps=600, seed=11, start_s=1234.0))
+    assert np.array_equal(tr.utilisation(0, 600), tr.utilisation_numpy(0, 600))
+    assert np.array_equal(tr.utilisation(123, 456, 77, 1999), tr.utilisation_numpy(123, 456, 77, 1999))
+    idx = np.array([3, 500, 1999])
+    assert np.array_equal(tr.subset(idx).utilisation(0, 600), tr.utilisation_numpy(0, 600)[:, idx])
+    w = tr.window(tr.grid(), 10, 40, ("cpu_mhz",))["cpu_mhz"]
+    assert np.array_equal(w, tr.utilisation_numpy(10, 40) * np.float32(2000.0))

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from densim._jit import njit, prange
 from densim.workloads.sources import DemandSource, VmSizes
 from densim.workloads.timegrid import TimeGrid
 
@@ -47,6 +48,43 @@ def _mix64(x: np.ndarray) -> np.ndarray:
         x *= _M2
         x ^= x >> np.uint64(31)
     return x
+
+
+@njit(parallel=True)
+def _fill(out, t0, n_steps, ids, key, mean, amp, phase_s, scale, start_s, step_s, cap, scaled):
+    """Fill ``out`` (steps, VMs) with the utilisation of VMs ``ids`` at steps ``t0 + [0, steps)``
+    (times ``cap`` when ``scaled``), element by element as :meth:`SyntheticTrace.utilisation_numpy`
+    computes it with numpy arrays, in the same precision and order (tests compare them bit for bit)."""
+    n, nv = out.shape
+    two_pi = 2.0 * np.pi
+    one = np.float32(1.0)
+    inv24 = np.float32(1.0 / (1 << 24))
+    mask = np.uint64(0xFFFFFF)
+    gold = np.uint64(0x9E3779B97F4A7C15)
+    m1 = np.uint64(0xBF58476D1CE4E5B9)
+    m2 = np.uint64(0x94D049BB133111EB)
+    ns = np.uint64(n_steps)
+    for i in prange(n):
+        t = t0 + i
+        t_s = start_s + step_s * np.float64(t)
+        tu = np.uint64(t)
+        for j in range(nv):
+            wave = np.float32(np.cos(two_pi * (t_s - phase_s[j]) / 86400.0))
+            u = mean[j] * (one + amp[j] * wave)
+            x = (ids[j] * ns + tu) * gold
+            x ^= key
+            x ^= x >> np.uint64(30)
+            x *= m1
+            x ^= x >> np.uint64(27)
+            x *= m2
+            x ^= x >> np.uint64(31)
+            e = np.float32(x & mask) * inv24
+            e += np.float32((x >> np.uint64(32)) & mask) * inv24
+            e -= one
+            e *= scale[j]
+            u += e
+            u = min(max(u, np.float32(0.0)), one)
+            out[i, j] = u * cap if scaled else u
 
 
 def _unit(x: np.ndarray, shift: int) -> np.ndarray:
@@ -123,8 +161,30 @@ class SyntheticTrace(DemandSource):
         scale = (s.noise * mean).astype(np.float32)
         return mean, amp, phase_s, scale
 
+    def _check_block(self, t0: int, t1: int, v0: int, v1: int | None) -> int:
+        s = self.spec
+        n_vms = self.n_vms
+        v1 = n_vms if v1 is None else v1
+        if not (0 <= t0 <= t1 <= s.n_steps and 0 <= v0 <= v1 <= n_vms):
+            raise IndexError(f"block [{t0},{t1}) x [{v0},{v1}) outside {s.n_steps} steps x {n_vms} VMs")
+        return v1
+
+    def _fill(self, out: np.ndarray, t0: int, v0: int, v1: int, cap: np.float32 | None) -> None:
+        s = self.spec
+        mean, amp, phase_s, scale = self.vm_params(v0, v1)
+        _fill(out, t0, s.n_steps, self._ids(v0, v1), self._key, mean, amp, phase_s, scale, float(s.start_s), float(s.step_s),
+              np.float32(1.0 if cap is None else cap), cap is not None)
+
     def utilisation(self, t0: int, t1: int, v0: int = 0, v1: int | None = None) -> np.ndarray:
-        """Utilisation (0..1) of VMs ``[v0, v1)`` at steps ``[t0, t1)``, float32 shaped (steps, VMs)."""
+        """Utilisation (0..1) of VMs ``[v0, v1)`` at steps ``[t0, t1)``, float32 shaped (steps, VMs)
+        (one numba pass; :meth:`utilisation_numpy` is the same computation with numpy arrays)."""
+        v1 = self._check_block(t0, t1, v0, v1)
+        out = np.empty((t1 - t0, v1 - v0), dtype=np.float32)
+        self._fill(out, t0, v0, v1, None)
+        return out
+
+    def utilisation_numpy(self, t0: int, t1: int, v0: int = 0, v1: int | None = None) -> np.ndarray:
+        """:meth:`utilisation` with numpy arrays (the reference the numba pass is checked against)."""
         s = self.spec
         n_vms = self.n_vms
         v1 = n_vms if v1 is None else v1
@@ -186,14 +246,11 @@ class SyntheticTrace(DemandSource):
         s = self.spec
         if abs(grid.step_s - s.step_s) > 1e-9 or abs(grid.start_s - s.start_s) > 1e-6:
             raise ValueError("SyntheticTrace streams on its own grid: set the scenario's step and start to the trace's")
-        n_vms = self.n_vms
-        out = np.empty((t1 - t0, n_vms), dtype=np.float32)
-        cap = np.float32(s.vcpus * s.vcpu_mhz)
-        for v0 in range(0, n_vms, self.vm_block):
-            v1 = min(n_vms, v0 + self.vm_block)
-            blk = self.utilisation(t0, t1, v0, v1)
-            np.multiply(blk, cap, out=out[:, v0:v1])
-        return {"cpu_mhz": out} if "cpu_mhz" in channels else {}
+        if "cpu_mhz" not in channels:
+            return {}
+        out = np.empty((t1 - t0, self.n_vms), dtype=np.float32)
+        self._fill(out, t0, 0, self.n_vms, np.float32(s.vcpus * s.vcpu_mhz))  # utilisation x capacity, float32
+        return {"cpu_mhz": out}
 
 
 class _LazyNames:
