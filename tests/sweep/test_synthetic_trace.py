@@ -79,3 +79,18 @@ def test_numba_pass_equals_the_numpy_formulation():
     assert np.array_equal(tr.subset(idx).utilisation(0, 600), tr.utilisation_numpy(0, 600)[:, idx])
     w = tr.window(tr.grid(), 10, 40, ("cpu_mhz",))["cpu_mhz"]
     assert np.array_equal(w, tr.utilisation_numpy(10, 40) * np.float32(2000.0))
+
+
+def test_fast_cos_rounds_like_the_library_cos():
+    # the polynomial cos with its float32 rounding check equals float32(np.cos(x)): random arguments
+    # over the trace's range and beyond, arguments next to the zeros of cos (tiny values, where the
+    # check sends them to the library) and past 1e6 (library)
+    from densim.workloads.synthetic_trace import cos_f32
+
+    rng = np.random.default_rng(8)
+    near_zeros = (np.arange(-40, 40) + 0.5) * np.pi
+    x = np.concatenate([rng.uniform(-60, 60, 2_000_000), rng.uniform(-1e5, 1e5, 200_000), near_zeros,
+                        np.nextafter(near_zeros, np.inf), np.nextafter(near_zeros, -np.inf), [0.0, -0.0, 1e6, 3e7, -2e6]])
+    out = np.empty(x.size, np.float32)
+    cos_f32(x, out)
+    assert np.array_equal(out, np.cos(x).astype(np.float32))

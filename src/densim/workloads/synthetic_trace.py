@@ -24,6 +24,7 @@ term and the noise have zero mean over a whole day); tests check it.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -50,6 +51,47 @@ def _mix64(x: np.ndarray) -> np.ndarray:
     return x
 
 
+# fdlibm's kernel polynomials for sin and cos on [-pi/4, pi/4] (Sun Microsystems, k_sin.c / k_cos.c),
+# and its two-part pi/2 for the argument reduction (e_rem_pio2.c)
+_S1, _S2, _S3 = -1.66666666666666324348e-01, 8.33333333332248946124e-03, -1.98412698298579493134e-04
+_S4, _S5, _S6 = 2.75573137070700676789e-06, -2.50507602534068634195e-08, 1.58969099521155010221e-10
+_C1, _C2, _C3 = 4.16666666666666019037e-02, -1.38888888888741095749e-03, 2.48015872894767294178e-05
+_C4, _C5, _C6 = -2.75573143513906633035e-07, 2.08757232129817482790e-09, -1.13596475577881948265e-11
+_PIO2_1, _PIO2_1T, _INVPIO2 = 1.57079632673412561417e+00, 6.07710050650619224932e-11, 6.36619772367581382433e-01
+COS_MARGIN = 2e-15  # > |fast cos - libm cos|: measured 2.2e-16 at most over 7e7 arguments
+
+
+@njit
+def cos_f32(x, out):
+    """``out[i] = float32(cos(x[i]))``, equal to rounding the C library's ``cos`` (as numpy's is here).
+
+    A branch-free polynomial evaluation (vectorised by the compiler, about 2 ns a value against
+    13.5 ns for ``cos``) gives ``c`` within 3e-16 of ``cos(x)`` for ``|x| < 1e6``; when rounding
+    ``c - COS_MARGIN``, ``c`` and ``c + COS_MARGIN`` to float32 gives the same value, no float32
+    rounding boundary lies near ``c`` and that value is the rounding of the library's ``cos`` too.
+    The few others (about 1 in 3 million) take the library's ``cos``.
+    """
+    bad = 0
+    for i in range(x.size):
+        xi = x[i]
+        k = math.floor(xi * _INVPIO2 + 0.5)
+        r = (xi - k * _PIO2_1) - k * _PIO2_1T
+        z = r * r
+        q = int(k) & 3
+        cc = 1.0 - 0.5 * z + z * z * (_C1 + z * (_C2 + z * (_C3 + z * (_C4 + z * (_C5 + z * _C6)))))
+        ss = r + r * z * (_S1 + z * (_S2 + z * (_S3 + z * (_S4 + z * (_S5 + z * _S6)))))
+        c = cc if (q & 1) == 0 else ss
+        c = -c if (q == 1 or q == 2) else c
+        w = np.float32(c)
+        ok = (np.float32(c + COS_MARGIN) == w) & (np.float32(c - COS_MARGIN) == w) & (abs(xi) < 1e6)
+        out[i] = w if ok else np.float32(np.nan)
+        bad += 0 if ok else 1
+    if bad:
+        for i in range(x.size):
+            if out[i] != out[i]:
+                out[i] = np.float32(math.cos(x[i]))
+
+
 @njit(parallel=True)
 def _fill(out, t0, n_steps, ids, key, mean, amp, phase_s, scale, start_s, step_s, cap, scaled):
     """Fill ``out`` (steps, VMs) with the utilisation of VMs ``ids`` at steps ``t0 + [0, steps)``
@@ -68,9 +110,13 @@ def _fill(out, t0, n_steps, ids, key, mean, amp, phase_s, scale, start_s, step_s
         t = t0 + i
         t_s = start_s + step_s * np.float64(t)
         tu = np.uint64(t)
+        arg = np.empty(nv)
+        wave = np.empty(nv, dtype=np.float32)
         for j in range(nv):
-            wave = np.float32(np.cos(two_pi * (t_s - phase_s[j]) / 86400.0))
-            u = mean[j] * (one + amp[j] * wave)
+            arg[j] = two_pi * (t_s - phase_s[j]) / 86400.0
+        cos_f32(arg, wave)
+        for j in range(nv):
+            u = mean[j] * (one + amp[j] * wave[j])
             x = (ids[j] * ns + tu) * gold
             x ^= key
             x ^= x >> np.uint64(30)
