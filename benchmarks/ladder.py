@@ -37,7 +37,7 @@ def rung(vms: int, extra: dict, write: bool, overcommit: float | None = None) ->
     place("first-fit", np.ones(2), np.ones(2), np.ones(1) * 4, np.ones(1) * 4)  # load the cached JIT kernel
     from densim.units import parse
 
-    parse("1 GiB", "byte")  # import pint and build its registry
+    parse("1 GiB", "byte")  # the units module (pint itself is imported only for units outside its fast table)
     from densim.engine.stages import load_plugins
 
     load_plugins()  # import the resource-model stages

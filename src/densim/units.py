@@ -72,10 +72,40 @@ class UnitError(ValueError):
     pass
 
 
+# Quantities in the commonest units are converted without pint: pint's import and registry cost
+# 0.09 s of every run's start-up. Only units whose factor to the canonical unit is an integer are
+# here; pint multiplies the number by the same factor, so the result is the same float (tests
+# compare the two on thousands of values per unit). Anything else goes to pint.
+_FAST_FACTORS: dict[str, dict[str, int]] = {
+    "byte": {"B": 1, "byte": 1, "bytes": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40, "PiB": 2**50,
+             "kB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12, "PB": 10**15},
+    "MHz": {"MHz": 1, "GHz": 1000},
+    "Hz": {"Hz": 1, "kHz": 10**3, "MHz": 10**6, "GHz": 10**9},
+    "W": {"W": 1, "kW": 1000},
+    "s": {"s": 1, "min": 60, "h": 3600, "hour": 3600, "hours": 3600, "d": 86400, "day": 86400, "days": 86400, "week": 604800},
+    "J": {"J": 1, "kJ": 1000, "Wh": 3600, "kWh": 3600000},
+}
+# a number, at least one space, a unit name ("1e3J" is not a quantity for pint: no space, no fast path)
+_SIMPLE_QUANTITY = re.compile(r"^\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s+([A-Za-z]+)\s*$")
+
+
+def _fast_quantity(text: str, unit: str) -> float | None:
+    table = _FAST_FACTORS.get(unit)
+    if table is None:
+        return None
+    m = _SIMPLE_QUANTITY.match(text)
+    if m is None or m.group(2) not in table:
+        return None
+    return float(m.group(1)) * float(table[m.group(2)])
+
+
 @lru_cache(maxsize=4096)
 def _parse_str(text: str, unit: str) -> float:
     if _NUMBER.match(text):
         return _finite(float(text), text)
+    fast = _fast_quantity(text, unit) if len(text) <= MAX_QUANTITY_CHARS else None
+    if fast is not None:
+        return _finite(fast, text)
     cleaned = text.strip().replace(",", "")
     if len(cleaned) > MAX_QUANTITY_CHARS:
         raise UnitError(f"a quantity is a number and a unit, not {len(cleaned)} characters")

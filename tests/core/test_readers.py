@@ -116,6 +116,25 @@ def test_planetlab_non_numeric(traces, tmp_path):
     assert str(e.value) == f"{f}:line 10: not a number: 'abc'"
 
 
+def test_planetlab_integer_files_parse_as_floats_and_name_a_bad_value(traces, tmp_path):
+    # CoMon files (one integer per line) are parsed together in one array pass: the same values as
+    # float() line by line; a value above 100 % in the third file is reported with its file and line
+    from densim.workloads.readers.planetlab import PlanetLabTrace, _parse_file
+
+    d = _copy_planetlab(traces, tmp_path, n=4)
+    files = sorted(d.iterdir())
+    tr = PlanetLabTrace(d)
+    want = np.stack([np.array([float(x) for x in f.read_text().splitlines() if x.strip()], np.float32) for f in files], axis=1)
+    assert np.array_equal(tr.util_pct, want)
+    assert all(np.array_equal(_parse_file(f), want[:, i]) for i, f in enumerate(files))
+    lines = files[2].read_text().splitlines()
+    lines[6] = "101"
+    files[2].write_text("\n".join(lines))  # and no newline at the end
+    with pytest.raises(InputError) as e:
+        PlanetLabTrace(d)
+    assert str(e.value) == f"{files[2]}:line 7: CPU utilisation must be in [0, 100] %, got 101"
+
+
 def test_planetlab_negative_and_truncated(traces, tmp_path):
     d = _copy_planetlab(traces, tmp_path)
     f = sorted(d.iterdir())[0]

@@ -67,3 +67,30 @@ def test_streams_through_the_engine_with_the_same_energy_as_summed_by_hand():
     expected_j = ((100 + 150 * host_u).sum() + 4 * 48 * 100) * 300.0
     assert res.summary["vms_placed"] == 64 and res.summary["hosts_used"] == 4
     assert abs(res.summary["totals"]["energy_j"] - expected_j) / expected_j < 1e-5
+
+
+def test_numba_pass_equals_the_numpy_formulation():
+    # the one-pass generator (numba) and the array formulation give the same float32 values, bit for bit,
+    # for the whole trace, an inner block, a subset of VMs, and the engine's window (utilisation x capacity)
+    tr = SyntheticTrace(SyntheticTraceSpec(n_vms=2000, n_steps=600, seed=11, start_s=1234.0))
+    assert np.array_equal(tr.utilisation(0, 600), tr.utilisation_numpy(0, 600))
+    assert np.array_equal(tr.utilisation(123, 456, 77, 1999), tr.utilisation_numpy(123, 456, 77, 1999))
+    idx = np.array([3, 500, 1999])
+    assert np.array_equal(tr.subset(idx).utilisation(0, 600), tr.utilisation_numpy(0, 600)[:, idx])
+    w = tr.window(tr.grid(), 10, 40, ("cpu_mhz",))["cpu_mhz"]
+    assert np.array_equal(w, tr.utilisation_numpy(10, 40) * np.float32(2000.0))
+
+
+def test_fast_cos_rounds_like_the_library_cos():
+    # the polynomial cos with its float32 rounding check equals float32(np.cos(x)): random arguments
+    # over the trace's range and beyond, arguments next to the zeros of cos (tiny values, where the
+    # check sends them to the library) and past 1e6 (library)
+    from densim.workloads.synthetic_trace import cos_f32
+
+    rng = np.random.default_rng(8)
+    near_zeros = (np.arange(-40, 40) + 0.5) * np.pi
+    x = np.concatenate([rng.uniform(-60, 60, 2_000_000), rng.uniform(-1e5, 1e5, 200_000), near_zeros,
+                        np.nextafter(near_zeros, np.inf), np.nextafter(near_zeros, -np.inf), [0.0, -0.0, 1e6, 3e7, -2e6]])
+    out = np.empty(x.size, np.float32)
+    cos_f32(x, out)
+    assert np.array_equal(out, np.cos(x).astype(np.float32))
