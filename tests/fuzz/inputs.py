@@ -305,6 +305,30 @@ SPECS = {
     "sweep-base": _spec("sweep-base", SCENARIO, "base.yaml", _study, extra=_study_files,
                         free=("params", "workload", "cpu_overcommit")),
 }
+# tasks that arrive and leave (issue 14): an OpenDC trace replayed by `densim run` with a scheduling section
+TASKS_SCENARIO = {
+    "name": "tasks",
+    "cluster": {"hosts": [{"count": 2, "cpu": {"cores_per_socket": 8, "base_clock": "2 GHz"}, "memory": "64 GiB",
+                           "power": {"model": "sqrt", "idle": "40 W", "peak": "180 W"}}]},
+    "vms": [{"name": "t", "trace": {"format": "opendc", "path": "odc"}}],
+    "placement": {"policy": "first-fit"},
+    "scheduling": {"lifetimes": "on", "queue": "fifo", "idle_hosts": "off", "off_after": "10 min", "boot_energy": "30 kJ"},
+    "simulation": {"step": "5 min", "seed": 3},
+}
+SPECS["scenario-tasks-run"] = _spec("scenario-tasks-run", TASKS_SCENARIO, "s.yaml", _run("s.yaml"), free=("params", "workload"),
+                                    extra=lambda d: write_opendc(d / "odc", W))
+
+
+def build_opendc_run(d: Path) -> None:
+    _yaml(d / "s.yaml", TASKS_SCENARIO)
+    write_opendc(d / "odc", W)
+
+
+INVENTORIES["opendc-run"] = Format("opendc-run", build_opendc_run, {
+    "odc/tasks.parquet": INVENTORIES["opendc"].targets["odc/tasks.parquet"],
+    "odc/fragments.parquet": INVENTORIES["opendc"].targets["odc/fragments.parquet"],
+}, lambda d: (["run", d / "s.yaml", "--out", d / "out", "--no-progress", "--no-report"],
+              Expect(names=[d / "odc"], complete=[d / "out" / "summary.json"], multi_line=True)))
 SPECS["tiles-result"] = Format("tiles-result", lambda d: ((d / "a.json").write_text(tiles_result_text()), _tiles_pair(d)),
                                {"a.json": Target("mapping", json=True, strict_keys=False)}, _compare)
 

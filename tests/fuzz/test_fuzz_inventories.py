@@ -49,3 +49,10 @@ def test_planetlab(case):
 @given(cases(["opendc"]))
 def test_opendc(case):
     run_case(*case)
+
+
+@settings(max_examples=n(25), **SETTINGS)
+@given(cases(["opendc-run"]))
+def test_opendc_tasks_replayed_by_run(case):
+    # the same damaged OpenDC files, read by the engine as tasks that arrive and leave
+    run_case(*case)

@@ -23,6 +23,12 @@ def test_scenario_run(case):
 
 
 @settings(max_examples=n(20), **SETTINGS)
+@given(cases(["scenario-tasks-run"]))
+def test_scenario_tasks_run(case):
+    run_case(*case)
+
+
+@settings(max_examples=n(20), **SETTINGS)
 @given(cases(["io-yaml"]))
 def test_io(case):
     run_case(*case)

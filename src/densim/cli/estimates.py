@@ -74,6 +74,8 @@ def _trace_vms_and_steps(trace: Any, step_s: float) -> tuple[int | None, int | N
             import pyarrow.parquet as pq
 
             folder = path.parent if path.is_file() else path
+            if not (folder / "tasks.parquet").is_file():  # a FIFO would block the open: the reader says what is wrong
+                return None, None
             tasks = pq.ParquetFile(folder / "tasks.parquet")
             n = tasks.metadata.num_rows
             t = tasks.read(columns=["submission_time", "duration"])
