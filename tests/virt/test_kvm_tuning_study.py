@@ -2,12 +2,12 @@
 
 import pytest
 
-from densim.tools.studies.kvm_tuning import STUDY, run_study
+from densim.tools.studies.kvm_tuning import STUDY, run_tuning_steps
 
 
 @pytest.fixture(scope="module")
 def summary():
-    return run_study(None, seed=1, include_newer=False)
+    return run_tuning_steps(None, seed=1, include_newer=False)
 
 
 def test_headline_within_tolerance(summary):

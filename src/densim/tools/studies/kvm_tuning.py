@@ -75,7 +75,7 @@ STEPS = (("default", False, "virtio", "none"), ("+hugepages", True, "virtio", "n
 def step_scores(seed: int, *, tile=None, catalog=None, keys: tuple[str, ...] | None = None) -> dict[str, float]:
     """Benchmark score of each tuning step (or of ``keys`` only) with a given tile and catalog.
 
-    The same hosts as :func:`run_study`; used by the leave-one-out cross-validation
+    The same hosts as :func:`run_tuning_steps`; used by the leave-one-out cross-validation
     (:mod:`densim.tools.studies.crossval`), which re-fits the tile's TLB and LLC miss rates and the
     virtio-net host cycles.
     """
@@ -88,7 +88,7 @@ def step_scores(seed: int, *, tile=None, catalog=None, keys: tuple[str, ...] | N
             for key, hp, net, numa in wanted}
 
 
-def run_study(out_dir: Path | None, seed: int, include_newer: bool = True) -> dict[str, Any]:
+def run_tuning_steps(out_dir: Path | None, seed: int, include_newer: bool = True) -> dict[str, Any]:
     from densim.tools.tiles.core import Bench, validate_document
 
     pins = tuner_pinning(seed)
@@ -180,7 +180,7 @@ def run_study(out_dir: Path | None, seed: int, include_newer: bool = True) -> di
 
 
 def _run(out_dir: Path, seed: int) -> dict[str, Any]:
-    return run_study(out_dir, seed)
+    return run_tuning_steps(out_dir, seed)
 
 
 STUDY = Study(
