@@ -309,3 +309,14 @@ def test_memory_is_held_only_while_a_vm_lives(tmp_path):
     t = over.host_steps()["time_s"].to_numpy() - over.ctx.grid.start_s
     both = (t >= 1800) & (t < 3600)
     assert (swapped[both] > 0).all() and not swapped[~both].any()
+
+
+def test_run_report_shows_the_tasks(tmp_path):
+    from densim.tools.run import write_run
+
+    d = write_opendc(tmp_path / "w", [(1, 0, 1, 2000, 1), (2, 1800, 1, 2000, 1)], [(1, 3600, 2000), (2, 3600, 2000)])
+    out = write_run(run(d, [one_core_host()]), tmp_path / "out", report=True)
+    html = (out / "report.html").read_text()
+    assert "Tasks that arrive and leave" in html and 'id="fig-tasks"' in html
+    assert "2 / 2" in html  # tasks completed
+    assert (out / "schedule_steps.parquet").exists()

@@ -106,6 +106,23 @@ def render_run_report(result, out_path: str | Path) -> Path:
         ("mean CPU Ready", f"{s['qos']['cpu_ready_pct_mean']:.2f} %"),
         ("VMs ready > 5 %", f"{s['qos']['vms_ready_over_5pct']:,}"),
     ]
+    sch = s.get("scheduling")
+    if sch is not None:  # VMs that arrive and leave
+        cards += [
+            ("tasks completed", f"{sch['completed']:,} / {sch['tasks_total']:,}"
+             + (f" ({sch['failed']:,} failed, {sch['waiting_at_end']:,} waiting)" if sch['failed'] or sch['waiting_at_end'] else "")),
+            ("scheduling delay", f"{sch['scheduling_delay_total_s'] / 3600:,.1f} h total, {sch['scheduling_delay_max_s'] / 3600:,.2f} h max"),
+            ("peak concurrent", f"{sch['peak_concurrent']:,}"),
+            ("simulated end", f"{sch['simulated_end_s'] / 3600:,.1f} h"),
+        ]
+        steps = result.schedule_steps()
+        if steps is not None:
+            hours = (steps["time_s"].to_numpy() - c.grid.start_s) / 3600.0
+            fig = go.Figure()
+            fig.add_trace(go.Scatter(x=hours, y=steps["running"].to_numpy(), mode="lines", name="running"))
+            fig.add_trace(go.Scatter(x=hours, y=steps["waiting"].to_numpy(), mode="lines", name="waiting"))
+            fig.update_layout(title="Tasks running and waiting", xaxis_title="hours from start", yaxis_title="tasks", height=320)
+            figures["fig-tasks"] = fig
     extra = []
     for st in result.stages:
         fn = getattr(st, "report_section", None)
