@@ -320,3 +320,14 @@ def test_run_report_shows_the_tasks(tmp_path):
     assert "Tasks that arrive and leave" in html and 'id="fig-tasks"' in html
     assert "2 / 2" in html  # tasks completed
     assert (out / "schedule_steps.parquet").exists()
+
+
+def test_plan_says_it_places_tasks_all_at_once():
+    # three VMs living [0, 10), [5, 15), [20, 30): at most 2 at once (at t = 5)
+    from densim.tools.plan.capacity import tasks_note
+    from densim.workloads.inventory import build_inventory
+
+    inv = build_inventory(np.array(["a", "b", "c"], dtype=object), np.ones(3), np.full(3, 2000.0), np.full(3, 2**30),
+                          fmt="azure", vm_start_s=np.array([0.0, 5.0, 20.0]), vm_end_s=np.array([10.0, 15.0, 30.0]))
+    note = tasks_note(inv)
+    assert "3 of them, at most 2 at once" in note and "upper bound" in note

@@ -451,6 +451,8 @@ def plan(inv: Inventory, spec: PlanSpec) -> PlanResult:
     notes = list(inv.notes)
     if inv.cpu_mhz is None:
         notes.append(NO_CPU_NOTE.format(oc=spec.qos.cpu_overcommit))
+    if inv.fmt == "opendc" or inv.vm_start_s is not None:
+        notes.append(tasks_note(inv))
     r = spec.rightsizing
     if r.enabled and inv.cpu_mhz is None and inv.mem_used_bytes is None:
         notes.append("right-sizing skipped: the inventory has no demand series (sizes only), nothing to right-size from")
@@ -463,6 +465,25 @@ def plan(inv: Inventory, spec: PlanSpec) -> PlanResult:
         vcpus, mem = rs.vcpus_rec, rs.mem_rec_bytes
     results = [plan_candidate(inv, spec, c, vcpus=vcpus, mem_bytes=mem) for c in spec.candidates]
     return PlanResult(inv, spec, results, rs, time.perf_counter() - t0, notes)
+
+
+def tasks_note(inv: Inventory) -> str:
+    """The plan places every VM at once; say so when the inventory's VMs arrive and leave."""
+    import numpy as np
+
+    most = ""
+    if inv.vm_start_s is not None and inv.vm_end_s is not None:
+        s, e = np.asarray(inv.vm_start_s, float), np.asarray(inv.vm_end_s, float)
+        ok = np.isfinite(s)
+        ends = np.where(np.isfinite(e), e, np.inf)[ok]
+        starts = np.sort(s[ok])
+        if starts.size:
+            running = np.arange(1, starts.size + 1) - np.searchsorted(np.sort(ends), starts, side="right")
+            most = f", at most {int(running.max()):,} at once"
+    return (f"the inventory's VMs arrive and leave ({inv.n_vms:,} of them{most}), but this plan places them all at once, "
+            "as if every VM ran the whole time: its host counts are an upper bound. To size for tasks that come and go, "
+            "run the trace with densim run (scheduling: online placement, wait queue) over host counts, e.g. with densim "
+            "sweep on cluster.hosts[0].count, and read summary.scheduling (docs/howto/tasks-that-arrive-and-leave.md)")
 
 
 NO_CPU_NOTE = ("no CPU demand series in the inventory (no CPU usage exported): VMs placed by vCPUs (qos.cpu_overcommit = "
