@@ -53,6 +53,10 @@ try:  # pragma: no cover - depends on the environment
         _numba.set_num_threads(_numba.config.NUMBA_NUM_THREADS if n is None else max(1, min(int(n), _numba.config.NUMBA_NUM_THREADS)))
         return prev
 
+    def get_num_threads() -> int:
+        """Threads the parallel kernels use now."""
+        return _numba.get_num_threads()
+
     HAVE_NUMBA = True
 except ImportError:  # pragma: no cover
     prange = range
@@ -61,6 +65,9 @@ except ImportError:  # pragma: no cover
         return fn if fn is not None else (lambda f: f)
 
     def set_threads(n: int | None) -> int:
+        return 1
+
+    def get_num_threads() -> int:
         return 1
 
     HAVE_NUMBA = False

@@ -27,21 +27,23 @@ measured curve). Faults per second of unconstrained work ``F = r_acc * m`` are s
 tiers in proportion to the active bytes each tier holds.
 
 Fault cost (§2.4): ``t = t_sw + t_read(device) + W_q(device)``; the device's load is every fault
-and swap-out write of the host plus a background rate, with M/M/c queueing from
+and swap-out write of the host plus a background rate, with M/M/c queueing as in
 :mod:`densim.models.queueing` (devices from :mod:`densim.models.devices`). A compressed page costs
 ``t_decompress``. Throughput (§2.5): ``X/X0 = 1 / (1 + sum_tier F_tier t_tier / theta)``; the
-device load ``lambda = sum F X (1 + writes)`` is solved as a fixed point by bisection, so a
-saturated device bounds throughput at its IOPS (utilisation stays < 1).
+device load ``lambda = sum F X (1 + writes)`` is solved as a fixed point per segment (numba, the
+Illinois method on a bracket), so a saturated device bounds throughput at its IOPS (utilisation
+stays < 1). :func:`solve_steps` does the same for a chunk of steps when only the access rate varies.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from densim._jit import njit
+from densim._jit import get_num_threads, njit, prange
 from densim.models.devices import DeviceSpec, mix_iops, mix_service_s
 from densim.models.queueing import mmc_wait_s
 from densim.registry import Registry
@@ -77,23 +79,6 @@ def compact_segments(seg, n_seg: int):
     used = np.flatnonzero(present)
     local = np.cumsum(present, dtype=np.int64) - 1
     return used, local[seg]
-
-
-@njit
-def _fault_load(f, a0, b0, c0, ws, wc, seg, m, with_cache):
-    """Per segment ``sum_i f_i X_i`` with ``X_i = 1 / (1 + a0_i + b0_i ws[seg_i] (+ c0_i wc[seg_i]))``.
-
-    One pass over the elements instead of numpy's five temporaries; the same floating-point
-    operations in the same order as ``np.bincount(seg, weights=f / (1 + a0 + b0 ws[seg] ...))``.
-    """
-    out = np.zeros(m)
-    for i in range(f.size):
-        s = seg[i]
-        d = 1.0 + a0[i] + b0[i] * ws[s]
-        if with_cache:
-            d = d + c0[i] * wc[s]
-        out[s] += f[i] * (1.0 / d)
-    return out
 
 
 def min_free_bytes(host_memory_bytes):
@@ -519,9 +504,11 @@ def solve_throughput(
 
     For each device the load ``lambda`` solves ``lambda = sum_i F_i,dev X_i (1 + w) + background``
     where ``X_i`` uses the fault cost at the waiting time produced by ``lambda``; the map is
-    decreasing in ``lambda``, so bisection on ``[0, min(lambda(0), capacity))`` finds it. The two
-    devices (cache and datastore) are alternated ``rounds`` times (Gauss-Seidel). Only faulting
-    elements and their segments take part; the others keep ``X = 1``.
+    decreasing in ``lambda``, so the root of ``lambda - map(lambda)`` on ``[0, min(map(0), capacity))``
+    is unique; the Illinois method finds it. The two devices (cache and datastore) are alternated
+    ``rounds`` times (Gauss-Seidel). Only faulting elements and their segments take part; the others
+    keep ``X = 1``. Each segment is solved on its own (:func:`_segment_fixed_point`, numba, in
+    parallel over segments) with its elements side by side.
     """
     seg_all = np.asarray(seg, dtype=np.int64)
     total = faults.total
@@ -531,9 +518,10 @@ def solve_throughput(
     every = idx.size == total.size  # all elements fault: no gathers needed
 
     def sub(a):
-        return a if every else a[idx]
+        a = np.broadcast_to(np.asarray(a, dtype=float), total.shape)
+        return _kernel_array(a if every else a[idx])
 
-    theta = sub(np.broadcast_to(np.asarray(overlap, dtype=float), total.shape))
+    theta = sub(overlap)
     w, p_read, t_sw, t_gsw = _fault_constants(costs)
     fc, fs, fg, fz = sub(faults.cache), sub(faults.store), sub(faults.guest), sub(faults.compressed)
 
@@ -543,61 +531,19 @@ def solve_throughput(
     bg_s_all, bg_c_all = per_seg(background_store_iops), per_seg(background_cache_iops)
     st = store.take(useg, n_seg)
     ca = cache.take(useg, n_seg) if cache is not None else None
-    bg_s, bg_c = bg_s_all[useg], bg_c_all[useg]
-    rl_s = np.broadcast_to(st.read_latency_s, (m,))
-    rl_c = np.broadcast_to(ca.read_latency_s, (m,)) if ca is not None else np.zeros(m)
+    st_p = _station(st, p_read, m)
+    ca_p = _station(ca, p_read, m) if ca is not None else st_p
+    rl_s = _kernel_array(np.broadcast_to(st.read_latency_s, (m,)))
+    rl_c = _kernel_array(np.broadcast_to(ca.read_latency_s, (m,))) if ca is not None else np.zeros(m)
+    bg_s, bg_c = _kernel_array(bg_s_all[useg]), _kernel_array(bg_c_all[useg])
 
-    def at_el(a):
-        """A per-segment value per element (a device's scalar figure stays a scalar)."""
-        a = np.asarray(a, float)
-        return a if a.ndim == 0 else a[seg]
-
-    rl_s_el = at_el(st.read_latency_s)
-    rl_c_el = at_el(ca.read_latency_s) if ca is not None else 0.0
-
-    # X = 1 / (1 + a + b ws + c wc): the waits enter linearly, the rest is fixed per element
-    a0 = (fz * costs.decompress_s + fc * (t_sw + rl_c_el) + fs * (t_sw + rl_s_el) + fg * (t_gsw + rl_s_el)) / theta
-    b0 = (fs + fg) / theta
-    c0 = fc / theta if ca is not None else None
-
-    def x_of(wc, ws):
-        if c0 is None:  # no cache device: wc is 0
-            return 1.0 / (1.0 + a0 + b0 * ws[seg])
-        return 1.0 / (1.0 + a0 + b0 * ws[seg] + c0 * wc[seg])
-
-    a0_c, b0_c = np.ascontiguousarray(a0, dtype=float), np.ascontiguousarray(b0, dtype=float)
-    c0_c = np.ascontiguousarray(c0, dtype=float) if c0 is not None else np.zeros(1)
-    wc = np.zeros(m)
-    ws = np.zeros(m)
-    fd_s = fs + fg
-    has_s = seg_sum(fd_s, seg, m) > 0
-    has_c = (seg_sum(fc, seg, m) > 0) if ca is not None else np.zeros(m, bool)
-
-    def solve(dev, f_dev, bg, other, is_cache, mask):
-        """Root of g(lam) = lam - load(wait(lam)) (increasing) by the Illinois method."""
-        cap = np.broadcast_to(dev.capacity_iops(p_read), (m,)) * (1.0 - 1e-9)
-
-        f_c = np.ascontiguousarray(f_dev, dtype=float)
-
-        def g(lam):
-            wait = np.where(mask, dev.wait_s(lam, p_read), 0.0)
-            wc_, ws_ = (wait, other) if is_cache else (other, wait)
-            load = _fault_load(f_c, a0_c, b0_c, c0_c, ws_, wc_, seg, m, c0 is not None)
-            return lam - (load * (1.0 + w) + bg)
-
-        lo = np.zeros(m)
-        g_lo = g(lo)
-        hi = np.minimum(-g_lo, cap)  # load at zero wait, capped below saturation
-        hi = _illinois(g, hi, iterations, mask=mask, g_lo=g_lo)
-        return np.where(mask, dev.wait_s(hi, p_read), 0.0)
-
-    for _ in range(rounds if ca is not None else 1):
-        if np.any(has_s):
-            ws = solve(st, fd_s, bg_s, wc, False, has_s)
-        if ca is None or not np.any(has_c):
-            break
-        wc = solve(ca, fc, bg_c, ws, True, has_c)
-    x_sub = x_of(wc, ws)
+    order, start = _sort_by_segment(seg, m)
+    x_sub = np.empty(idx.size)
+    ws, wc, lam_s_u, lam_c_u = np.zeros(m), np.zeros(m), np.empty(m), np.empty(m)
+    scratch = np.empty((5, idx.size))
+    _solve_segments(order, start, fz, fc, fs, fg, theta, rl_s, rl_c, ca is not None,
+                    *st_p, *ca_p, bg_s, bg_c, float(costs.decompress_s), t_sw, t_gsw, w, int(rounds),
+                    int(iterations), x_sub, ws, wc, lam_s_u, lam_c_u, scratch)
     if every:
         x = x_sub
     else:
@@ -609,8 +555,8 @@ def solve_throughput(
         out[useg] = vals
         return out
 
-    lam_s = scatter(seg_sum(fd_s * x_sub, seg, m) * (1.0 + w) + bg_s, bg_s_all)
-    lam_c = scatter(seg_sum(fc * x_sub, seg, m) * (1.0 + w) + bg_c, bg_c_all)
+    lam_s = scatter(lam_s_u, bg_s_all)
+    lam_c = scatter(lam_c_u, bg_c_all)
     util_s = lam_s / per_seg(store.capacity_iops(p_read))
     util_c = lam_c / per_seg(cache.capacity_iops(p_read)) if cache is not None else np.zeros(n_seg)
     return Throughput(
@@ -625,9 +571,577 @@ def solve_throughput(
     )
 
 
+# ---------------------------------------------------------------------------------------------
+# the fixed point of one segment (numba): M/M/c wait, fault load, Illinois, Gauss-Seidel rounds
+#
+# The helpers are inlined into the two kernels (``inline="always"``): called, they cost more than
+# their arithmetic. Each is written with one call site of the next, which keeps the kernels'
+# compilation short; only :func:`_load` (a device under real load) stays a call.
+
+_NEGLIGIBLE = 2.0**-54  # b0 W below this leaves 1 + a0 (>= 1) unchanged in float64: the load is that at W = 0
+_LINEAR = 1e-8  # b0 ws + c0 wc below this: the load is linear in the waits to 1e-16 (relative)
+_TOL = 1e-13  # a segment's bracket on its device load, relative
+
+
+def _kernel_array(a, dtype=np.float64):
+    """``a`` as a writeable C-contiguous array (a copy if need be): numba compiles a kernel once per
+    argument type, and a read-only array (a broadcast, say) is a type of its own."""
+    return np.require(a, dtype=dtype, requirements=["C", "W"])
+
+
+def _station(dev: DeviceArrays, read_fraction, n: int):
+    """Per segment: the M/M/c station of a swap device as :meth:`DeviceArrays.wait_s` builds it.
+
+    ``(service_s, servers, ln Gamma(servers + 1), saturated IOPS)``, each a float64 array of ``n``.
+    """
+    s = mix_service_s(dev.read_latency_s, dev.write_latency_s, read_fraction)
+    cap = mix_iops(dev.read_iops, dev.write_iops, read_fraction)
+    c = np.where(np.isnan(dev.parallelism), np.maximum(1.0, cap * s), dev.parallelism)
+    c1 = np.asarray(c, dtype=float).ravel()
+    if c1.size and np.all(c1 == c1[0]):
+        lgc = np.asarray(math.lgamma(float(c1[0]) + 1.0) if np.isfinite(c1[0]) else np.nan)
+    else:
+        from scipy import special
+
+        lgc = special.gammaln(np.asarray(c, dtype=float) + 1.0)
+    return tuple(_kernel_array(np.broadcast_to(np.asarray(v, dtype=float), (n,))) for v in (c / cap, c, lgc, cap))
+
+
+@njit(inline="always")
+def _mmc_wait(lam, svc, c, lgc):
+    """``(W, D)``: M/M/c mean wait at arrival rate ``lam`` and its elasticity ``D = d ln W / d ln lam``.
+
+    ``W`` is :func:`densim.models.queueing.mmc_wait_s` for one value. Erlang C as in
+    :func:`~densim.models.queueing.erlang_c`: ``B = P(N=c) / P(N<=c)`` for ``N ~ Poisson(A)``,
+    ``A = lam S``, ``P(N=c) = exp(c ln A - A - lgc)`` with ``lgc = ln Gamma(c + 1)`` (``c`` need not
+    be an integer), ``C = B / (1 - rho (1 - B))``, ``W = C S / (c - A)``; ``P(N <= c)`` from
+    :func:`_poisson_cdf`. Differentiating in ``ln A`` (``d P(N<=c) / dA = -P(N=c)``):
+    ``d ln B = c - A + A B =: beta``, ``d ln (1 - rho (1 - B)) = rho (B (1 + beta) - 1) / (1 - rho (1 - B))``,
+    ``d ln (c - A) = -A / (c - A)``.
+    """
+    a = lam * svc
+    if not a < c:
+        return np.inf, np.inf
+    if not a > 0:
+        return 0.0, c
+    rho = a / c
+    pmf = np.exp(c * np.log(a) - a - lgc)
+    b = pmf / _poisson_cdf(c, a, pmf)
+    den = 1.0 - rho * (1.0 - b)
+    pw = min(max(b / den, 0.0), 1.0) if rho < 1.0 else 1.0
+    beta = c - a + a * b
+    return pw * svc / (c - a), beta - rho * (b * (1.0 + beta) - 1.0) / den + a / (c - a)
+
+
+@njit(inline="always")
+def _poisson_cdf(c, a, pmf):
+    """``P(N <= c)``, ``N ~ Poisson(a)``, for ``0 < a < c``: ``Q(c + 1, a) = 1 - P(c + 1, a)``, scipy's ``gammaincc``.
+
+    The lower regularised incomplete gamma function by its power series (DLMF 8.7.1:
+    ``P(s, a) = a^s e^-a sum_k a^k / Gamma(s + k + 1)``), here with ``s = c + 1``:
+    ``P = lead sum_k prod_{i=1..k} r_i``, ``lead = pmf a / (c + 1)``, ``r_i = a / (c + 1 + i)``,
+    ``pmf = P(N = c)``. The terms are positive and their ratios fall, so what follows a term is below
+    ``term r / (1 - r)``; the sum stops when that is below 1e-17 (in ``P``). Since ``a < c`` lies
+    below the median of a Gamma(c + 1) variable (above ``c + 2/3``), ``P < 1/2`` and ``1 - P`` is
+    then exact to float64 rounding (scipy agrees within 1e-14 for ``c`` up to 60, within 1e-12 at
+    ``c`` = 1,000, where ``pmf``'s ``exp(c ln a ...)`` rounds the same way as in ``erlang_c``).
+    """
+    lead = pmf * a / (c + 1.0)
+    r = a / (c + 2.0)
+    if lead * r <= 1e-17 * (1.0 - r):  # the whole sum after its first term (1) is negligible
+        return 1.0 - lead
+    total = 1.0
+    term = 1.0
+    i = 2.0
+    while True:
+        r = a / (c + i)
+        term *= r
+        total += term
+        if lead * term * r <= 1e-17 * (1.0 - r):
+            break
+        i += 1.0
+    return 1.0 - lead * total
+
+
+@njit
+def _load(f, a0, b0, c0, ws, wc, with_cache):
+    """``sum_i f_i X_i``, ``X_i = 1 / (1 + a0_i + b0_i ws (+ c0_i wc))``, over one segment's elements in order."""
+    out = 0.0
+    for i in range(f.size):
+        d = 1.0 + a0[i] + b0[i] * ws
+        if with_cache:
+            d = d + c0[i] * wc
+        out += f[i] * (1.0 / d)
+    return out
+
+
+@njit(inline="always")
+def _g(lam, wait, f, a0, b0, c0, other, is_cache, with_cache, b0max, c0max, s0, s1, t1, bg, w):
+    """``g(lam) = lam - (load (1 + w) + bg)`` with this device waiting ``wait = W(lam)``.
+
+    ``load = sum_i f_i / (d_i + e_i)``, ``d_i = 1 + a0_i``, ``e_i = b0_i ws + c0_i wc``. With every
+    ``e_i`` below 2^-54 it is the load at zero waits, ``s0 = sum f_i / d_i`` (the same sum: ``d_i``
+    does not change in float64); below ``_LINEAR`` it is ``s0 - ws s1 - wc t1``
+    (``s1 = sum f_i b0_i / d_i^2``, ``t1 = sum f_i c0_i / d_i^2``), whose error,
+    ``sum f_i e_i^2 / (d_i^2 (d_i + e_i)) <= s0 max(e)^2``, is below 1e-16 of it; above, the sum
+    itself (:func:`_load`).
+    """
+    ws, wc = (other, wait) if is_cache else (wait, other)
+    e = ws * b0max + (wc * c0max if with_cache else 0.0)
+    if e <= _NEGLIGIBLE:
+        ld = s0
+    elif e <= _LINEAR:
+        ld = s0 - (ws * s1 + wc * t1)
+    else:
+        ld = _load(f, a0, b0, c0, ws, wc, with_cache)
+    return lam - (ld * (1.0 + w) + bg)
+
+
+@njit(inline="always")
+def _device_wait(f, a0, b0, c0, other, is_cache, with_cache, b0max, c0max, s0, s1, t1, svc, c, lgc, cap, bg, w, iterations):
+    """Wait of one device of one segment at the root of ``g`` on ``[0, min(-g(0), capacity)]``.
+
+    The Illinois steps of :func:`_illinois` for one segment (written with one call of
+    :func:`_mmc_wait` and of :func:`_g`, both inlined). That vectorised version stopped when the
+    bracket of every segment was below 1e-10 of ``hi`` (the others went on in lock step); a
+    segment stops here on its own bracket, held to ``_TOL``.
+
+    A light load ends after ``g(hi)``, ``hi = -g(0)``: there the load is linear in the wait,
+    ``g(lam) = lam - hi + K W(lam)`` (``K`` the load's slope in this wait times ``1 + w``), and
+    ``delta = g(hi) = K W(hi)`` is tiny. One Newton step, ``Delta = delta / (1 + K W(hi) D / hi)``
+    (``D`` from :func:`_mmc_wait`), and ``W(hi - Delta) = W(hi) (1 - D Delta / hi)`` are exact to
+    ``(D Delta / hi)^2``; they are taken when that is below 1e-16 (``g`` at the new point is then
+    zero to 1e-16 of ``delta``), so the root costs one M/M/c wait instead of the two or more of the
+    secant steps.
+    """
+    lo = 0.0
+    hi = 0.0
+    g_lo = 0.0
+    g_hi = 0.0
+    lam = 0.0  # g(0) first, then g(hi), then the Illinois steps
+    lam_last = 0.0
+    w_last = 0.0
+    side = 0
+    own = t1 if is_cache else s1  # the load's slope in this device's wait
+    for it in range(iterations + 2):
+        wt, el = _mmc_wait(lam, svc, c, lgc)
+        g = _g(lam, wt, f, a0, b0, c0, other, is_cache, with_cache, b0max, c0max, s0, s1, t1, bg, w)
+        if it == 0:
+            g_lo = g
+            hi = min(-g_lo, cap)
+            lam = hi
+            continue
+        lam_last, w_last = lam, wt
+        if it == 1:
+            g_hi = g
+            ws, wc = (other, wt) if is_cache else (wt, other)
+            if hi == -g_lo and g >= 0 and ws * b0max + wc * c0max <= _LINEAR:
+                if g == 0 or wt == 0:
+                    return wt
+                step = g / (1.0 + own * (1.0 + w) * wt * el / hi)
+                rel = el * step / hi
+                if rel <= 1e-8:
+                    return wt * (1.0 - rel)
+        else:
+            if g >= 0:  # Illinois: halve the stale end's g when the same end is kept twice
+                hi = lam
+                if side == 1:
+                    g_lo = 0.5 * g_lo
+                g_hi = g
+                side = 1
+            else:
+                lo = lam
+                g_lo = g
+                if side == -1:
+                    g_hi = 0.5 * g_hi
+                side = -1
+            if abs(g) <= 1e-12 * max(lam, 1e-12):
+                hi = lam
+                lo = lam
+        if it == iterations + 1 or not hi - lo > _TOL * max(hi, 1e-12):
+            break
+        denom = g_hi - g_lo
+        new = (lo * g_hi - hi * g_lo) / denom if denom > 0 else 0.5 * (lo + hi)
+        lam = min(max(new, lo), hi)
+    return w_last if hi == lam_last else _mmc_wait(hi, svc, c, lgc)[0]
+
+
+@njit(inline="always")
+def _waits(fd, fcc, a0, b0, c0, with_cache, b0max, c0max, has_s, has_c, s0s, s1s, t1s, s0c, s1c, t1c,
+           st_svc, st_c, st_lgc, st_cap, ca_svc, ca_c, ca_lgc, ca_cap, bg_s, bg_c, w, rounds, iterations):
+    """``(ws, wc)``: the waits at the store and the cache device of one segment.
+
+    ``fd`` (store + guest faults), ``fcc`` (cache faults), ``a0``, ``b0``, ``c0``: the segment's
+    elements in order (elements without faults add nothing); the sums and maxima of :func:`_g`
+    (``s0s, s1s, t1s`` for the store's faults, ``s0c, s1c, t1c`` for the cache's), so a pass over
+    the elements is needed only where a wait changes some element's cost by more than ``_LINEAR``
+    (a device under real load). Store and cache are alternated ``rounds`` times (Gauss-Seidel),
+    the store first; written as one loop over (round, device) so that :func:`_device_wait` is
+    inlined once.
+    """
+    ws = 0.0
+    wc = 0.0
+    for step in range(2 * rounds if with_cache else 1):
+        cache = step % 2 == 1
+        if cache and not has_c:
+            break
+        if not cache and not has_s:
+            continue
+        wt = _device_wait(fcc if cache else fd, a0, b0, c0, ws if cache else wc, cache, with_cache, b0max, c0max,
+                          s0c if cache else s0s, s1c if cache else s1s, t1c if cache else t1s,
+                          ca_svc if cache else st_svc, ca_c if cache else st_c, ca_lgc if cache else st_lgc,
+                          (ca_cap if cache else st_cap) * (1.0 - 1e-9), bg_c if cache else bg_s, w, iterations)
+        if cache:
+            wc = wt
+        else:
+            ws = wt
+    return ws, wc
+
+
+@njit
+def _sort_by_segment(seg, m):
+    """``(order, start)``: element indices grouped by segment (stable), segment ``s`` at ``order[start[s]:start[s+1]]``."""
+    start = np.zeros(m + 1, dtype=np.int64)
+    for i in range(seg.size):
+        start[seg[i] + 1] += 1
+    for s in range(m):
+        start[s + 1] += start[s]
+    pos = start[:-1].copy()
+    order = np.empty(seg.size, dtype=np.int64)
+    for i in range(seg.size):
+        s = seg[i]
+        order[pos[s]] = i
+        pos[s] += 1
+    return order, start
+
+
+@njit(parallel=True)
+def _solve_segments(order, start, fz, fc, fs, fg, theta, rl_s, rl_c, with_cache,
+                    st_svc, st_c, st_lgc, st_cap, ca_svc, ca_c, ca_lgc, ca_cap, bg_s, bg_c,
+                    dec, t_sw, t_gsw, w, rounds, iterations, x, ws_out, wc_out, lam_s, lam_c, scratch):
+    """Every segment's fixed point (in parallel); ``x`` per element, waits and loads per segment.
+
+    Element by element the arithmetic of the vectorised solver before it (the same expressions in
+    the same order), so apart from each segment's own stopping rule the results agree to rounding.
+    """
+    for s in prange(start.size - 1):
+        j0 = start[s]
+        j1 = start[s + 1]
+        fd_ = scratch[0, j0:j1]
+        fcc = scratch[1, j0:j1]
+        a0 = scratch[2, j0:j1]
+        b0 = scratch[3, j0:j1]
+        c0 = scratch[4, j0:j1]
+        b0max = 0.0
+        c0max = 0.0
+        sum_s = 0.0
+        sum_c = 0.0
+        s0s = 0.0
+        s1s = 0.0
+        t1s = 0.0
+        s0c = 0.0
+        s1c = 0.0
+        t1c = 0.0
+        for j in range(j1 - j0):
+            i = order[j0 + j]
+            fd_[j] = fs[i] + fg[i]
+            fcc[j] = fc[i]
+            # X = 1 / (1 + a0 + b0 ws + c0 wc): the waits enter linearly, the rest is fixed per element
+            a0[j] = (fz[i] * dec + fc[i] * (t_sw + rl_c[s]) + fs[i] * (t_sw + rl_s[s]) + fg[i] * (t_gsw + rl_s[s])) / theta[i]
+            b0[j] = (fs[i] + fg[i]) / theta[i]
+            c0[j] = fc[i] / theta[i]
+            inv = 1.0 / (1.0 + a0[j])
+            b0max = max(b0max, b0[j])
+            sum_s += fd_[j]
+            p = fd_[j] * inv
+            s0s += p
+            s1s += p * b0[j] * inv
+            if with_cache:
+                c0max = max(c0max, c0[j])
+                sum_c += fcc[j]
+                t1s += p * c0[j] * inv
+                q = fcc[j] * inv
+                s0c += q
+                s1c += q * b0[j] * inv
+                t1c += q * c0[j] * inv
+        ws, wc = _waits(fd_, fcc, a0, b0, c0, with_cache, b0max, c0max, sum_s > 0, with_cache and sum_c > 0,
+                        s0s, s1s, t1s, s0c, s1c, t1c, st_svc[s], st_c[s], st_lgc[s], st_cap[s],
+                        ca_svc[s], ca_c[s], ca_lgc[s], ca_cap[s], bg_s[s], bg_c[s], w, rounds, iterations)
+        ws_out[s] = ws
+        wc_out[s] = wc
+        ls = 0.0
+        lc = 0.0
+        for j in range(j1 - j0):
+            d = 1.0 + a0[j] + b0[j] * ws
+            if with_cache:
+                d = d + c0[j] * wc
+            xj = 1.0 / d
+            x[order[j0 + j]] = xj
+            ls += fd_[j] * xj
+            lc += fcc[j] * xj
+        lam_s[s] = ls * (1.0 + w) + bg_s[s]
+        lam_c[s] = lc * (1.0 + w) + bg_c[s]
+
+
+@dataclass(frozen=True)
+class StepFaults:
+    """:func:`solve_steps` per (step, VM) and per (step, host), float32 like the engine's metrics."""
+
+    fault_rate_per_s: np.ndarray  # (steps, VMs): faults per wall-clock second (F X)
+    slowdown: np.ndarray  # X0 / X
+    fault_cpu_mhz: np.ndarray  # host CPU handling the VM's faults
+    demand_mhz: np.ndarray  # the CPU demand plus fault_cpu_mhz (the demand's dtype)
+    max_slowdown: np.ndarray  # (VMs,): the largest slowdown over the steps
+    host_fault_cpu_mhz: np.ndarray  # (steps, hosts)
+    swap_iops: np.ndarray  # load on the store + cache device
+    util_store: np.ndarray
+    util_cache: np.ndarray  # 0 without a cache device
+    util: np.ndarray  # the busier device's utilisation
+
+
+def solve_steps(
+    demand_mhz,
+    vm_ids,
+    vm_host,
+    n_hosts: int,
+    unit: FaultRates,
+    access_rate_per_s,
+    cpu_capacity_mhz,
+    overlap,
+    core_mhz,
+    *,
+    store: DeviceArrays,
+    cache: DeviceArrays | None = None,
+    costs: FaultCosts = FaultCosts(),
+    background_store_iops=0.0,
+    background_cache_iops=0.0,
+    store_ios_per_fault: float = 1.0,
+    rounds: int = 3,
+    iterations: int = 40,
+) -> StepFaults:
+    """Faults, throughput and fault-handling CPU of VMs whose memory stays where it is, every step of a chunk.
+
+    When active memory is constant the reclamation is too, so each VM's faults per access
+    (``unit``, from :func:`fault_rates` at an access rate of 1, one entry per VM of ``vm_ids``) are
+    fixed; in step ``t`` VM ``v`` makes ``r = access_rate_per_s x clip(demand[t, v] / cpu_capacity, 0, 1)``
+    accesses per second of work. Per (step, host) this is :func:`fault_rates`' split,
+    :func:`solve_throughput` and :func:`fault_cpu_cycles_per_s`, done in one numba pass over the
+    chunk (blocks of steps in parallel) that reads the demand once and writes the engine's float32
+    metrics, with no (steps x VMs) float64 temporaries. Every fault rate and cost coefficient of an
+    element is ``r`` times a constant of its VM, so those constants are taken once; the arithmetic
+    then differs from the general path's in rounding only (1e-16). ``demand_mhz`` is
+    ``(steps, VMs)``; VMs outside ``vm_ids`` keep no faults, slowdown 1 and their demand. Devices
+    and background loads are one value or one per host.
+    """
+    demand = np.require(demand_mhz, requirements=["C", "W"])
+    T, V = demand.shape
+    H = int(n_hosts)
+    vm_ids = np.asarray(vm_ids, dtype=np.int64)
+    host = np.asarray(vm_host, dtype=np.int64)
+    order = np.argsort(host, kind="stable")
+    hs = host[order]
+    gstart = np.flatnonzero(np.r_[True, hs[1:] != hs[:-1]]) if hs.size else np.zeros(0, np.int64)
+    ghost = np.ascontiguousarray(hs[gstart], dtype=np.int64)
+    gstart = np.append(gstart, hs.size).astype(np.int64)
+    w, p_read, t_sw, t_gsw = _fault_constants(costs)
+
+    def per_host(x):
+        return _kernel_array(np.broadcast_to(np.asarray(x, dtype=float), (H,)))
+
+    def per_vm(x):
+        return np.broadcast_to(np.asarray(x, dtype=float), (vm_ids.size,))[order]
+
+    st_p = _station(store, p_read, H)
+    ca_p = _station(cache, p_read, H) if cache is not None else st_p
+    rl_s = per_host(store.read_latency_s)[hs]
+    rl_c = per_host(cache.read_latency_s)[hs] if cache is not None else 0.0
+    bg_s, bg_c = per_host(background_store_iops), per_host(background_cache_iops)
+    cyc = fault_cycles_per_tier(costs, core_mhz=per_vm(core_mhz), store_ios_per_fault=store_ios_per_fault)
+    tz, tc, ts, tg = (per_vm(t) for t in (unit.compressed, unit.cache, unit.store, unit.guest))
+    inv_theta = 1.0 / per_vm(overlap)
+    # per VM (sorted by host), by row; all but the first two are multiplied by the accesses per second r of the step
+    vm_k = _kernel_array(np.stack([
+        per_vm(access_rate_per_s),
+        1.0 / per_vm(cpu_capacity_mhz),
+        (tz * costs.decompress_s + tc * (t_sw + rl_c) + ts * (t_sw + rl_s) + tg * (t_gsw + rl_s)) * inv_theta,  # a0 / r
+        (ts + tg) * inv_theta,  # b0 / r
+        tc * inv_theta,  # c0 / r
+        ts + tg,  # store (+ guest) faults / r
+        tc,  # cache faults / r
+        tz + tc + ts + tg,  # all faults / r
+        (tc * cyc["cache"] + ts * cyc["store"] + tz * cyc["compressed"] + tg * cyc["guest"]) * 1e-6,  # fault CPU MHz / r
+    ]))
+
+    every = vm_ids.size == V  # every column is written: no initial values needed
+    fr = np.empty((T, V), np.float32) if every else np.zeros((T, V), np.float32)
+    sd = np.empty((T, V), np.float32) if every else np.ones((T, V), np.float32)
+    fcpu = np.empty((T, V), np.float32) if every else np.zeros((T, V), np.float32)
+    dem_out = np.empty_like(demand) if every else demand.copy()
+    sd_max = np.ones(V, np.float32)
+    # hosts without a faulting VM carry only their background load
+    util_s0 = bg_s / st_p[3]
+    util_c0 = bg_c / ca_p[3] if cache is not None else np.zeros(H)
+
+    def rows(x):
+        out = np.empty((T, H), np.float32)
+        out[:] = np.asarray(x, dtype=np.float32)[None, :]
+        return out
+
+    iops, util_s, util_c, util = rows(bg_s + bg_c), rows(util_s0), rows(util_c0), rows(np.maximum(util_s0, util_c0))
+    fch = np.zeros((T, H), np.float32)
+    _steps_kernel(demand, vm_ids[order], gstart, ghost, vm_k, cache is not None, *st_p, *ca_p, bg_s, bg_c, w,
+                  int(rounds), int(iterations), max(1, min(T, get_num_threads())),
+                  fr, sd, fcpu, dem_out, sd_max, fch, iops, util_s, util_c, util)
+    return StepFaults(fr, sd, fcpu, dem_out, sd_max, fch, iops, util_s, util_c, util)
+
+
+@njit(parallel=True)
+def _steps_kernel(demand, vm, gstart, ghost, vm_k, with_cache, st_svc, st_c, st_lgc, st_cap, ca_svc, ca_c, ca_lgc, ca_cap,
+                  bg_s, bg_c, w, rounds, iterations, n_blocks, fr, sd, fcpu, dem_out, sd_max, fch, iops, util_s, util_c, util):
+    """:func:`solve_steps`' pass: blocks of steps in parallel; per step its VMs' faults, fixed points, outputs.
+
+    Steps are the outer loop, so every (steps x VMs) array is read and written row by row. Per
+    step: a pass over its VMs (sorted by host) builds each element's coefficients and the terms of
+    :func:`_waits`' sums; per host the sums (in order), the fixed point, ``X`` and the host's
+    loads; a last pass writes the per-VM outputs. Where the waits are in the linear range
+    (``_LINEAR``), ``X = (1 / d)(1 - e / d)`` (``d = 1 + a0``, ``e = b0 ws + c0 wc``; relative error
+    ``(e / d)^2 < 1e-16``) needs no second division; the slowdown is ``d + e``. ``vm_k`` holds the
+    per-VM constants by row (see :func:`solve_steps`).
+    """
+    T = demand.shape[0]
+    k = vm.size
+    G = ghost.size
+    contiguous = True  # the VMs in host order are columns vm[0], vm[0] + 1, ...
+    for j in range(k):
+        if vm[j] != vm[0] + j:
+            contiguous = False
+            break
+    v0 = vm[0] if k else 0
+    k_rate, k_icap, k_a0, k_b0, k_c0, k_fd, k_fc, k_tot, k_cpu = (vm_k[0], vm_k[1], vm_k[2], vm_k[3], vm_k[4], vm_k[5],
+                                                                  vm_k[6], vm_k[7], vm_k[8])
+    vmax_b = np.full((n_blocks, k), -np.inf, dtype=np.float32)
+    for blk in prange(n_blocks):
+        # per element of a step: r, a0, b0, c0, 1/d, fd, fcc, fd/d, fd b0/d^2, fcc/d, e, X
+        buf = np.zeros((12, k))
+        e_r, e_a0, e_b0, e_c0, e_inv, e_fd = buf[0], buf[1], buf[2], buf[3], buf[4], buf[5]
+        e_fcc, e_p, e_p1, e_q, e_e, e_x = buf[6], buf[7], buf[8], buf[9], buf[10], buf[11]
+        vmax = vmax_b[blk]
+        for t in range(blk * T // n_blocks, (blk + 1) * T // n_blocks):
+            row = demand[t]
+            for j in range(k):
+                # accesses per second of work follow the VM's CPU use in the step
+                dm = row[v0 + j] if contiguous else row[vm[j]]
+                r = k_rate[j] * min(max(np.float64(dm) * k_icap[j], 0.0), 1.0)
+                a0 = r * k_a0[j]
+                b0 = r * k_b0[j]
+                fd = r * k_fd[j]
+                iv = 1.0 / (1.0 + a0)
+                p = fd * iv
+                e_r[j] = r
+                e_a0[j] = a0
+                e_b0[j] = b0
+                e_inv[j] = iv
+                e_fd[j] = fd
+                e_fcc[j] = r * k_fc[j]  # counted in the cache device's load even without one, as solve_throughput does
+                e_p[j] = p
+                e_p1[j] = p * b0 * iv
+            if with_cache:
+                for j in range(k):
+                    e_c0[j] = e_r[j] * k_c0[j]
+                    e_q[j] = e_fcc[j] * e_inv[j]
+            for g in range(G):
+                j0 = gstart[g]
+                j1 = gstart[g + 1]
+                h = ghost[g]
+                b0max = 0.0
+                c0max = 0.0
+                s0s = 0.0
+                s1s = 0.0
+                t1s = 0.0
+                s0c = 0.0
+                s1c = 0.0
+                t1c = 0.0
+                for j in range(j0, j1):
+                    b0max = max(b0max, e_b0[j])
+                    s0s += e_p[j]
+                    s1s += e_p1[j]
+                    if with_cache:
+                        c0max = max(c0max, e_c0[j])
+                        t1s += e_p[j] * e_c0[j] * e_inv[j]
+                        s0c += e_q[j]
+                        s1c += e_q[j] * e_b0[j] * e_inv[j]
+                        t1c += e_q[j] * e_c0[j] * e_inv[j]
+                ws = 0.0
+                wc = 0.0
+                if s0s > 0 or s0c > 0:
+                    ws, wc = _waits(e_fd[j0:j1], e_fcc[j0:j1], e_a0[j0:j1], e_b0[j0:j1], e_c0[j0:j1], with_cache,
+                                    b0max, c0max, s0s > 0, s0c > 0, s0s, s1s, t1s, s0c, s1c, t1c,
+                                    st_svc[h], st_c[h], st_lgc[h], st_cap[h], ca_svc[h], ca_c[h], ca_lgc[h],
+                                    ca_cap[h], bg_s[h], bg_c[h], w, rounds, iterations)
+                if ws * b0max + wc * c0max <= _LINEAR:
+                    for j in range(j0, j1):
+                        e = e_b0[j] * ws + e_c0[j] * wc
+                        iv = e_inv[j]
+                        e_e[j] = e
+                        e_x[j] = iv * (1.0 - e * iv)
+                else:
+                    for j in range(j0, j1):
+                        e = e_b0[j] * ws + e_c0[j] * wc
+                        e_e[j] = e
+                        e_x[j] = 1.0 / (1.0 + e_a0[j] + e)
+                ls = 0.0
+                lc = 0.0
+                cpu_h = 0.0
+                for j in range(j0, j1):
+                    x = e_x[j]
+                    ls += e_fd[j] * x
+                    lc += e_fcc[j] * x
+                    cpu_h += x * (e_r[j] * k_cpu[j])
+                lam_s = ls * (1.0 + w) + bg_s[h]
+                lam_c = lc * (1.0 + w) + bg_c[h]
+                fch[t, h] = cpu_h
+                iops[t, h] = lam_s + lam_c
+                us = lam_s / st_cap[h]
+                uc = lam_c / ca_cap[h] if with_cache else 0.0
+                util_s[t, h] = us
+                util_c[t, h] = uc
+                util[t, h] = max(us, uc)
+            if contiguous:
+                fr_t, sd_t, fc_t, dm_t = fr[t, v0:v0 + k], sd[t, v0:v0 + k], fcpu[t, v0:v0 + k], dem_out[t, v0:v0 + k]
+                row_v = row[v0:v0 + k]
+                for j in range(k):
+                    x = e_x[j]
+                    r = e_r[j]
+                    cpu = x * (r * k_cpu[j])
+                    s32 = np.float32(1.0 + e_a0[j] + e_e[j])
+                    fr_t[j] = x * (r * k_tot[j])
+                    sd_t[j] = s32
+                    vmax[j] = max(vmax[j], s32)
+                    fc_t[j] = cpu
+                    dm_t[j] = row_v[j] + np.float32(cpu)
+            else:
+                for j in range(k):
+                    x = e_x[j]
+                    r = e_r[j]
+                    v = vm[j]
+                    cpu = x * (r * k_cpu[j])
+                    s32 = np.float32(1.0 + e_a0[j] + e_e[j])
+                    fr[t, v] = x * (r * k_tot[j])
+                    sd[t, v] = s32
+                    vmax[j] = max(vmax[j], s32)
+                    fcpu[t, v] = cpu
+                    dem_out[t, v] = row[v] + np.float32(cpu)
+    if T > 0:
+        for j in range(k):
+            m = vmax_b[0, j]
+            for blk in range(1, n_blocks):
+                m = max(m, vmax_b[blk, j])
+            sd_max[vm[j]] = m
+
+
 @njit
 def _fault_load_split(f, a0, b0, c0, ws, wc, seg_s, seg_c, seg_out, m, with_cache):
-    """Like :func:`_fault_load` when the store and the cache have different segments.
+    """Fault load per segment when the store and the cache have different segments.
 
     ``X_i = 1 / (1 + a0_i + b0_i ws[seg_s_i] (+ c0_i wc[seg_c_i]))``; the sum of ``f_i X_i`` is
     taken per ``seg_out`` (the segments of the device being solved).

@@ -6,9 +6,10 @@ runs :func:`densim.models.memory.reclaim`, :func:`~densim.models.memory.fault_ra
 :func:`~densim.models.memory.solve_throughput` on it (vectorised; the only loop is over blocks
 of time steps to bound memory use), and writes per-VM and per-host metrics. When active memory
 is constant in time (profiles rather than trace memory usage) it reclaims once per VM and runs
-the per-step fault-cost fixed point over the faulting VMs only; where memory sits is then a
-constant row per VM (read-only broadcasts), which keeps the stage's cost near zero unless VMs
-actually fault.
+the per-step fault-cost fixed point over the faulting VMs only (:func:`densim.models.memory.solve_steps`,
+one numba pass per chunk unless swap lives on a datastore); where memory sits is then a constant
+row per VM (read-only broadcasts), which keeps the stage's cost near zero unless VMs actually
+fault.
 
 Active memory per VM and step: the trace's memory usage when it has one (Bitbrains CSV,
 profiles), else the VM's memory workload profile (``workload.memory_profile`` of its group, or
@@ -327,10 +328,16 @@ class MemoryStage(BaseStage):
             w = float(self.params.writes_per_fault)
             add_swap_io(chunk, swap_io * np.float32(1.0 / (1.0 + w)), swap_io * np.float32(w / (1.0 + w)))
 
-    def _emit(self, chunk, out_vm, out_h) -> None:
-        """Hand the metrics to the engine and add the fault-handling CPU to the VMs' demand."""
+    def _emit(self, chunk, out_vm, out_h, demand=None, max_slowdown=None) -> None:
+        """Hand the metrics to the engine and add the fault-handling CPU to the VMs' demand.
+
+        ``demand`` (the demand with the fault CPU added) and ``max_slowdown`` (per VM over the steps)
+        when the caller has them already.
+        """
         fc = out_vm["mem_fault_cpu_mhz"]
-        if fc.strides != (0, 0) or fc.flat[0] != 0:  # a zero broadcast adds nothing
+        if demand is not None:
+            chunk.vm["cpu_demand_mhz"] = demand
+        elif fc.strides != (0, 0) or fc.flat[0] != 0:  # a zero broadcast adds nothing
             demand = chunk.vm["cpu_demand_mhz"]
             chunk.vm["cpu_demand_mhz"] = (demand + fc).astype(demand.dtype, copy=False)
         fh = np.asarray(out_h["mem_fault_cpu_mhz"])
@@ -341,7 +348,9 @@ class MemoryStage(BaseStage):
         for name, arr in out_h.items():
             chunk.host_out["host_" + name if name in HOST_PREFIXED else name] = arr
         self.swap_steps += out_h["mem_swapping"].sum(axis=0)
-        np.maximum(self.max_slowdown, out_vm["mem_slowdown"].max(axis=0), out=self.max_slowdown)
+        if max_slowdown is None:
+            max_slowdown = out_vm["mem_slowdown"].max(axis=0)
+        np.maximum(self.max_slowdown, max_slowdown, out=self.max_slowdown)
 
     def _static(self, ctx, chunk, cfg_all, T, V, H) -> None:
         """Active memory constant in time (profiles, no trace memory): reclaim once, per VM.
@@ -397,6 +406,20 @@ class MemoryStage(BaseStage):
             self._emit(chunk, out_vm, out_h)
             return
         vms_idx = self.vm_idx[fidx]
+        u = self._unit
+        if not self.coupled:  # one numba pass over the chunk: faults, fixed point per (step, host), outputs
+            res = M.solve_steps(chunk.vm["cpu_demand_mhz"], vms_idx, self._host_idx[fidx], H,
+                                M.FaultRates(*(getattr(u, name)[fidx] for name in ("compressed", "cache", "store", "guest",
+                                                                                    "miss_ratio"))),
+                                self.rate[vms_idx], self._cap_vm[vms_idx], self.theta[vms_idx], self._core_mhz_vm[vms_idx],
+                                store=self.store, cache=self.cache, costs=self._costs,
+                                background_store_iops=self.settings.background_swap_iops, store_ios_per_fault=self._store_ios)
+            out_vm.update(mem_fault_rate_per_s=res.fault_rate_per_s, mem_slowdown=res.slowdown, mem_fault_cpu_mhz=res.fault_cpu_mhz)
+            out_h.update(mem_fault_cpu_mhz=res.host_fault_cpu_mhz, mem_swap_iops=res.swap_iops, mem_swap_device_util=res.util)
+            self._emit(chunk, out_vm, out_h, demand=res.demand_mhz, max_slowdown=res.max_slowdown)
+            cached = self.cache is not None
+            self._publish(ctx, chunk, res.util_store if cached else res.util, res.util_cache if cached else None, None)
+            return
         k = fidx.size
         fr = np.zeros((T, V), np.float32)
         sd = np.ones((T, V), np.float32)
@@ -405,7 +428,6 @@ class MemoryStage(BaseStage):
         core_mhz = self._core_mhz_vm[vms_idx]
         iops = np.zeros((T, H), np.float32)
         util_d = np.zeros((T, H), np.float32)
-        u = self._unit
         tiers = {name: getattr(u, name)[fidx] for name in ("compressed", "cache", "store", "guest", "miss_ratio")}
         host = self._host_idx[fidx]
         demand = chunk.vm["cpu_demand_mhz"]

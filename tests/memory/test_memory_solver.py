@@ -1,0 +1,129 @@
+"""The per-segment numba fault-cost solver against the vectorised numpy solver it replaced.
+
+``tests/memory/reference_solver.py`` keeps the numpy version (every segment's Illinois iteration in
+lock step, waits from scipy's ``gammaincc``); the numba solver must give the same throughput, fault
+rates, loads, utilisations and fault costs to 1e-9 on random segments, light and heavy loads, with
+and without a swap cache device, per-segment devices and background loads.
+"""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import special
+
+from densim.models import memory as M
+from densim.models.queueing import mmc_wait_s
+from tests.memory.reference_solver import solve_throughput_numpy
+
+FIELDS = ("throughput", "fault_rate_per_s", "cost_cache_s", "cost_store_s", "load_cache_iops", "load_store_iops",
+          "util_cache", "util_store")
+
+
+def _dev(rl, wl, ri, wi, par):
+    return M.DeviceArrays(*(np.asarray(v, dtype=float) for v in (rl, wl, ri, wi, par)))
+
+
+FC_SAN = _dev(6e-3, 1e-3, 2000.0, 4000.0, np.nan)  # catalog fc-san-lun: c = 11.53 servers
+S3710 = _dev(90e-6, 30e-6, 70000.0, 30000.0, np.nan)  # an SSD as host swap cache
+DISK = _dev(5e-3, 5e-3, 200.0, 200.0, 4.0)  # four integer servers
+
+
+def _case(rng, n_seg, per_seg, scale, cache, bg, per_segment_devices, idle_share):
+    n = n_seg * per_seg
+    seg = rng.integers(0, n_seg, n)
+
+    def tier():
+        return rng.exponential(scale, n) * (rng.random(n) > idle_share)
+
+    faults = M.FaultRates(tier(), tier() if cache else np.zeros(n), tier(), tier(), rng.random(n))
+    if per_segment_devices:
+        store = M.DeviceArrays(*(np.where(rng.integers(0, 2, n_seg) == 0, getattr(FC_SAN, f), getattr(DISK, f))
+                                 for f in ("read_latency_s", "write_latency_s", "read_iops", "write_iops", "parallelism")))
+    else:
+        store = FC_SAN
+    kw = dict(store=store, cache=S3710 if cache else None, costs=M.FaultCosts(software_s=0.333e-3, writes_per_fault=0.125),
+              overlap=rng.uniform(0.5, 2.0, n), background_store_iops=bg, background_cache_iops=bg / 2)
+    return faults, seg, n_seg, kw
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_solver_matches_the_vectorised_reference(seed):
+    rng = np.random.default_rng(seed)
+    for _ in range(12):
+        faults, seg, n_seg, kw = _case(rng, int(rng.integers(1, 300)), int(rng.integers(1, 20)),
+                                       float(rng.choice([0.1, 10.0, 300.0, 3000.0, 1e5])), bool(rng.random() < 0.5),
+                                       float(rng.choice([0.0, 50.0, 1500.0])), bool(rng.random() < 0.3),
+                                       float(rng.choice([0.0, 0.3, 0.9])))
+        new = M.solve_throughput(faults, seg, n_seg, **kw)
+        old = solve_throughput_numpy(faults, seg, n_seg, **kw)
+        for name in FIELDS:
+            np.testing.assert_allclose(getattr(new, name), getattr(old, name), rtol=1e-9, atol=0.0, err_msg=name)
+
+
+def test_static_steps_match_the_per_step_solver():
+    # solve_steps (one numba pass per chunk) against, step by step, fault rates r x (faults per
+    # access), the numpy solver and fault_cpu_cycles_per_s: the same figures up to float32 rounding
+    rng = np.random.default_rng(11)
+    T, V, H = 7, 60, 9
+    host = rng.integers(0, H, V)
+    vm_ids = np.flatnonzero(rng.random(V) < 0.8)  # some VMs do not fault at all
+    k = vm_ids.size
+    unit = M.FaultRates(*(rng.exponential(0.2, k) * (rng.random(k) < 0.7) for _ in range(4)), rng.random(k))
+    rate = rng.uniform(50.0, 4000.0, k)
+    cap = rng.uniform(1000.0, 4000.0, k)
+    theta = rng.uniform(0.5, 2.0, k)
+    core = rng.uniform(2000.0, 3000.0, k)
+    demand = (rng.uniform(0.0, 4500.0, (T, V)) * (rng.random((T, V)) > 0.1)).astype(np.float32)
+    costs = M.FaultCosts(software_s=0.333e-3, writes_per_fault=0.125)
+    for cache, bg in ((None, 0.0), (None, 1800.0), (S3710, 0.0), (S3710, 500.0)):
+        res = M.solve_steps(demand, vm_ids, host[vm_ids], H, unit, rate, cap, theta, core, store=FC_SAN, cache=cache,
+                            costs=costs, background_store_iops=bg, store_ios_per_fault=1.0)
+        for t in range(T):
+            r = rate * np.clip(demand[t, vm_ids] / cap, 0.0, 1.0)
+            f = M.FaultRates(r * unit.compressed, r * unit.cache, r * unit.store, r * unit.guest, unit.miss_ratio)
+            ref = solve_throughput_numpy(f, host[vm_ids], H, store=FC_SAN, cache=cache, costs=costs, overlap=theta,
+                                         background_store_iops=bg)
+            cpu = M.fault_cpu_cycles_per_s(f, ref.throughput, costs, core_mhz=core) / 1e6
+            f32 = dict(rtol=2.5e-7, atol=0.0)  # float32 outputs: one rounding
+            np.testing.assert_allclose(res.fault_rate_per_s[t, vm_ids], ref.fault_rate_per_s, **f32)
+            np.testing.assert_allclose(res.slowdown[t, vm_ids], ref.slowdown, **f32)
+            np.testing.assert_allclose(res.fault_cpu_mhz[t, vm_ids], cpu, **f32)
+            np.testing.assert_allclose(res.demand_mhz[t, vm_ids], demand[t, vm_ids] + cpu.astype(np.float32), **f32)
+            np.testing.assert_allclose(res.host_fault_cpu_mhz[t], np.bincount(host[vm_ids], cpu, H), **f32)
+            np.testing.assert_allclose(res.swap_iops[t], ref.load_store_iops + ref.load_cache_iops, **f32)
+            np.testing.assert_allclose(res.util[t], np.maximum(ref.util_store, ref.util_cache), **f32)
+            np.testing.assert_allclose(res.util_store[t], ref.util_store, **f32)
+        others = np.setdiff1d(np.arange(V), vm_ids)
+        assert not res.fault_rate_per_s[:, others].any() and (res.slowdown[:, others] == 1.0).all()
+        np.testing.assert_array_equal(res.demand_mhz[:, others], demand[:, others])
+        np.testing.assert_array_equal(res.max_slowdown, res.slowdown.max(axis=0))
+
+
+def test_mm1_wait_and_its_elasticity_by_hand():
+    # one server (c = 1): Erlang C is rho, so W = rho S / (1 - rho); with S = 5 ms and 100/s,
+    # rho = 0.5 and W = 5 ms. d ln W / d ln lambda = 1 + rho / (1 - rho) = 2.
+    w, d = M._mmc_wait(100.0, 5e-3, 1.0, math.lgamma(2.0))
+    assert w == pytest.approx(5e-3, rel=1e-14)
+    assert d == pytest.approx(2.0, rel=1e-12)
+    assert M._mmc_wait(0.0, 5e-3, 1.0, 0.0) == (0.0, 1.0)
+    assert M._mmc_wait(200.0, 5e-3, 1.0, 0.0)[0] == np.inf  # saturated
+
+
+@pytest.mark.parametrize("c", [1.0, 1.5, 4.0, 11.529411764705884, 57.3, 1000.0])
+def test_poisson_cdf_and_wait_match_scipy(c):
+    rng = np.random.default_rng(int(c * 10))
+    lgc = math.lgamma(c + 1.0)
+    a = np.r_[rng.uniform(0.0, c, 400), c * (1.0 - np.logspace(-12, -1, 20)), c * np.logspace(-8, 0, 20)]
+    a = a[(a > 0) & (a < c)]
+    q = np.array([M._poisson_cdf(c, x, math.exp(c * math.log(x) - x - lgc)) for x in a])
+    np.testing.assert_allclose(q, special.gammaincc(c + 1.0, a), rtol=2e-12 if c > 100 else 1e-13)
+    svc = 0.01
+    waits = np.array([M._mmc_wait(x / svc, svc, c, lgc) for x in a])
+    np.testing.assert_allclose(waits[:, 0], mmc_wait_s(a / svc, svc, c), rtol=5e-12 if c > 100 else 1e-13)
+    # the elasticity against a central difference of ln W
+    h = 1e-6
+    up = np.array([M._mmc_wait(x * (1 + h) / svc, svc, c, lgc)[0] for x in a])
+    dn = np.array([M._mmc_wait(x * (1 - h) / svc, svc, c, lgc)[0] for x in a])
+    ok = (waits[:, 0] > 1e-250) & (a < c * (1 - 1e-3))  # a central difference needs h D small
+    np.testing.assert_allclose(waits[ok, 1], (np.log(up[ok]) - np.log(dn[ok])) / (2 * h), rtol=1e-5)
