@@ -575,8 +575,8 @@ def solve_throughput(
 # the fixed point of one segment (numba): M/M/c wait, fault load, Illinois, Gauss-Seidel rounds
 #
 # The helpers are inlined into the two kernels (``inline="always"``): called, they cost more than
-# their arithmetic. Each is written with one call site of the next, which keeps the kernels'
-# compilation short; only :func:`_load` (a device under real load) stays a call.
+# their arithmetic (a call that passes arrays counts their references even where it is not taken).
+# Each is written with one call site of the next, which keeps the kernels' compilation short.
 
 _NEGLIGIBLE = 2.0**-54  # b0 W below this leaves 1 + a0 (>= 1) unchanged in float64: the load is that at W = 0
 _LINEAR = 1e-8  # b0 ws + c0 wc below this: the load is linear in the waits to 1e-16 (relative)
@@ -663,20 +663,24 @@ def _poisson_cdf(c, a, pmf):
     return 1.0 - lead * total
 
 
-@njit
-def _load(f, a0, b0, c0, ws, wc, with_cache):
-    """``sum_i f_i X_i``, ``X_i = 1 / (1 + a0_i + b0_i ws (+ c0_i wc))``, over one segment's elements in order."""
+@njit(inline="always")
+def _load(fd, fcc, is_cache, a0, b0, c0, j0, j1, ws, wc, with_cache):
+    """``sum_i f_i X_i``, ``X_i = 1 / (1 + a0_i + b0_i ws (+ c0_i wc))``, over a segment's elements ``j0:j1`` in order.
+
+    ``f`` is ``fcc`` (cache faults) or ``fd`` (store and guest faults). The arrays are whole and
+    the segment an index range: a slice would count references to its array at every call.
+    """
     out = 0.0
-    for i in range(f.size):
+    for i in range(j0, j1):
         d = 1.0 + a0[i] + b0[i] * ws
         if with_cache:
             d = d + c0[i] * wc
-        out += f[i] * (1.0 / d)
+        out += (fcc[i] if is_cache else fd[i]) * (1.0 / d)
     return out
 
 
 @njit(inline="always")
-def _g(lam, wait, f, a0, b0, c0, other, is_cache, with_cache, b0max, c0max, s0, s1, t1, bg, w):
+def _g(lam, wait, fd, fcc, a0, b0, c0, j0, j1, other, is_cache, with_cache, b0max, c0max, s0, s1, t1, bg, w):
     """``g(lam) = lam - (load (1 + w) + bg)`` with this device waiting ``wait = W(lam)``.
 
     ``load = sum_i f_i / (d_i + e_i)``, ``d_i = 1 + a0_i``, ``e_i = b0_i ws + c0_i wc``. With every
@@ -693,12 +697,13 @@ def _g(lam, wait, f, a0, b0, c0, other, is_cache, with_cache, b0max, c0max, s0, 
     elif e <= _LINEAR:
         ld = s0 - (ws * s1 + wc * t1)
     else:
-        ld = _load(f, a0, b0, c0, ws, wc, with_cache)
+        ld = _load(fd, fcc, is_cache, a0, b0, c0, j0, j1, ws, wc, with_cache)
     return lam - (ld * (1.0 + w) + bg)
 
 
 @njit(inline="always")
-def _device_wait(f, a0, b0, c0, other, is_cache, with_cache, b0max, c0max, s0, s1, t1, svc, c, lgc, cap, bg, w, iterations):
+def _device_wait(fd, fcc, a0, b0, c0, j0, j1, other, is_cache, with_cache, b0max, c0max, s0, s1, t1, svc, c, lgc, cap, bg, w,
+                 iterations):
     """Wait of one device of one segment at the root of ``g`` on ``[0, min(-g(0), capacity)]``.
 
     The Illinois steps of :func:`_illinois` for one segment (written with one call of
@@ -725,7 +730,7 @@ def _device_wait(f, a0, b0, c0, other, is_cache, with_cache, b0max, c0max, s0, s
     own = t1 if is_cache else s1  # the load's slope in this device's wait
     for it in range(iterations + 2):
         wt, el = _mmc_wait(lam, svc, c, lgc)
-        g = _g(lam, wt, f, a0, b0, c0, other, is_cache, with_cache, b0max, c0max, s0, s1, t1, bg, w)
+        g = _g(lam, wt, fd, fcc, a0, b0, c0, j0, j1, other, is_cache, with_cache, b0max, c0max, s0, s1, t1, bg, w)
         if it == 0:
             g_lo = g
             hi = min(-g_lo, cap)
@@ -767,18 +772,22 @@ def _device_wait(f, a0, b0, c0, other, is_cache, with_cache, b0max, c0max, s0, s
 
 
 @njit(inline="always")
-def _waits(fd, fcc, a0, b0, c0, with_cache, b0max, c0max, has_s, has_c, s0s, s1s, t1s, s0c, s1c, t1c,
-           st_svc, st_c, st_lgc, st_cap, ca_svc, ca_c, ca_lgc, ca_cap, bg_s, bg_c, w, rounds, iterations):
+def _waits(fd, fcc, a0, b0, c0, j0, j1, with_cache, b0max, c0max, has_s, has_c, sums, st, ca, bg_s, bg_c, w, rounds,
+           iterations):
     """``(ws, wc)``: the waits at the store and the cache device of one segment.
 
     ``fd`` (store + guest faults), ``fcc`` (cache faults), ``a0``, ``b0``, ``c0``: the segment's
-    elements in order (elements without faults add nothing); the sums and maxima of :func:`_g`
-    (``s0s, s1s, t1s`` for the store's faults, ``s0c, s1c, t1c`` for the cache's), so a pass over
-    the elements is needed only where a wait changes some element's cost by more than ``_LINEAR``
-    (a device under real load). Store and cache are alternated ``rounds`` times (Gauss-Seidel),
-    the store first; written as one loop over (round, device) so that :func:`_device_wait` is
-    inlined once.
+    elements at ``j0:j1``, in order (elements without faults add nothing); the sums and maxima of
+    :func:`_g` (``sums = (s0s, s1s, t1s, s0c, s1c, t1c)``: ``s`` for the store's faults, ``c`` for the
+    cache's; ``st``, ``ca``: the stations, ``(service_s, servers, ln Gamma(servers + 1), IOPS)``), so a
+    pass over the elements is needed only where a wait changes some element's cost by more than
+    ``_LINEAR`` (a device under real load). Store and cache are alternated ``rounds`` times
+    (Gauss-Seidel), the store first; written as one loop over (round, device) so that
+    :func:`_device_wait` is inlined once.
     """
+    s0s, s1s, t1s, s0c, s1c, t1c = sums
+    st_svc, st_c, st_lgc, st_cap = st
+    ca_svc, ca_c, ca_lgc, ca_cap = ca
     ws = 0.0
     wc = 0.0
     for step in range(2 * rounds if with_cache else 1):
@@ -787,7 +796,7 @@ def _waits(fd, fcc, a0, b0, c0, with_cache, b0max, c0max, has_s, has_c, s0s, s1s
             break
         if not cache and not has_s:
             continue
-        wt = _device_wait(fcc if cache else fd, a0, b0, c0, ws if cache else wc, cache, with_cache, b0max, c0max,
+        wt = _device_wait(fd, fcc, a0, b0, c0, j0, j1, ws if cache else wc, cache, with_cache, b0max, c0max,
                           s0c if cache else s0s, s1c if cache else s1s, t1c if cache else t1s,
                           ca_svc if cache else st_svc, ca_c if cache else st_c, ca_lgc if cache else st_lgc,
                           (ca_cap if cache else st_cap) * (1.0 - 1e-9), bg_c if cache else bg_s, w, iterations)
@@ -824,14 +833,10 @@ def _solve_segments(order, start, fz, fc, fs, fg, theta, rl_s, rl_c, with_cache,
     Element by element the arithmetic of the vectorised solver before it (the same expressions in
     the same order), so apart from each segment's own stopping rule the results agree to rounding.
     """
+    fd_, fcc, a0, b0, c0 = scratch[0], scratch[1], scratch[2], scratch[3], scratch[4]  # by element, in segment order
     for s in prange(start.size - 1):
         j0 = start[s]
         j1 = start[s + 1]
-        fd_ = scratch[0, j0:j1]
-        fcc = scratch[1, j0:j1]
-        a0 = scratch[2, j0:j1]
-        b0 = scratch[3, j0:j1]
-        c0 = scratch[4, j0:j1]
         b0max = 0.0
         c0max = 0.0
         sum_s = 0.0
@@ -842,8 +847,8 @@ def _solve_segments(order, start, fz, fc, fs, fg, theta, rl_s, rl_c, with_cache,
         s0c = 0.0
         s1c = 0.0
         t1c = 0.0
-        for j in range(j1 - j0):
-            i = order[j0 + j]
+        for j in range(j0, j1):
+            i = order[j]
             fd_[j] = fs[i] + fg[i]
             fcc[j] = fc[i]
             # X = 1 / (1 + a0 + b0 ws + c0 wc): the waits enter linearly, the rest is fixed per element
@@ -864,19 +869,19 @@ def _solve_segments(order, start, fz, fc, fs, fg, theta, rl_s, rl_c, with_cache,
                 s0c += q
                 s1c += q * b0[j] * inv
                 t1c += q * c0[j] * inv
-        ws, wc = _waits(fd_, fcc, a0, b0, c0, with_cache, b0max, c0max, sum_s > 0, with_cache and sum_c > 0,
-                        s0s, s1s, t1s, s0c, s1c, t1c, st_svc[s], st_c[s], st_lgc[s], st_cap[s],
-                        ca_svc[s], ca_c[s], ca_lgc[s], ca_cap[s], bg_s[s], bg_c[s], w, rounds, iterations)
+        ws, wc = _waits(fd_, fcc, a0, b0, c0, j0, j1, with_cache, b0max, c0max, sum_s > 0, with_cache and sum_c > 0,
+                        (s0s, s1s, t1s, s0c, s1c, t1c), (st_svc[s], st_c[s], st_lgc[s], st_cap[s]),
+                        (ca_svc[s], ca_c[s], ca_lgc[s], ca_cap[s]), bg_s[s], bg_c[s], w, rounds, iterations)
         ws_out[s] = ws
         wc_out[s] = wc
         ls = 0.0
         lc = 0.0
-        for j in range(j1 - j0):
+        for j in range(j0, j1):
             d = 1.0 + a0[j] + b0[j] * ws
             if with_cache:
                 d = d + c0[j] * wc
             xj = 1.0 / d
-            x[order[j0 + j]] = xj
+            x[order[j]] = xj
             ls += fd_[j] * xj
             lc += fcc[j] * xj
         lam_s[s] = ls * (1.0 + w) + bg_s[s]
@@ -1074,10 +1079,9 @@ def _steps_kernel(demand, vm, gstart, ghost, vm_k, with_cache, st_svc, st_c, st_
                 ws = 0.0
                 wc = 0.0
                 if s0s > 0 or s0c > 0:
-                    ws, wc = _waits(e_fd[j0:j1], e_fcc[j0:j1], e_a0[j0:j1], e_b0[j0:j1], e_c0[j0:j1], with_cache,
-                                    b0max, c0max, s0s > 0, s0c > 0, s0s, s1s, t1s, s0c, s1c, t1c,
-                                    st_svc[h], st_c[h], st_lgc[h], st_cap[h], ca_svc[h], ca_c[h], ca_lgc[h],
-                                    ca_cap[h], bg_s[h], bg_c[h], w, rounds, iterations)
+                    ws, wc = _waits(e_fd, e_fcc, e_a0, e_b0, e_c0, j0, j1, with_cache, b0max, c0max, s0s > 0, s0c > 0,
+                                    (s0s, s1s, t1s, s0c, s1c, t1c), (st_svc[h], st_c[h], st_lgc[h], st_cap[h]),
+                                    (ca_svc[h], ca_c[h], ca_lgc[h], ca_cap[h]), bg_s[h], bg_c[h], w, rounds, iterations)
                 if ws * b0max + wc * c0max <= _LINEAR:
                     for j in range(j0, j1):
                         e = e_b0[j] * ws + e_c0[j] * wc
