@@ -1,9 +1,11 @@
-"""The fault-cost fixed point as it was before the per-segment numba solver (issue 19), kept as a reference.
+"""The memory model's per-segment solvers as they were before numba (issue 19), kept as references.
 
 :func:`solve_throughput_numpy` is the vectorised numpy version of
 :func:`densim.models.memory.solve_throughput`: every segment's Illinois iteration advances in lock
 step over flat element arrays, with M/M/c waits from :func:`densim.models.queueing.mmc_wait_s`
-(scipy's ``gammaincc``). The tests compare the numba solver with it.
+(scipy's ``gammaincc``). :func:`reclaim_numpy` is :func:`densim.models.memory.reclaim` over flat
+arrays (the safeguarded Newton iteration of every segment in lock step). The tests compare the
+numba versions with them.
 """
 
 from __future__ import annotations
@@ -11,9 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from densim._jit import njit
-from densim.models.memory import (DeviceArrays, FaultCosts, FaultRates, Throughput, _fault_constants, _illinois,
-                                  compact_segments,
-                                  seg_sum)
+from densim.models.memory import (DeviceArrays, FaultCosts, FaultRates, Reclamation, Throughput, _fault_constants,
+                                  _illinois, compact_segments, seg_sum)
 
 
 @njit
@@ -157,3 +158,147 @@ def solve_throughput_numpy(
         util_store=util_s,
     )
 
+
+def reclaim_numpy(
+    configured_bytes,
+    active_bytes,
+    seg,
+    n_seg: int,
+    capacity_bytes,
+    *,
+    zero_page_fraction=0.0,
+    inter_vm_sharing_fraction=0.0,
+    balloon_limit=0.65,
+    balloon_active_share=0.0,
+    compression_cache_fraction=0.10,
+    compression_ratio=2.0,
+    compressible_fraction=0.5,
+    swap_cache_bytes=0.0,
+    iterations: int = 64,
+) -> Reclamation:
+    """Run the reclamation pipeline for every segment (host x step) at once.
+
+    ``capacity_bytes`` (per segment) is the host memory available to guest memory:
+    ``M_host - M_hv - minFree - sum M_ovh``. Per-element parameters broadcast against the elements;
+    ``swap_cache_bytes`` broadcasts against the segments.
+    """
+    cfg = np.asarray(configured_bytes, dtype=float)
+    act = np.minimum(np.asarray(active_bytes, dtype=float), cfg)
+    seg = np.asarray(seg, dtype=np.int64)
+    n = cfg.shape[0]
+
+    def el(x):
+        return np.broadcast_to(np.asarray(x, dtype=float), (n,))
+
+    zf, isf, bl, bas = el(zero_page_fraction), el(inter_vm_sharing_fraction), el(balloon_limit), el(balloon_active_share)
+    ccf, kappa, pc = el(compression_cache_fraction), el(compression_ratio), el(compressible_fraction)
+    cap = np.broadcast_to(np.asarray(capacity_bytes, dtype=float), (n_seg,))
+    idle = cfg - act
+
+    deficit = np.maximum(seg_sum(cfg, seg, n_seg) - cap, 0.0)
+    d = deficit.copy()
+
+    def take(capacity_el, remaining):
+        """Proportional take of ``remaining`` (per segment) from element capacities."""
+        tot = seg_sum(capacity_el, seg, n_seg)
+        with np.errstate(over="ignore"):  # a denormal capacity gives inf, clipped to 1 below
+            frac = np.divide(remaining, tot, out=np.zeros(n_seg), where=tot > 0)
+        frac = np.minimum(frac, 1.0)
+        got = capacity_el * frac[seg]
+        return got, remaining - np.minimum(remaining, tot)
+
+    # 1. page sharing: zero pages of idle memory, inter-VM sharing (of any page) if enabled
+    share_idle_cap = np.minimum(zf * idle + isf * idle, idle)
+    share_act_cap = np.minimum(isf * act, act)
+    shared, d = take(share_idle_cap + share_act_cap, d)
+    w = np.divide(share_idle_cap, share_idle_cap + share_act_cap, out=np.ones(n), where=(share_idle_cap + share_act_cap) > 0)
+    shared_idle = shared * w
+    shared_act = shared - shared_idle
+
+    # 2. balloon on idle memory, up to the per-VM limit
+    b_cap = np.maximum(bl * cfg, 0.0)
+    b_idle, d = take(np.minimum(idle - shared_idle, b_cap), d)
+
+    # 3. active reclamation at a common fraction phi of each VM's remaining resident memory
+    idle_left = idle - shared_idle - b_idle
+    act_left = act - shared_act
+    res_left = idle_left + act_left
+    b_room = np.maximum(b_cap - b_idle, 0.0)
+    c_cap = ccf * cfg * kappa  # guest bytes the compression cache can hold
+    inv_k = 1.0 / kappa
+
+    ev, bal, comp, sw = (np.zeros(n) for _ in range(4))
+    unmet = np.zeros(n_seg)
+    active_seg = d > 0
+    if np.any(active_seg):
+        # only the elements of hosts that still need memory take part in the bisection
+        idx = np.flatnonzero(active_seg[seg])
+        sg = seg[idx]
+        rl_, bas_, br_, cc_, pc_, ik_ = res_left[idx], bas[idx], b_room[idx], c_cap[idx], pc[idx], inv_k[idx]
+
+        def split(phi_el):
+            e = rl_ * phi_el
+            b = np.minimum(bas_ * e, br_)
+            h = e - b
+            c = np.minimum(pc_ * h, cc_)
+            return e, b, c, h - c
+
+        full = split(np.ones(idx.size))
+        freed_max = seg_sum(full[0] - full[2] * ik_, sg, n_seg)
+        solve = active_seg & (freed_max > d)
+        # freed(phi) is piecewise linear and increasing (kinks where the balloon room or the
+        # compression cache fills): safeguarded Newton, i.e. a Newton step inside the bracket
+        # [lo, hi] and bisection when the step leaves it; exact once on the root's linear piece.
+        phi = np.ones(n_seg)
+        lo = np.zeros(n_seg)
+        hi = np.ones(n_seg)
+        tol = 1e-10 * np.maximum(d, 1.0)
+        for _ in range(iterations):
+            e, b, c, _s = split(phi[sg])
+            gap = seg_sum(e - c * ik_, sg, n_seg) - d
+            live = solve & (np.abs(gap) > tol) & (hi - lo > 1e-15)
+            if not np.any(live):
+                break
+            hi = np.where(live & (gap > 0), phi, hi)
+            lo = np.where(live & (gap < 0), phi, lo)
+            db = np.where(bas_ * e < br_, bas_ * rl_, 0.0)
+            dc = np.where(pc_ * (e - b) < cc_, pc_ * (rl_ - db), 0.0)
+            slope = seg_sum(rl_ - dc * ik_, sg, n_seg)
+            newton = phi - np.divide(gap, slope, out=np.full(n_seg, np.inf), where=slope > 0)
+            ok = (newton > lo) & (newton < hi)
+            phi = np.where(live, np.where(ok, newton, 0.5 * (lo + hi)), phi)
+        phi = np.where(solve, phi, 1.0)
+        e, b, c, s_ = split(phi[sg])
+        ev[idx], bal[idx], comp[idx], sw[idx] = e, b, c, s_
+        freed = seg_sum(e - c * ik_, sg, n_seg)
+        unmet = np.where(active_seg & ~solve, np.maximum(d - freed, 0.0), 0.0)
+
+    # active share of what was evicted (victims at random over the remaining resident memory)
+    act_share = np.divide(act_left, res_left, out=np.zeros(n), where=res_left > 0)
+    evicted_active = ev * act_share
+    f = np.divide(act - evicted_active, act, out=np.ones(n), where=act > 0)
+    f = np.clip(f, 0.0, 1.0)
+
+    # host swap: the first swap_cache_bytes of each host's swap sit on the cache device
+    sw_tot = seg_sum(sw, seg, n_seg)
+    cache_b = np.broadcast_to(np.asarray(swap_cache_bytes, dtype=float), (n_seg,))
+    cache_frac = np.divide(np.minimum(cache_b, sw_tot), sw_tot, out=np.zeros(n_seg), where=sw_tot > 0)
+    sw_cache = sw * cache_frac[seg]
+    sw_store = sw - sw_cache
+
+    resident = cfg - shared - b_idle - bal - comp - sw
+    return Reclamation(
+        configured_bytes=cfg,
+        active_bytes=act,
+        resident_bytes=resident,
+        shared_bytes=shared,
+        ballooned_idle_bytes=b_idle,
+        ballooned_active_bytes=bal,
+        compressed_bytes=comp,
+        swapped_cache_bytes=sw_cache,
+        swapped_store_bytes=sw_store,
+        resident_active_fraction=f,
+        deficit_bytes=deficit,
+        unmet_bytes=unmet,
+        compression_cache_bytes=seg_sum(comp * inv_k, seg, n_seg),
+    )

@@ -1,9 +1,11 @@
-"""The per-segment numba fault-cost solver against the vectorised numpy solver it replaced.
+"""The per-segment numba solvers of the memory model against the vectorised numpy versions they replaced.
 
-``tests/memory/reference_solver.py`` keeps the numpy version (every segment's Illinois iteration in
-lock step, waits from scipy's ``gammaincc``); the numba solver must give the same throughput, fault
-rates, loads, utilisations and fault costs to 1e-9 on random segments, light and heavy loads, with
-and without a swap cache device, per-segment devices and background loads.
+``tests/memory/reference_solver.py`` keeps the numpy versions. The fault-cost fixed point (the
+numpy one iterated every segment's Illinois method in lock step, waits from scipy's ``gammaincc``)
+must give the same throughput, fault rates, loads, utilisations and fault costs to 1e-9 on random
+segments, light and heavy loads, with and without a swap cache device, per-segment devices and
+background loads. The reclamation pipeline does the same arithmetic in the same order: equal to the
+bit.
 """
 
 import math
@@ -14,7 +16,7 @@ from scipy import special
 
 from densim.models import memory as M
 from densim.models.queueing import mmc_wait_s
-from tests.memory.reference_solver import solve_throughput_numpy
+from tests.memory.reference_solver import reclaim_numpy, solve_throughput_numpy
 
 FIELDS = ("throughput", "fault_rate_per_s", "cost_cache_s", "cost_store_s", "load_cache_iops", "load_store_iops",
           "util_cache", "util_store")
@@ -127,3 +129,35 @@ def test_poisson_cdf_and_wait_match_scipy(c):
     dn = np.array([M._mmc_wait(x * (1 - h) / svc, svc, c, lgc)[0] for x in a])
     ok = (waits[:, 0] > 1e-250) & (a < c * (1 - 1e-3))  # a central difference needs h D small
     np.testing.assert_allclose(waits[ok, 1], (np.log(up[ok]) - np.log(dn[ok])) / (2 * h), rtol=1e-5)
+
+
+RECLAIM_FIELDS = ("configured_bytes", "active_bytes", "resident_bytes", "shared_bytes", "ballooned_idle_bytes",
+                  "ballooned_active_bytes", "compressed_bytes", "swapped_cache_bytes", "swapped_store_bytes",
+                  "resident_active_fraction", "deficit_bytes", "unmet_bytes", "compression_cache_bytes")
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_reclaim_equals_the_vectorised_reference_to_the_bit(seed):
+    # random hosts (segments) from fitting to short of even what full reclamation frees (negative
+    # capacity too); parameters one value or one per element; VMs with more active than configured
+    # memory, or none active
+    rng = np.random.default_rng(seed)
+    gib = M.GIB
+    for _ in range(40):
+        n_seg, n = int(rng.integers(1, 60)), int(rng.integers(0, 400))
+        seg = rng.integers(0, n_seg, n)
+        cfg = rng.choice([4.0, 8.0, 12.0, 16.0, 32.0], n) * gib * rng.uniform(0.9, 1.1, n)
+        act = cfg * rng.uniform(0.0, 1.2, n) * (rng.random(n) > 0.05)
+        cap = np.bincount(seg, cfg, n_seg) * rng.uniform(-0.1, 1.3, n_seg)
+
+        def p(lo, hi):
+            return float(rng.uniform(lo, hi)) if rng.random() < 0.5 else rng.uniform(lo, hi, n)
+
+        kw = dict(zero_page_fraction=p(0.0, 0.2), inter_vm_sharing_fraction=p(0.0, 0.3) if rng.random() < 0.5 else 0.0,
+                  balloon_limit=p(0.0, 0.8), balloon_active_share=p(0.0, 1.0), compression_cache_fraction=p(0.0, 0.2),
+                  compression_ratio=p(1.0, 4.0), compressible_fraction=p(0.0, 1.0),
+                  swap_cache_bytes=float(rng.uniform(0, 40)) * gib if rng.random() < 0.5 else rng.uniform(0, 40, n_seg) * gib)
+        new = M.reclaim(cfg, act, seg, n_seg, cap, **kw)
+        old = reclaim_numpy(cfg, act, seg, n_seg, cap, **kw)
+        for name in RECLAIM_FIELDS:
+            np.testing.assert_array_equal(getattr(new, name), getattr(old, name), err_msg=name)

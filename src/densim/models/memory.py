@@ -202,112 +202,39 @@ def reclaim(
     ``capacity_bytes`` (per segment) is the host memory available to guest memory:
     ``M_host - M_hv - minFree - sum M_ovh``. Per-element parameters broadcast against the elements;
     ``swap_cache_bytes`` broadcasts against the segments.
+
+    Per segment (:func:`_reclaim_segments`, numba, in parallel over segments, a segment's elements
+    side by side): the deficit ``sum M_cfg - capacity``; page sharing, then the balloon on idle
+    memory, each a proportional take of what is still missing from the elements' capacities; then
+    active reclamation at a common fraction ``phi`` of every VM's remaining resident memory, found
+    by a safeguarded Newton iteration (``freed(phi)`` is piecewise linear and increasing, with kinks
+    where the balloon room or the compression cache fills: a Newton step inside the bracket
+    ``[lo, hi]``, bisection when it leaves it; exact once on the root's linear piece); the host swap
+    cache holds the first ``swap_cache_bytes`` of the segment's swap. Sums run over a segment's
+    elements in their order, so the figures are those of the vectorised version before it (kept
+    in the tests), to the bit.
     """
-    cfg = np.asarray(configured_bytes, dtype=float)
+    cfg = _kernel_array(configured_bytes)
     act = np.minimum(np.asarray(active_bytes, dtype=float), cfg)
-    seg = np.asarray(seg, dtype=np.int64)
+    seg = _kernel_array(seg, dtype=np.int64)
     n = cfg.shape[0]
+    n_seg = int(n_seg)
 
-    def el(x):
-        return np.broadcast_to(np.asarray(x, dtype=float), (n,))
+    def el(x, size):
+        """``(values, 1)`` per element (or segment), or ``(one value, 0)`` when ``x`` is a scalar."""
+        a = np.asarray(x, dtype=float)
+        if a.ndim == 0 or a.size == 1:
+            return _kernel_array(a.reshape(1)), 0
+        return _kernel_array(np.broadcast_to(a, (size,))), 1
 
-    zf, isf, bl, bas = el(zero_page_fraction), el(inter_vm_sharing_fraction), el(balloon_limit), el(balloon_active_share)
-    ccf, kappa, pc = el(compression_cache_fraction), el(compression_ratio), el(compressible_fraction)
-    cap = np.broadcast_to(np.asarray(capacity_bytes, dtype=float), (n_seg,))
-    idle = cfg - act
-
-    deficit = np.maximum(seg_sum(cfg, seg, n_seg) - cap, 0.0)
-    d = deficit.copy()
-
-    def take(capacity_el, remaining):
-        """Proportional take of ``remaining`` (per segment) from element capacities."""
-        tot = seg_sum(capacity_el, seg, n_seg)
-        with np.errstate(over="ignore"):  # a denormal capacity gives inf, clipped to 1 below
-            frac = np.divide(remaining, tot, out=np.zeros(n_seg), where=tot > 0)
-        frac = np.minimum(frac, 1.0)
-        got = capacity_el * frac[seg]
-        return got, remaining - np.minimum(remaining, tot)
-
-    # 1. page sharing: zero pages of idle memory, inter-VM sharing (of any page) if enabled
-    share_idle_cap = np.minimum(zf * idle + isf * idle, idle)
-    share_act_cap = np.minimum(isf * act, act)
-    shared, d = take(share_idle_cap + share_act_cap, d)
-    w = np.divide(share_idle_cap, share_idle_cap + share_act_cap, out=np.ones(n), where=(share_idle_cap + share_act_cap) > 0)
-    shared_idle = shared * w
-    shared_act = shared - shared_idle
-
-    # 2. balloon on idle memory, up to the per-VM limit
-    b_cap = np.maximum(bl * cfg, 0.0)
-    b_idle, d = take(np.minimum(idle - shared_idle, b_cap), d)
-
-    # 3. active reclamation at a common fraction phi of each VM's remaining resident memory
-    idle_left = idle - shared_idle - b_idle
-    act_left = act - shared_act
-    res_left = idle_left + act_left
-    b_room = np.maximum(b_cap - b_idle, 0.0)
-    c_cap = ccf * cfg * kappa  # guest bytes the compression cache can hold
-    inv_k = 1.0 / kappa
-
-    ev, bal, comp, sw = (np.zeros(n) for _ in range(4))
-    unmet = np.zeros(n_seg)
-    active_seg = d > 0
-    if np.any(active_seg):
-        # only the elements of hosts that still need memory take part in the bisection
-        idx = np.flatnonzero(active_seg[seg])
-        sg = seg[idx]
-        rl_, bas_, br_, cc_, pc_, ik_ = res_left[idx], bas[idx], b_room[idx], c_cap[idx], pc[idx], inv_k[idx]
-
-        def split(phi_el):
-            e = rl_ * phi_el
-            b = np.minimum(bas_ * e, br_)
-            h = e - b
-            c = np.minimum(pc_ * h, cc_)
-            return e, b, c, h - c
-
-        full = split(np.ones(idx.size))
-        freed_max = seg_sum(full[0] - full[2] * ik_, sg, n_seg)
-        solve = active_seg & (freed_max > d)
-        # freed(phi) is piecewise linear and increasing (kinks where the balloon room or the
-        # compression cache fills): safeguarded Newton, i.e. a Newton step inside the bracket
-        # [lo, hi] and bisection when the step leaves it; exact once on the root's linear piece.
-        phi = np.ones(n_seg)
-        lo = np.zeros(n_seg)
-        hi = np.ones(n_seg)
-        tol = 1e-10 * np.maximum(d, 1.0)
-        for _ in range(iterations):
-            e, b, c, _s = split(phi[sg])
-            gap = seg_sum(e - c * ik_, sg, n_seg) - d
-            live = solve & (np.abs(gap) > tol) & (hi - lo > 1e-15)
-            if not np.any(live):
-                break
-            hi = np.where(live & (gap > 0), phi, hi)
-            lo = np.where(live & (gap < 0), phi, lo)
-            db = np.where(bas_ * e < br_, bas_ * rl_, 0.0)
-            dc = np.where(pc_ * (e - b) < cc_, pc_ * (rl_ - db), 0.0)
-            slope = seg_sum(rl_ - dc * ik_, sg, n_seg)
-            newton = phi - np.divide(gap, slope, out=np.full(n_seg, np.inf), where=slope > 0)
-            ok = (newton > lo) & (newton < hi)
-            phi = np.where(live, np.where(ok, newton, 0.5 * (lo + hi)), phi)
-        phi = np.where(solve, phi, 1.0)
-        e, b, c, s_ = split(phi[sg])
-        ev[idx], bal[idx], comp[idx], sw[idx] = e, b, c, s_
-        freed = seg_sum(e - c * ik_, sg, n_seg)
-        unmet = np.where(active_seg & ~solve, np.maximum(d - freed, 0.0), 0.0)
-
-    # active share of what was evicted (victims at random over the remaining resident memory)
-    act_share = np.divide(act_left, res_left, out=np.zeros(n), where=res_left > 0)
-    evicted_active = ev * act_share
-    f = np.divide(act - evicted_active, act, out=np.ones(n), where=act > 0)
-    f = np.clip(f, 0.0, 1.0)
-
-    # host swap: the first swap_cache_bytes of each host's swap sit on the cache device
-    sw_tot = seg_sum(sw, seg, n_seg)
-    cache_b = np.broadcast_to(np.asarray(swap_cache_bytes, dtype=float), (n_seg,))
-    cache_frac = np.divide(np.minimum(cache_b, sw_tot), sw_tot, out=np.zeros(n_seg), where=sw_tot > 0)
-    sw_cache = sw * cache_frac[seg]
-    sw_store = sw - sw_cache
-
-    resident = cfg - shared - b_idle - bal - comp - sw
+    order, start = _sort_by_segment(seg, n_seg)
+    out = np.empty((8, n))
+    per_seg = np.empty((3, n_seg))
+    _reclaim_segments(order, start, cfg, _kernel_array(act), *el(capacity_bytes, n_seg), *el(zero_page_fraction, n),
+                      *el(inter_vm_sharing_fraction, n), *el(balloon_limit, n), *el(balloon_active_share, n),
+                      *el(compression_cache_fraction, n), *el(compression_ratio, n), *el(compressible_fraction, n),
+                      *el(swap_cache_bytes, n_seg), int(iterations), _blocks(n_seg), out, per_seg)
+    resident, shared, b_idle, bal, comp, sw_cache, sw_store, f = out
     return Reclamation(
         configured_bytes=cfg,
         active_bytes=act,
@@ -319,10 +246,168 @@ def reclaim(
         swapped_cache_bytes=sw_cache,
         swapped_store_bytes=sw_store,
         resident_active_fraction=f,
-        deficit_bytes=deficit,
-        unmet_bytes=unmet,
-        compression_cache_bytes=seg_sum(comp * inv_k, seg, n_seg),
+        deficit_bytes=per_seg[0],
+        unmet_bytes=per_seg[1],
+        compression_cache_bytes=per_seg[2],
     )
+
+
+@njit(inline="always")
+def _take(cap_el, n, remaining):
+    """Proportional take of ``remaining`` from the capacities ``cap_el[:n]``: ``(share of each, what is left)``."""
+    tot = 0.0
+    for j in range(n):
+        tot += cap_el[j]
+    frac = remaining / tot if tot > 0 else 0.0  # a denormal total gives inf: clipped to 1
+    return min(frac, 1.0), remaining - min(remaining, tot)
+
+
+@njit(inline="always")
+def _split(phi, j, rl, bas, br, pc, cc):
+    """Active reclamation of element ``j`` at ``phi``: ``(evicted, ballooned, compressed, host-swapped)``."""
+    e = rl[j] * phi
+    b = min(bas[j] * e, br[j])
+    h = e - b
+    c = min(pc[j] * h, cc[j])
+    return e, b, c, h - c
+
+
+@njit(parallel=True)
+def _reclaim_segments(order, start, cfg, act, cap, cap_k, zf, zf_k, isf, isf_k, bl, bl_k, bas, bas_k, ccf, ccf_k,
+                      kappa, kappa_k, pc, pc_k, scb, scb_k, iterations, n_blocks, out, per_seg):
+    """:func:`reclaim` per segment, in parallel. ``x, x_k``: a parameter and 1 (per element or segment) or 0 (one value).
+
+    ``out`` rows (per element, in the input order): resident, shared, ballooned idle, ballooned
+    active, compressed, swapped to the cache device, swapped to the store, resident share of the
+    active set; ``per_seg`` rows: deficit, unmet, compression cache bytes. The segments are taken
+    in ``n_blocks`` runs in parallel, each with a scratch array of its own (as long as the longest
+    segment) that holds a segment's elements in segment order.
+    """
+    n_seg = start.size - 1
+    nmax = 0
+    for s in range(n_seg):
+        nmax = max(nmax, start[s + 1] - start[s])
+    for blk in prange(n_blocks):
+        scratch = np.empty((17, nmax))
+        idle_, cap_, w_, shared_, bcap_, bidle_ = scratch[0], scratch[1], scratch[2], scratch[3], scratch[4], scratch[5]
+        rl_, br_, cc_, actl_, sw_, ev_ = scratch[6], scratch[7], scratch[8], scratch[9], scratch[10], scratch[11]
+        bas_, pc_, ik_, b_, c_ = scratch[12], scratch[13], scratch[14], scratch[15], scratch[16]
+        for s in range(blk * n_seg // n_blocks, (blk + 1) * n_seg // n_blocks):
+            j0 = start[s]
+            n = start[s + 1] - j0
+            tot_cfg = 0.0
+            for j in range(n):
+                tot_cfg += cfg[order[j0 + j]]
+            d = max(tot_cfg - cap[s * cap_k], 0.0)
+            per_seg[0, s] = d
+            # 1. page sharing: zero pages of idle memory, inter-VM sharing (of any page) if enabled
+            for j in range(n):
+                i = order[j0 + j]
+                idle = cfg[i] - act[i]
+                sic = min(zf[i * zf_k] * idle + isf[i * isf_k] * idle, idle)
+                sac = min(isf[i * isf_k] * act[i], act[i])
+                idle_[j] = idle
+                cap_[j] = sic + sac
+                w_[j] = sic / (sic + sac) if sic + sac > 0 else 1.0
+            frac, d = _take(cap_, n, d)
+            # 2. balloon on idle memory, up to the per-VM limit
+            for j in range(n):
+                i = order[j0 + j]
+                shared = cap_[j] * frac
+                shared_[j] = shared
+                bcap = max(bl[i * bl_k] * cfg[i], 0.0)
+                bcap_[j] = bcap
+                cap_[j] = min(idle_[j] - shared * w_[j], bcap)
+            frac, d = _take(cap_, n, d)
+            # 3. active reclamation at a common fraction phi of each VM's remaining resident memory
+            for j in range(n):
+                i = order[j0 + j]
+                b_idle = cap_[j] * frac
+                bidle_[j] = b_idle
+                sh_idle = shared_[j] * w_[j]
+                idle_left = idle_[j] - sh_idle - b_idle
+                act_left = act[i] - (shared_[j] - sh_idle)
+                actl_[j] = act_left
+                rl_[j] = idle_left + act_left
+                br_[j] = max(bcap_[j] - b_idle, 0.0)
+                kap = kappa[i * kappa_k]
+                cc_[j] = ccf[i * ccf_k] * cfg[i] * kap  # guest bytes the compression cache can hold
+                ik_[j] = 1.0 / kap
+                bas_[j] = bas[i * bas_k]
+                pc_[j] = pc[i * pc_k]
+            unmet = 0.0
+            phi = 1.0
+            if d > 0:
+                freed_max = 0.0
+                for j in range(n):
+                    e, b, c, _s = _split(1.0, j, rl_, bas_, br_, pc_, cc_)
+                    freed_max += e - c * ik_[j]
+                solve = freed_max > d
+                if solve:
+                    lo = 0.0
+                    hi = 1.0
+                    tol = 1e-10 * max(d, 1.0)
+                    for _ in range(iterations):
+                        gap = 0.0
+                        for j in range(n):
+                            e, b, c, _s = _split(phi, j, rl_, bas_, br_, pc_, cc_)
+                            b_[j] = b
+                            gap += e - c * ik_[j]
+                        gap = gap - d
+                        if not (abs(gap) > tol and hi - lo > 1e-15):
+                            break
+                        if gap > 0:
+                            hi = phi
+                        if gap < 0:
+                            lo = phi
+                        slope = 0.0
+                        for j in range(n):
+                            e = rl_[j] * phi
+                            db = bas_[j] * rl_[j] if bas_[j] * e < br_[j] else 0.0
+                            dc = pc_[j] * (rl_[j] - db) if pc_[j] * (e - b_[j]) < cc_[j] else 0.0
+                            slope += rl_[j] - dc * ik_[j]
+                        newton = phi - gap / slope if slope > 0 else np.inf
+                        phi = newton if lo < newton < hi else 0.5 * (lo + hi)
+                freed = 0.0
+                for j in range(n):
+                    e, b, c, sw = _split(phi, j, rl_, bas_, br_, pc_, cc_)
+                    freed += e - c * ik_[j]
+                    ev_[j] = e
+                    b_[j] = b
+                    c_[j] = c
+                    sw_[j] = sw
+                if not solve:
+                    unmet = max(d - freed, 0.0)
+            else:
+                for j in range(n):
+                    ev_[j] = 0.0
+                    b_[j] = 0.0
+                    c_[j] = 0.0
+                    sw_[j] = 0.0
+            per_seg[1, s] = unmet
+            # host swap: the first swap_cache_bytes of each host's swap sit on the cache device
+            sw_tot = 0.0
+            ccache = 0.0
+            for j in range(n):
+                sw_tot += sw_[j]
+                ccache += c_[j] * ik_[j]
+            per_seg[2, s] = ccache
+            cache_frac = min(scb[s * scb_k], sw_tot) / sw_tot if sw_tot > 0 else 0.0
+            for j in range(n):
+                i = order[j0 + j]
+                sw = sw_[j]
+                swc = sw * cache_frac
+                out[1, i] = shared_[j]
+                out[2, i] = bidle_[j]
+                out[3, i] = b_[j]
+                out[4, i] = c_[j]
+                out[5, i] = swc
+                out[6, i] = sw - swc
+                # active share of what was evicted (victims at random over the remaining resident memory)
+                act_share = actl_[j] / rl_[j] if rl_[j] > 0 else 0.0
+                f = (act[i] - ev_[j] * act_share) / act[i] if act[i] > 0 else 1.0
+                out[7, i] = min(max(f, 0.0), 1.0)
+                out[0, i] = cfg[i] - shared_[j] - bidle_[j] - b_[j] - c_[j] - sw
 
 
 # ---------------------------------------------------------------------------------------------
@@ -540,10 +625,9 @@ def solve_throughput(
     order, start = _sort_by_segment(seg, m)
     x_sub = np.empty(idx.size)
     ws, wc, lam_s_u, lam_c_u = np.zeros(m), np.zeros(m), np.empty(m), np.empty(m)
-    scratch = np.empty((5, idx.size))
     _solve_segments(order, start, fz, fc, fs, fg, theta, rl_s, rl_c, ca is not None,
                     *st_p, *ca_p, bg_s, bg_c, float(costs.decompress_s), t_sw, t_gsw, w, int(rounds),
-                    int(iterations), x_sub, ws, wc, lam_s_u, lam_c_u, scratch)
+                    int(iterations), _blocks(m), x_sub, ws, wc, lam_s_u, lam_c_u)
     if every:
         x = x_sub
     else:
@@ -575,8 +659,8 @@ def solve_throughput(
 # the fixed point of one segment (numba): M/M/c wait, fault load, Illinois, Gauss-Seidel rounds
 #
 # The helpers are inlined into the two kernels (``inline="always"``): called, they cost more than
-# their arithmetic. Each is written with one call site of the next, which keeps the kernels'
-# compilation short; only :func:`_load` (a device under real load) stays a call.
+# their arithmetic (a call that passes arrays counts their references even where it is not taken).
+# Each is written with one call site of the next, which keeps the kernels' compilation short.
 
 _NEGLIGIBLE = 2.0**-54  # b0 W below this leaves 1 + a0 (>= 1) unchanged in float64: the load is that at W = 0
 _LINEAR = 1e-8  # b0 ws + c0 wc below this: the load is linear in the waits to 1e-16 (relative)
@@ -587,6 +671,11 @@ def _kernel_array(a, dtype=np.float64):
     """``a`` as a writeable C-contiguous array (a copy if need be): numba compiles a kernel once per
     argument type, and a read-only array (a broadcast, say) is a type of its own."""
     return np.require(a, dtype=dtype, requirements=["C", "W"])
+
+
+def _blocks(n: int) -> int:
+    """Runs of work for a parallel kernel over ``n`` segments: a few per thread (uneven segments even out)."""
+    return max(1, min(n, 4 * get_num_threads()))
 
 
 def _station(dev: DeviceArrays, read_fraction, n: int):
@@ -663,20 +752,24 @@ def _poisson_cdf(c, a, pmf):
     return 1.0 - lead * total
 
 
-@njit
-def _load(f, a0, b0, c0, ws, wc, with_cache):
-    """``sum_i f_i X_i``, ``X_i = 1 / (1 + a0_i + b0_i ws (+ c0_i wc))``, over one segment's elements in order."""
+@njit(inline="always")
+def _load(fd, fcc, is_cache, a0, b0, c0, j0, j1, ws, wc, with_cache):
+    """``sum_i f_i X_i``, ``X_i = 1 / (1 + a0_i + b0_i ws (+ c0_i wc))``, over a segment's elements ``j0:j1`` in order.
+
+    ``f`` is ``fcc`` (cache faults) or ``fd`` (store and guest faults). The arrays are whole and
+    the segment an index range: a slice would count references to its array at every call.
+    """
     out = 0.0
-    for i in range(f.size):
+    for i in range(j0, j1):
         d = 1.0 + a0[i] + b0[i] * ws
         if with_cache:
             d = d + c0[i] * wc
-        out += f[i] * (1.0 / d)
+        out += (fcc[i] if is_cache else fd[i]) * (1.0 / d)
     return out
 
 
 @njit(inline="always")
-def _g(lam, wait, f, a0, b0, c0, other, is_cache, with_cache, b0max, c0max, s0, s1, t1, bg, w):
+def _g(lam, wait, fd, fcc, a0, b0, c0, j0, j1, other, is_cache, with_cache, b0max, c0max, s0, s1, t1, bg, w):
     """``g(lam) = lam - (load (1 + w) + bg)`` with this device waiting ``wait = W(lam)``.
 
     ``load = sum_i f_i / (d_i + e_i)``, ``d_i = 1 + a0_i``, ``e_i = b0_i ws + c0_i wc``. With every
@@ -693,12 +786,13 @@ def _g(lam, wait, f, a0, b0, c0, other, is_cache, with_cache, b0max, c0max, s0, 
     elif e <= _LINEAR:
         ld = s0 - (ws * s1 + wc * t1)
     else:
-        ld = _load(f, a0, b0, c0, ws, wc, with_cache)
+        ld = _load(fd, fcc, is_cache, a0, b0, c0, j0, j1, ws, wc, with_cache)
     return lam - (ld * (1.0 + w) + bg)
 
 
 @njit(inline="always")
-def _device_wait(f, a0, b0, c0, other, is_cache, with_cache, b0max, c0max, s0, s1, t1, svc, c, lgc, cap, bg, w, iterations):
+def _device_wait(fd, fcc, a0, b0, c0, j0, j1, other, is_cache, with_cache, b0max, c0max, s0, s1, t1, svc, c, lgc, cap, bg, w,
+                 iterations):
     """Wait of one device of one segment at the root of ``g`` on ``[0, min(-g(0), capacity)]``.
 
     The Illinois steps of :func:`_illinois` for one segment (written with one call of
@@ -725,7 +819,7 @@ def _device_wait(f, a0, b0, c0, other, is_cache, with_cache, b0max, c0max, s0, s
     own = t1 if is_cache else s1  # the load's slope in this device's wait
     for it in range(iterations + 2):
         wt, el = _mmc_wait(lam, svc, c, lgc)
-        g = _g(lam, wt, f, a0, b0, c0, other, is_cache, with_cache, b0max, c0max, s0, s1, t1, bg, w)
+        g = _g(lam, wt, fd, fcc, a0, b0, c0, j0, j1, other, is_cache, with_cache, b0max, c0max, s0, s1, t1, bg, w)
         if it == 0:
             g_lo = g
             hi = min(-g_lo, cap)
@@ -767,18 +861,22 @@ def _device_wait(f, a0, b0, c0, other, is_cache, with_cache, b0max, c0max, s0, s
 
 
 @njit(inline="always")
-def _waits(fd, fcc, a0, b0, c0, with_cache, b0max, c0max, has_s, has_c, s0s, s1s, t1s, s0c, s1c, t1c,
-           st_svc, st_c, st_lgc, st_cap, ca_svc, ca_c, ca_lgc, ca_cap, bg_s, bg_c, w, rounds, iterations):
+def _waits(fd, fcc, a0, b0, c0, j0, j1, with_cache, b0max, c0max, has_s, has_c, sums, st, ca, bg_s, bg_c, w, rounds,
+           iterations):
     """``(ws, wc)``: the waits at the store and the cache device of one segment.
 
     ``fd`` (store + guest faults), ``fcc`` (cache faults), ``a0``, ``b0``, ``c0``: the segment's
-    elements in order (elements without faults add nothing); the sums and maxima of :func:`_g`
-    (``s0s, s1s, t1s`` for the store's faults, ``s0c, s1c, t1c`` for the cache's), so a pass over
-    the elements is needed only where a wait changes some element's cost by more than ``_LINEAR``
-    (a device under real load). Store and cache are alternated ``rounds`` times (Gauss-Seidel),
-    the store first; written as one loop over (round, device) so that :func:`_device_wait` is
-    inlined once.
+    elements at ``j0:j1``, in order (elements without faults add nothing); the sums and maxima of
+    :func:`_g` (``sums = (s0s, s1s, t1s, s0c, s1c, t1c)``: ``s`` for the store's faults, ``c`` for the
+    cache's; ``st``, ``ca``: the stations, ``(service_s, servers, ln Gamma(servers + 1), IOPS)``), so a
+    pass over the elements is needed only where a wait changes some element's cost by more than
+    ``_LINEAR`` (a device under real load). Store and cache are alternated ``rounds`` times
+    (Gauss-Seidel), the store first; written as one loop over (round, device) so that
+    :func:`_device_wait` is inlined once.
     """
+    s0s, s1s, t1s, s0c, s1c, t1c = sums
+    st_svc, st_c, st_lgc, st_cap = st
+    ca_svc, ca_c, ca_lgc, ca_cap = ca
     ws = 0.0
     wc = 0.0
     for step in range(2 * rounds if with_cache else 1):
@@ -787,7 +885,7 @@ def _waits(fd, fcc, a0, b0, c0, with_cache, b0max, c0max, has_s, has_c, s0s, s1s
             break
         if not cache and not has_s:
             continue
-        wt = _device_wait(fcc if cache else fd, a0, b0, c0, ws if cache else wc, cache, with_cache, b0max, c0max,
+        wt = _device_wait(fd, fcc, a0, b0, c0, j0, j1, ws if cache else wc, cache, with_cache, b0max, c0max,
                           s0c if cache else s0s, s1c if cache else s1s, t1c if cache else t1s,
                           ca_svc if cache else st_svc, ca_c if cache else st_c, ca_lgc if cache else st_lgc,
                           (ca_cap if cache else st_cap) * (1.0 - 1e-9), bg_c if cache else bg_s, w, iterations)
@@ -818,69 +916,73 @@ def _sort_by_segment(seg, m):
 @njit(parallel=True)
 def _solve_segments(order, start, fz, fc, fs, fg, theta, rl_s, rl_c, with_cache,
                     st_svc, st_c, st_lgc, st_cap, ca_svc, ca_c, ca_lgc, ca_cap, bg_s, bg_c,
-                    dec, t_sw, t_gsw, w, rounds, iterations, x, ws_out, wc_out, lam_s, lam_c, scratch):
+                    dec, t_sw, t_gsw, w, rounds, iterations, n_blocks, x, ws_out, wc_out, lam_s, lam_c):
     """Every segment's fixed point (in parallel); ``x`` per element, waits and loads per segment.
 
     Element by element the arithmetic of the vectorised solver before it (the same expressions in
     the same order), so apart from each segment's own stopping rule the results agree to rounding.
+    The segments are taken in ``n_blocks`` runs in parallel, each with a scratch array of its own
+    for a segment's elements in segment order.
     """
-    for s in prange(start.size - 1):
-        j0 = start[s]
-        j1 = start[s + 1]
-        fd_ = scratch[0, j0:j1]
-        fcc = scratch[1, j0:j1]
-        a0 = scratch[2, j0:j1]
-        b0 = scratch[3, j0:j1]
-        c0 = scratch[4, j0:j1]
-        b0max = 0.0
-        c0max = 0.0
-        sum_s = 0.0
-        sum_c = 0.0
-        s0s = 0.0
-        s1s = 0.0
-        t1s = 0.0
-        s0c = 0.0
-        s1c = 0.0
-        t1c = 0.0
-        for j in range(j1 - j0):
-            i = order[j0 + j]
-            fd_[j] = fs[i] + fg[i]
-            fcc[j] = fc[i]
-            # X = 1 / (1 + a0 + b0 ws + c0 wc): the waits enter linearly, the rest is fixed per element
-            a0[j] = (fz[i] * dec + fc[i] * (t_sw + rl_c[s]) + fs[i] * (t_sw + rl_s[s]) + fg[i] * (t_gsw + rl_s[s])) / theta[i]
-            b0[j] = (fs[i] + fg[i]) / theta[i]
-            c0[j] = fc[i] / theta[i]
-            inv = 1.0 / (1.0 + a0[j])
-            b0max = max(b0max, b0[j])
-            sum_s += fd_[j]
-            p = fd_[j] * inv
-            s0s += p
-            s1s += p * b0[j] * inv
-            if with_cache:
-                c0max = max(c0max, c0[j])
-                sum_c += fcc[j]
-                t1s += p * c0[j] * inv
-                q = fcc[j] * inv
-                s0c += q
-                s1c += q * b0[j] * inv
-                t1c += q * c0[j] * inv
-        ws, wc = _waits(fd_, fcc, a0, b0, c0, with_cache, b0max, c0max, sum_s > 0, with_cache and sum_c > 0,
-                        s0s, s1s, t1s, s0c, s1c, t1c, st_svc[s], st_c[s], st_lgc[s], st_cap[s],
-                        ca_svc[s], ca_c[s], ca_lgc[s], ca_cap[s], bg_s[s], bg_c[s], w, rounds, iterations)
-        ws_out[s] = ws
-        wc_out[s] = wc
-        ls = 0.0
-        lc = 0.0
-        for j in range(j1 - j0):
-            d = 1.0 + a0[j] + b0[j] * ws
-            if with_cache:
-                d = d + c0[j] * wc
-            xj = 1.0 / d
-            x[order[j0 + j]] = xj
-            ls += fd_[j] * xj
-            lc += fcc[j] * xj
-        lam_s[s] = ls * (1.0 + w) + bg_s[s]
-        lam_c[s] = lc * (1.0 + w) + bg_c[s]
+    n_seg = start.size - 1
+    nmax = 0
+    for s in range(n_seg):
+        nmax = max(nmax, start[s + 1] - start[s])
+    for blk in prange(n_blocks):
+        scratch = np.empty((5, nmax))
+        fd_, fcc, a0, b0, c0 = scratch[0], scratch[1], scratch[2], scratch[3], scratch[4]
+        for s in range(blk * n_seg // n_blocks, (blk + 1) * n_seg // n_blocks):
+            j0 = start[s]
+            n = start[s + 1] - j0
+            b0max = 0.0
+            c0max = 0.0
+            sum_s = 0.0
+            sum_c = 0.0
+            s0s = 0.0
+            s1s = 0.0
+            t1s = 0.0
+            s0c = 0.0
+            s1c = 0.0
+            t1c = 0.0
+            for j in range(n):
+                i = order[j0 + j]
+                fd_[j] = fs[i] + fg[i]
+                fcc[j] = fc[i]
+                # X = 1 / (1 + a0 + b0 ws + c0 wc): the waits enter linearly, the rest is fixed per element
+                a0[j] = (fz[i] * dec + fc[i] * (t_sw + rl_c[s]) + fs[i] * (t_sw + rl_s[s]) + fg[i] * (t_gsw + rl_s[s])) / theta[i]
+                b0[j] = (fs[i] + fg[i]) / theta[i]
+                c0[j] = fc[i] / theta[i]
+                inv = 1.0 / (1.0 + a0[j])
+                b0max = max(b0max, b0[j])
+                sum_s += fd_[j]
+                p = fd_[j] * inv
+                s0s += p
+                s1s += p * b0[j] * inv
+                if with_cache:
+                    c0max = max(c0max, c0[j])
+                    sum_c += fcc[j]
+                    t1s += p * c0[j] * inv
+                    q = fcc[j] * inv
+                    s0c += q
+                    s1c += q * b0[j] * inv
+                    t1c += q * c0[j] * inv
+            ws, wc = _waits(fd_, fcc, a0, b0, c0, 0, n, with_cache, b0max, c0max, sum_s > 0, with_cache and sum_c > 0,
+                            (s0s, s1s, t1s, s0c, s1c, t1c), (st_svc[s], st_c[s], st_lgc[s], st_cap[s]),
+                            (ca_svc[s], ca_c[s], ca_lgc[s], ca_cap[s]), bg_s[s], bg_c[s], w, rounds, iterations)
+            ws_out[s] = ws
+            wc_out[s] = wc
+            ls = 0.0
+            lc = 0.0
+            for j in range(n):
+                d = 1.0 + a0[j] + b0[j] * ws
+                if with_cache:
+                    d = d + c0[j] * wc
+                xj = 1.0 / d
+                x[order[j0 + j]] = xj
+                ls += fd_[j] * xj
+                lc += fcc[j] * xj
+            lam_s[s] = ls * (1.0 + w) + bg_s[s]
+            lam_c[s] = lc * (1.0 + w) + bg_c[s]
 
 
 @dataclass(frozen=True)
@@ -1074,10 +1176,9 @@ def _steps_kernel(demand, vm, gstart, ghost, vm_k, with_cache, st_svc, st_c, st_
                 ws = 0.0
                 wc = 0.0
                 if s0s > 0 or s0c > 0:
-                    ws, wc = _waits(e_fd[j0:j1], e_fcc[j0:j1], e_a0[j0:j1], e_b0[j0:j1], e_c0[j0:j1], with_cache,
-                                    b0max, c0max, s0s > 0, s0c > 0, s0s, s1s, t1s, s0c, s1c, t1c,
-                                    st_svc[h], st_c[h], st_lgc[h], st_cap[h], ca_svc[h], ca_c[h], ca_lgc[h],
-                                    ca_cap[h], bg_s[h], bg_c[h], w, rounds, iterations)
+                    ws, wc = _waits(e_fd, e_fcc, e_a0, e_b0, e_c0, j0, j1, with_cache, b0max, c0max, s0s > 0, s0c > 0,
+                                    (s0s, s1s, t1s, s0c, s1c, t1c), (st_svc[h], st_c[h], st_lgc[h], st_cap[h]),
+                                    (ca_svc[h], ca_c[h], ca_lgc[h], ca_cap[h]), bg_s[h], bg_c[h], w, rounds, iterations)
                 if ws * b0max + wc * c0max <= _LINEAR:
                     for j in range(j0, j1):
                         e = e_b0[j] * ws + e_c0[j] * wc
