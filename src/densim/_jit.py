@@ -40,10 +40,14 @@ try:  # pragma: no cover - depends on the environment
 
     _init_target()
 
-    def njit(fn=None, *, parallel: bool = False, inline: str = "never"):
-        """``numba.njit(cache=True, nogil=True)``; ``@njit`` or ``@njit(parallel=True)`` / ``inline="always"``."""
+    def njit(fn=None, *, parallel: bool = False, inline: str = "never", error_model: str = "python"):
+        """``numba.njit(cache=True, nogil=True)``; ``@njit`` or ``@njit(parallel=True)`` / ``inline="always"``.
+
+        ``error_model="numpy"``: a float division by zero gives inf or nan as in numpy instead of
+        raising, which spares the check and the exception path at every division.
+        """
         def deco(f):
-            return _njit(cache=True, nogil=True, parallel=parallel, inline=inline)(f)
+            return _njit(cache=True, nogil=True, parallel=parallel, inline=inline, error_model=error_model)(f)
 
         return deco(fn) if fn is not None else deco
 
@@ -61,7 +65,7 @@ try:  # pragma: no cover - depends on the environment
 except ImportError:  # pragma: no cover
     prange = range
 
-    def njit(fn=None, *, parallel: bool = False, inline: str = "never"):
+    def njit(fn=None, *, parallel: bool = False, inline: str = "never", error_model: str = "python"):
         return fn if fn is not None else (lambda f: f)
 
     def set_threads(n: int | None) -> int:

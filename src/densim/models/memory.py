@@ -252,7 +252,7 @@ def reclaim(
     )
 
 
-@njit(inline="always")
+@njit(inline="always", error_model="numpy")
 def _take(cap_el, n, remaining):
     """Proportional take of ``remaining`` from the capacities ``cap_el[:n]``: ``(share of each, what is left)``."""
     tot = 0.0
@@ -262,7 +262,7 @@ def _take(cap_el, n, remaining):
     return min(frac, 1.0), remaining - min(remaining, tot)
 
 
-@njit(inline="always")
+@njit(inline="always", error_model="numpy")
 def _split(phi, j, rl, bas, br, pc, cc):
     """Active reclamation of element ``j`` at ``phi``: ``(evicted, ballooned, compressed, host-swapped)``."""
     e = rl[j] * phi
@@ -272,7 +272,7 @@ def _split(phi, j, rl, bas, br, pc, cc):
     return e, b, c, h - c
 
 
-@njit(parallel=True)
+@njit(parallel=True, error_model="numpy")
 def _reclaim_segments(order, start, cfg, act, cap, cap_k, zf, zf_k, isf, isf_k, bl, bl_k, bas, bas_k, ccf, ccf_k,
                       kappa, kappa_k, pc, pc_k, scb, scb_k, iterations, n_blocks, out, per_seg):
     """:func:`reclaim` per segment, in parallel. ``x, x_k``: a parameter and 1 (per element or segment) or 0 (one value).
@@ -660,7 +660,9 @@ def solve_throughput(
 #
 # The helpers are inlined into the two kernels (``inline="always"``): called, they cost more than
 # their arithmetic (a call that passes arrays counts their references even where it is not taken).
-# Each is written with one call site of the next, which keeps the kernels' compilation short.
+# Each is written with one call site of the next, which keeps the kernels' compilation short;
+# :func:`_poisson_cdf` (scalars only, and a loop) stays a call. The kernels divide as numpy does
+# (``error_model="numpy"``: inf or nan, no exception path), like the vectorised code they replace.
 
 _NEGLIGIBLE = 2.0**-54  # b0 W below this leaves 1 + a0 (>= 1) unchanged in float64: the load is that at W = 0
 _LINEAR = 1e-8  # b0 ws + c0 wc below this: the load is linear in the waits to 1e-16 (relative)
@@ -696,7 +698,7 @@ def _station(dev: DeviceArrays, read_fraction, n: int):
     return tuple(_kernel_array(np.broadcast_to(np.asarray(v, dtype=float), (n,))) for v in (c / cap, c, lgc, cap))
 
 
-@njit(inline="always")
+@njit(inline="always", error_model="numpy")
 def _mmc_wait(lam, svc, c, lgc):
     """``(W, D)``: M/M/c mean wait at arrival rate ``lam`` and its elasticity ``D = d ln W / d ln lam``.
 
@@ -722,7 +724,7 @@ def _mmc_wait(lam, svc, c, lgc):
     return pw * svc / (c - a), beta - rho * (b * (1.0 + beta) - 1.0) / den + a / (c - a)
 
 
-@njit(inline="always")
+@njit(error_model="numpy")
 def _poisson_cdf(c, a, pmf):
     """``P(N <= c)``, ``N ~ Poisson(a)``, for ``0 < a < c``: ``Q(c + 1, a) = 1 - P(c + 1, a)``, scipy's ``gammaincc``.
 
@@ -752,7 +754,7 @@ def _poisson_cdf(c, a, pmf):
     return 1.0 - lead * total
 
 
-@njit(inline="always")
+@njit(inline="always", error_model="numpy")
 def _load(fd, fcc, is_cache, a0, b0, c0, j0, j1, ws, wc, with_cache):
     """``sum_i f_i X_i``, ``X_i = 1 / (1 + a0_i + b0_i ws (+ c0_i wc))``, over a segment's elements ``j0:j1`` in order.
 
@@ -768,7 +770,7 @@ def _load(fd, fcc, is_cache, a0, b0, c0, j0, j1, ws, wc, with_cache):
     return out
 
 
-@njit(inline="always")
+@njit(inline="always", error_model="numpy")
 def _g(lam, wait, fd, fcc, a0, b0, c0, j0, j1, other, is_cache, with_cache, b0max, c0max, s0, s1, t1, bg, w):
     """``g(lam) = lam - (load (1 + w) + bg)`` with this device waiting ``wait = W(lam)``.
 
@@ -790,7 +792,7 @@ def _g(lam, wait, fd, fcc, a0, b0, c0, j0, j1, other, is_cache, with_cache, b0ma
     return lam - (ld * (1.0 + w) + bg)
 
 
-@njit(inline="always")
+@njit(inline="always", error_model="numpy")
 def _device_wait(fd, fcc, a0, b0, c0, j0, j1, other, is_cache, with_cache, b0max, c0max, s0, s1, t1, svc, c, lgc, cap, bg, w,
                  iterations):
     """Wait of one device of one segment at the root of ``g`` on ``[0, min(-g(0), capacity)]``.
@@ -860,7 +862,7 @@ def _device_wait(fd, fcc, a0, b0, c0, j0, j1, other, is_cache, with_cache, b0max
     return w_last if hi == lam_last else _mmc_wait(hi, svc, c, lgc)[0]
 
 
-@njit(inline="always")
+@njit(inline="always", error_model="numpy")
 def _waits(fd, fcc, a0, b0, c0, j0, j1, with_cache, b0max, c0max, has_s, has_c, sums, st, ca, bg_s, bg_c, w, rounds,
            iterations):
     """``(ws, wc)``: the waits at the store and the cache device of one segment.
@@ -896,7 +898,7 @@ def _waits(fd, fcc, a0, b0, c0, j0, j1, with_cache, b0max, c0max, has_s, has_c, 
     return ws, wc
 
 
-@njit
+@njit(error_model="numpy")
 def _sort_by_segment(seg, m):
     """``(order, start)``: element indices grouped by segment (stable), segment ``s`` at ``order[start[s]:start[s+1]]``."""
     start = np.zeros(m + 1, dtype=np.int64)
@@ -913,7 +915,7 @@ def _sort_by_segment(seg, m):
     return order, start
 
 
-@njit(parallel=True)
+@njit(parallel=True, error_model="numpy")
 def _solve_segments(order, start, fz, fc, fs, fg, theta, rl_s, rl_c, with_cache,
                     st_svc, st_c, st_lgc, st_cap, ca_svc, ca_c, ca_lgc, ca_cap, bg_s, bg_c,
                     dec, t_sw, t_gsw, w, rounds, iterations, n_blocks, x, ws_out, wc_out, lam_s, lam_c):
@@ -1097,7 +1099,7 @@ def solve_steps(
     return StepFaults(fr, sd, fcpu, dem_out, sd_max, fch, iops, util_s, util_c, util)
 
 
-@njit(parallel=True)
+@njit(parallel=True, error_model="numpy")
 def _steps_kernel(demand, vm, gstart, ghost, vm_k, with_cache, st_svc, st_c, st_lgc, st_cap, ca_svc, ca_c, ca_lgc, ca_cap,
                   bg_s, bg_c, w, rounds, iterations, n_blocks, fr, sd, fcpu, dem_out, sd_max, fch, iops, util_s, util_c, util):
     """:func:`solve_steps`' pass: blocks of steps in parallel; per step its VMs' faults, fixed points, outputs.
