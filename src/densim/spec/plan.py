@@ -56,6 +56,19 @@ class Candidate(BaseModel):
     storage: LocalStorage | None = Field(default=None, description="local datastore shared by the host's VMs")
 
 
+class CurrentHosts(BaseModel):
+    """One group of the hosts that run the VMs today, for the report's today-vs-proposed comparison."""
+
+    model_config = _CFG
+
+    name: str
+    count: int = Field(ge=1, description="hosts of this configuration today")
+    cpu: HostCpu
+    memory_bytes: PosBytes = Field(alias="memory")
+    power: PowerSpec | None = Field(default=None, description="power model: today's mean power is estimated from it")
+    rack_units: float | None = Field(default=None, gt=0)
+
+
 class QosSpec(BaseModel):
     """Bounds every VM (and host) must meet at every step of the demand series."""
 
@@ -109,6 +122,8 @@ class PlanSpec(BaseModel):
     windows: int = Field(default=720, ge=1, description="time windows used while placing")
     optimise: OptimiseSpec = Field(default_factory=OptimiseSpec)
     memory: MemorySettings | None = Field(default=None, description="memory over-commit model for the memory QoS check")
+    current: list[CurrentHosts] | None = Field(default=None, description="today's hosts, compared with the answer in the "
+                                               "report (replaces an RVTools export's vHost tab)")
 
     @field_validator("memory")
     @classmethod
