@@ -271,7 +271,8 @@ def headline_lines(summary: dict) -> list[str]:
     if cmp_:
         t, p = cmp_["today"], cmp_["proposed"]
         parts = [_change("hosts", p["hosts"], t["hosts"]), _change("cores", p["cores"], t["cores"]),
-                 _change("TiB of memory", p["memory_tib"], t["memory_tib"], 1),
+                 (_change("TiB of memory", p["memory_tib"], t["memory_tib"], 1) if max(p["memory_tib"], t["memory_tib"]) >= 10
+                  else _change("GiB of memory", 1024 * p["memory_tib"], 1024 * t["memory_tib"])),
                  _change("kW mean IT power (today: estimate)", p["power_kw"], t["power_kw"], 1)]
         lines.append(f"Against today ({cmp_['source']}): " + ", ".join(x for x in parts if x) + ".")
     return lines
