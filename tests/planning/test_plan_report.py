@@ -125,3 +125,16 @@ def test_partials_of_other_sections_are_included_only_when_their_data_is_there(t
     s = summary_dict(plan(_four_vms(), _spec()))
     html = render("plan.html.j2", figures={}, **report_context(s, []))  # no time_remaining/licensing/carbon: no partial needed
     assert 'id="answer"' in html and "Limiting resource" in html
+
+
+def test_the_howto_current_snippet_is_valid():
+    import re
+    from pathlib import Path
+
+    import yaml
+
+    text = (Path(__file__).parents[2] / "docs" / "howto" / "capacity-plan.md").read_text()
+    block = next(b for b in re.findall(r"```yaml\n(.*?)```", text, re.S) if b.startswith("current:"))
+    spec = _spec(**yaml.safe_load(block))
+    (g,) = spec.current
+    assert (g.count, g.cpu.sockets, g.cpu.cores_per_socket, g.memory_bytes) == (24, 2, 12, 384 * 2**30)
