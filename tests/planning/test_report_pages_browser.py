@@ -39,6 +39,7 @@ def test_run_report_counts_every_unplaced_vm_not_the_listed_ones(tmp_path):
     assert 'id="idle-hosts"' in html and "1 of the 2 hosts powered on carry no VM" in html
     # 1 busy vCPU on 2 cores never waits: CPU Ready 0 everywhere, drawn on 0..5 %, and said in words
     assert "No vCPU waited in any step" in html and '"zmax":5.0' in html.replace(" ", "")
+    assert '"rangemode":"tozero"' in html.replace(" ", "")  # constant power drawn from 0 kW, not on -0.5..1
 
 
 @pytest.mark.browser

@@ -102,7 +102,9 @@ def render_run_report(result, out_path: str | Path) -> Path:
         total_p, f = _bin_time(hs["power_w"].sum(axis=1, keepdims=True), 2000)
         hours = np.arange(total_p.shape[0]) * f * step / 3600.0
         figures["fig-power"] = go.Figure(go.Scatter(x=hours, y=total_p[:, 0] / 1000.0, mode="lines", name="cluster power"))
-        figures["fig-power"].update_layout(title="Cluster power", xaxis_title="hours from start", yaxis_title="kW", height=320)
+        # from 0 kW: a constant draw would otherwise get plotly's symmetric -0.5..1 axis
+        figures["fig-power"].update_layout(title="Cluster power", xaxis_title="hours from start", yaxis_title="kW", height=320,
+                                           yaxis_rangemode="tozero")
     heat_note = (
         f"The {min(MAX_HEAT_HOSTS, len(order))} busiest of {len(used)} hosts with VMs"
         + (f"; time binned to at most {MAX_HEAT_STEPS} columns" if c.grid.n_steps > MAX_HEAT_STEPS else "")
