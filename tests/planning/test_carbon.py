@@ -66,7 +66,7 @@ def test_inputs_need_exactly_one_intensity():
         CarbonInputs()
     with pytest.raises(ValueError, match="exactly one"):
         CarbonInputs(grid_gco2_per_kwh=100, grid_series=GridSeries(file="x.csv"))
-    assert CarbonInputs(grid_gco2_per_kwh=0).pue == 1.0
+    assert CarbonInputs(grid_gco2_per_kwh=0).pue is None  # plan: the cost inputs' PUE; run: 1.0
 
 
 def test_grid_series_reader_names_file_and_row(tmp_path):
@@ -84,3 +84,34 @@ def test_grid_series_reader_names_file_and_row(tmp_path):
         read_grid_series(GridSeries(file=str(back)), "carbon.grid_series")
     with pytest.raises(InputError, match="column 'intensity'"):
         read_grid_series(GridSeries(file=str(ok), value_column="intensity"), "carbon.grid_series")
+
+
+def test_plan_carbon_per_vm_year_by_hand(tmp_path):
+    from tests.planning.test_licensing import _flip_plan
+
+    from densim.tools.plan.report import summary_dict
+
+    # no CPU series: every host at peak, 300 W (energy upper bound). hi: 6 hosts x 300 W x 8,760 h = 15,768 kWh
+    # (PUE 1.0) x 400 g/kWh = 6,307.2 kg a year / 48 VMs = 131.4 kg per VM-year.
+    # embodied: hi = Dell R640 PCF 1,314.1 kg x 6 hosts / 4 years = 1,971.15 kg a year / 48 = 41.07 kg per VM-year;
+    # lo = 1,000 kg given x 16 / 4 years (lifetime_years defaults to cost.years) = 4,000 kg a year / 48 = 83.3 kg
+    carbon = {"grid_gco2_per_kwh": 400, "embodied": {"hi 2x16": "dell-poweredge-r640", "lo 2x6": 1000}}
+    _, res = _flip_plan(carbon=carbon)
+    rows = {r["candidate"]: r for r in summary_dict(res)["carbon"]["candidates"]}
+    hi, lo = rows["hi 2x16"], rows["lo 2x6"]
+    assert hi["operational_kg_per_vm_year"] == pytest.approx(6 * 300 * 8760 / 1000 * 0.4 / 48)
+    assert hi["embodied_kg_per_vm_year"] == pytest.approx(1314.1 * 6 / 4 / 48)
+    assert lo["embodied_kg_per_vm_year"] == pytest.approx(1000 * 16 / 4 / 48)
+    assert lo["operational_kg_per_vm_year"] == pytest.approx(16 * 300 * 8760 / 1000 * 0.4 / 48)
+    assert summary_dict(res)["carbon"]["lowest_carbon"] == "hi 2x16"
+    # a series enters the plan as its time-weighted mean: 100 g for 1 h, 700 g for 1 h -> 400 g: same figures
+    grid = tmp_path / "grid.csv"
+    grid.write_text("time_s,gco2_per_kwh\n0,100\n3600,700\n7200,0\n")
+    _, res2 = _flip_plan(carbon={"grid_series": {"file": str(grid)}})
+    hi2 = {r["candidate"]: r for r in summary_dict(res2)["carbon"]["candidates"]}["hi 2x16"]
+    assert hi2["operational_kg_per_vm_year"] == pytest.approx(hi["operational_kg_per_vm_year"])
+    assert hi2["embodied_kg_per_vm_year"] is None  # not given: not guessed
+    with pytest.raises(InputError, match="carbon.embodied.nope"):
+        _flip_plan(carbon={"grid_gco2_per_kwh": 1, "embodied": {"nope": 1}})
+    with pytest.raises(InputError, match="no embodied carbon for candidate 'lo 2x6'"):
+        _flip_plan(carbon={"grid_gco2_per_kwh": 1, "embodied": {"hi 2x16": 1}})

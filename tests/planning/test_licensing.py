@@ -100,3 +100,104 @@ def test_rule_fields_that_do_not_apply_are_refused():
     with pytest.raises(ValueError, match="per_core"):
         cores_licensed_per_host(product("rhel-server-standard"), [8, 8])
     assert np.array_equal(cores_licensed_per_vm(product("sqlserver-2022-standard-per-vm"), []), [])
+
+
+# ---------------------------------------------------------------------------------------------
+# licences move the best host choice: a high-core and a low-core host, hand-checkable
+
+
+def _flip_plan(licensing=None, carbon=None, cost_licences=()):
+    from densim.spec.plan import PlanSpec
+    from densim.tools.plan.capacity import plan
+    from densim.workloads.inventory import Inventory
+
+    # 48 VMs of 4 vCPUs and 4 GiB, no CPU series: placed by vCPUs (1 per core, no SMT) and memory only
+    n = 48
+    inv = Inventory(names=np.array([f"vm{i:02d}" for i in range(n)], dtype=object), vcpus=np.full(n, 4, dtype=np.int32),
+                    vcpu_mhz=np.full(n, 2000.0), mem_bytes=np.full(n, 4 * 2.0**30), source="flip", fmt="generic")
+
+    def cand(name, cores, price):
+        return {"name": name, "cpu": {"sockets": 2, "cores_per_socket": cores, "threads_per_core": 1, "base_clock": "2 GHz"},
+                "memory": "256 GiB", "power": {"model": "linear", "idle": "100 W", "peak": "300 W"}, "price_usd": price}
+
+    spec = PlanSpec.model_validate({
+        "qos": {"cpu_overcommit": 1.0},
+        "cost": {"years": 4, "pue": 1.0, "price_per_kwh_usd": 0.0, "licences": list(cost_licences)},
+        "candidates": [cand("hi 2x16", 16, 20_000), cand("lo 2x6", 6, 6_000)],
+        "licensing": licensing, "carbon": carbon,
+    })
+    return inv, plan(inv, spec)
+
+
+def test_licences_flip_the_best_host_from_low_core_to_high_core():
+    # hi: 2 x 16 cores = 32 vCPU slots -> 8 VMs per host -> 6 hosts; lo: 2 x 6 = 12 -> 3 VMs -> 16 hosts.
+    # hardware per year: hi 6 x 20,000 / 4 = 30,000 ($625 per VM); lo 16 x 6,000 / 4 = 24,000 ($500): lo wins.
+    # vSphere Foundation, $135 per core-year, 16 cores per CPU minimum: both hosts license 32 cores.
+    #   hi 6 x 32 x 135 = 25,920; lo 16 x 32 x 135 = 69,120
+    #   with licences: hi 55,920 ($1,165 per VM); lo 93,120 ($1,940): hi wins.
+    # what-if m: hi 30,000 + 25,920 m = lo 24,000 + 69,120 m at m = 6,000 / 43,200 = 0.1389
+    from densim.tools.plan.report import summary_dict
+
+    inv, res = _flip_plan({"products": ["vmware-vvf"], "what_if": [0.1, 0.5, 1.0, 2.0]})
+    hosts = {r.name: r.n_hosts for r in res.results}
+    assert hosts == {"hi 2x16": 6, "lo 2x6": 16}
+    s = summary_dict(res)
+    lic = s["licensing"]
+    assert lic["best_without_licences"] == "lo 2x6" and lic["best_with_licences"] == "hi 2x16" == s["best"]
+    assert lic["licences_change_best"]
+    rows = {r["candidate"]: r for r in lic["candidates"]}
+    assert rows["hi 2x16"]["licences"][0]["cores_per_host"] == 32 == rows["lo 2x6"]["licences"][0]["cores_per_host"]
+    assert rows["hi 2x16"]["licences_usd_per_year"] == pytest.approx(25_920)
+    assert rows["lo 2x6"]["licences_usd_per_year"] == pytest.approx(69_120)
+    assert rows["hi 2x16"]["tco_per_vm_year_usd"] == pytest.approx(1_165)
+    assert rows["lo 2x6"]["tco_per_vm_year_without_licences_usd"] == pytest.approx(500)
+    assert [w["best"] for w in lic["what_if"]] == ["lo 2x6", "hi 2x16", "hi 2x16", "hi 2x16"]
+    # m = 0.1: hi (30,000 + 2,592) / 48 = 679.0; lo (24,000 + 6,912) / 48 = 644.0
+    assert lic["what_if"][0]["per_vm_year_usd"]["lo 2x6"] == pytest.approx(30_912 / 48)
+    assert lic["break_even_multiplier"] == pytest.approx(6_000 / 43_200)
+
+
+def test_a_quoted_price_and_a_per_socket_licence_keep_low_core_best():
+    # RHEL per socket pair, given at $100 a year: hi 6 x 100 = 600, lo 16 x 100 = 1,600
+    # hi 30,600 / 48 = 637.5 > lo 25,600 / 48 = 533.3: the cheap subscription leaves lo best
+    from densim.tools.plan.report import summary_dict
+
+    _, res = _flip_plan({"products": [{"product": "rhel-server-standard", "price_usd": 100}]})
+    lic = summary_dict(res)["licensing"]
+    assert lic["best_with_licences"] == lic["best_without_licences"] == "lo 2x6"
+    assert not lic["licences_change_best"] and lic["break_even_multiplier"] is None
+    assert lic["products"][0]["price_status"] == "given"
+    rows = {r["candidate"]: r for r in lic["candidates"]}
+    assert rows["lo 2x6"]["licences_usd_per_year"] == pytest.approx(1_600)
+
+
+def test_per_vm_sql_licence_is_the_same_on_every_host_and_bad_names_fail():
+    from densim.errors import InputError
+
+    # SQL Server Enterprise per VM on vm0*: 10 VMs (vm00..vm09) x 4 cores = 40 cores x $7,561.5 / 4 years
+    _, res = _flip_plan({"products": [{"product": "sqlserver-2022-enterprise-per-vm", "vms": "vm0*"}]})
+    for r in res.results:
+        row = r.tco["licences"][0]
+        assert row["units"] == 40 and row["vms"] == 10
+        assert row["usd_per_year"] == pytest.approx(40 * 15123 / 2 / 4)
+    with pytest.raises(InputError, match=r"licensing.products\[0\].product.*no licensing_product named"):
+        _flip_plan({"products": ["no-such-licence"]})
+    with pytest.raises(InputError, match=r"licensing.products\[0\].vms.*matches no VM"):
+        _flip_plan({"products": [{"product": "sqlserver-2022-standard-per-vm", "vms": "db*"}]})
+
+
+def test_licensing_and_carbon_partials_render_the_summary():
+    # the partials report.html includes ({% if licensing %} / {% if carbon %}) render the summary dicts
+    import json
+
+    from densim.reports import _env
+    from densim.tools.plan.report import summary_dict
+
+    _, res = _flip_plan({"products": ["vmware-vvf"], "what_if": [0.1, 1.0]},
+                        carbon={"grid_gco2_per_kwh": 400, "embodied": {"hi 2x16": "dell-poweredge-r640", "lo 2x6": 1000}})
+    s = json.loads(json.dumps(summary_dict(res)))  # as read back from summary.json
+    html = _env().get_template("_licensing.html.j2").render(licensing=s["licensing"])
+    assert "change the best host" in html and "lo 2x6" in html and "32 cores/host" in html
+    assert "0.1389" in html  # break-even multiplier
+    html = _env().get_template("_carbon.html.j2").render(carbon=s["carbon"])
+    assert "Lowest total carbon per VM-year: <b>hi 2x16</b>" in html and "131.4" in html

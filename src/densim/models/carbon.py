@@ -60,7 +60,8 @@ class CarbonInputs(BaseModel):
 
     grid_gco2_per_kwh: float | None = Field(default=None, ge=0, description="constant grid intensity, gCO2e per kWh")
     grid_series: GridSeries | None = Field(default=None, description="grid intensity over time instead of a constant")
-    pue: float = Field(default=1.0, ge=1.0, description="facility energy / IT energy; 1.0 counts IT energy only")
+    pue: float | None = Field(default=None, ge=1.0, description="facility energy / IT energy (plan: default the cost "
+                              "inputs' facility factor; run: default 1.0, IT energy only)")
     lifetime_years: float | None = Field(default=None, gt=0, description="years a server's embodied carbon is spread over "
                                          "(plan: default cost.years; run: required with embodied)")
     embodied: dict[str, float | str] = Field(default_factory=dict, description="per candidate (plan) or host group "
