@@ -108,20 +108,21 @@ class LicenceUse(BaseModel):
                                     "(replaces the catalog's list price)")
     vms: str = Field(default="*", description="per-VM products: VM names (glob) that run the product")
 
-    @model_validator(mode="before")
-    @classmethod
-    def _name_only(cls, v):
-        return {"product": v} if isinstance(v, str) else v
-
 
 class LicensingSpec(BaseModel):
     """Licences that decide host choices, and a what-if over their prices."""
 
     model_config = _CFG
 
-    products: list[LicenceUse] = Field(default_factory=list, description="products to license on every candidate")
+    products: list[LicenceUse | str] = Field(default_factory=list, description="products to license on every candidate "
+                                             "(a catalog name, or product with price_usd / vms)")
     what_if: list[float] = Field(default=[0.5, 1.0, 1.5, 2.0], min_length=1,
                                  description="licence price multipliers for the what-if table (every licence)")
+
+    @field_validator("products")
+    @classmethod
+    def _names(cls, v: list) -> list[LicenceUse]:
+        return [LicenceUse(product=p) if isinstance(p, str) else p for p in v]
 
     @field_validator("what_if")
     @classmethod
