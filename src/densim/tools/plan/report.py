@@ -35,6 +35,9 @@ def summary_dict(res: PlanResult, seed: int | None = None) -> dict:
         "wall_s": res.wall_s,
         "notes": list(res.notes),
     }
+    from densim.tools.plan.licensing_carbon import carbon_summary, licensing_summary
+
+    out |= {k: v for k, v in (("licensing", licensing_summary(res)), ("carbon", carbon_summary(res))) if v is not None}
     near = res.closest()
     if near is not None:
         out["closest"] = {"candidate": near.name, "failed": near.failed, "reason": near.reason}
