@@ -133,7 +133,7 @@ def render_run_report(result, out_path: str | Path) -> Path:
     return write_report(
         out_path, "run.html.j2", figures=figures, title=f"densim run: {s['scenario']}",
         subtitle=f"{c.grid.n_steps} steps of {step:g} s; placement {s['placement']['policy']}; CPU model {s['models']['cpu_contention']}",
-        seed=s["seed"], cards=cards, unplaced=s["unplaced_vms"], heat_note=heat_note, energy_rows=energy_rows, worst=worst,
+        seed=s["seed"], cards=cards, unplaced=s["unplaced_vms"], n_unplaced=s["vms_unplaced"], heat_note=heat_note, energy_rows=energy_rows, worst=worst,
         extra_sections=extra, saturation=s.get("saturation", [])[:MAX_SATURATION_ROWS],
         saturation_total=len(s.get("saturation", [])), saturation_threshold=THRESHOLD,
     )
