@@ -251,8 +251,8 @@ def _simple(cmd: list, file: str, out_name: str | None = None, extra_args: tuple
         args = [*cmd, d / file, *extra_args]
         complete = []
         if out_name:
-            args += ["--out", d / out_name]
-            complete = [d / out_name]
+            args += ["--out", d / out_name]  # a folder: the result is OUT/summary.json
+            complete = [d / out_name / "summary.json"]
         return args, Expect(names=[d / file], complete=complete, multi_line=multi_line)
     return argv
 
@@ -296,10 +296,10 @@ SPECS = {
     "scenario-yaml-validate": _spec("scenario-yaml-validate", SCENARIO, "s.yaml", _validate("s.yaml"), free=("params", "workload")),
     "scenario-yaml-run": _spec("scenario-yaml-run", SCENARIO, "s.yaml", _run("s.yaml"), free=("params", "workload")),
     "scenario-json-run": _spec("scenario-json-run", SCENARIO, "s.json", _run("s.json"), as_json=True, free=("params", "workload")),
-    "io-yaml": _spec("io-yaml", IO, "io.yaml", _simple(["io"], "io.yaml", "io-out.json", multi_line=True), free=("parts",)),
-    "size-yaml": _spec("size-yaml", SIZE, "size.yaml", _simple(["size"], "size.yaml", "size-out.json", multi_line=True), free=("parts",)),
+    "io-yaml": _spec("io-yaml", IO, "io.yaml", _simple(["io"], "io.yaml", "io-out", multi_line=True), free=("parts",)),
+    "size-yaml": _spec("size-yaml", SIZE, "size.yaml", _simple(["size"], "size.yaml", "size-out", multi_line=True), free=("parts",)),
     "plan-spec": _spec("plan-spec", CANDIDATES, "cand.yaml", _plan_spec, extra=lambda d: write_generic_csv(d / "w.csv", W)),
-    "tiles-host": _spec("tiles-host", HOST, "host.yaml", _simple(["bench", "tiles"], "host.yaml", "tiles.json")),
+    "tiles-host": _spec("tiles-host", HOST, "host.yaml", _simple(["bench", "tiles"], "host.yaml", "tiles")),
     "sweep-study": _spec("sweep-study", STUDY, "study.yaml", _study, extra=_base_yaml),
     # the study's axis overrides placement.cpu_overcommit in every point: any base value is harmless
     "sweep-base": _spec("sweep-base", SCENARIO, "base.yaml", _study, extra=_study_files,

@@ -55,13 +55,13 @@ COMMANDS = [
     ("store-report", ["report", "@study.yaml", "--out", "@results", "--html", "{V}"], None),
     ("scenario-yaml-run", ["schema", "--out", "{V}"], None),
     ("scenario-yaml-run", ["study", "{V}"], None),
-    ("tiles-host", ["bench", "tiles", "@host.yaml", "--out", "@t.json", "--seed", "{V}"], "t.json"),
+    ("tiles-host", ["bench", "tiles", "@host.yaml", "--out", "@tiles", "--seed", "{V}"], "tiles/summary.json"),
     ("tiles-host", ["bench", "tiles", "@host.yaml", "--out", "{V}"], None),
     ("io-yaml", ["io", "{V}"], None),
     ("io-yaml", ["io", "@io.yaml", "--out", "{V}"], None),
     ("size-yaml", ["size", "{V}"], None),
     ("size-yaml", ["size", "@size.yaml", "--out", "{V}"], None),
-    ("size-yaml", ["size", "@size.yaml", "--out", "@out.json", "--max-configurations", "{V}"], "out.json"),
+    ("size-yaml", ["size", "@size.yaml", "--out", "@sized", "--max-configurations", "{V}"], "sized/summary.json"),
 ]
 # values a command would accept and then run for long (a built-in study, a local Dask cluster, the demo)
 SLOW_VALID = {("study", v) for v in ("mail-server", "shared-flash")}
@@ -146,8 +146,9 @@ def test_bad_options(case):
 def test_bench_tiles_seed_out_of_range_is_a_usage_error(tmp_path, seed):
     # numpy seeds are 0 .. 2**64 - 1 (as for run and plan): -1 reached numpy as an unexpected ValueError
     build(ALL["tiles-host"], tmp_path / "t")
-    o = run_cli(["bench", "tiles", tmp_path / "t" / "host.yaml", "--out", tmp_path / "t.json", "--seed", seed])
-    check_outcome(o, Expect(names=[str(tmp_path)], complete=[tmp_path / "t.json"]), must_fail=True, label=f"bench tiles --seed {seed}")
+    o = run_cli(["bench", "tiles", tmp_path / "t" / "host.yaml", "--out", tmp_path / "tiles", "--seed", seed])
+    check_outcome(o, Expect(names=[str(tmp_path)], complete=[tmp_path / "tiles" / "summary.json"]), must_fail=True,
+                  label=f"bench tiles --seed {seed}")
     assert o.code == 2 and "Invalid value for '--seed'" in o.err
 
 
@@ -155,11 +156,11 @@ def test_bench_tiles_seed_out_of_range_is_a_usage_error(tmp_path, seed):
                                      ("tiles-host", ["bench", "tiles", "@host.yaml"])])
 def test_out_device_is_refused(tmp_path, fmt, cmd):
     # --out was written with write_text_atomic whatever it was: given /dev/null (as root) the device node
-    # became a regular file. Now it is checked like run's (cli.main.out_file) before any work.
+    # became a regular file. Now it is checked like run's (cli.common.out_folder: --out is a folder) before any work.
     d = tmp_path / "t"
     build(ALL[fmt], d)
     link = d / "devnull"
     link.symlink_to("/dev/null")  # the link stands for the device: replacing it harms nothing
     o = run_cli([str(d / a[1:]) if a.startswith("@") else a for a in cmd] + ["--out", link])
     assert o.code == 1 and link.is_symlink(), f"exit {o.code}; --out {'kept' if link.is_symlink() else 'replaced by a file'}"
-    assert o.err.strip() == f"densim: error: --out {link}: is not a regular file (a device or FIFO)", o.err
+    assert o.err.strip() == f"densim: error: --out {link}: exists and is not a folder; results go to a folder", o.err

@@ -160,9 +160,9 @@ def _size(example: str) -> Callable[[Path], dict[str, Any]]:
 
 def _tiles(example: str) -> Callable[[Path], dict[str, Any]]:
     def run(tmp: Path) -> dict[str, Any]:
-        out = tmp / "tiles.json"
+        out = tmp / "tiles"
         _cli(["bench", "tiles", str(REPO / "examples" / example), "--out", str(out)])
-        doc = json.loads(out.read_text())
+        doc = json.loads((out / "summary.json").read_text())
         # the echo of the inputs is not an output; the result is
         return flatten({"result": doc["result"], "seed": doc.get("seed")})
 

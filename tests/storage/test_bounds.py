@@ -104,7 +104,7 @@ def test_size_refuses_a_search_space_above_the_limit(tmp_path):
     sc, _ = load_sizing(f)
     # 1 device x 1 RAID level x 12 drive counts (1..12) x 1 controller x 1 controller count (extra 0) x 2 core counts
     assert sizing_space(sc) == 24
-    out = tmp_path / "o.json"
+    out = tmp_path / "o"
     line = _one_line(runner.invoke(app, ["size", str(f), "--max-configurations", "23", "--out", str(out)]))
     assert line == (f"densim: error: {f}:candidates: the search could evaluate up to 24 configurations (1 device x 1 RAID "
                     "level x 12 drive counts x 1 controller x 1 controller count x 2 core counts), more than "
@@ -112,7 +112,7 @@ def test_size_refuses_a_search_space_above_the_limit(tmp_path):
                     "--max-configurations")
     assert not out.exists()
     r = runner.invoke(app, ["size", str(f), "--max-configurations", "24", "--out", str(out)])
-    assert r.exit_code == 0 and out.exists(), r.output
+    assert r.exit_code == 0 and (out / "summary.json").exists(), r.output
 
 
 def test_size_default_limit_allows_the_shipped_example_and_refuses_a_wide_search(repo, tmp_path):
@@ -135,16 +135,17 @@ def test_max_configurations_must_be_a_whole_number_above_zero(tmp_path, value):
 
 
 @pytest.mark.parametrize("cmd,doc,name", [("io", IO, "io.yaml"), ("size", SIZE, "size.yaml")])
-def test_out_must_be_a_regular_file_or_a_new_name(tmp_path, cmd, doc, name):
+def test_out_must_be_a_folder_or_a_new_name(tmp_path, cmd, doc, name):
     f = _write(tmp_path, doc, name)
-    folder = tmp_path / "afolder"
-    folder.mkdir()
-    line = _one_line(runner.invoke(app, [cmd, str(f), "--out", str(folder)]))
-    assert line == f"densim: error: --out {folder}: is a folder; give a file name"
+    afile = tmp_path / "afile.json"
+    afile.write_text("{}\n")  # the old form, --out RESULT.json, is refused: --out is a folder
+    line = _one_line(runner.invoke(app, [cmd, str(f), "--out", str(afile)]))
+    assert line == f"densim: error: --out {afile}: exists and is not a folder; results go to a folder"
+    assert afile.read_text() == "{}\n"
     fifo = tmp_path / "fifo"
     import os
 
     os.mkfifo(fifo)  # a FIFO stands for a device: never opened, never replaced
     line = _one_line(runner.invoke(app, [cmd, str(f), "--out", str(fifo)]))
-    assert line == f"densim: error: --out {fifo}: is not a regular file (a device or FIFO)"
+    assert line == f"densim: error: --out {fifo}: exists and is not a folder; results go to a folder"
     assert not fifo.is_file() and fifo.exists()

@@ -20,10 +20,10 @@ def test_io_table_and_json(tmp_path):
     assert r.exit_code == 0, r.output
     for word in ("throughput", "latency mean / p99", "bottleneck", "controller", "device", "link", "cpu"):
         assert word in r.output
-    out = tmp_path / "io.json"
+    out = tmp_path / "io"
     r = runner.invoke(app, ["io", str(f), "--json", "--out", str(out)])
     data = json.loads(r.output)
-    assert data == json.loads(out.read_text())
+    assert data == json.loads((out / "summary.json").read_text())  # --out is a folder
     assert data["outstanding"] == 1000
     assert abs(data["throughput_iops"] * data["mean_latency_s"] - 1000) < 1e-6
 
@@ -32,7 +32,7 @@ def test_io_bad_input_exits_1_with_the_field(tmp_path):
     f = tmp_path / "bad.yaml"
     f.write_text(yaml.safe_dump({"system": {"arrays": [{"name": "d", "device": "sas-10k-900gb", "drives": 2, "raid": "raid5"}]},
                                  "workload": {"mode": "closed", "queue_depth": 0}}))
-    out = tmp_path / "never.json"
+    out = tmp_path / "never"
     r = runner.invoke(app, ["io", str(f), "--out", str(out)])
     assert r.exit_code == 1
     assert f"{f}:system.arrays[0].drives: raid5 needs at least 3 drives, got 2" in r.output

@@ -113,14 +113,14 @@ def test_cli_compare_side_by_side(tmp_path, modern_result):
 def test_cli_bench_tiles_writes_json(tmp_path):
     host = tmp_path / "h.yaml"
     host.write_text("name: small\nserver: ibm-x3650-m3-x5680\nvirtualization: {model: kvm, hypervisor: {host_hugepages: true, network: sriov}, numa: {policy: auto}}\nrun: {intervals: 3, warmup_intervals: 1}\n")
-    out = tmp_path / "r.json"
+    out = tmp_path / "r"
     res = CliRunner().invoke(_app(), ["bench", "tiles", str(host), "--out", str(out), "--seed", "7"])
     assert res.exit_code == 0, res.output
-    doc = json.loads(out.read_text())
+    doc = json.loads((out / "summary.json").read_text())  # --out is a folder; the result is OUT/summary.json
     jsonschema.validate(doc, schema())
     assert doc["seed"] == 7 and doc["result"]["tiles"] >= 8
-    res = CliRunner().invoke(_app(), ["bench", "tiles", str(tmp_path / "missing.yaml"), "--out", str(tmp_path / "x.json")])
-    assert res.exit_code == 1 and not (tmp_path / "x.json").exists()
+    res = CliRunner().invoke(_app(), ["bench", "tiles", str(tmp_path / "missing.yaml"), "--out", str(tmp_path / "x")])
+    assert res.exit_code == 1 and not (tmp_path / "x").exists()
 
 
 def test_main_cli_lists_bench_and_the_study():
@@ -137,9 +137,9 @@ def test_main_cli_bench_tiles_bad_input_exit_1(tmp_path):
 
     p = tmp_path / "h.yaml"
     p.write_text("server: ibm-x3650-m3-x5680\nvirtualization: {model: kvm, hypervisor: {network: carrier-pigeon}}\n")
-    res = CliRunner().invoke(app, ["bench", "tiles", str(p), "--out", str(tmp_path / "r.json")])
+    res = CliRunner().invoke(app, ["bench", "tiles", str(p), "--out", str(tmp_path / "r")])
     assert res.exit_code == 1
-    assert not (tmp_path / "r.json").exists()
+    assert not (tmp_path / "r").exists()
 
 
 def test_howto_host_snippet_is_a_valid_host_file(tmp_path):
@@ -247,6 +247,6 @@ def test_host_file_run_settings_are_bounded(tmp_path, run, words):
 
     p = tmp_path / "h.yaml"
     p.write_text(f"server: ibm-x3650-m3-x5680\nrun: {run}\n")
-    res = CliRunner().invoke(app, ["bench", "tiles", str(p), "--out", str(tmp_path / "r.json")])
+    res = CliRunner().invoke(app, ["bench", "tiles", str(p), "--out", str(tmp_path / "r")])
     assert res.exit_code == 1 and res.stderr.strip() == f"densim: error: {p}:{words}", res.output
-    assert not (tmp_path / "r.json").exists()
+    assert not (tmp_path / "r").exists()

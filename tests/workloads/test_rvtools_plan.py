@@ -113,7 +113,7 @@ def test_a_time_series_is_right_sized_without_a_note(tmp_path):
 # ------------------------------------------------------------------------------------ no feasible candidate
 
 
-def test_no_feasible_candidate_exits_3_naming_the_closest(tmp_path):
+def test_no_feasible_candidate_exits_1_naming_the_closest_and_every_reason(tmp_path):
     spec = yaml.safe_load(CANDIDATES.read_text())
     base = spec["candidates"][0]
     small = dict(base, name="small-64G", memory="64 GiB", hypervisor_memory="8 GiB")
@@ -125,10 +125,15 @@ def test_no_feasible_candidate_exits_3_naming_the_closest(tmp_path):
     folder = _vinfo_only(tmp_path / "rv", [_vm("huge", 4, 131072), _vm("web", 2, 4096)])
     out = tmp_path / "out"
     r = _plan([folder, "-c", cands, "-o", out])
-    assert r.exit_code == 3, r.output
-    last = r.stderr.strip().splitlines()[-1] if r.stderr else r.output.strip().splitlines()[-1]
-    assert last.startswith("densim: error: no candidate is feasible; the closest, small-64G, fails: 1 VM(s) fit no empty host, e.g. huge")
-    assert "capacity (" in last and "configured memory" in last
+    assert r.exit_code == 1, r.output
+    lines = r.stderr.strip().splitlines()
+    first = lines[0]
+    assert first.startswith("densim: error: no candidate is feasible (2 tried); the closest, small-64G, fails: "
+                            "1 VM(s) fit no empty host, e.g. huge")
+    assert "capacity (" in first and "configured memory" in first
+    # then one line per candidate with its reason
+    assert sorted(ln.split(":")[2].strip() for ln in lines[1:]) == ["broken", "small-64G"]
+    assert "best: None" not in r.stdout
     s = json.loads((out / "summary.json").read_text())  # outputs are still written
     assert s["best"] is None and s["closest"]["candidate"] == "small-64G" and s["closest"]["failed"] == "fit"
 

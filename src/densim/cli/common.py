@@ -1,10 +1,41 @@
-"""Helpers every CLI command shares: one-line errors on stderr and a non-zero exit status."""
+"""Helpers every CLI command shares: one-line errors, the shared options and how results are printed.
+
+The conventions (docs/background/cli-conventions.md) in code:
+
+* ``--json`` prints the command's result document as strict JSON (NaN and infinities are ``null``);
+* ``--quiet`` prints nothing but errors (and what ``--json`` asked for), and no progress;
+* ``--csv`` prints every table as CSV (a table with a title follows a ``# title`` line);
+* tables are full width when stdout is not a terminal (never wrapped at 80 columns);
+* progress goes to stderr, only when stderr is a terminal and not ``--quiet``;
+* ``--out`` is always a folder; a command with one result document writes it as ``OUT/summary.json``;
+* ``--seed`` defaults to :data:`densim.rng.DEFAULT_SEED` everywhere.
+"""
 
 from __future__ import annotations
+
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Iterator
 
 import typer
 
 from densim.errors import InputError, ScenarioInvalid
+from densim.rng import DEFAULT_SEED
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
+RESULT_FILE = "summary.json"  # the one result document a command with --out writes into its folder
+WIDE = 10_000  # console width when stdout is not a terminal: tables at their natural width, never wrapped
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="print the result as strict JSON (NaN and infinities are null) "
+                                                      "instead of tables")]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="print nothing but errors (and --json output); no progress")]
+CsvOpt = Annotated[bool, typer.Option("--csv", help="print tables as CSV (each after a '# title' line) instead of boxes")]
+NoProgressOpt = Annotated[bool, typer.Option("--no-progress", help="no progress display (on stderr, only on a terminal)")]
+SeedOpt = Annotated[int, typer.Option("--seed", min=0, max=2**64 - 1, help="root seed (0 to 2**64 - 1), recorded in the results")]
 
 
 def fail(msg: str, code: int = 1) -> None:
@@ -25,3 +56,175 @@ def run_guarded(fn, *args, **kwargs):
         fail(exc.one_line())
     except KeyError as exc:  # unknown registry names
         fail(str(exc).strip("'\""))
+
+
+# --------------------------------------------------------------------------------------------
+# --out: always a folder
+
+
+def out_folder(out: Path, option: str = "--out") -> Path:
+    """``out`` must be a folder or not exist yet (a file, /dev/null or a name the file system refuses is an error).
+
+    A new name ending in ``.json`` is refused too: it is the old form of ``--out`` (a result file) of
+    ``io``, ``size`` and ``bench tiles``; the result now goes to ``OUT/summary.json``."""
+    try:
+        if out.exists() and not out.is_dir():
+            raise InputError(f"{option} {out}", "", "exists and is not a folder; results go to a folder")
+        if not out.exists() and out.suffix.lower() == ".json":
+            raise InputError(f"{option} {out}", "", f"--out is a folder, not a JSON file: give a folder and the result "
+                                                   f"is written to FOLDER/{RESULT_FILE}")
+        for parent in out.parents:
+            if parent.exists():
+                if not parent.is_dir():
+                    raise InputError(f"{option} {out}", "", f"{parent} is not a folder")
+                break
+    except OSError as exc:
+        raise InputError(f"{option} {out}", "", f"not a usable folder name: {exc.strerror}") from None
+    return out
+
+
+def out_file(out: Path, option: str = "--out") -> Path:
+    """``out`` must be a regular file or not exist yet (not a folder or a device); for options that name a file
+    (``report --html``), never ``--out``."""
+    try:
+        if out.is_dir():
+            raise InputError(f"{option} {out}", "", "is a folder; give a file name")
+        if out.exists() and not out.is_file():
+            raise InputError(f"{option} {out}", "", "is not a regular file (a device or FIFO)")
+        if out.parent.exists() and not out.parent.is_dir():
+            raise InputError(f"{option} {out}", "", f"{out.parent} is not a folder")
+    except OSError as exc:
+        raise InputError(f"{option} {out}", "", f"not a usable file name: {exc.strerror}") from None
+    return out
+
+
+def write_result(out: Path, doc: Any, name: str = RESULT_FILE) -> Path:
+    """Write ``doc`` as strict JSON to ``OUT/name`` (atomically, with the process umask)."""
+    from densim.atomic import write_json_atomic
+
+    return write_json_atomic(Path(out) / name, doc)
+
+
+# --------------------------------------------------------------------------------------------
+# printing
+
+
+def console(stderr: bool = False) -> Console:
+    """A rich console; on a pipe or file (not a terminal) full width, so tables are never wrapped at 80 columns."""
+    from rich.console import Console
+
+    stream = sys.stderr if stderr else sys.stdout
+    return Console(file=stream, highlight=False, width=None if stream.isatty() else WIDE, soft_wrap=not stream.isatty())
+
+
+def table_csv(tab: Table) -> str:
+    """A rich table as CSV text: the header row, then every row (cells as printed)."""
+    import csv
+    import io
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    cols = list(tab.columns)
+    if tab.show_header:
+        w.writerow([str(c.header) for c in cols])
+    cells = [[str(x) for x in c.cells] for c in cols]
+    for row in zip(*cells):
+        w.writerow(row)
+    return buf.getvalue()
+
+
+class Printer:
+    """Where a command's output goes, by --json / --csv / --quiet.
+
+    ``table`` and ``line`` print in the default (table) and CSV modes (in CSV mode, lines go to stderr
+    so stdout stays CSV); ``json`` prints in JSON mode only. ``--quiet`` silences tables and lines."""
+
+    def __init__(self, *, as_json: bool = False, as_csv: bool = False, quiet: bool = False) -> None:
+        if as_json and as_csv:
+            fail("--json and --csv: give one of them", code=2)
+        self.as_json, self.as_csv, self.quiet = as_json, as_csv, quiet
+        self._con: Console | None = None
+        self._tables = 0
+
+    @property
+    def con(self) -> Console:
+        if self._con is None:
+            self._con = console()
+        return self._con
+
+    @property
+    def shows_text(self) -> bool:
+        return not (self.quiet or self.as_json)
+
+    def table(self, tab: Table) -> None:
+        if not self.shows_text:
+            return
+        if self.as_csv:
+            if self._tables:
+                sys.stdout.write("\n")
+            if tab.title:
+                sys.stdout.write(f"# {tab.title}\n")
+            sys.stdout.write(table_csv(tab))
+            sys.stdout.flush()
+            self._tables += 1
+        else:
+            self.con.print(tab)
+
+    def line(self, text: str = "") -> None:
+        if not self.shows_text:
+            return
+        if self.as_csv:
+            typer.echo(text, err=True)
+        else:
+            self.con.print(text, markup=False, highlight=False)
+
+    def json(self, doc: Any) -> None:
+        if self.as_json:
+            from densim.atomic import dumps_strict
+
+            typer.echo(dumps_strict(doc, indent=2))
+
+
+# --------------------------------------------------------------------------------------------
+# progress: on stderr, only on a terminal
+
+
+def progress_wanted(quiet: bool = False, no_progress: bool = False) -> bool:
+    return not (quiet or no_progress) and sys.stderr.isatty()
+
+
+@contextmanager
+def status(label: str, *, quiet: bool = False, no_progress: bool = False) -> Iterator[Any]:
+    """A spinner with the elapsed time on stderr while a step without a count runs; yields
+    ``update(text)`` to name the current phase (a no-op when no progress is shown)."""
+    if not progress_wanted(quiet, no_progress):
+        yield lambda text: None
+        return
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console(stderr=True),
+                  transient=True) as prog:
+        task = prog.add_task(label, total=None)
+        yield lambda text: prog.update(task, description=f"{label}: {text}")
+
+
+@contextmanager
+def bar(label: str, total: int, *, quiet: bool = False, no_progress: bool = False) -> Iterator[Any]:
+    """A progress bar on stderr for ``total`` items; yields ``advance(description)`` (a no-op when hidden)."""
+    if not progress_wanted(quiet, no_progress):
+        yield lambda text=None: None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console(stderr=True), transient=True) as prog:
+        task = prog.add_task(label, total=total)
+
+        def advance(text: str | None = None) -> None:
+            prog.update(task, advance=1, description=label if text is None else f"{label}: {text}")
+
+        yield advance
+
+
+__all__ = ["DEFAULT_SEED", "RESULT_FILE", "Printer", "bar", "console", "fail", "out_file", "out_folder", "run_guarded",
+           "status", "table_csv", "write_result"]

@@ -7,7 +7,6 @@ discovered from :mod:`densim.cli.commands` (each module's ``register(app)``).
 from __future__ import annotations
 
 import importlib
-import json
 import pkgutil
 import sys
 import time
@@ -18,7 +17,9 @@ import typer
 
 from densim.cli.estimates import max_memory_option as _max_memory
 
-from densim.cli.common import fail, run_guarded
+from densim.cli.common import (DEFAULT_SEED, CsvOpt, JsonOpt, NoProgressOpt, Printer, QuietOpt, SeedOpt, fail,
+                               out_file, out_folder, run_guarded)  # noqa: F401 - out_file re-exported
+from densim.cli.common import console as _console
 
 app = typer.Typer(
     name="densim",
@@ -46,24 +47,25 @@ def _root(
 
 
 def console():
-    from rich.console import Console
-
-    return Console(stderr=False, highlight=False)
+    """The stdout console (full width when piped); kept for modules that import it from here."""
+    return _console()
 
 
 def _progress_runner(no_progress: bool):
     """A context manager yielding a progress callback (rich progress bar unless disabled)."""
     from contextlib import contextmanager
 
+    from densim.cli.common import progress_wanted
+
     @contextmanager
     def cm(label: str):
-        if no_progress or not sys.stderr.isatty():
+        if not progress_wanted(no_progress=no_progress):
             yield None
             return
         from rich.progress import BarColumn, Progress, TimeElapsedColumn, TimeRemainingColumn
 
         with Progress("[progress.description]{task.description}", BarColumn(), "{task.percentage:>3.0f}%",
-                      TimeElapsedColumn(), TimeRemainingColumn(), transient=True) as prog:
+                      TimeElapsedColumn(), TimeRemainingColumn(), transient=True, console=_console(stderr=True)) as prog:
             task = prog.add_task(label, total=1)
 
             def cb(done: int, total: int) -> None:
@@ -72,39 +74,6 @@ def _progress_runner(no_progress: bool):
             yield cb
 
     return cm
-
-
-def out_folder(out: Path, option: str = "--out") -> Path:
-    """``out`` must be a folder or not exist yet (a file, /dev/null or a name the file system refuses is an error)."""
-    from densim.errors import InputError
-
-    try:
-        if out.exists() and not out.is_dir():
-            raise InputError(f"{option} {out}", "", "exists and is not a folder; results go to a folder")
-        for parent in out.parents:
-            if parent.exists():
-                if not parent.is_dir():
-                    raise InputError(f"{option} {out}", "", f"{parent} is not a folder")
-                break
-    except OSError as exc:
-        raise InputError(f"{option} {out}", "", f"not a usable folder name: {exc.strerror}") from None
-    return out
-
-
-def out_file(out: Path, option: str = "--out") -> Path:
-    """``out`` must be a regular file or not exist yet (not a folder or a device)."""
-    from densim.errors import InputError
-
-    try:
-        if out.is_dir():
-            raise InputError(f"{option} {out}", "", "is a folder; give a file name")
-        if out.exists() and not out.is_file():
-            raise InputError(f"{option} {out}", "", "is not a regular file (a device or FIFO)")
-        if out.parent.exists() and not out.parent.is_dir():
-            raise InputError(f"{option} {out}", "", f"{out.parent} is not a folder")
-    except OSError as exc:
-        raise InputError(f"{option} {out}", "", f"not a usable file name: {exc.strerror}") from None
-    return out
 
 
 def _simulate_and_write(path: Path, out: Path, seed: Optional[int], no_progress: bool, report: bool = True,
@@ -121,32 +90,44 @@ def _simulate_and_write(path: Path, out: Path, seed: Optional[int], no_progress:
     return res, time.perf_counter() - t0
 
 
-def _print_run(res, out: Path, wall_s: float) -> None:
-    s = res.summary
-    t = s["totals"]
-    con = console()
+def _print_run(res, out: Path, wall_s: float, pr: Printer) -> None:
     from rich.table import Table
 
+    s = res.summary
+    t = s["totals"]
     tab = Table(title=f"densim run: {s['scenario']}", show_header=False)
-    tab.add_row("VMs placed / total", f"{s['vms_placed']:,} / {s['vms_total']:,}" + (f"  ({s['vms_unplaced']} fit nowhere)" if s["vms_unplaced"] else ""))
+    tab.add_row("VMs placed / total", f"{s['vms_placed']:,} / {s['vms_total']:,}" + _unplaced_text(s))
     tab.add_row("hosts used / total", f"{s['hosts_used']:,} / {s['hosts_total']:,}")
     tab.add_row("CPU demand", f"{t['cpu_demand_mhz_s'] / 3.6e6:,.1f} GHz·h")
     tab.add_row("CPU delivered", f"{100 * t['cpu_delivered_mhz_s'] / max(t['cpu_demand_mhz_s'], 1e-9):.3f} % of demand")
     tab.add_row("CPU Ready", f"mean {s['qos']['cpu_ready_pct_mean']:.2f} %, VMs > 5 %: {s['qos']['vms_ready_over_5pct']}")
     tab.add_row("energy", f"{t['energy_kwh']:,.2f} kWh")
+    tab.add_row("seed", str(s["seed"]))
     tab.add_row("wall time", f"{wall_s:.2f} s")
-    con.print(tab)
-    con.print(f"results in {out}/ (summary.json, *.parquet); report: {out / 'report.html'}")
+    pr.table(tab)
+    pr.line(f"results in {out}/ (summary.json, *.parquet); report: {out / 'report.html'}")
+
+
+def _unplaced_text(s) -> str:
+    """The count of every VM placed nowhere (summary.json lists at most 1,000 of their names)."""
+    n = s["vms_unplaced"]
+    if not n:
+        return ""
+    listed = len(s["unplaced_vms"])
+    return f"  ({n:,} placed nowhere" + (f"; summary.json lists the first {listed:,}" if listed < n else "") + ")"
 
 
 @app.command()
 def run(
     scenario: Annotated[Path, typer.Argument(help="scenario file (YAML or JSON)")],
     out: Annotated[Path, typer.Option("--out", "-o", help="output folder")] = Path("out/run"),
-    seed: Annotated[Optional[int], typer.Option(min=0, max=2**64 - 1, help="override the scenario's seed (0 to 2**64 - 1)")] = None,
+    seed: Annotated[Optional[int], typer.Option(min=0, max=2**64 - 1, help="override the scenario's seed (0 to 2**64 - 1; "
+                                                f"a scenario without one uses {DEFAULT_SEED})")] = None,
     no_report: Annotated[bool, typer.Option("--no-report", help="skip report.html")] = False,
-    no_progress: Annotated[bool, typer.Option("--no-progress", help="no progress bar")] = False,
-    json_out: Annotated[bool, typer.Option("--json", help="print summary.json instead of a table")] = False,
+    no_progress: NoProgressOpt = False,
+    json_out: JsonOpt = False,
+    as_csv: CsvOpt = False,
+    quiet: QuietOpt = False,
     max_memory: Annotated[str, typer.Option("--max-memory", callback=_max_memory, help="refuse a run whose arrays are estimated to need more "
                                             "memory than this, before allocating them (e.g. '32 GiB')")] = "8 GiB",
     workers: Annotated[Optional[int], typer.Option("--workers", min=1, max=4096, help="split the run by host partitions over a "
@@ -155,55 +136,68 @@ def run(
                                                      "scheduler address, e.g. tcp://10.0.0.5:8786")] = None,
 ) -> None:
     """Simulate SCENARIO and write summary.json, Parquet tables and report.html to --out."""
+    pr = Printer(as_json=json_out, as_csv=as_csv, quiet=quiet)
     limit = int(max_memory)
-    res, wall = run_guarded(_simulate_and_write, scenario, out, seed, no_progress, not no_report, limit, workers, scheduler)
-    if json_out:
-        from densim.atomic import dumps_strict
-
-        typer.echo(dumps_strict(res.summary.to_dict(), indent=2))
-    else:
-        _print_run(res, out, wall)
+    res, wall = run_guarded(_simulate_and_write, scenario, out, seed, no_progress or quiet, not no_report, limit, workers, scheduler)
+    pr.json(res.summary.to_dict())
+    _print_run(res, out, wall, pr)
 
 
 @app.command()
-def validate(scenario: Annotated[Path, typer.Argument(help="scenario file")]) -> None:
+def validate(
+    scenario: Annotated[Path, typer.Argument(help="scenario file")],
+    json_out: JsonOpt = False,
+    quiet: QuietOpt = False,
+) -> None:
     """Check SCENARIO and list every problem with its field path; exit 1 if any."""
     from densim.plant import validate_file
 
     problems = run_guarded(validate_file, scenario)
+    Printer(as_json=json_out, quiet=quiet).json({"file": str(scenario), "valid": not problems, "problems": list(problems)})
     if problems:
-        for p in problems:  # the lines 'densim run' prints for the same file
+        for p in problems:  # the lines 'densim run' prints for the same file (on stderr even with --quiet)
             typer.echo(f"densim: error: {p}", err=True)
         raise typer.Exit(1)
-    typer.echo(f"{scenario}: valid")
+    if not (quiet or json_out):
+        typer.echo(f"{scenario}: valid")
+
+
+SCHEMA_FILE = "scenario.schema.json"
 
 
 @app.command()
-def schema(out: Annotated[Optional[Path], typer.Option("--out", "-o", help="write to a file")] = None) -> None:
+def schema(out: Annotated[Optional[Path], typer.Option("--out", "-o", help=f"write OUT/{SCHEMA_FILE} (a folder) "
+                                                      "instead of printing")] = None) -> None:
     """Print the JSON Schema of scenario files (for editor completion)."""
+    from densim.atomic import dumps_strict
     from densim.spec.scenario import Scenario
 
-    text = json.dumps(Scenario.model_json_schema(by_alias=True), indent=2)
+    text = dumps_strict(Scenario.model_json_schema(by_alias=True), indent=2)
     if out:
         from densim.atomic import write_text_atomic
 
-        run_guarded(out_file, out)
-        write_text_atomic(out, text + "\n")
+        run_guarded(out_folder, out)
+        write_text_atomic(out / SCHEMA_FILE, text + "\n")
     else:
         typer.echo(text)
 
 
 @app.command()
 def demo(
-    out: Annotated[Path, typer.Option("--out", "-o")] = Path("out/demo"),
-    no_progress: Annotated[bool, typer.Option("--no-progress")] = False,
+    out: Annotated[Path, typer.Option("--out", "-o", help="output folder")] = Path("out/demo"),
+    no_progress: NoProgressOpt = False,
+    json_out: JsonOpt = False,
+    as_csv: CsvOpt = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Run the built-in demo scenario (no external data needed)."""
     from densim.builtin import builtin_path
 
-    res, wall = run_guarded(_simulate_and_write, builtin_path("demo.yaml"), out, None, no_progress, True)
-    _print_run(res, out, wall)
-    typer.echo(f"Open the report: {out.resolve() / 'report.html'}")
+    pr = Printer(as_json=json_out, as_csv=as_csv, quiet=quiet)
+    res, wall = run_guarded(_simulate_and_write, builtin_path("demo.yaml"), out, None, no_progress or quiet, True)
+    pr.json(res.summary.to_dict())
+    _print_run(res, out, wall, pr)
+    pr.line(f"Open the report: {out.resolve() / 'report.html'}")
 
 
 def _published_text(h: dict) -> str:
@@ -213,9 +207,10 @@ def _published_text(h: dict) -> str:
     return f"{h['published']:g}"
 
 
-def studies_overview(seed: int = 42) -> dict:
+def studies_overview(seed: int = DEFAULT_SEED, progress=None) -> dict:
     """Every built-in study run once (in a scratch folder): area, headline counts by role and
-    predictions passing, plus the totals. Calibration figures never count as validation passes."""
+    predictions passing, plus the totals. Calibration figures never count as validation passes.
+    ``progress(name)`` is called after each study."""
     import tempfile
 
     from densim.tools.studies.base import ROLES, all_studies
@@ -241,19 +236,22 @@ def studies_overview(seed: int = 42) -> dict:
             total["predictions_passed"] += s["predictions_passed"]
             total["predictions_total"] += s["predictions_total"]
             total["saturated_resources"] += len(s["saturation"])
+            if progress is not None:
+                progress(name)
     return {"seed": seed, "studies": rows, "total": total}
 
 
-def _print_validation(seed: int, as_json: bool) -> None:
+def _print_validation(seed: int, pr: Printer) -> None:
     from rich.table import Table
 
-    from densim.atomic import dumps_strict
+    from densim.cli.common import status
     from densim.tools.studies.validation import SPECPOWER, _err, _num, fit_text, run_all
 
-    res = run_guarded(run_all, None, seed)
-    if as_json:
-        typer.echo(dumps_strict({"seed": seed, "predictions": res["rows"], "areas": res["areas"],
-                                 "cross_validation": {"specpower": res["loo"], **res["loo_fits"]}}, indent=2))
+    with status("validation: every study and its cross-validation", quiet=pr.quiet):
+        res = run_guarded(run_all, None, seed)
+    pr.json({"seed": seed, "predictions": res["rows"], "areas": res["areas"],
+             "cross_validation": {"specpower": res["loo"], **res["loo_fits"]}})
+    if not pr.shows_text:
         return
     tab = Table(title="every prediction (no parameter fitted to it) against its published measurement")
     for col in ("study", "figure", "measured", "predicted", "error", "tolerance", "within"):
@@ -261,8 +259,7 @@ def _print_validation(seed: int, as_json: bool) -> None:
     for r in res["rows"]:
         tab.add_row(r["study"], r["figure"], _num(r["measured"], r["unit"]), _num(r["predicted"], r["unit"]),
                     _err(r), r["tolerance"], "yes" if r["within"] else "MISS")
-    con = console()
-    con.print(tab)
+    pr.table(tab)
     area = Table(title="per area (MAPE leaves out bounds and rows without a model value)")
     for col in ("area", "predictions", "in MAPE", "MAPE", "within tolerance"):
         area.add_column(col)
@@ -270,14 +267,14 @@ def _print_validation(seed: int, as_json: bool) -> None:
         mape = f"{a['mape_pct']:.1f} %" if a["mape_pct"] == a["mape_pct"] else "-"
         area.add_row(name, f"{a['predictions']:.0f}", f"{a['with_error']:.0f}", mape,
                      f"{a['within']:.0f} ({100 * a['within_share']:.0f} %)")
-    con.print(area)
+    pr.table(area)
     loo = Table(title="cross-validation: SPECpower load levels left out one at a time (mean |error|)")
     for col in ("server", "table", "line"):
         loo.add_column(col)
     for key, rows in res["loo"].items():
         loo.add_row(SPECPOWER[key]["label"], *(f"{100 * sum(abs(e[f'{k}_error']) for e in rows) / len(rows):.1f} %"
                                                for k in ("table", "line")))
-    con.print(loo)
+    pr.table(loo)
     fits = Table(title="cross-validation of the older studies' fits: fit on all figures but one, predict the one left out")
     for col in ("study", "left out", "measured", "predicted", "error", "re-fitted"):
         fits.add_column(col, justify="right" if col in ("measured", "predicted", "error") else "left")
@@ -285,16 +282,19 @@ def _print_validation(seed: int, as_json: bool) -> None:
         for r in rows:
             fits.add_row(study, r["left_out"], f"{r['measured']:.4g}", f"{r['predicted']:.4g}",
                          f"{100 * r['error']:+.1f} %", fit_text(r["fit"]))
-    con.print(fits)
-    con.print("Sources, set-ups, the cross-validation details and the misses' suspected mechanisms: docs/background/validation.md")
+    pr.table(fits)
+    pr.line("Sources, set-ups, the cross-validation details and the misses' suspected mechanisms: docs/background/validation.md")
 
 
 @app.command()
 def studies(
-    as_json: Annotated[bool, typer.Option("--json", help="print the overview as JSON")] = False,
-    seed: Annotated[int, typer.Option()] = 42,
+    json_out: JsonOpt = False,
+    seed: SeedOpt = DEFAULT_SEED,
     validation: Annotated[bool, typer.Option("--validation", help="every prediction with its measured value and "
                                              "error, and the error per area")] = False,
+    as_csv: CsvOpt = False,
+    quiet: QuietOpt = False,
+    no_progress: NoProgressOpt = False,
 ) -> None:
     """List the built-in studies: area, headline figures by role, predictions passing.
 
@@ -303,14 +303,17 @@ def studies(
     """
     from rich.table import Table
 
-    from densim.tools.studies.base import ROLES
+    from densim.cli.common import bar
+    from densim.tools.studies.base import ROLES, all_studies
 
+    pr = Printer(as_json=json_out, as_csv=as_csv, quiet=quiet)
     if validation:
-        _print_validation(seed, as_json)
+        _print_validation(seed, pr)
         return
-    ov = run_guarded(studies_overview, seed)
-    if as_json:
-        typer.echo(json.dumps(ov, indent=2))
+    with bar("studies", len(all_studies()), quiet=quiet, no_progress=no_progress) as advance:
+        ov = run_guarded(studies_overview, seed, advance)
+    pr.json(ov)
+    if not pr.shows_text:
         return
     from rich import box
 
@@ -328,30 +331,40 @@ def studies(
         tab.add_row(r["name"], r["area"], *(str(r["roles"][k]) for k in ROLES), pred(r),
                     str(r["saturated_resources"]) if r["saturated_resources"] else "-")
     t = ov["total"]
-    tab.add_section()
-    tab.add_row(f"total: {t['studies']}", "", *(str(t["roles"][k]) for k in ROLES), pred(t), str(t["saturated_resources"]))
-    console().print(tab)
-    typer.echo(f"{t['headlines']} headline figures: " + ", ".join(f"{t['roles'][k]} {k}" for k in ROLES)
-               + f"; predictions {t['predictions_passed']}/{t['predictions_total']} pass. Calibration figures agree by "
-               "construction and never count as validation. 'passing': predictions that pass; 'sat.': resources >= 90 % busy in the runs the study "
-               "evaluates. 'densim studies --json' for details.")
+    if not pr.as_csv:  # a CSV has one row per study; the totals are the column sums
+        tab.add_section()
+        tab.add_row(f"total: {t['studies']}", "", *(str(t["roles"][k]) for k in ROLES), pred(t), str(t["saturated_resources"]))
+    pr.table(tab)
+    pr.line(f"{t['headlines']} headline figures: " + ", ".join(f"{t['roles'][k]} {k}" for k in ROLES)
+            + f"; predictions {t['predictions_passed']}/{t['predictions_total']} pass (seed {seed}). Calibration figures agree by "
+            "construction and never count as validation. 'passing': predictions that pass; 'sat.': resources >= 90 % busy in the runs "
+            "the study evaluates. 'densim studies --json' for details.")
 
 
 @app.command()
 def study(
     name: Annotated[str, typer.Argument(help="study name (see 'densim studies')")],
-    out: Annotated[Optional[Path], typer.Option("--out", "-o")] = None,
-    seed: Annotated[int, typer.Option()] = 42,
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="output folder [default: out/NAME]")] = None,
+    seed: SeedOpt = DEFAULT_SEED,
+    json_out: JsonOpt = False,
+    as_csv: CsvOpt = False,
+    quiet: QuietOpt = False,
+    no_progress: NoProgressOpt = False,
 ) -> None:
-    """Run a built-in study; writes summary.json (with the headline comparison) and report.html."""
+    """Run a built-in study; writes summary.json (with the headline comparison) and report.html to --out."""
+    from densim.cli.common import status
     from densim.tools.studies.base import ROLES, all_studies
     from densim.tools.studies.runner import run_study
 
+    pr = Printer(as_json=json_out, as_csv=as_csv, quiet=quiet)
     found = all_studies()
     if name not in found:
         fail(f"unknown study {name!r}; built-in studies: {', '.join(found) or '(none)'}")
     out = out or Path("out") / name
-    summary = run_guarded(run_study, found[name], out, seed)
+    run_guarded(out_folder, out)
+    with status(f"study {name}", quiet=quiet, no_progress=no_progress):
+        summary = run_guarded(run_study, found[name], out, seed)
+    pr.json(summary)
     from rich.table import Table
 
     tab = Table(title=f"study {name} ({found[name].area})")
@@ -362,17 +375,17 @@ def study(
         if h["role"] == "calibration" and h["passed"]:
             result += " (fitted)"
         if h.get("saturated"):
-            result += " [saturated]"
+            result += " (saturated)"
         tab.add_row(h["name"], h["role"], _published_text(h), f"{h['simulated']:.4g}", str(h["tolerance"]), result)
-    console().print(tab)
+    pr.table(tab)
     counts = ", ".join(f"{summary['roles'][r]} {r}" for r in ROLES)
-    typer.echo(f"roles: {counts}; predictions: {summary['predictions_passed']}/{summary['predictions_total']} pass (validation); "
-               f"saturated resources: {len(summary.get('saturation', []))}")
-    typer.echo(f"report: {out / 'report.html'}")
+    pr.line(f"roles: {counts}; predictions: {summary['predictions_passed']}/{summary['predictions_total']} pass (validation); "
+            f"saturated resources: {len(summary.get('saturation', []))}; seed {seed}")
+    pr.line(f"report: {out / 'report.html'}")
 
 
 @app.command()
-def models() -> None:
+def models(json_out: JsonOpt = False, as_csv: CsvOpt = False, quiet: QuietOpt = False) -> None:
     """List every registry (models, policies, readers) and its entries."""
     from rich.table import Table
 
@@ -383,14 +396,17 @@ def models() -> None:
     import densim.workloads.readers  # noqa: F401
     from densim.registry import Registry
 
+    pr = Printer(as_json=json_out, as_csv=as_csv, quiet=quiet)
     stages.load_plugins()
+    rows = [{"kind": kind, "name": e.name, "default": reg.default == e.name, "description": e.description, "source": e.source}
+            for kind, reg in sorted(Registry.all().items()) for e in reg]
+    pr.json(rows)
     tab = Table(title="registries")
     for col in ("kind", "name", "description", "source"):
         tab.add_column(col)
-    for kind, reg in sorted(Registry.all().items()):
-        for e in reg:
-            tab.add_row(kind, e.name + (" (default)" if reg.default == e.name else ""), e.description, e.source)
-    console().print(tab)
+    for r in rows:
+        tab.add_row(r["kind"], r["name"] + (" (default)" if r["default"] else ""), r["description"], r["source"])
+    pr.table(tab)
 
 
 def _discover() -> None:

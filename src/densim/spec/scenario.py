@@ -17,6 +17,7 @@ from densim.models.hardware import CpuSpec, HostCpu, PowerSpec, ServerSpec
 from densim.spec.memory import MemorySettings
 from densim.spec.storage import StorageSettings
 from densim.spec.virtualization import VirtualizationSettings
+from densim.rng import DEFAULT_SEED
 from densim.units import Joules, PosBytes, PosMHz, PosSeconds, Seconds
 
 _CFG = ConfigDict(allow_inf_nan=False, frozen=True, extra="forbid", populate_by_name=True)
@@ -210,7 +211,7 @@ class SimulationSpec(BaseModel):
     step_s: PosSeconds = Field(default=300.0, alias="step")
     horizon_s: PosSeconds | None = Field(default=None, alias="horizon", description="default: the traces' span")
     start_s: float | None = Field(default=None, alias="start", description="Unix seconds; default: the traces' start")
-    seed: int = Field(default=42, ge=0, le=MAX_SEED, strict=True, description="0 to 2**64 - 1 (numpy's seed range)")
+    seed: int = Field(default=DEFAULT_SEED, ge=0, le=MAX_SEED, strict=True, description="0 to 2**64 - 1 (numpy's seed range)")
     cpu_model: str = Field(default="binomial", description="CPU contention model (registry 'cpu-contention')")
     burstiness: float = Field(
         default=1.0, ge=0.0, description="variance multiplier of runnable vCPUs, (ca^2+cs^2)/2 in Kingman's terms"

@@ -25,6 +25,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from densim.rng import DEFAULT_SEED
+
 _PATH_TOKEN = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 
 # sanity bounds of a study file, and the default limit on the runs one sweep may expand to
@@ -41,7 +43,7 @@ class SweepSpec(BaseModel):
     name: str = Field(min_length=1, max_length=MAX_NAME_LENGTH, description="study name; results go to <out>/<name>")
     description: str = ""
     scenario: str = Field(description="base scenario file, relative to the study file")
-    seed: int = Field(default=0, ge=0, le=2**64 - 1, strict=True, description="root seed; replication seeds are spawned from it")
+    seed: int = Field(default=DEFAULT_SEED, ge=0, le=2**64 - 1, strict=True, description="root seed; replication seeds are spawned from it")
     replications: int = Field(default=1, gt=0, le=MAX_REPLICATIONS, strict=True)
     axes: dict[str, list[Any]] = Field(default_factory=dict, description="field path -> list of values")
     runner: str = Field(default="engine", description="a registered runner name: 'engine', or one an installed "

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from densim.models.hardware import ServerSpec
+from densim.rng import DEFAULT_SEED
 from densim.models.virtualization import PlatformSpec, StorageRef
 from densim.spec.scenario import MAX_SEED
 from densim.spec.virtualization import VirtualizationSettings
@@ -20,7 +21,7 @@ class RunSpec(BaseModel):
     intervals: int = Field(default=6, ge=1, le=MAX_INTERVALS, strict=True, description="measured intervals")
     warmup_intervals: int = Field(default=2, ge=0, le=MAX_INTERVALS, strict=True)
     interval_s: PosSeconds = Field(default=300.0, alias="interval")
-    seed: int = Field(default=1, ge=0, le=MAX_SEED, strict=True, description="0 to 2**64 - 1 (numpy's seed range)")
+    seed: int = Field(default=DEFAULT_SEED, ge=0, le=MAX_SEED, strict=True, description="0 to 2**64 - 1 (numpy's seed range)")
     max_tiles: int = Field(default=400, gt=0)
     fraction_step: float = Field(default=0.1, gt=0, le=1, description="resolution of the partial last tile")
     solver_steps: int = Field(default=12, ge=2, le=60, description="root-finding steps of the per-interval fixed point")

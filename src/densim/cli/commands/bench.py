@@ -1,12 +1,18 @@
-"""``densim bench tiles HOST.yaml`` and ``densim bench compare A.json B.json``."""
+"""``densim bench tiles HOST.yaml`` and ``densim bench compare A B``."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated, Optional
 
 import typer
 
-from densim.cli.common import fail
+from densim.cli.common import RESULT_FILE, CsvOpt, JsonOpt, NoProgressOpt, Printer, QuietOpt, fail
+
+
+def _result_path(p: Path) -> Path:
+    """A tile result named by its file or by the folder ``bench tiles --out`` wrote it to."""
+    return p / RESULT_FILE if p.is_dir() else p
 
 
 def register(app: typer.Typer) -> None:
@@ -14,44 +20,70 @@ def register(app: typer.Typer) -> None:
 
     @bench.command("tiles")
     def tiles(
-        host: Path = typer.Argument(..., help="host file: server (catalog name), virtualization switches, run settings"),
-        out: Path = typer.Option(Path("bench-tiles.json"), "--out", "-o", help="result JSON file"),
-        seed: int | None = typer.Option(None, "--seed", min=0, max=2**64 - 1,
-                                        help="override the host file's run.seed (0 to 2**64 - 1)"),
+        host: Annotated[Path, typer.Argument(help="host file: server (catalog name), virtualization switches, run settings")],
+        out: Annotated[Path, typer.Option("--out", "-o", help=f"output folder: the result is OUT/{RESULT_FILE}")]
+            = Path("out/bench-tiles"),
+        seed: Annotated[Optional[int], typer.Option("--seed", min=0, max=2**64 - 1, help="override the host file's run.seed "
+                                                    "(0 to 2**64 - 1; a host file without one uses 42)")] = None,
+        json_out: JsonOpt = False,
+        quiet: QuietOpt = False,
+        no_progress: NoProgressOpt = False,
     ) -> None:
-        """Add tiles until a workload misses its QoS; write tile count, score and QoS margins as JSON."""
-        from densim.atomic import write_json_atomic
-        from densim.cli.main import out_file
-        from densim.tools.tiles.core import load_host, run_bench
+        """Add tiles until a workload misses its QoS; write tile count, score and QoS margins to OUT/summary.json."""
+        from densim.cli.common import out_folder, status, write_result
         from densim.errors import InputError
+        from densim.tools.tiles.core import load_host, run_bench
 
+        pr = Printer(as_json=json_out, quiet=quiet)
         try:
-            out_file(out)  # a regular file or a new name, never a folder or a device such as /dev/null
+            out_folder(out)  # a folder or a new name, never a file or a device such as /dev/null
             h = load_host(host)
             if seed is not None:
                 h = h.model_copy(update={"run": h.run.model_copy(update={"seed": seed})})
-            doc = run_bench(h)
+            with status(f"bench tiles {h.name}: adding tiles", quiet=quiet, no_progress=no_progress):
+                doc = run_bench(h)
         except InputError as exc:
             fail(exc.one_line())
-        write_json_atomic(out, doc)
+        write_result(out, doc)
+        pr.json(doc)
         r = doc["result"]
-        typer.echo(f"{h.name}: {r['tiles']} tiles ({r['vms']} VMs incl. partial tile; {r['tiles_fractional']:.2f} with partial), "
-                   f"score {r['score']:.2f}, limited by {r['limiting_workload']}")
+        pr.line(f"{h.name}: {r['tiles']} tiles ({r['vms']} VMs incl. partial tile; {r['tiles_fractional']:.2f} with partial), "
+                f"score {r['score']:.2f}, limited by {r['limiting_workload']} (seed {doc['seed']})")
         for w in r["workloads"]:
             if w["qos_margin"] is not None:
-                typer.echo(f"  {w['name']:<6} QoS margin {w['qos_margin'] * 100:+6.1f} %  throughput {w['throughput_per_s']:.1f}/s")
-        typer.echo(f"wrote {out}")
+                pr.line(f"  {w['name']:<6} QoS margin {w['qos_margin'] * 100:+6.1f} %  throughput {w['throughput_per_s']:.1f}/s")
+        pr.line(f"wrote {out / RESULT_FILE}")
 
     @bench.command("compare")
-    def compare(a: Path = typer.Argument(..., help="first result JSON"), b: Path = typer.Argument(..., help="second result JSON")) -> None:
+    def compare(
+        a: Annotated[Path, typer.Argument(help="first result: a 'bench tiles' --out folder or its summary.json")],
+        b: Annotated[Path, typer.Argument(help="second result: a folder or a result JSON")],
+        json_out: JsonOpt = False,
+        as_csv: CsvOpt = False,
+        quiet: QuietOpt = False,
+    ) -> None:
         """Show two tile benchmark results side by side."""
-        from densim.tools.tiles.compare import format_comparison, load_result
         from densim.errors import InputError
+        from densim.tools.tiles.compare import comparison_rows, format_comparison, load_result
 
+        pr = Printer(as_json=json_out, as_csv=as_csv, quiet=quiet)
+        pa, pb = _result_path(a), _result_path(b)
         try:
-            da, db = load_result(a), load_result(b)
+            da, db = load_result(pa), load_result(pb)
         except InputError as exc:
             fail(exc.one_line())
-        typer.echo(format_comparison(da, db, a.name, b.name))
+        rows = comparison_rows(da, db)
+        pr.json({"a": str(pa), "b": str(pb), "rows": [{"figure": lab, "a": va, "b": vb} for lab, va, vb in rows]})
+        if not pr.shows_text:
+            return
+        if pr.as_csv:
+            from rich.table import Table
+
+            tab = Table("figure", a.name, b.name, title="tile benchmark results side by side")
+            for row in rows:
+                tab.add_row(*row)
+            pr.table(tab)
+        else:
+            typer.echo(format_comparison(da, db, a.name, b.name))
 
     app.add_typer(bench, name="bench")

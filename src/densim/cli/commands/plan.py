@@ -9,7 +9,7 @@ import typer
 
 from densim.cli.estimates import max_memory_option as _max_memory
 
-from densim.cli.common import fail
+from densim.cli.common import DEFAULT_SEED, CsvOpt, JsonOpt, NoProgressOpt, Printer, QuietOpt, fail
 
 
 def plan_command(
@@ -28,14 +28,19 @@ def plan_command(
     snapshot_peak_factor: Annotated[float, typer.Option(help="RVTools only: multiply snapshot demand by this (> 0)")] = 1.0,
     unknown_vms: Annotated[str, typer.Option("--unknown-vms", help="Azure only: readings of VMs not in vmtable are skipped and "
                                              "counted (skip) or refused (error)")] = "skip",
-    seed: Annotated[int, typer.Option(min=0, max=2**64 - 1, help="recorded in the results (the plan itself is deterministic)")] = 0,
+    seed: Annotated[int, typer.Option(min=0, max=2**64 - 1, help="recorded in the results (the plan itself is deterministic)")]
+        = DEFAULT_SEED,
     max_memory: Annotated[str, typer.Option("--max-memory", callback=_max_memory, help="refuse an inventory whose demand arrays are estimated to "
                                             "need more memory than this, before allocating them (e.g. '32 GiB')")] = "8 GiB",
+    json_out: JsonOpt = False,
+    as_csv: CsvOpt = False,
+    quiet: QuietOpt = False,
+    no_progress: NoProgressOpt = False,
 ) -> None:
-    """For each candidate host type: hosts needed so every VM meets its QoS over the whole series, and TCO per VM."""
-    from rich.console import Console
-    from rich.table import Table
+    """For each candidate host type: hosts needed so every VM meets its QoS over the whole series, and TCO per VM.
 
+    Exit status 1 when no candidate is feasible (the outputs are still written, with each candidate's reason)."""
+    from densim.cli.common import status
     from densim.tools.plan.capacity import load_plan_spec, plan
     from densim.tools.plan.report import write_outputs
     from densim.errors import InputError
@@ -44,10 +49,11 @@ def plan_command(
     import math
 
     from densim.cli.estimates import plan_bytes
-    from densim.cli.main import out_folder
+    from densim.cli.common import out_folder
     from densim.workloads.readers._checks import check_budget, memory_budget
 
     limit = int(max_memory)
+    pr = Printer(as_json=json_out, as_csv=as_csv, quiet=quiet)
 
     if not (math.isfinite(snapshot_peak_factor) and 0 < snapshot_peak_factor <= 100):
         fail(f"--snapshot-peak-factor: must be a number > 0 (and at most 100), got {snapshot_peak_factor:g}", code=2)
@@ -75,18 +81,46 @@ def plan_command(
 
         fmt = detect_format(inventory) if fmt == "auto" else fmt
         opts = {"rvtools": {"snapshot_peak_factor": snapshot_peak_factor}, "azure": {"unknown_vms": unknown_vms}}.get(fmt, {})
-        with memory_budget(limit):
-            inv = load_inventory(inventory, fmt, **opts)
-            if steps is not None:
-                inv = inv.with_series_steps(steps)
-            check_budget(plan_bytes(inv.n_vms, inv.n_steps), f"the plan ({inv.n_vms:,} VMs x {max(inv.n_steps, 1):,} steps)",
-                         inventory)
-        res = plan(inv, spec)
-        summary = write_outputs(res, out, seed)
+        with status("plan", quiet=quiet, no_progress=no_progress) as phase:
+            phase(f"reading {inventory.name}")
+            with memory_budget(limit):
+                inv = load_inventory(inventory, fmt, **opts)
+                if steps is not None:
+                    inv = inv.with_series_steps(steps)
+                check_budget(plan_bytes(inv.n_vms, inv.n_steps), f"the plan ({inv.n_vms:,} VMs x {max(inv.n_steps, 1):,} steps)",
+                             inventory)
+            n_cand = len(spec.candidates)
+            seen: list[str] = []
+
+            def on_candidate(name: str) -> None:
+                seen.append(name)
+                phase(f"candidate {len(seen)}/{n_cand} {name} ({inv.n_vms:,} VMs)")
+
+            res = plan(inv, spec, progress=on_candidate)
+            phase("writing the outputs and report")
+            summary = write_outputs(res, out, seed)
     except InputError as exc:
         fail(exc.one_line())  # one line, never wrapped
 
-    con = Console()
+    pr.json(summary)
+    _print_plan(pr, res, inv, spec, out, summary)
+    if not any(r.feasible for r in res.results):
+        # every candidate's reason was printed above (and is in summary.json and ranking.csv)
+        near = res.closest()
+        typer.echo(f"densim: error: no candidate is feasible ({len(res.results)} tried)"
+                   + (f"; the closest, {near.name}, fails: {near.reason}" if near is not None else ""), err=True)
+        for r in res.ranked():
+            typer.echo(f"densim: error: {r.name}: {r.reason}", err=True)
+        raise typer.Exit(1)
+
+
+def _print_plan(pr: Printer, res, inv, spec, out: Path, summary: dict) -> None:
+    import math
+
+    from rich.table import Table
+
+    if not pr.shows_text:
+        return
     t = Table(title=f"densim plan: {inv.describe()}")
     show_mem = spec.memory is not None and spec.memory.model != "none"
     show_io = any(c.storage is not None for c in spec.candidates)
@@ -106,25 +140,22 @@ def plan_command(
         else:
             row = [str(i), r.name] + ["-"] * (len(cols) - 3) + ["infeasible"]
         t.add_row(*row)
-    con.print(t)
+    pr.table(t)
     for r in res.ranked():
         for note in r.notes:
-            con.print(f"{r.name}: {note}", markup=False, highlight=False)
+            pr.line(f"{r.name}: {note}")
     for r in res.ranked():
         o = r.optimiser
         if o.get("status") not in (None, "SKIPPED"):
-            con.print(f"{r.name}: CP-SAT {o['status']}, {o['hosts']} hosts before spares (heuristic {o['heuristic_hosts']}), "
-                      f"proven lower bound {o['lower_bound']}, gap {o['gap'] * 100:.1f} %"
-                      + (" - adopted" if o.get("adopted") else ""), markup=False, highlight=False)
-        if not r.feasible:
-            con.print(f"{r.name}: {r.reason}", markup=False, highlight=False)
-    con.print(f"demand rule: {inv.demand_rule}", markup=False, highlight=False)
+            pr.line(f"{r.name}: CP-SAT {o['status']}, {o['hosts']} hosts before spares (heuristic {o['heuristic_hosts']}), "
+                    f"proven lower bound {o['lower_bound']}, gap {o['gap'] * 100:.1f} %" + (" - adopted" if o.get("adopted") else ""))
+        if not r.feasible and summary.get("best"):  # with none feasible the reasons are the error lines (stderr)
+            pr.line(f"{r.name}: infeasible: {r.reason}")
+    pr.line(f"demand rule: {inv.demand_rule}")
     for note in res.notes:
-        con.print(f"note: {note}", markup=False, highlight=False)
-    con.print(f"wrote {out}/report.html, placement.csv, ranking.csv, summary.json (best: {summary['best']})", markup=False)
-    near = res.closest()
-    if near is not None:
-        fail(f"no candidate is feasible; the closest, {near.name}, fails: {near.reason}", code=3)
+        pr.line(f"note: {note}")
+    best = f"best: {summary['best']}" if summary.get("best") else "no candidate is feasible"
+    pr.line(f"wrote {out}/report.html, placement.csv, ranking.csv, summary.json ({best}; seed {summary.get('seed')})")
 
 
 def register(app: typer.Typer) -> None:

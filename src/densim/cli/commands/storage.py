@@ -6,13 +6,13 @@ do the work and return plain dicts; the CLI prints them as tables or JSON.
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
 
+from densim.cli.common import CsvOpt, JsonOpt, NoProgressOpt, Printer, QuietOpt, status
 from densim.cli.common import run_guarded as _guard
 from densim.tools.storage import run_io, run_size
 
@@ -31,21 +31,13 @@ def _fmt_n(x: float) -> str:
     return "inf" if not math.isfinite(x) else f"{x:,.0f}"
 
 
-def _tty() -> bool:
-    import sys
-
-    return sys.stdout.isatty()
-
-
 # --------------------------------------------------------------------------------------------
 # densim io
 
 
-def _print_io(out: dict[str, Any]) -> None:
-    from rich.console import Console
+def _print_io(out: dict[str, Any], pr: Printer) -> None:
     from rich.table import Table
 
-    con = Console(highlight=False, width=None if _tty() else 120)
     head = Table(title=f"densim io: {out['scenario']} ({out['mode']} workload)", show_header=False)
     head.add_row("throughput", f"{_fmt_n(out['throughput_iops'])} IOPS  ({out['bandwidth_bps'] / 1e6:,.1f} MB/s)")
     head.add_row("latency mean / p99", f"{_fmt_s(out['mean_latency_s'])} / {_fmt_s(out['p99_latency_s'])}")
@@ -57,37 +49,35 @@ def _print_io(out: dict[str, Any]) -> None:
         head.add_row("not modelled", note)
     head.add_row("drives / usable", f"{out['drives']} / {out['usable_bytes'] / 1e12:,.2f} TB")
     head.add_row("storage power", f"{out['storage_power_w']:,.1f} W")
-    con.print(head)
+    pr.table(head)
     tab = Table(title="components")
     for col in ("component", "kind", "stations", "utilisation", "time per I/O", "mean queue"):
         tab.add_column(col, justify="right" if col not in ("component", "kind") else "left")
     for c in sorted(out["components"], key=lambda d: -d["utilisation"]):
         tab.add_row(c["component"], c["kind"], str(c["stations"]), f"{100 * c['utilisation']:.1f} %",
                     _fmt_s(c["residence_s"]), f"{c['queue']:.2f}")
-    con.print(tab)
+    pr.table(tab)
     lim = Table(title="what bounds the IOPS (each resource alone; the first binds)")
     for col in ("resource", "part", "count", "max IOPS", "max MB/s", "limit"):
         lim.add_column(col, justify="right" if col in ("count", "max IOPS", "max MB/s") else "left")
     for b in out["bounds"]:
         lim.add_row(b["resource"], b["part"], str(b["count"]), _fmt_n(b["max_iops"]), f"{b['max_bandwidth_bps'] / 1e6:,.0f}",
                     b["limit"])
-    con.print(lim)
+    pr.table(lim)
 
 
 # --------------------------------------------------------------------------------------------
 # densim size
 
 
-def _print_size(out: dict[str, Any]) -> None:
-    from rich.console import Console
+def _print_size(out: dict[str, Any], pr: Printer) -> None:
     from rich.table import Table
 
-    con = Console(highlight=False, width=None if _tty() else 200)
     rows = ([out["winner"]] if out["winner"] else []) + out["runners_up"]
-    con.print(f"densim size: {out['scenario']}: {out['evaluated']:,} configurations evaluated, "
+    pr.line(f"densim size: {out['scenario']}: {out['evaluated']:,} configurations evaluated, "
               f"{out['feasible_combinations']} combinations feasible")
     if not rows:
-        con.print("no configuration in the candidate set meets the target; widen drives_max, cores or devices")
+        pr.line("no configuration in the candidate set meets the target; widen drives_max, cores or devices")
         return
     tab = Table(title="cheapest configurations meeting the target (first = winner)")
     for col in ("#", "drives", "RAID", "controllers", "cores", "cost $", "power W", "U", "mean lat", "p99 lat",
@@ -99,31 +89,31 @@ def _print_size(out: dict[str, Any]) -> None:
                     f"{c['power_w']:,.0f}", f"{c['rack_units']:g}", _fmt_s(c["mean_latency_s"]), _fmt_s(c["p99_latency_s"]),
                     _fmt_s(c["response_s"]) if c["response_s"] is not None else "-", f"{100 * c['cpu_utilisation']:.0f} %",
                     f"{c['bottleneck']} ({100 * c['bottleneck_utilisation']:.0f} %)", c["bound"].split(":")[0] + ")")
-    con.print(tab)
+    pr.table(tab)
 
 
 # --------------------------------------------------------------------------------------------
 
 
-def _emit(out: dict[str, Any], json_out: bool, out_file: Optional[Path], printer) -> None:
-    text = json.dumps(out, indent=2, default=float)
-    if out_file is not None:
-        from densim.atomic import write_text_atomic
+def _emit(res: dict[str, Any], pr: Printer, out: Optional[Path], printer) -> None:
+    """Write ``OUT/summary.json`` (strict JSON) when --out is given; print JSON or tables."""
+    if out is not None:
+        from densim.cli.common import write_result
 
-        write_text_atomic(out_file, text + "\n")
-    if json_out:
-        typer.echo(text)
-    else:
-        printer(out)
+        write_result(out, res)
+    pr.json(res)
+    if pr.shows_text:
+        printer(res, pr)
+        if out is not None:
+            pr.line(f"wrote {out}/summary.json")
 
 
 def _out_checked(out: Optional[Path]) -> None:
-    """``--out`` must be a regular file or a new name (never a folder or a device such as /dev/null),
-    checked before any work."""
+    """``--out`` must be a folder or a new name (never a file or a device such as /dev/null), checked before any work."""
     if out is not None:
-        from densim.cli.main import out_file
+        from densim.cli.common import out_folder
 
-        _guard(out_file, out)
+        _guard(out_folder, out)
 
 
 def register(app: typer.Typer) -> None:
@@ -132,27 +122,35 @@ def register(app: typer.Typer) -> None:
     @app.command("io")
     def io_cmd(
         file: Annotated[Path, typer.Argument(help="storage-only scenario (system + workload)")],
-        json_out: Annotated[bool, typer.Option("--json", help="print JSON instead of tables")] = False,
-        out: Annotated[Optional[Path], typer.Option("--out", "-o", help="also write the result as JSON here")] = None,
+        json_out: JsonOpt = False,
+        out: Annotated[Optional[Path], typer.Option("--out", "-o", help="also write the result to OUT/summary.json (a folder)")] = None,
+        as_csv: CsvOpt = False,
+        quiet: QuietOpt = False,
     ) -> None:
         """Solve a storage system under an open or closed I/O workload: throughput, latency, bottleneck."""
+        pr = Printer(as_json=json_out, as_csv=as_csv, quiet=quiet)
         _out_checked(out)
         res = _guard(run_io, file)
-        _emit(res, json_out, out, _print_io)
+        _emit(res, pr, out, _print_io)
 
     @app.command("size")
     def size_cmd(
         file: Annotated[Path, typer.Argument(help="sizing file (target + candidates)")],
-        json_out: Annotated[bool, typer.Option("--json", help="print JSON instead of a table")] = False,
-        out: Annotated[Optional[Path], typer.Option("--out", "-o", help="also write the result as JSON here")] = None,
+        json_out: JsonOpt = False,
+        out: Annotated[Optional[Path], typer.Option("--out", "-o", help="also write the result to OUT/summary.json (a folder)")] = None,
         max_configurations: Annotated[int, typer.Option(
             "--max-configurations", min=1, help="refuse a search that could evaluate more configurations (devices x RAID "
             "levels x drive counts x controllers x controller counts x core counts) than this, before searching")]
             = DEFAULT_MAX_CONFIGURATIONS,
+        as_csv: CsvOpt = False,
+        quiet: QuietOpt = False,
+        no_progress: NoProgressOpt = False,
     ) -> None:
         """Find the cheapest drives x RAID x controllers x cores meeting an IOPS or users target."""
         from densim.cli.estimates import check_sizing_space
 
+        pr = Printer(as_json=json_out, as_csv=as_csv, quiet=quiet)
         _out_checked(out)
-        res = _guard(run_size, file, check=lambda sc: check_sizing_space(sc, file, max_configurations))
-        _emit(res, json_out, out, _print_size)
+        with status(f"size {file.name}: searching", quiet=quiet, no_progress=no_progress):
+            res = _guard(run_size, file, check=lambda sc: check_sizing_space(sc, file, max_configurations))
+        _emit(res, pr, out, _print_size)

@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from densim.cli.common import CsvOpt, JsonOpt, NoProgressOpt, Printer, QuietOpt
 from densim.cli.common import fail as _fail
 from densim.cli.common import run_guarded as _guard
 
@@ -24,11 +25,16 @@ def register(app: typer.Typer) -> None:
         dask_local: Annotated[Optional[int], typer.Option("--dask-local", min=1, help="start a local Dask cluster of N worker processes")] = None,
         retries: Annotated[int, typer.Option(min=0, help="resubmissions of a task whose worker died")] = 3,
         fresh: Annotated[bool, typer.Option("--fresh", help="discard the existing store first (default: resume)")] = False,
-        no_progress: Annotated[bool, typer.Option("--no-progress")] = False,
+        no_progress: NoProgressOpt = False,
         max_runs: Annotated[Optional[int], typer.Option("--max-runs", min=1, help="refuse a study that expands to more runs "
                                                         "(scenario points x replications) than this [default: 100,000]")] = None,
+        json_out: JsonOpt = False,
+        quiet: QuietOpt = False,
     ) -> None:
-        """Run every scenario x replication of a study; rerunning resumes where it stopped."""
+        """Run every scenario x replication of a study; rerunning resumes where it stopped.
+
+        --out is the results root folder: the store is OUT/<study name>/ (one root holds many studies)."""
+        from densim.cli.common import progress_wanted
         from densim.tools.sweep import load_sweep, run_sweep
         from densim.tools.sweep.run import BACKENDS
 
@@ -48,15 +54,19 @@ def register(app: typer.Typer) -> None:
         backend = backend or ("dask" if on_dask else "process")
         st = _guard(load_sweep, study, max_runs=max_runs)
         n = len(st.tasks())
-        typer.echo(f"{st.name}: {len(st.points)} scenarios x {st.spec.replications} replications = {n} tasks "
-                   f"(root seed {st.spec.seed})")
-        show_bar = not no_progress and sys.stderr.isatty()
+        pr = Printer(as_json=json_out, quiet=quiet)
+        pr.line(f"{st.name}: {len(st.points)} scenarios x {st.spec.replications} replications = {n} tasks "
+                f"(root seed {st.spec.seed})")
+        show_bar = progress_wanted(quiet, no_progress)
         if show_bar:
             from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
                                        TimeRemainingColumn)
 
+            from densim.cli.common import console
+
             prog = Progress(TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), transient=False)
+                            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), transient=False,
+                            console=console(stderr=True))
             bar = {"id": None}
 
             def on_event(event: str, info: dict) -> None:
@@ -78,8 +88,11 @@ def register(app: typer.Typer) -> None:
 
             outcome = _guard(run_sweep, st, out=out, backend=backend, workers=workers, scheduler=scheduler,
                              dask_local=dask_local, retries=retries, fresh=fresh, progress=on_plain)
-        typer.echo(f"ran {outcome.done}, already done {outcome.skipped}, retried {outcome.retries}, "
-                   f"failed {len(outcome.failed)} in {outcome.wall_s:.1f} s -> {outcome.store}")
+        pr.json({"study": st.name, "store": str(outcome.store), "seed": st.spec.seed, "tasks": n, "ran": outcome.done,
+                 "already_done": outcome.skipped, "retried": outcome.retries, "wall_s": outcome.wall_s,
+                 "failed": [{"task": key, "error": msg} for key, msg in outcome.failed]})
+        pr.line(f"ran {outcome.done}, already done {outcome.skipped}, retried {outcome.retries}, "
+                f"failed {len(outcome.failed)} in {outcome.wall_s:.1f} s -> {outcome.store}")
         for key, msg in outcome.failed:
             typer.echo(f"densim: error: {key}: {msg}", err=True)
         if outcome.failed:
@@ -89,16 +102,27 @@ def register(app: typer.Typer) -> None:
     def query(
         study: Annotated[str, typer.Argument(help="study file, store folder, or study name under --out")],
         sql: Annotated[str, typer.Argument(help="SQL over the views scenarios, summary, results, hosts, vms, host_steps, ...")],
-        out: Annotated[Path, typer.Option("--out", "-o", help="results root")] = Path("results"),
+        out: Annotated[Path, typer.Option("--out", "-o", help="results root folder (as given to sweep)")] = Path("results"),
         fmt: Annotated[str, typer.Option("--format", "-f", help="table, csv or json")] = "table",
         allow_writes: Annotated[bool, typer.Option("--allow-writes", help="allow statements other than SELECT/EXPLAIN "
                                                    "(COPY, ATTACH, CREATE, SET, ...)")] = False,
+        json_out: JsonOpt = False,
+        as_csv: CsvOpt = False,
+        quiet: QuietOpt = False,
     ) -> None:
         """Run DuckDB SQL over a sweep's results store, in place (read-only unless --allow-writes)."""
         from densim.tools.sweep.query import resolve_store, run_query
 
+        if json_out or as_csv:
+            if fmt != "table" or (json_out and as_csv):
+                _fail("give one of --json, --csv and --format", code=2)
+            fmt = "json" if json_out else "csv"
+        if fmt not in ("table", "csv", "json"):
+            _fail(f"--format: use table, csv or json, not {fmt!r}", code=2)
         store = _guard(resolve_store, study, out)
         cols, rows = _guard(run_query, store, sql, allow_writes=allow_writes)
+        if quiet and fmt == "table":
+            return
         if fmt == "csv":
             import csv
 
@@ -106,32 +130,34 @@ def register(app: typer.Typer) -> None:
             w.writerow(cols)
             w.writerows(rows)
         elif fmt == "json":
-            import json
+            from densim.atomic import dumps_strict
 
-            typer.echo(json.dumps([dict(zip(cols, r)) for r in rows], default=str))
-        elif fmt == "table":
-            from rich.console import Console
+            typer.echo(dumps_strict([{c: (v if v is None or isinstance(v, (bool, int, float, str)) else str(v))
+                                      for c, v in zip(cols, r)} for r in rows]))
+        else:
             from rich.table import Table
+
+            from densim.cli.common import console
 
             tab = Table(*cols)
             for r in rows:
                 tab.add_row(*("" if v is None else f"{v:.6g}" if isinstance(v, float) else str(v) for v in r))
-            Console(highlight=False).print(tab)
-        else:
-            _fail(f"--format: use table, csv or json, not {fmt!r}")
+            console().print(tab)
 
     @app.command("report")
     def report(
         study: Annotated[str, typer.Argument(help="study file, store folder, or study name under --out")],
-        out: Annotated[Path, typer.Option("--out", "-o", help="results root")] = Path("results"),
+        out: Annotated[Path, typer.Option("--out", "-o", help="results root folder (as given to sweep)")] = Path("results"),
         metric: Annotated[Optional[list[str]], typer.Option("--metric", "-m", help="summary field to compare (repeatable)")] = None,
         html_out: Annotated[Optional[Path], typer.Option("--html", help="write the report here (default: STORE/report.html)")] = None,
+        json_out: JsonOpt = False,
+        quiet: QuietOpt = False,
+        no_progress: NoProgressOpt = False,
     ) -> None:
         """Comparison report across the sweep's axes: tables (mean +/- 95 % CI) and plotly plots."""
+        from densim.cli.common import out_file, status
         from densim.tools.sweep.query import resolve_store
         from densim.tools.sweep.report import render
-
-        from densim.cli.main import out_file
 
         if html_out is not None:
             _guard(out_file, html_out, "--html")
@@ -141,5 +167,8 @@ def register(app: typer.Typer) -> None:
             from densim.spec.sweep import load_sweep_spec
 
             metrics = list(_guard(load_sweep_spec, Path(study)).metrics) or None
-        path = _guard(render, store, metrics=metrics, out=html_out)
-        typer.echo(f"report: {path.resolve()}")
+        with status(f"report {Path(store).name}", quiet=quiet, no_progress=no_progress):
+            path = _guard(render, store, metrics=metrics, out=html_out)
+        pr = Printer(as_json=json_out, quiet=quiet)
+        pr.json({"store": str(store), "report": str(path.resolve()), "metrics": metrics})
+        pr.line(f"report: {path.resolve()}")

@@ -453,7 +453,8 @@ class PlanResult:
         return closest(self.results)
 
 
-def plan(inv: Inventory, spec: PlanSpec) -> PlanResult:
+def plan(inv: Inventory, spec: PlanSpec, progress=None) -> PlanResult:
+    """Every candidate planned for ``inv``; ``progress(name)``, if given, is called as each candidate starts."""
     from densim.tools.plan.rightsizing import rightsize
 
     from densim.tools.plan.licensing_carbon import grid_intensity_mean, resolve_products
@@ -483,7 +484,11 @@ def plan(inv: Inventory, spec: PlanSpec) -> PlanResult:
             notes.append(SNAPSHOT_WARN)
         rs = rightsize(inv, r.percentile, r.headroom)
         vcpus, mem = rs.vcpus_rec, rs.mem_rec_bytes
-    results = [plan_candidate(inv, spec, c, vcpus=vcpus, mem_bytes=mem) for c in spec.candidates]
+    results = []
+    for c in spec.candidates:
+        if progress is not None:
+            progress(c.name)
+        results.append(plan_candidate(inv, spec, c, vcpus=vcpus, mem_bytes=mem))
     return PlanResult(inv, spec, results, rs, time.perf_counter() - t0, notes)
 
 
