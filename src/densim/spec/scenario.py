@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from densim.spec.fabric import FabricSettings
+from densim.spec.failures import FailureSettings
 from densim.models.hardware import CpuSpec, HostCpu, PowerSpec, ServerSpec
 from densim.spec.memory import MemorySettings
 from densim.spec.storage import StorageSettings
@@ -267,4 +268,5 @@ class Scenario(BaseModel):
     storage: StorageSettings = Field(default_factory=StorageSettings)
     fabric: FabricSettings = Field(default_factory=FabricSettings)
     virtualization: VirtualizationSettings = Field(default_factory=VirtualizationSettings)
+    failures: FailureSettings | None = Field(default=None, description="host and domain failures, HA admission and restarts")
     base_dir: str = Field(default=".", description="set by the loader: folder of the scenario file", exclude=True)
