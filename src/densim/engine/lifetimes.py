@@ -98,6 +98,7 @@ class Liveness:
         self.was_on = np.zeros(hosts.n, dtype=bool)  # hosts start switched off under the 'off' policy
         self.boots = np.zeros(hosts.n, dtype=np.int64)
         self.ever_on = np.zeros(hosts.n, dtype=bool)
+        self.failures = None  # densim.engine.failures.FailureRun: hosts down draw no power
 
     def alive(self, edges: np.ndarray) -> np.ndarray:
         return alive_fraction(self.sch.start_s, self.sch.end_s, edges)
@@ -131,8 +132,12 @@ class Liveness:
             vc[:, hosts_with] = np.add.reduceat(a * self.vcpus[perm][None, :], starts, axis=1)
             busy[:, hosts_with] = np.add.reduceat((a > 0).astype(np.float32), starts, axis=1)
         if self.policy == "on":
+            if self.failures is not None:  # a host down for at least half a step draws no power in it
+                return vc, self.failures.host_down_share(edges, n_hosts) < 0.5, np.zeros((1, n_hosts))
             return vc, np.ones((1, n_hosts), dtype=bool), np.zeros((1, n_hosts))
         on, boot = self.power_mask(busy, edges, step_s)
+        if self.failures is not None:
+            on &= self.failures.host_down_share(edges, n_hosts) < 0.5
         return vc, on, boot.astype(np.float64)
 
     def power_mask(self, live_h: np.ndarray, edges: np.ndarray, step_s: float) -> tuple[np.ndarray, np.ndarray]:

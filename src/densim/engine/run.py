@@ -372,6 +372,7 @@ def run_placed(ctx, *, progress: Callable[[int, int], None] | None = None, timin
         from densim.engine.lifetimes import Liveness
 
         live = Liveness(sc, ctx.schedule, hosts, vms.vcpus)
+        live.failures = ctx.failures  # host failures (engine/failures.py): hosts down draw no power
     # a VM cannot use more than its vCPUs at its host's core speed
     vm_cap_mhz = (vms.vcpus * hosts.core_mhz[host_idx]).astype(np.float32)
 
