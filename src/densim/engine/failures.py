@@ -68,7 +68,7 @@ class InstanceSource(DemandSource):
     """VM instances: instance ``i`` replays VM ``vm_of[i]`` of ``inner`` while it is up, ``[start, end)``."""
 
     def __init__(self, inner: DemandSource, vm_of: np.ndarray, start_s: np.ndarray, end_s: np.ndarray, names: np.ndarray,
-                 boot_from_s: np.ndarray | None = None, boot_read_Bps: float = 0.0) -> None:
+                 boot_from_s: np.ndarray | None = None, boot_read_Bps: float = 0.0, orig: DemandSource | None = None) -> None:
         self.inner = inner
         self.vm_of = vm_of.astype(np.int64)
         s = inner.sizes.take(self.vm_of)
@@ -79,6 +79,31 @@ class InstanceSource(DemandSource):
         self.end_s = end_s
         self.boot_from_s = boot_from_s
         self.boot_read_Bps = float(boot_read_Bps)
+        self.orig = orig  # the VMs' own source when they have no lifetimes (active_factors)
+
+    def active_factors(self, grid: TimeGrid, t0: int, t1: int, ids: np.ndarray):
+        """The CPU demand of the instances ``ids`` in factored form ``(base, col, scale)`` (as
+        :meth:`DemandSource.window_factors`), or None: when the VMs have no lifetimes and the source has
+        factors, an instance up the whole chunk reads its VM's column of ``base``; one up for part of it
+        (a failure or a restart inside the chunk) gets its own column, its VM's masked by the share of each
+        step it is up. No (steps x VMs) array is made."""
+        if self.orig is None or self.boot_read_Bps > 0:
+            return None
+        f = self.orig.window_factors(grid, t0, t1)
+        if f is None:
+            return None
+        base, col, scale = f
+        edges = grid.edges_s(t0, t1)
+        vm = self.vm_of[ids]
+        c = col[vm].astype(np.int64)
+        st, en = self.start_s[ids], self.end_s[ids]
+        part = np.flatnonzero(~((st <= edges[0]) & (en >= edges[-1])))
+        if part.size:
+            a = alive_fraction(st[part], en[part], edges)
+            extra = (base[:, c[part]] * a).astype(base.dtype, copy=False)
+            c[part] = base.shape[1] + np.arange(part.size)
+            base = np.ascontiguousarray(np.concatenate([base, extra], axis=1))
+        return base, c, np.ascontiguousarray(scale[vm])
 
     def span_s(self):
         return self.inner.span_s()
@@ -362,7 +387,8 @@ def plan_failures(sc, source, hosts, seed: int, group: np.ndarray):
     status = np.where(host >= 0, np.where(end <= until, 0, 1), fo.status[vm_of]).astype(np.int8)
     sch = Schedule(host=host, start_s=start, end_s=end, arrival_s=arr_i, status=status, until=float(until))
     inner = scheduled_source(source, fo.first_start_s, fo.end_s)
-    src = InstanceSource(inner, vm_of, start, end, names, boot_from_s=placed_at, boot_read_Bps=ha.boot_read_Bps)
+    src = InstanceSource(inner, vm_of, start, end, names, boot_from_s=placed_at, boot_read_Bps=ha.boot_read_Bps,
+                         orig=source if lt is None else None)
     if ha.boot_read_Bps > 0 and "disk_read_Bps" not in source.channels:
         raise InputError(sc.name, "failures.ha.boot_read", "the VMs' demand has no disk_read_Bps channel to add the boot reads to")
     run_ = FailureRun(events=ev, down_host=d_host, down_start_s=d_start, down_end_s=d_end, down_event=d_event, fo=fo,

@@ -127,7 +127,18 @@ class Liveness:
         n = edges.size - 1
         vc = np.zeros((n, n_hosts))
         busy = np.zeros((n, n_hosts))
-        if perm.size:
+        if perm.size and self.failures is not None:  # instances up the whole chunk are constant over it
+            st, en = self.sch.start_s[perm], self.sch.end_s[perm]
+            hp = np.repeat(hosts_with, np.diff(np.r_[starts, perm.size]))
+            full = (st <= edges[0]) & (en >= edges[-1])
+            vc[:] = np.bincount(hp[full], weights=self.vcpus[perm][full].astype(np.float64), minlength=n_hosts)[None, :]
+            busy[:] = np.bincount(hp[full], minlength=n_hosts)[None, :]
+            part = np.flatnonzero(~full)
+            if part.size:
+                a = alive_fraction(st[part], en[part], edges).astype(np.float64)
+                np.add.at(vc.T, hp[part], (a * self.vcpus[perm][part][None, :]).T)
+                np.add.at(busy.T, hp[part], (a > 0).T.astype(np.float64))
+        elif perm.size:
             a = alive_fraction(self.sch.start_s[perm], self.sch.end_s[perm], edges)
             vc[:, hosts_with] = np.add.reduceat(a * self.vcpus[perm][None, :], starts, axis=1)
             busy[:, hosts_with] = np.add.reduceat((a > 0).astype(np.float32), starts, axis=1)
