@@ -187,3 +187,16 @@ def test_unknown_domain_member_and_priority_group():
         simulate(resolve(scenario({"domains": [{"name": "r", "hosts": ["h-0", "nope"]}]})))
     with pytest.raises(InputError, match=r"restart_priority.db"):
         simulate(resolve(scenario({"ha": {"restart_priority": {"db": "high"}}})))
+
+
+def test_plan_spare_hosts_for_n_plus_k_percent_and_domain():
+    from densim.spec.plan import QosSpec
+    from densim.tools.plan.capacity import ha_spare
+
+    assert ha_spare(QosSpec(ha_spare_hosts=1), 12) == 1  # N+1
+    # 25 % kept free over 12 packed hosts: s / (12 + s) >= 0.25 -> s >= 12 x 25 / 75 = 4 (16 hosts, 4/16 = 25 %)
+    assert ha_spare(QosSpec(ha_reserve_percent=25), 12) == 4
+    # over 10 packed hosts: s >= 10 / 3 = 3.33 -> 4 (4/14 = 28.6 %; 3/13 = 23.1 % would not do)
+    assert ha_spare(QosSpec(ha_reserve_percent=25), 10) == 4
+    # a rack of 5 hosts kept spare beats N+2
+    assert ha_spare(QosSpec(ha_spare_hosts=2, ha_domain_hosts=5), 10) == 5
