@@ -307,10 +307,10 @@ def _restart_policy(sc) -> str:
     return pol
 
 
-def plan_failures(sc, source, hosts, seed: int, group: np.ndarray):
-    """(instance source, grid, instance schedule, instance -> VM, :class:`FailureRun`) for a scenario with ``failures:``."""
+def plan_failures(sc, source, hosts, seed: int, group: np.ndarray, build_grid):
+    """(instance source, grid, instance schedule, instance -> VM, :class:`FailureRun`) for a scenario with ``failures:``;
+    ``build_grid(sc, source)`` is the grid of a run without lifetimes (:func:`densim.engine.state.build_grid`)."""
     from densim.engine.lifetimes import plan_schedule, wants_lifetimes
-    from densim.engine.state import build_grid
     from densim.placement import place
     from densim.placement.failover import failover, reserve
     from densim.rng import make_rng
