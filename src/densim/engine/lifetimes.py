@@ -98,6 +98,7 @@ class Liveness:
         self.was_on = np.zeros(hosts.n, dtype=bool)  # hosts start switched off under the 'off' policy
         self.boots = np.zeros(hosts.n, dtype=np.int64)
         self.ever_on = np.zeros(hosts.n, dtype=bool)
+        self.failures = None  # densim.engine.failures.FailureRun: hosts down draw no power
 
     def alive(self, edges: np.ndarray) -> np.ndarray:
         return alive_fraction(self.sch.start_s, self.sch.end_s, edges)
@@ -126,13 +127,28 @@ class Liveness:
         n = edges.size - 1
         vc = np.zeros((n, n_hosts))
         busy = np.zeros((n, n_hosts))
-        if perm.size:
+        if perm.size and self.failures is not None:  # instances up the whole chunk are constant over it
+            st, en = self.sch.start_s[perm], self.sch.end_s[perm]
+            hp = np.repeat(hosts_with, np.diff(np.r_[starts, perm.size]))
+            full = (st <= edges[0]) & (en >= edges[-1])
+            vc[:] = np.bincount(hp[full], weights=self.vcpus[perm][full].astype(np.float64), minlength=n_hosts)[None, :]
+            busy[:] = np.bincount(hp[full], minlength=n_hosts)[None, :]
+            part = np.flatnonzero(~full)
+            if part.size:
+                a = alive_fraction(st[part], en[part], edges).astype(np.float64)
+                np.add.at(vc.T, hp[part], (a * self.vcpus[perm][part][None, :]).T)
+                np.add.at(busy.T, hp[part], (a > 0).T.astype(np.float64))
+        elif perm.size:
             a = alive_fraction(self.sch.start_s[perm], self.sch.end_s[perm], edges)
             vc[:, hosts_with] = np.add.reduceat(a * self.vcpus[perm][None, :], starts, axis=1)
             busy[:, hosts_with] = np.add.reduceat((a > 0).astype(np.float32), starts, axis=1)
         if self.policy == "on":
+            if self.failures is not None:  # a host down for at least half a step draws no power in it
+                return vc, self.failures.host_down_share(edges, n_hosts) < 0.5, np.zeros((1, n_hosts))
             return vc, np.ones((1, n_hosts), dtype=bool), np.zeros((1, n_hosts))
         on, boot = self.power_mask(busy, edges, step_s)
+        if self.failures is not None:
+            on &= self.failures.host_down_share(edges, n_hosts) < 0.5
         return vc, on, boot.astype(np.float64)
 
     def power_mask(self, live_h: np.ndarray, edges: np.ndarray, step_s: float) -> tuple[np.ndarray, np.ndarray]:

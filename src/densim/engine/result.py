@@ -247,6 +247,8 @@ class Result:
         out = Summary(core)
         for st in self.stages:
             st.finish(c, out.for_stage(st))
+        if c.failures is not None:  # host failures and HA (engine/failures.py)
+            out.for_stage(c.failures).add("failures", c.failures.summary(self))
         out.set_saturation(self.saturation)
         return out
 
@@ -296,6 +298,8 @@ class Result:
         (out / "summary.json").unlink(missing_ok=True)
         tables = {"vms": self.vms, "hosts": self.hosts, "host_steps": self.host_steps(), "vm_steps": self.vm_steps(),
                   "schedule_steps": self.schedule_steps()}
+        if self.ctx.failures is not None:  # failures.parquet, outages.parquet
+            tables.update(self.ctx.failures.tables(self.ctx.hosts.names))
         for name, df in tables.items():
             path = out / f"{name}.parquet"
             if df is None:

@@ -276,7 +276,10 @@ def _active_chunk(ctx, cpu, live, vm_acc, host_acc, t0: int, t1: int, cap_h, kee
     ids = live.active_ids(edges[0], edges[-1], ctx.vms.host)
     sub = cpu.subset(ids, ctx.vms.host[ids])
     by_step = live.chunk(edges, ids, sub.starts, sub.seg_host, H, grid.step_s)
-    demand = scheduled_window(ctx.source, grid, t0, t1, ids)
+    fac = getattr(ctx.source, "active_factors", None)  # VM instances through failures (engine/failures.py)
+    demand = fac(grid, t0, t1, ids) if fac is not None else None
+    if demand is None:
+        demand = scheduled_window(ctx.source, grid, t0, t1, ids)
     out = sub.run(demand, cap_h, n, host_series={name: host_acc.series_view(name, t0, n) for name in _HOST_SERIES}
                   if keep_host else None, want_stage_arrays=False, by_step=by_step)
     for name, s, m in (("cpu_demand_mhz", out.vm_dem, None), ("cpu_delivered_mhz", out.vm_del, None),
@@ -372,6 +375,7 @@ def run_placed(ctx, *, progress: Callable[[int, int], None] | None = None, timin
         from densim.engine.lifetimes import Liveness
 
         live = Liveness(sc, ctx.schedule, hosts, vms.vcpus)
+        live.failures = ctx.failures  # host failures (engine/failures.py): hosts down draw no power
     # a VM cannot use more than its vCPUs at its host's core speed
     vm_cap_mhz = (vms.vcpus * hosts.core_mhz[host_idx]).astype(np.float32)
 

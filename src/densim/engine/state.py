@@ -165,6 +165,7 @@ class EngineContext:
     saturation: SaturationLog | None = None
     stages: dict[str, Any] = field(default_factory=dict)  # active stages by name (set by the engine)
     schedule: Any = None  # densim.placement.online.Schedule when VMs arrive and leave (scheduling.lifetimes)
+    failures: Any = None  # densim.engine.failures.FailureRun when the scenario has a failures: section
 
     def __post_init__(self) -> None:
         if self.saturation is None:
@@ -285,13 +286,18 @@ def build_context(plant: Plant, seed: int | None = None, source: DemandSource | 
     sc = plant.spec
     seed = sc.simulation.seed if seed is None else int(seed)
     hosts = build_hosts(plant)
-    sched = None
+    sched = frun = fsched = None
     if source is None:
         from densim.engine.lifetimes import plan_schedule, wants_lifetimes
 
         source, group_names, group = build_source(sc, seed)
-        lt = wants_lifetimes(sc, source)
-        if lt is not None:
+        lt = wants_lifetimes(sc, source) if sc.failures is None else None
+        if sc.failures is not None:  # host failures and HA restarts: rows are VM instances (engine/failures.py)
+            from densim.engine.failures import plan_failures
+
+            source, grid, fsched, vm_of, frun = plan_failures(sc, source, hosts, seed, group, build_grid)
+            group = group[vm_of]
+        elif lt is not None:
             sched = plan_schedule(sc, source, hosts, lt)
             source, grid = sched.source, sched.grid
         else:
@@ -305,4 +311,8 @@ def build_context(plant: Plant, seed: int | None = None, source: DemandSource | 
     if sched is not None:
         ctx.schedule = sched.schedule
         vms.host = sched.schedule.host
+    if frun is not None:
+        ctx.schedule = fsched
+        ctx.failures = frun
+        vms.host = fsched.host
     return ctx

@@ -79,7 +79,11 @@ class QosSpec(BaseModel):
     cpu_overcommit: float = Field(default=8.0, gt=0, description="max vCPUs per logical CPU")
     memory_overcommit: float = Field(default=1.0, gt=0, description="max configured memory / host memory")
     max_cpu_utilisation: float = Field(default=1.0, gt=0, le=1.0, description="cap on summed demand / host MHz")
-    ha_spare_hosts: int = Field(default=0, ge=0)
+    ha_spare_hosts: int = Field(default=0, ge=0, description="N+k: k spare hosts")
+    ha_reserve_percent: float = Field(default=0.0, ge=0, lt=100, description="keep this share of the hosts spare "
+                                      "(spare = ceil(N p / (100 - p)) for N hosts packed); the larger of this and ha_spare_hosts")
+    ha_domain_hosts: int = Field(default=0, ge=0, description="hosts per failure domain (rack, chassis): keep one whole "
+                                 "domain spare; the largest of the three")
     memory_slowdown: float = Field(default=1.10, ge=1.0, description="worst VM's memory slowdown X0/X, every step "
                                    "(checked when the plan has a memory section)")
     io_latency_ms: float = Field(default=20.0, gt=0, description="worst host's mean I/O latency, every step "

@@ -13,6 +13,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_valida
 
 from densim.models.carbon import CarbonInputs
 from densim.spec.fabric import FabricSettings
+from densim.spec.failures import FailureSettings
 from densim.models.hardware import CpuSpec, HostCpu, PowerSpec, ServerSpec
 from densim.spec.memory import MemorySettings
 from densim.spec.storage import StorageSettings
@@ -270,4 +271,5 @@ class Scenario(BaseModel):
     fabric: FabricSettings = Field(default_factory=FabricSettings)
     virtualization: VirtualizationSettings = Field(default_factory=VirtualizationSettings)
     carbon: CarbonInputs | None = Field(default=None, description="operational and embodied carbon per VM-year (summary.carbon)")
+    failures: FailureSettings | None = Field(default=None, description="host and domain failures, HA admission and restarts")
     base_dir: str = Field(default=".", description="set by the loader: folder of the scenario file", exclude=True)

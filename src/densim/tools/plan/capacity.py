@@ -17,7 +17,7 @@ Per candidate:
    IOPS within the datastore's budget at that latency, lowered by 15 % when a host still breaks
    it) (:mod:`densim.tools.plan.qos`);
 4. add ``ha_spare_hosts`` spare hosts (N+k: any k hosts may fail and the survivors' spare capacity
-   is the spare hosts');
+   is the spare hosts'), or more for ``ha_reserve_percent`` / ``ha_domain_hosts`` (:func:`ha_spare`);
 5. cost: bill of materials (or price), energy from the power model at each host's mean
    utilisation x PUE x $/kWh, space, licences, maintenance (:mod:`densim.models.cost`).
 
@@ -30,6 +30,7 @@ is feasible, :func:`closest` names the one that came nearest and why it failed.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -220,8 +221,9 @@ def plan_candidate(inv: Inventory, spec: PlanSpec, c: Candidate, *, vcpus=None, 
     res.feasible = not res.reason
     res.window_bound_pct = bound
     res.n_hosts_packed = pl.n_hosts
-    res.n_hosts = pl.n_hosts + q.ha_spare_hosts
-    res.lower_bound_hosts = lower_bound_hosts(p) + q.ha_spare_hosts
+    spare = ha_spare(q, pl.n_hosts)
+    res.n_hosts = pl.n_hosts + spare
+    res.lower_bound_hosts = lower_bound_hosts(p) + spare
     res.vms_per_host = inv.n_vms / res.n_hosts
     res.ready_pct_worst = float(m.ready_pct_worst.max(initial=0.0)) if has_cpu else float("nan")
     res.ready_pct_p99 = float(m.ready_pct_p99.max(initial=0.0)) if has_cpu else float("nan")
@@ -230,7 +232,7 @@ def plan_candidate(inv: Inventory, spec: PlanSpec, c: Candidate, *, vcpus=None, 
     res.cpu_util_peak = float(m.cpu_util_peak.max(initial=0.0)) if has_cpu else float("nan")
     res.mem_peak_frac = float(m.mem_used_peak_frac.max(initial=0.0))
     res.host_of_vm = pl.host_of_vm
-    util_all = np.concatenate([util_host, np.zeros(q.ha_spare_hosts)])
+    util_all = np.concatenate([util_host, np.zeros(spare)])
     watts = power_w(c.power, util_all)
     unknown = [None] * pl.n_hosts
     res.per_host = {"cpu_util_mean": m.cpu_util_mean.tolist() if has_cpu else unknown,
@@ -257,6 +259,13 @@ _FILTER_WORDS = {
     "ready": "CPU Ready above qos.cpu_ready_pct even alone on a host",
     "anti_affinity": "its anti-affinity group",
 }
+
+
+def ha_spare(q, n_packed: int) -> int:
+    """Spare hosts for HA admission on identical hosts: the largest of N+k (``ha_spare_hosts``), a percentage
+    kept free (``s / (N + s) >= p / 100``, so ``s = ceil(N p / (100 - p))``) and one failure domain."""
+    pct = math.ceil(n_packed * q.ha_reserve_percent / (100.0 - q.ha_reserve_percent) - 1e-9) if q.ha_reserve_percent else 0
+    return int(max(q.ha_spare_hosts, pct, q.ha_domain_hosts))
 
 
 def _why(filt: str, p, j: int, host, q) -> str:

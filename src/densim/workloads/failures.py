@@ -1,0 +1,215 @@
+"""Failure events: read from a trace (one row per failure: time, target, duration) or drawn from rates.
+
+A *target* is a host or a failure domain (a named set of hosts: a rack, a PDU, a blade chassis).
+:func:`failure_events` gathers the scenario's inline ``events``, its ``trace`` file and, with
+``random``, failures drawn per target: times to failure exponential with mean MTBF (an annual
+failure rate ``afr`` gives ``MTBF = -1 y / ln(1 - AFR)``, the rate whose one-year survival is
+``1 - AFR``) alternating with repair times exponential with mean MTTR, from the run's seeded
+generator, so a seed gives the same failures. A target's failures may not overlap (one target is
+down or up); a host inside a failed domain that also fails on its own is down while either is.
+
+:func:`host_down_intervals` expands the events to one ``(host, start, end, event)`` row per host
+down, sorted by start: the arrays the failover event loop reads.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from densim.errors import InputError
+
+YEAR_S = 365.25 * 86400.0
+
+
+@dataclass(frozen=True)
+class FailureEvents:
+    """Failures of targets (index into ``targets``: hosts first, then domains), sorted by time."""
+
+    targets: list[str]  # host names, then domain names
+    members: list[np.ndarray]  # per target: the host indices it takes down
+    time_s: np.ndarray  # from the start of the run
+    target: np.ndarray  # int64
+    duration_s: np.ndarray
+    origin: np.ndarray  # object: "trace row N", "events[N]", "random"
+
+    @property
+    def n(self) -> int:
+        return int(self.time_s.size)
+
+
+def mtbf_s(rate) -> float:
+    """Mean time between failures of a :class:`~densim.spec.failures.FailureRate` (s)."""
+    if rate.mtbf_s is not None:
+        return float(rate.mtbf_s)
+    return -YEAR_S / math.log1p(-float(rate.afr))
+
+
+def availability(mtbf: float, mttr: float) -> float:
+    """Steady-state availability of a part that fails after MTBF on average and is repaired in MTTR: MTBF / (MTBF + MTTR)."""
+    return mtbf / (mtbf + mttr)
+
+
+def targets_of(spec, host_names: np.ndarray, host_groups: list[str], host_group: np.ndarray, where: str):
+    """(target names, member host indices per target, domain kinds): every host, then every domain of ``spec.domains``."""
+    index = {str(n): i for i, n in enumerate(host_names)}
+    groups = {g: np.flatnonzero(host_group == gi) for gi, g in enumerate(host_groups)}
+    names = [str(n) for n in host_names]
+    members = [np.array([i], dtype=np.int64) for i in range(len(names))]
+    kinds = ["host"] * len(names)
+    for di, d in enumerate(spec.domains):
+        if d.name in index:
+            raise InputError(where, f"failures.domains[{di}].name", f"{d.name!r} is also a host name")
+        got = []
+        for k, h in enumerate(d.hosts):
+            if h in index:
+                got.append(np.array([index[h]], dtype=np.int64))
+            elif h in groups:
+                got.append(groups[h])
+            else:
+                raise InputError(where, f"failures.domains[{di}].hosts[{k}]", f"unknown host or host group {h!r}")
+        names.append(d.name)
+        members.append(np.unique(np.concatenate(got)))
+        kinds.append(d.kind)
+    return names, members, kinds
+
+
+def read_trace(path: Path) -> tuple[np.ndarray, list[str], np.ndarray]:
+    """(time_s, target, duration_s) of a failure trace CSV with columns time, target, duration.
+
+    Times and durations are seconds or unit strings ("1 d", "4 h").
+    """
+    import polars as pl
+
+    from densim.units import UnitError, parse
+
+    if not path.is_file():
+        raise InputError(path, "failures.trace", "file not found")
+    try:
+        df = pl.read_csv(path, infer_schema=False)
+    except Exception as e:  # noqa: BLE001 - polars raises several kinds for a malformed file
+        raise InputError(path, "", f"not a CSV file: {str(e).splitlines()[0]}") from None
+    missing = [c for c in ("time", "target", "duration") if c not in df.columns]
+    if missing:
+        raise InputError(path, "header", f"missing column(s) {', '.join(missing)} (need time, target, duration)")
+    times, durs = [], []
+    for col, out in (("time", times), ("duration", durs)):
+        for i, v in enumerate(df[col].to_list()):
+            try:
+                x = parse(v.strip() if v is not None else v, "s")
+            except (UnitError, ValueError, TypeError, AttributeError) as e:
+                raise InputError(path, f"row {i + 2}: {col}", f"{v!r} is not a time ({e})") from None
+            if x < 0 or (col == "duration" and x <= 0):
+                raise InputError(path, f"row {i + 2}: {col}", f"{v!r} must be {'positive' if col == 'duration' else '>= 0'}")
+            out.append(x)
+    targets = [str(t).strip() if t is not None else "" for t in df["target"].to_list()]
+    return np.array(times, dtype=np.float64), targets, np.array(durs, dtype=np.float64)
+
+
+def draw(rng: np.random.Generator, n_targets: int, mtbf: float, mttr: float, horizon_s: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Alternating renewal process per target, vectorised over targets: (target, start, duration) of
+    every failure that starts before ``horizon_s`` (up time ~ Exp(MTBF) from 0, then down ~ Exp(MTTR))."""
+    if n_targets == 0:
+        return np.zeros(0, np.int64), np.zeros(0), np.zeros(0)
+    # cycles per round: enough that most targets pass the horizon in one round
+    k = int(min(10_000, max(4, math.ceil(2.0 * horizon_s / (mtbf + mttr)) + 4)))
+    t_end = np.zeros(n_targets)
+    tg, st, du = [], [], []
+    alive = np.arange(n_targets)
+    while alive.size:
+        up = rng.exponential(mtbf, (alive.size, k))
+        down = rng.exponential(mttr, (alive.size, k))
+        cyc = np.cumsum(up + down, axis=1)
+        start = t_end[alive, None] + cyc - down  # failure starts
+        keep = start < horizon_s
+        rows, cols = np.nonzero(keep)
+        tg.append(alive[rows])
+        st.append(start[rows, cols])
+        du.append(down[rows, cols])
+        t_end[alive] += cyc[:, -1]
+        alive = alive[t_end[alive] < horizon_s]
+    return np.concatenate(tg), np.concatenate(st), np.concatenate(du)
+
+
+def failure_events(spec, where: str, base_dir: str, host_names: np.ndarray, host_groups: list[str], host_group: np.ndarray,
+                   horizon_s: float, rng: np.random.Generator) -> FailureEvents:
+    """Every failure of the scenario's ``failures:`` section (see the module docstring)."""
+    names, members, kinds = targets_of(spec, host_names, host_groups, host_group, where)
+    index = {n: i for i, n in enumerate(names)}
+    t, tg, d, origin = [], [], [], []
+    for i, e in enumerate(spec.events):
+        if e.target not in index:
+            raise InputError(where, f"failures.events[{i}].target", f"unknown host or failure domain {e.target!r}")
+        t.append(e.time_s)
+        tg.append(index[e.target])
+        d.append(e.duration_s)
+        origin.append(f"events[{i}]")
+    src_of = {o: where for o in origin}
+    if spec.trace is not None:
+        path = Path(spec.trace)
+        if not path.is_absolute():
+            path = Path(base_dir) / path
+        tt, targets, dd = read_trace(path)
+        for i, name in enumerate(targets):
+            if name not in index:
+                raise InputError(path, f"row {i + 2}: target", f"unknown host or failure domain {name!r}")
+            origin.append(f"row {i + 2}")
+            src_of[f"row {i + 2}"] = str(path)
+        t += tt.tolist()
+        tg += [index[n] for n in targets]
+        d += dd.tolist()
+    time_s = np.array(t, dtype=np.float64)
+    target = np.array(tg, dtype=np.int64)
+    dur = np.array(d, dtype=np.float64)
+    orig = np.array(origin, dtype=object)
+    _check_overlaps(time_s, target, dur, orig, names, src_of)
+    if spec.random is not None:
+        r = spec.random
+        parts = []
+        if r.host is not None:
+            ht, hs, hd = draw(rng, len(host_names), mtbf_s(r.host), float(r.host.mttr_s), horizon_s)
+            parts.append((ht, hs, hd))
+        for kind, rate in r.domains.items():
+            ids = np.array([i for i, k in enumerate(kinds) if k == kind and i >= len(host_names)], dtype=np.int64)
+            if ids.size == 0:
+                raise InputError(where, f"failures.random.domains.{kind}", f"no failure domain of kind {kind!r}")
+            dt, ds, dd2 = draw(rng, ids.size, mtbf_s(rate), float(rate.mttr_s), horizon_s)
+            parts.append((ids[dt], ds, dd2))
+        for pt, ps, pd in parts:
+            target = np.r_[target, pt]
+            time_s = np.r_[time_s, ps]
+            dur = np.r_[dur, pd]
+            orig = np.r_[orig, np.full(pt.size, "random", dtype=object)]
+    order = np.lexsort((target, time_s))
+    return FailureEvents(names, members, time_s[order], target[order], dur[order], orig[order])
+
+
+def _check_overlaps(time_s, target, dur, origin, names, src_of) -> None:
+    """One target cannot fail again while it is down: a one-line error naming both rows."""
+    if time_s.size < 2:
+        return
+    order = np.lexsort((time_s, target))
+    ts, tg, te = time_s[order], target[order], (time_s + dur)[order]
+    bad = np.flatnonzero((tg[1:] == tg[:-1]) & (ts[1:] < te[:-1]))
+    if bad.size:
+        a, b = order[bad[0]], order[bad[0] + 1]
+        raise InputError(src_of[origin[b]], str(origin[b]),
+                         f"target {names[target[b]]!r} fails at {time_s[b]:g} s while still down from {origin[a]} "
+                         f"({time_s[a]:g} s to {time_s[a] + dur[a]:g} s): failures of one target may not overlap")
+
+
+def host_down_intervals(ev: FailureEvents) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(host, start, end, event index) per host taken down by each event, sorted by start then host."""
+    if ev.n == 0:
+        z = np.zeros(0, dtype=np.int64)
+        return z, np.zeros(0), np.zeros(0), z
+    sizes = np.array([ev.members[t].size for t in ev.target], dtype=np.int64)
+    host = np.concatenate([ev.members[t] for t in ev.target])
+    event = np.repeat(np.arange(ev.n, dtype=np.int64), sizes)
+    start = ev.time_s[event]
+    end = start + ev.duration_s[event]
+    order = np.lexsort((host, start))
+    return host[order], start[order], end[order], event[order]
