@@ -6,6 +6,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from densim.models.cost import BomLine, CostInputs
 from densim.models.hardware import HostCpu, PowerSpec
+from densim.spec.forecast import ForecastSpec
 from densim.spec.memory import MemorySettings
 from densim.units import Bytes, PosBytes
 
@@ -109,6 +110,7 @@ class PlanSpec(BaseModel):
     windows: int = Field(default=720, ge=1, description="time windows used while placing")
     optimise: OptimiseSpec = Field(default_factory=OptimiseSpec)
     memory: MemorySettings | None = Field(default=None, description="memory over-commit model for the memory QoS check")
+    forecast: ForecastSpec | None = Field(default=None, description="time remaining from the inventory's history (summary key time_remaining)")
 
     @field_validator("memory")
     @classmethod

@@ -40,6 +40,8 @@ def summary_dict(res: PlanResult, seed: int | None = None) -> dict:
         out["inventory"]["skipped_readings"] = inv.skipped_readings
     if inv.hosts is not None:
         out["hosts_today"] = inv.hosts.by_model()
+    if res.time_remaining is not None:
+        out["time_remaining"] = res.time_remaining
     if res.rightsizing is not None:
         rs = res.rightsizing
         out["rightsizing"] = {"percentile": rs.percentile, "headroom": rs.headroom,
