@@ -87,7 +87,9 @@ def forecast_command(
         if upd:
             spec = ForecastSpec.model_validate(spec.model_dump(by_alias=True) | upd)
         h, _inv = F.load_history(history, fmt, spec)
-        clusters = F.clusters_from(spec)
+        from densim.tools.plan.capacity import host_type_of
+
+        clusters = F.clusters_from(spec, host_type_of)
         if not clusters:
             raise InputError(spec_file or "--spec", "forecast.current", "give today's hosts (hosts, cpu, memory) to forecast for")
         tr = F.time_remaining(h, spec, clusters, cpu_ready_pct=cpu_ready)

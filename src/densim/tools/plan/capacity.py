@@ -469,7 +469,7 @@ def plan(inv: Inventory, spec: PlanSpec) -> PlanResult:
     if spec.forecast is not None:
         from densim.tools.plan.forecast import plan_time_remaining
 
-        tr = plan_time_remaining(inv, spec, results)
+        tr = plan_time_remaining(inv, spec, results, host_type_of)
     return PlanResult(inv, spec, results, rs, time.perf_counter() - t0, notes, tr)
 
 

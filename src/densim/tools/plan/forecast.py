@@ -512,27 +512,26 @@ def _headline(name: str, r: dict, m: dict, interval: float, bound: float) -> str
 # --------------------------------------------------------------------------------------------- entry points
 
 
-def clusters_from(spec: ForecastSpec, inv=None) -> list[Cluster]:
-    """The clusters named by ``forecast.current``."""
-    from densim.tools.plan.capacity import host_type_of
+def clusters_from(spec: ForecastSpec, host_type) -> list[Cluster]:
+    """The clusters named by ``forecast.current``; ``host_type`` builds a host type from a candidate-like entry
+    (:func:`densim.tools.plan.capacity.host_type_of`, passed in: capacity imports this module for its hook)."""
+    from densim.catalog.core import CatalogError
 
     out = []
     if spec.current is not None:
         try:
-            out.append(Cluster(spec.current.name, host_type_of(spec.current), spec.current.hosts, spec.ha_spare_hosts))
-        except KeyError as exc:
+            out.append(Cluster(spec.current.name, host_type(spec.current), spec.current.hosts, spec.ha_spare_hosts))
+        except (CatalogError, KeyError) as exc:
             raise InputError(None, "forecast.current.cpu.model", str(exc).strip("'\"")) from None
     return out
 
 
-def plan_time_remaining(inv, plan_spec, results) -> dict:
+def plan_time_remaining(inv, plan_spec, results, host_type_of) -> dict:
     """The hook of ``densim plan``: time remaining for ``forecast.current`` and for the best feasible candidate
     (its host count, spares included), from the plan's inventory."""
-    from densim.tools.plan.capacity import host_type_of
-
     fs: ForecastSpec = plan_spec.forecast
     h = history_from_inventory(inv, fs.period, fs.statistic)
-    clusters = clusters_from(fs, inv)
+    clusters = clusters_from(fs, host_type_of)
     ok = sorted((r for r in results if r.feasible), key=lambda r: (r.tco.get("per_vm_usd", float("inf")), r.n_hosts))
     if ok:
         best = ok[0]
