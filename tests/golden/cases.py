@@ -180,6 +180,14 @@ def _plan(candidates: str) -> Callable[[Path], dict[str, Any]]:
     return run
 
 
+def _forecast(history: str, spec: str) -> Callable[[Path], dict[str, Any]]:
+    def run(tmp: Path) -> dict[str, Any]:
+        _cli(["forecast", str(REPO / "examples" / history), "--spec", str(REPO / "examples" / spec), "--out", str(tmp)])
+        return flatten(json.loads((tmp / "time_remaining.json").read_text()))
+
+    return run
+
+
 def _sweep(example: str) -> Callable[[Path], dict[str, Any]]:
     def run(tmp: Path) -> dict[str, Any]:
         study = REPO / "examples" / example
@@ -214,6 +222,7 @@ def _cases() -> dict[str, Callable[[Path], dict[str, Any]]]:
     cases["plan-candidates"] = _plan("planning/candidates.yaml")
     cases["plan-candidates-qos"] = _plan("planning/candidates-qos.yaml")
     cases["plan-candidates-licensing"] = _plan("planning/candidates-licensing.yaml")
+    cases["forecast-cluster-history"] = _forecast("forecast/cluster-history.csv", "forecast/forecast.yaml")
     for ex in ("sweeps/overcommit.yaml", "sweeps/planetlab-hosts.yaml"):
         cases["sweep-" + Path(ex).stem] = _sweep(ex)
     return cases

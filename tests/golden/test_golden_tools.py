@@ -5,6 +5,6 @@ import pytest
 from tests.golden.check import cases_with, check_case
 
 
-@pytest.mark.parametrize("case", cases_with(("io-", "size-", "tiles-", "plan-", "sweep-", )))
+@pytest.mark.parametrize("case", cases_with(("io-", "size-", "tiles-", "plan-", "sweep-", "forecast-", )))
 def test_golden(case, tmp_path):
     check_case(case, tmp_path)

@@ -7,6 +7,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from densim.models.carbon import CarbonInputs
 from densim.models.cost import BomLine, CostInputs
 from densim.models.hardware import HostCpu, PowerSpec
+from densim.spec.forecast import ForecastSpec
 from densim.spec.memory import MemorySettings
 from densim.units import Bytes, PosBytes
 
@@ -165,6 +166,7 @@ class PlanSpec(BaseModel):
                                                "report (replaces an RVTools export's vHost tab)")
     licensing: LicensingSpec | None = Field(default=None, description="catalog licences per candidate and a price what-if")
     carbon: CarbonInputs | None = Field(default=None, description="operational and embodied carbon per VM-year")
+    forecast: ForecastSpec | None = Field(default=None, description="time remaining from the inventory's history (summary key time_remaining)")
 
     @field_validator("memory")
     @classmethod

@@ -453,6 +453,7 @@ class PlanResult:
     rightsizing: Any = None
     wall_s: float = 0.0
     notes: list[str] = field(default_factory=list)  # warnings about the inventory and the plan (shown and in summary.json)
+    time_remaining: dict | None = None  # with a forecast section (densim.tools.plan.forecast)
 
     def ranked(self) -> list[CandidateResult]:
         return sorted(self.results, key=lambda r: (not r.feasible, r.tco.get("per_vm_usd", float("inf")), r.n_hosts))
@@ -498,7 +499,12 @@ def plan(inv: Inventory, spec: PlanSpec, progress=None) -> PlanResult:
         if progress is not None:
             progress(c.name)
         results.append(plan_candidate(inv, spec, c, vcpus=vcpus, mem_bytes=mem))
-    return PlanResult(inv, spec, results, rs, time.perf_counter() - t0, notes)
+    tr = None
+    if spec.forecast is not None:
+        from densim.tools.plan.forecast import plan_time_remaining
+
+        tr = plan_time_remaining(inv, spec, results, host_type_of)
+    return PlanResult(inv, spec, results, rs, time.perf_counter() - t0, notes, tr)
 
 
 def tasks_note(inv: Inventory) -> str:

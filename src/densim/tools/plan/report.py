@@ -46,6 +46,8 @@ def summary_dict(res: PlanResult, seed: int | None = None) -> dict:
     if inv.hosts is not None:
         out["hosts_today"] = inv.hosts.by_model()
     out["answer"] = answer_dict(res)
+    if res.time_remaining is not None:
+        out["time_remaining"] = res.time_remaining
     if res.rightsizing is not None:
         rs = res.rightsizing
         out["rightsizing"] = {"percentile": rs.percentile, "headroom": rs.headroom,
