@@ -35,7 +35,7 @@ runner = CliRunner()
 # print what another tool made (none today); every other command reports and must take --json and --quiet
 NOT_REPORTING = {"schema"}
 # commands that can take more than a second on the shipped inputs: progress on stderr (--no-progress to hide)
-SLOW = {"run", "demo", "plan", "study", "studies", "size", "sweep", "report", "bench tiles"}
+SLOW = {"run", "demo", "plan", "study", "studies", "size", "sweep", "report", "bench tiles", "forecast"}
 
 
 def _commands() -> dict[str, object]:

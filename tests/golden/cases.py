@@ -183,7 +183,7 @@ def _plan(candidates: str) -> Callable[[Path], dict[str, Any]]:
 def _forecast(history: str, spec: str) -> Callable[[Path], dict[str, Any]]:
     def run(tmp: Path) -> dict[str, Any]:
         _cli(["forecast", str(REPO / "examples" / history), "--spec", str(REPO / "examples" / spec), "--out", str(tmp)])
-        return flatten(json.loads((tmp / "time_remaining.json").read_text()))
+        return flatten(json.loads((tmp / "summary.json").read_text()))
 
     return run
 

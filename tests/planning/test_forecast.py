@@ -158,7 +158,7 @@ def test_cli_writes_json_and_report(tmp_path):
     assert doc["growth"]["projects"][0]["vm"]["vcpus"] == 4 and doc["growth"]["added_at_horizon"]["vcpus"] == 40
     html = (tmp_path / "o" / "report.html").read_text()
     assert 'id="time-remaining"' in html and doc["clusters"][0]["headline"].split(";")[0] in html.replace("&#39;", "'")
-    assert json.loads((tmp_path / "o" / "time_remaining.json").read_text())["seed"] == 0
+    assert json.loads((tmp_path / "o" / "summary.json").read_text())["seed"] == 42  # densim.rng.DEFAULT_SEED
 
 
 @pytest.mark.parametrize("content, where", [

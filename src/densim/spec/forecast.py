@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Literal
 
+from densim.rng import DEFAULT_SEED
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from densim.models.hardware import HostCpu
@@ -77,7 +78,7 @@ class ForecastSpec(BaseModel):
         default="auto", description="weekly season (daily periods only); auto: the lower AICc of with and without")
     damped_trend: bool = Field(default=False, description="damp the fitted trend (growth slows down)")
     replications: int = Field(default=200, ge=10, le=20000)
-    seed: int = Field(default=0, ge=0)
+    seed: int = Field(default=DEFAULT_SEED, ge=0, description="seed of the simulated paths (recorded in the result)")
     interval: float = Field(default=0.8, gt=0, lt=1, description="central interval of crossing dates (0.8: 10th to 90th percentile)")
     min_periods: int = Field(default=10, ge=4, description="shortest history fitted")
     cpu_ready_pct: float | None = Field(default=None, gt=0, description="CPU Ready bound; default: the plan's qos.cpu_ready_pct, else 5")

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from densim.cli.common import fail
+from densim.cli.common import JsonOpt, NoProgressOpt, Printer, QuietOpt, fail, status
 
 
 def _project(text: str) -> dict:
@@ -33,25 +33,26 @@ def forecast_command(
                                             "inventory with a demand series (generic long CSV/Parquet, Bitbrains, ...)")],
     spec_file: Annotated[Optional[Path], typer.Option("--spec", "--growth", "-s", help="YAML with a 'forecast' section: current "
                                                       "hosts, growth, horizon, replications (a plan's candidates file works too)")] = None,
-    out: Annotated[Path, typer.Option("--out", "-o", help="output folder (time_remaining.json, report.html)")] = Path("forecast-out"),
+    out: Annotated[Path, typer.Option("--out", "-o", help="output folder (summary.json, report.html)")] = Path("forecast-out"),
     fmt: Annotated[str, typer.Option("--format", help="'cluster-history', an inventory format, or 'auto'")] = "auto",
     vms_per_month: Annotated[Optional[float], typer.Option(min=0, help="what-if: VMs added per month (overrides the YAML)")] = None,
     project: Annotated[Optional[list[str]], typer.Option(help="what-if: NAME:DATE:VMS, a project's VMs arriving on DATE (repeatable)")] = None,
     horizon_days: Annotated[Optional[int], typer.Option(min=1, max=3650, help="forecast horizon (overrides the YAML)")] = None,
     replications: Annotated[Optional[int], typer.Option(min=10, max=20000, help="simulated paths (overrides the YAML)")] = None,
     seed: Annotated[Optional[int], typer.Option(min=0, max=2**63 - 1, help="seed of the simulated paths (overrides the YAML)")] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="also print the JSON result on stdout")] = False,
+    json_out: JsonOpt = False,
+    quiet: QuietOpt = False,
+    no_progress: NoProgressOpt = False,
 ) -> None:
     """When CPU Ready crosses its bound and when memory runs out: fitted trend and season, what-if growth, simulated paths."""
-    import json
-
     from densim.errors import InputError
     from densim.spec.forecast import ForecastFile, ForecastSpec, GrowthSpec, Project
     from densim.spec.loader import load_spec
     from densim.tools.plan import forecast as F
 
+    pr = Printer(as_json=json_out, quiet=quiet)
     try:
-        from densim.cli.main import out_folder
+        from densim.cli.common import out_folder
 
         out_folder(out)
         cpu_ready = 5.0
@@ -86,24 +87,26 @@ def forecast_command(
                 upd[k] = v
         if upd:
             spec = ForecastSpec.model_validate(spec.model_dump(by_alias=True) | upd)
-        h, _inv = F.load_history(history, fmt, spec)
-        from densim.tools.plan.capacity import host_type_of
+        with status("forecast", quiet=quiet, no_progress=no_progress) as phase:
+            phase("reading the history")
+            h, _inv = F.load_history(history, fmt, spec)
+            from densim.tools.plan.capacity import host_type_of
 
-        clusters = F.clusters_from(spec, host_type_of)
-        if not clusters:
-            raise InputError(spec_file or "--spec", "forecast.current", "give today's hosts (hosts, cpu, memory) to forecast for")
-        tr = F.time_remaining(h, spec, clusters, cpu_ready_pct=cpu_ready)
-        F.write_outputs(tr, out)
+            clusters = F.clusters_from(spec, host_type_of)
+            if not clusters:
+                raise InputError(spec_file or "--spec", "forecast.current", "give today's hosts (hosts, cpu, memory) to forecast for")
+            phase(f"fitting and simulating {spec.replications} paths")
+            tr = F.time_remaining(h, spec, clusters, cpu_ready_pct=cpu_ready)
+            phase("writing")
+            F.write_outputs(tr, out)
     except InputError as exc:
         fail(exc.one_line())
-    if json_out:
-        typer.echo(json.dumps(tr, indent=2))
-    else:
-        for c in tr["clusters"]:
-            typer.echo(c["headline"])
-        for n in tr["notes"]:
-            typer.echo(f"note: {n}")
-    typer.echo(f"wrote {out}/time_remaining.json, report.html", err=json_out)
+    pr.json(tr)
+    for c in tr["clusters"]:
+        pr.line(c["headline"])
+    for n in tr["notes"]:
+        pr.line(f"note: {n}")
+    pr.line(f"wrote {out}/summary.json, report.html (seed {tr['seed']})")
 
 
 def register(app: typer.Typer) -> None:

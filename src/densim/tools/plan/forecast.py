@@ -593,7 +593,7 @@ def figures(tr: dict) -> list[dict]:
 
 
 def write_outputs(tr: dict, out_dir: str | Path) -> Path:
-    """``time_remaining.json`` and ``report.html`` in ``out_dir``."""
+    """``summary.json`` and ``report.html`` in ``out_dir``."""
     from densim.atomic import write_json_atomic
     from densim.reports import write_report
 
@@ -602,5 +602,5 @@ def write_outputs(tr: dict, out_dir: str | Path) -> Path:
     figs = {f"fig{i}": f for i, f in enumerate(figures(tr))}
     write_report(out / "report.html", "forecast.html.j2", figures=figs, title="Time remaining", seed=tr["seed"],
                  time_remaining=tr, figure_ids=list(figs))
-    write_json_atomic(out / "time_remaining.json", tr)
+    write_json_atomic(out / "summary.json", tr)
     return out
