@@ -14,6 +14,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_valida
 from densim.spec.fabric import FabricSettings
 from densim.models.hardware import CpuSpec, HostCpu, PowerSpec, ServerSpec
 from densim.spec.memory import MemorySettings
+from densim.spec.migration import MigrationSettings
 from densim.spec.storage import StorageSettings
 from densim.spec.virtualization import VirtualizationSettings
 from densim.units import Joules, PosBytes, PosMHz, PosSeconds, Seconds
@@ -267,4 +268,5 @@ class Scenario(BaseModel):
     storage: StorageSettings = Field(default_factory=StorageSettings)
     fabric: FabricSettings = Field(default_factory=FabricSettings)
     virtualization: VirtualizationSettings = Field(default_factory=VirtualizationSettings)
+    migration: MigrationSettings = Field(default_factory=MigrationSettings)
     base_dir: str = Field(default=".", description="set by the loader: folder of the scenario file", exclude=True)
