@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from densim.tools.studies.validation import _err, area_summary, docs_page, validation_table
+from densim.tools.studies.validation import area_summary, docs_page, validation_table
 
 
 def test_page_sharing_frees_the_catalog_shares_by_hand():
