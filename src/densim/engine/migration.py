@@ -204,10 +204,9 @@ class MigrationPlanner:
             np.add.at(net, f[:, 4].astype(np.int64), mb)
         host_acc.add_reduced("migration_net_mb_per_s", net / self.step_s)  # sum over steps of MB/s
 
-    def final_loads(self, host_on: np.ndarray):
-        """Per host at the end: vCPUs, VMs and memory placed, and whether it drew power at some time."""
-        from densim.engine.run import host_loads
-
+    def final_loads(self, host_on: np.ndarray, host_loads):
+        """Per host at the end (``host_loads``: :func:`densim.engine.run.host_loads`): vCPUs, VMs and
+        memory placed, and whether it drew power at some time."""
         vcpus, nvms, mem, on = host_loads(self.ctx)
         return vcpus, nvms, mem, on | self.ever_on | host_on
 

@@ -483,7 +483,7 @@ def run_placed(ctx, *, progress: Callable[[int, int], None] | None = None, timin
     if live is not None and live.policy == "off":
         host_on = live.ever_on
     if mig is not None:  # the hosts' loads at the end; a host that had VMs at some time drew power
-        vcpus_per_host, vms_per_host, mem_per_host, host_on = mig.final_loads(host_on)
+        vcpus_per_host, vms_per_host, mem_per_host, host_on = mig.final_loads(host_on, host_loads)
         stages = [*stages, mig]
     res = Result(ctx=ctx, vm_acc=vm_acc, host_acc=host_acc, stages=stages, host_on=host_on,
                  vcpus_per_host=vcpus_per_host, vms_per_host=vms_per_host, mem_per_host=mem_per_host,
