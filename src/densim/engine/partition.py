@@ -91,6 +91,9 @@ def plan_run(plant: Plant, seed: int | None = None) -> tuple[RunPlan, EngineCont
     if stages:
         raise InputError(plant.spec.name, "", f"a run split by host partitions models CPU and power only; this scenario "
                                               f"switches on the stage(s) {', '.join(stages)} (run it in one process)")
+    if ctx.scenario.migration.model != "none":
+        raise InputError(plant.spec.name, "migration", "a run split by host partitions cannot move VMs between parts "
+                                                       "(run it in one process)")
     if ctx.schedule is not None:
         raise InputError(plant.spec.name, "scheduling.lifetimes", "a run split by host partitions does not yet follow VMs "
                                                                   "that arrive and leave (run it in one process, or set "

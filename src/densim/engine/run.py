@@ -330,6 +330,16 @@ def host_loads(ctx) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     return vcpus_per_host, vms_per_host, mem_per_host, host_on
 
 
+def _placement_arrays(ctx):
+    """The CPU setup's placement inputs for ``ctx.vms.host`` (after VMs moved)."""
+    vms, hosts = ctx.vms, ctx.hosts
+    perm, starts, hosts_with = _host_segments(vms.host)
+    placed = vms.host >= 0
+    vcpus_per_host, _, _, host_on = host_loads(ctx)
+    vm_cap_mhz = (vms.vcpus * hosts.core_mhz[np.where(placed, vms.host, 0)]).astype(np.float32)
+    return perm, starts, hosts_with, placed, host_on, vcpus_per_host, vm_cap_mhz
+
+
 def place_vms(ctx) -> None:
     """Initial placement: ``ctx.vms.host`` (-1 where a VM fits nowhere), by the scenario's policy.
     With lifetimes (``ctx.schedule``) :func:`~densim.engine.state.build_context` placed them online."""
@@ -390,6 +400,9 @@ def run_placed(ctx, *, progress: Callable[[int, int], None] | None = None, timin
             ctx.stages[st.name] = st
     for st in stages:  # prepare once every active stage is known (a stage may look another up)
         st.prepare(ctx)
+    from densim.engine.migration import planner_for, windows
+
+    mig = planner_for(ctx, stages, live)  # VMs moved during the run (migration section), or None
 
     from densim.engine import cpu_kernel as K
 
@@ -411,9 +424,10 @@ def run_placed(ctx, *, progress: Callable[[int, int], None] | None = None, timin
     channels = ("cpu_mhz",) if lean else tuple(ctx.source.channels)
     cap0 = hosts.capacity_mhz.astype(np.float32)
 
-    for t0 in range(0, T, chunk_steps):
-        t1 = min(T, t0 + chunk_steps)
+    for t0, t1 in windows(T, chunk_steps, mig):
         n = t1 - t0
+        if mig is not None:  # land finished migrations, take due decisions; new host segments if moved
+            cpu = mig.cpu(cpu, lambda: _CpuSetup(ctx, *_placement_arrays(ctx), K))
         chunk = Chunk(t0=t0, t1=t1, step_s=step_s)
         fac = factors(grid, t0, t1) if factors is not None else None
         if active:
@@ -432,10 +446,14 @@ def run_placed(ctx, *, progress: Callable[[int, int], None] | None = None, timin
             cap_h = chunk.host_capacity_mhz
         else:
             cap_h = cap0[None, :]
+        if mig is not None:
+            cap_h = mig.capacity(t0, t1, cap_h)
         by_step = live.chunk(grid.edges_s(t0, t1), perm, starts, hosts_with, H, step_s) if live is not None else None
         out = cpu.run(fac if fac is not None else chunk.vm["cpu_demand_mhz"], cap_h, n,
                       host_series={name: host_acc.series_view(name, t0, n) for name in _HOST_SERIES} if keep_host else None,
                       want_stage_arrays=bool(stages) or keep_vm, by_step=by_step)
+        if mig is not None:
+            mig.observe(t0, t1, out, host_acc)
         if stages:
             chunk.vm.update(cpu_claim_mhz=out.v_claim, cpu_delivered_mhz=out.v_del, cpu_ready_s=out.v_ready)
             chunk.host.update(cpu_demand_mhz=out.o_claim, cpu_delivered_mhz=out.o_del, utilisation=out.o_util,
@@ -468,6 +486,9 @@ def run_placed(ctx, *, progress: Callable[[int, int], None] | None = None, timin
     timings["engine_s"] = time.perf_counter() - t_engine
     if live is not None and live.policy == "off":
         host_on = live.ever_on
+    if mig is not None:  # the hosts' loads at the end; a host that had VMs at some time drew power
+        vcpus_per_host, vms_per_host, mem_per_host, host_on = mig.final_loads(host_on, host_loads)
+        stages = [*stages, mig]
     res = Result(ctx=ctx, vm_acc=vm_acc, host_acc=host_acc, stages=stages, host_on=host_on,
                  vcpus_per_host=vcpus_per_host, vms_per_host=vms_per_host, mem_per_host=mem_per_host,
                  timings=timings, liveness=live)

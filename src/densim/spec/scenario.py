@@ -16,6 +16,7 @@ from densim.spec.fabric import FabricSettings
 from densim.spec.failures import FailureSettings
 from densim.models.hardware import CpuSpec, HostCpu, PowerSpec, ServerSpec
 from densim.spec.memory import MemorySettings
+from densim.spec.migration import MigrationSettings
 from densim.spec.storage import StorageSettings
 from densim.spec.virtualization import VirtualizationSettings
 from densim.rng import DEFAULT_SEED
@@ -272,4 +273,5 @@ class Scenario(BaseModel):
     virtualization: VirtualizationSettings = Field(default_factory=VirtualizationSettings)
     carbon: CarbonInputs | None = Field(default=None, description="operational and embodied carbon per VM-year (summary.carbon)")
     failures: FailureSettings | None = Field(default=None, description="host and domain failures, HA admission and restarts")
+    migration: MigrationSettings = Field(default_factory=MigrationSettings)
     base_dir: str = Field(default=".", description="set by the loader: folder of the scenario file", exclude=True)
