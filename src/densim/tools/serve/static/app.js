@@ -210,6 +210,8 @@ document.getElementById("compare").addEventListener("change", (e) => {
   b.root.hidden = !on;
   document.getElementById("diff").hidden = !on;
   document.getElementById("panes").classList.toggle("two", on);
+  // plots drawn at the old width: fit them to the new column width
+  requestAnimationFrame(() => document.querySelectorAll(".js-plotly-plot").forEach((d) => Plotly.Plots.resize(d)));
   if (on) {
     buildControls(b, values(paneOf("a"))); // B starts as a copy of A
     submit(b);
