@@ -193,3 +193,24 @@ def test_cli_bad_input_is_one_line(monkeypatch, micro, tmp_path, args, expect):
     assert r.exit_code == 1
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("densim: error:") and expect in lines[0], r.stderr
+
+
+def test_inventory_folder_runs_with_the_given_hosts(traces, tmp_path):
+    from fastapi.testclient import TestClient
+
+    from densim.errors import InputError
+    from densim.tools.serve.app import create_app
+    from densim.tools.serve.sources import Sources, inventory_source
+
+    folder = traces / "gwa-t-12-rnd-2013-8-first250"
+    with pytest.raises(InputError, match="give --server NAME"):
+        inventory_source(folder, None, None)  # an inventory names no hosts: no silent default
+    with pytest.raises(InputError, match="for a planetlab inventory write a scenario"):
+        inventory_source(traces / "planetlab-20110303", "hp-dl380-g7", 4)
+    src = inventory_source(folder, "hp-dl380-g7", 40)
+    with TestClient(create_app(Sources([src]), tmp_path / "out")) as c:
+        st = wait_done(c, run(c).json()["key"])
+        assert st["state"] == "done", st
+        heads = {h["key"]: h["value"] for h in st["view"]["headline"]}
+        assert heads["vms_placed"] + heads["vms_unplaced"] == 250  # the folder's 250 VM files
+        assert run(c, {"cluster.hosts[0].count": "41"}).json()["key"] != st["key"]

@@ -52,8 +52,8 @@ def inventory_source(path: Path, server: str | None, hosts: int | None) -> Sourc
 
     fmt = detect_format(path)
     if fmt not in INVENTORY_FORMATS:
-        raise InputError(path, "", f"a {fmt} inventory has no per-VM demand series a scenario can run "
-                                   f"(serve reads {', '.join(INVENTORY_FORMATS)} folders; 'densim plan' reads {fmt})")
+        raise InputError(path, "", f"serve reads {', '.join(INVENTORY_FORMATS)} inventory folders directly (VM sizes and demand "
+                                   f"from the files); for a {fmt} inventory write a scenario that names it (see examples/) or use 'densim plan'")
     if server is None or hosts is None:
         raise InputError(path, "", "an inventory gives VMs, not hosts: give --server NAME (a catalog server) and --hosts N")
     mapping = {
