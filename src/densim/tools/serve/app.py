@@ -1,0 +1,199 @@
+"""The FastAPI application of ``densim serve``.
+
+Routes (all JSON unless said otherwise):
+
+* ``GET /``: the page (jinja2 template); ``GET /static/...``: its script and style sheet, and
+  plotly.js from the installed plotly package (the page works offline);
+* ``GET /api/sources``, ``GET /api/sources/{id}``: what the page can start from and its controls;
+* ``POST /api/run`` ``{source, edits: {field path: text}, slot}``: validate and start (or find in the
+  cache) a run; a bad value answers 422 with the CLI's message per field;
+* ``GET /api/runs/{key}``: state, progress and, when done, headline, plots and tables;
+* ``GET /api/runs/{key}/scenario.yaml``: the scenario on screen; ``GET /api/runs/{key}/files/{name}``:
+  its ``summary.json``, Parquet tables and ``report.html`` (written to the output folder on first request);
+* ``GET /api/diff?a=KEY&b=KEY``: the fields and headline figures in which two runs differ.
+
+The server reads only the files its sources name and writes only under ``out``; a file name in a
+download must be one of the run folder's own files (no paths).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, HTTPException, Query
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
+from pydantic import BaseModel, Field
+
+from densim.errors import ScenarioInvalid
+from densim.tools.serve.edits import apply_edits, controls, field_errors
+from densim.tools.serve.runs import Runs
+from densim.tools.serve.sources import Sources
+
+HERE = Path(__file__).resolve().parent
+KEY_RE = re.compile(r"^[0-9a-f]{64}$")
+
+
+class RunRequest(BaseModel):
+    source: str = Field(max_length=1000)
+    edits: dict[str, str | int | float | bool | None] = Field(default_factory=dict, max_length=200)
+    slot: str = Field(default="a", pattern=r"^[a-z0-9]{1,8}$")
+
+
+def plotly_js_path() -> Path:
+    import plotly
+
+    return Path(plotly.__file__).resolve().parent / "package_data" / "plotly.min.js"
+
+
+def _flatten(node: Any, prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if isinstance(node, dict):
+        for k, v in node.items():
+            out.update(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+    elif isinstance(node, list) and node and all(isinstance(v, dict) for v in node):
+        for i, v in enumerate(node):
+            out.update(_flatten(v, f"{prefix}[{i}]"))
+    else:
+        out[prefix] = node
+    return out
+
+
+def scenario_yaml(mapping: dict[str, Any], origin: str) -> str:
+    """The mapping as a scenario file (imports are merged already, so the list is dropped)."""
+    import yaml
+
+    doc = {k: v for k, v in mapping.items() if k != "imports"}
+    head = f"# densim serve: {origin} with the page's edits (imports merged, file paths absolute)\n"
+    return head + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
+
+
+def create_app(sources: Sources, out: str | Path, *, runs: Runs | None = None) -> FastAPI:
+    """The application serving ``sources``; result files go under ``out`` only."""
+    import jinja2
+
+    out = Path(out).resolve()
+    runs = runs or Runs()
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(HERE / "templates")), autoescape=True)
+    from contextlib import asynccontextmanager
+
+    @asynccontextmanager
+    async def lifespan(_app):
+        yield
+        runs.shutdown()
+
+    app = FastAPI(title="densim serve", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
+    app.state.runs = runs
+    app.state.out = out
+    app.mount("/static/app", StaticFiles(directory=str(HERE / "static")), name="static")
+
+    def job_or_404(key: str, *, done: bool = False):
+        job = runs.get(key) if KEY_RE.match(key) else None
+        if job is None:
+            raise HTTPException(404, "no such run (it may have left the cache: change a control to run it again)")
+        if done and job.state != "done":
+            raise HTTPException(409, f"the run is {job.state}")
+        return job
+
+    @app.get("/", response_class=HTMLResponse)
+    def index() -> str:
+        import densim
+
+        return env.get_template("index.html.j2").render(version=densim.__version__, sources=sources.list(), first=sources.first.id)
+
+    @app.get("/static/plotly.min.js")
+    def plotly_js() -> FileResponse:
+        return FileResponse(plotly_js_path(), media_type="text/javascript")
+
+    @app.get("/api/sources")
+    def list_sources() -> list[dict[str, str]]:
+        return sources.list()
+
+    @app.get("/api/sources/{sid:path}")
+    def source(sid: str) -> dict[str, Any]:
+        if sid not in sources:
+            raise HTTPException(404, "no such source")
+        s = sources[sid]
+        return {**s.describe(), "origin": s.origin, "controls": controls(s.mapping)}
+
+    @app.post("/api/run")
+    def run(req: RunRequest) -> JSONResponse:
+        if req.source not in sources:
+            raise HTTPException(404, "no such source")
+        src = sources[req.source]
+        paths = [c["path"] for c in controls(src.mapping)]
+        try:
+            mapping = apply_edits(src.mapping, req.edits, src.origin)
+            key, plant = runs.prepare(mapping, src.origin, src.base_dir)
+        except ScenarioInvalid as exc:
+            fields, other = field_errors(exc, paths + list(req.edits))
+            return JSONResponse({"errors": fields, "general": other}, status_code=422)
+        job, cached, gen = runs.submit(key, plant, mapping, src.origin, req.slot)
+        return JSONResponse({"key": key, "cached": cached, "generation": gen, **job.status()})
+
+    @app.get("/api/runs/{key}")
+    def status(key: str) -> dict[str, Any]:
+        return job_or_404(key).status()
+
+    @app.get("/api/runs/{key}/scenario.yaml")
+    def download_yaml(key: str) -> Response:
+        job = job_or_404(key)
+        name = re.sub(r"[^A-Za-z0-9_.-]+", "-", str(job.mapping.get("name") or "scenario"))[:80]
+        return Response(scenario_yaml(job.mapping, job.origin), media_type="application/yaml",
+                        headers={"Content-Disposition": f'attachment; filename="{name}.yaml"'})
+
+    @app.get("/api/runs/{key}/files")
+    def files(key: str) -> list[str]:
+        folder = runs.write(job_or_404(key, done=True), out / "runs")
+        return sorted(p.name for p in folder.iterdir() if p.is_file())
+
+    @app.get("/api/runs/{key}/files/{name}")
+    def file(key: str, name: str) -> FileResponse:
+        folder = runs.write(job_or_404(key, done=True), out / "runs")
+        own = {p.name: p for p in folder.iterdir() if p.is_file()}
+        if name not in own:  # only the run folder's own files by their exact names: no paths, no '..'
+            raise HTTPException(404, "no such result file")
+        path = own[name].resolve()
+        if path.parent != folder.resolve():  # a symbolic link out of the folder
+            raise HTTPException(404, "no such result file")
+        return FileResponse(path, filename=name)
+
+    @app.get("/api/diff")
+    def diff(a: str = Query(max_length=64), b: str = Query(max_length=64)) -> dict[str, Any]:
+        ja, jb = job_or_404(a), job_or_404(b)
+        fa, fb = _flatten({k: v for k, v in ja.mapping.items() if k != "imports"}), _flatten({k: v for k, v in jb.mapping.items() if k != "imports"})
+        fields = [{"path": p, "a": fa.get(p), "b": fb.get(p)} for p in sorted(set(fa) | set(fb)) if fa.get(p) != fb.get(p)]
+        heads = []
+        if ja.state == "done" and jb.state == "done":
+            hb = {h["key"]: h for h in jb.view["headline"]}
+            for h in ja.view["headline"]:
+                if h["key"] in hb:
+                    heads.append({"key": h["key"], "label": h["label"], "a": h["text"], "b": hb[h["key"]]["text"],
+                                  "delta": hb[h["key"]]["value"] - h["value"]})
+        return {"fields": fields, "headline": heads}
+
+    return app
+
+
+def run_server(app: FastAPI, host: str, port: int, *, on_ready=None) -> None:
+    """Serve ``app`` with uvicorn on ``host:port`` until interrupted; ``on_ready(url)`` once it listens."""
+    import uvicorn
+
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)
+    server = uvicorn.Server(config)
+    if on_ready is not None:
+        import threading
+
+        def wait() -> None:
+            import time
+
+            while not server.started and not server.should_exit:
+                time.sleep(0.05)
+            if server.started:
+                bound = server.servers[0].sockets[0].getsockname()[1] if server.servers and server.servers[0].sockets else port
+                on_ready(f"http://{host if ':' not in host else f'[{host}]'}:{bound}/")
+
+        threading.Thread(target=wait, daemon=True).start()
+    server.run()

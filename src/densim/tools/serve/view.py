@@ -1,0 +1,123 @@
+"""A run's result as plain data for the page: the headline (from ``summary.json``'s figures), the
+plots and the tables of the run report, binned as the report bins them.
+
+:func:`headline` is the one formatting function for the headline; it reads only the summary dict
+(``Result.summary``, the same figures ``densim run`` writes to ``summary.json``) so that it can later
+be shared with the reports.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+MAX_HEAT_HOSTS = 120  # as the run report
+MAX_HEAT_STEPS = 400
+MAX_LINE_POINTS = 2000
+WORST_VMS = 20
+
+
+def _num(v: float, digits: int) -> str:
+    return f"{v:,.{digits}f}"
+
+
+def headline(s: dict[str, Any]) -> list[dict[str, Any]]:
+    """The headline figures of a run summary: ``{key, label, value, text}`` per figure.
+
+    ``value`` is the summary's number (unrounded); ``text`` is how the page shows it. Figures the
+    summary does not carry (memory slowdown without the memory model, cost: the run summary has no
+    prices) are left out rather than shown as zero."""
+    t = s["totals"]
+    q = s["qos"]
+    out = [
+        {"key": "energy_kwh", "label": "energy", "value": t["energy_kwh"], "text": f"{_num(t['energy_kwh'], 1)} kWh"},
+        {"key": "hosts_used", "label": "hosts used", "value": s["hosts_used"], "text": f"{s['hosts_used']:,} / {s['hosts_total']:,}"},
+        {"key": "vms_placed", "label": "VMs placed", "value": s["vms_placed"], "text": f"{s['vms_placed']:,} / {s['vms_total']:,}"},
+        {"key": "vms_unplaced", "label": "VMs unplaced", "value": s["vms_unplaced"], "text": f"{s['vms_unplaced']:,}"},
+        {"key": "cpu_ready_pct_mean", "label": "CPU Ready mean", "value": q["cpu_ready_pct_mean"], "text": f"{q['cpu_ready_pct_mean']:.2f} %"},
+        {"key": "cpu_ready_pct_worst_vm_mean", "label": "CPU Ready worst VM", "value": q["cpu_ready_pct_worst_vm_mean"],
+         "text": f"{q['cpu_ready_pct_worst_vm_mean']:.2f} %"},
+        {"key": "vms_ready_over_5pct", "label": "VMs ready > 5 %", "value": q["vms_ready_over_5pct"], "text": f"{q['vms_ready_over_5pct']:,}"},
+    ]
+    mem = s.get("memory")
+    if mem is not None:
+        out.append({"key": "worst_vm_slowdown", "label": "memory slowdown worst VM", "value": mem["worst_vm_slowdown"],
+                    "text": f"{mem['worst_vm_slowdown']:.3f} x"})
+        out.append({"key": "vms_slowed", "label": "VMs slowed by memory", "value": mem["vms_slowed"], "text": f"{mem['vms_slowed']:,}"})
+    return out
+
+
+def _bin_time(series: np.ndarray, max_steps: int) -> tuple[np.ndarray, int]:
+    """Mean over runs of ``f`` steps so that at most ``max_steps`` remain (the last bin padded with its last value)."""
+    T = series.shape[0]
+    f = int(math.ceil(T / max_steps)) if T > max_steps else 1
+    if f == 1:
+        return series, 1
+    pad = (-T) % f
+    s = np.concatenate([series, np.repeat(series[-1:], pad, axis=0)]) if pad else series
+    return s.reshape(-1, f, s.shape[1]).mean(axis=1), f
+
+
+def _round(a: np.ndarray, digits: int = 4) -> list:
+    return np.round(np.asarray(a, dtype=float), digits).tolist()
+
+
+def _heat(series: np.ndarray, names: np.ndarray, order: np.ndarray, step_s: float, title: str, zmax: float | None, unit: str) -> dict:
+    sel = order[:MAX_HEAT_HOSTS]
+    binned, f = _bin_time(series[:, sel], MAX_HEAT_STEPS)
+    hours = np.arange(binned.shape[0]) * f * step_s / 3600.0
+    trace = {"type": "heatmap", "z": _round(binned.T), "x": _round(hours, 3), "y": [str(h) for h in names[sel]], "zmin": 0,
+             "colorscale": "Viridis", "colorbar": {"title": {"text": unit}}}
+    if zmax is not None:
+        trace["zmax"] = zmax
+    return {"data": [trace], "layout": {"title": {"text": title}, "xaxis": {"title": {"text": "hours from start"}},
+                                        "yaxis": {"title": {"text": "host"}}, "height": max(300, 6 * len(sel) + 140),
+                                        "margin": {"l": 110, "r": 20, "t": 40, "b": 40}}}
+
+
+def view(res) -> dict[str, Any]:
+    """Headline, plots (plotly figure dicts) and tables of a :class:`~densim.engine.result.Result`."""
+    import polars as pl
+
+    s = res.summary.to_dict()
+    c = res.ctx
+    step = c.grid.step_s
+    hosts, vms = res.hosts, res.vms
+    used = np.flatnonzero(res.vms_per_host > 0)
+    util_mean = hosts["utilisation_mean"].to_numpy()
+    order = used[np.argsort(-util_mean[used], kind="stable")] if used.size else np.arange(min(c.hosts.n, MAX_HEAT_HOSTS))
+    plots: list[dict[str, Any]] = []
+    hs = res.host_acc.series
+    if "power_w" in hs:
+        total, f = _bin_time(hs["power_w"].sum(axis=1, keepdims=True), MAX_LINE_POINTS)
+        hours = np.arange(total.shape[0]) * f * step / 3600.0
+        plots.append({"id": "power", "data": [{"type": "scatter", "mode": "lines", "x": _round(hours, 3), "y": _round(total[:, 0] / 1000.0),
+                                                "name": "cluster power"}],
+                      "layout": {"title": {"text": "Cluster power"}, "xaxis": {"title": {"text": "hours from start"}},
+                                 "yaxis": {"title": {"text": "kW"}}, "height": 300, "margin": {"l": 60, "r": 20, "t": 40, "b": 40}}})
+    if "utilisation" in hs:
+        plots.append({"id": "util", **_heat(hs["utilisation"], c.hosts.names, order, step, "Host CPU utilisation", 1.0, "util")})
+        plots.append({"id": "ready", **_heat(hs["cpu_ready_pct"], c.hosts.names, order, step, "CPU Ready per vCPU (%)", None, "%")})
+    energy = (hosts.group_by("server", maintain_order=True)
+              .agg(pl.col("powered_on").sum().alias("on"), (pl.col("energy_j").sum() / 3.6e6).alias("kwh"),
+                   pl.col("utilisation_mean").mean().alias("util")).to_dicts())
+    worst = (vms.filter(pl.col("placed"))
+             .with_columns((pl.col("cpu_unserved_mhz_s") / pl.max_horizontal(pl.col("cpu_demand_mhz_s"), pl.lit(1e-9))).alias("unserved"))
+             .sort(["cpu_ready_pct_mean", "vm"], descending=[True, False]).head(WORST_VMS).to_dicts())
+    tables = [
+        {"id": "energy", "title": "Power and energy by host group", "columns": ["host group", "hosts on", "energy (kWh)", "mean utilisation"],
+         "rows": [[r["server"], f"{r['on']:,}", f"{r['kwh']:,.2f}", f"{100 * r['util']:.1f} %"] for r in energy]},
+        {"id": "worst", "title": "VMs with the worst CPU Ready", "columns": ["VM", "host", "vCPUs", "mean ready %", "worst step ready %", "unserved share"],
+         "rows": [[str(r["vm"]), str(r["host"]), f"{r['vcpus']}", f"{r['cpu_ready_pct_mean']:.2f}", f"{r['cpu_ready_pct_max']:.2f}",
+                   f"{100 * r['unserved']:.2f} %"] for r in worst]},
+    ]
+    sat = s.get("saturation") or []
+    if sat:
+        tables.append({"id": "saturation", "title": "Saturated resources", "columns": ["resource", "kind", "peak busy", "steps", "share of time"],
+                       "rows": [[str(r["resource"]), str(r["kind"]), f"{100 * r['peak']:.1f} %", f"{r['steps']}", f"{100 * r['share_of_time']:.1f} %"]
+                                for r in sat[:50]]})
+    return {"scenario": s["scenario"], "headline": headline(s), "unplaced": s["unplaced_vms"][:50],
+            "subtitle": f"{c.grid.n_steps} steps of {step:g} s; placement {s['placement']['policy']}; CPU model {s['models']['cpu_contention']}",
+            "plots": plots, "tables": tables}
