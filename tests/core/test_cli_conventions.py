@@ -31,9 +31,10 @@ from tests.fuzz.inputs import ALL, HOST, IO, SCENARIO, SIZE, STUDY, build
 
 runner = CliRunner()
 
-# commands whose whole output is a document already (schema prints the JSON Schema) or that only
-# print what another tool made (none today); every other command reports and must take --json and --quiet
-NOT_REPORTING = {"schema"}
+# commands whose whole output is a document already (schema prints the JSON Schema), or that serve
+# rather than report (serve runs a web server until stopped; its pages download summary.json);
+# every other command reports and must take --json and --quiet
+NOT_REPORTING = {"schema", "serve"}
 # commands that can take more than a second on the shipped inputs: progress on stderr (--no-progress to hide)
 SLOW = {"run", "demo", "plan", "study", "studies", "size", "sweep", "report", "bench tiles", "forecast"}
 
