@@ -212,3 +212,22 @@ def test_sums_do_not_depend_on_the_number_of_threads():
     for r in got[1:]:
         for name in ("fault_rate_per_s", "slowdown", "fault_cpu_mhz"):
             np.testing.assert_array_equal(getattr(r, name), getattr(got[0], name))
+
+
+def test_in_place_writes_the_same_demand_over_its_input():
+    rng = np.random.default_rng(3)
+    T, V, H = 40, 30, 4
+    host = rng.integers(0, H, V)
+    vm_ids = np.flatnonzero(rng.random(V) < 0.6)
+    k = vm_ids.size
+    unit = M.FaultRates(*(rng.exponential(0.2, k) for _ in range(4)), rng.random(k))
+    args = (vm_ids, host[vm_ids], H, unit, rng.uniform(50.0, 4000.0, k), rng.uniform(1000.0, 4000.0, k),
+            rng.uniform(0.5, 2.0, k), rng.uniform(2000.0, 3000.0, k))
+    demand = rng.uniform(0.0, 4500.0, (T, V)).astype(np.float32)
+    want = M.solve_steps(demand, *args, store=FC_SAN, series=False)
+    mine = demand.copy()
+    got = M.solve_steps(mine, *args, store=FC_SAN, series=False, in_place=True)
+    assert got.demand_mhz is mine  # no second (steps x VMs) array
+    np.testing.assert_array_equal(mine, want.demand_mhz)
+    with pytest.raises(ValueError, match="in_place"):
+        M.solve_steps(np.asfortranarray(demand), *args, store=FC_SAN, in_place=True)  # needs a C-ordered copy

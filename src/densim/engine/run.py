@@ -43,6 +43,8 @@ class Chunk:
     # (and maxima, for a metric aggregated by max) over the chunk's steps in vm_reduced instead of vm_out
     keep_vm_series: bool = True
     vm_reduced: dict[str, tuple[np.ndarray, np.ndarray | None]] = field(default_factory=dict)
+    # names of chunk.vm arrays nobody else holds (a stage may write into them instead of copying)
+    owned: set[str] = field(default_factory=set)
 
     @property
     def n_steps(self) -> int:
@@ -436,6 +438,8 @@ def run_placed(ctx, *, progress: Callable[[int, int], None] | None = None, timin
             win = ctx.source.window(grid, t0, t1, channels)
             chunk.vm["cpu_demand_mhz"] = win.pop("cpu_mhz")
             chunk.vm.update(win)
+            if getattr(ctx.source, "fresh_windows", False):
+                chunk.owned.add("cpu_demand_mhz")
         if stages:
             chunk.host_capacity_mhz = np.broadcast_to(cap0, (n, H)).copy()
             for st in stages:

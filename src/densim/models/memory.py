@@ -1023,6 +1023,7 @@ def solve_steps(
     rounds: int = 3,
     iterations: int = 40,
     series: bool = True,
+    in_place: bool = False,
 ) -> StepFaults:
     """Faults, throughput and fault-handling CPU of VMs whose memory stays where it is, every step of a chunk.
 
@@ -1043,6 +1044,9 @@ def solve_steps(
     for a run that keeps no per-VM time series. Each sum is taken in step order within fixed
     blocks of :data:`SUM_BLOCK_STEPS` steps and the blocks' sums are added in order, so it does not
     depend on the number of threads; it differs from a plain sum over the rows in rounding only.
+
+    ``in_place=True``: the demand with the fault CPU added is written over ``demand_mhz`` (which the
+    caller owns: a float32 C-ordered array), so no second (steps x VMs) array is allocated.
     """
     demand = np.require(demand_mhz, requirements=["C", "W"])
     T, V = demand.shape
@@ -1092,7 +1096,9 @@ def solve_steps(
     else:
         fr = sd = fcpu = np.zeros((0, 0), np.float32)
         sums = np.zeros((3, -(-T // SUM_BLOCK_STEPS), vm_ids.size))  # per block of steps, per VM in host order
-    dem_out = np.empty_like(demand) if every else demand.copy()
+    if in_place and demand is not demand_mhz:
+        raise ValueError("solve_steps(in_place=True) needs a writeable C-ordered demand array")
+    dem_out = demand if in_place else np.empty_like(demand) if every else demand.copy()
     sd_max = np.ones(V, np.float32)
     # hosts without a faulting VM carry only their background load
     util_s0 = bg_s / st_p[3]

@@ -409,13 +409,16 @@ class MemoryStage(BaseStage):
         vms_idx = self.vm_idx[fidx]
         u = self._unit
         if not self.coupled:  # one numba pass over the chunk: faults, fixed point per (step, host), outputs
-            res = M.solve_steps(chunk.vm["cpu_demand_mhz"], vms_idx, self._host_idx[fidx], H,
+            demand = chunk.vm["cpu_demand_mhz"]
+            own = ("cpu_demand_mhz" in chunk.owned and demand.dtype == np.float32 and demand.flags.c_contiguous
+                   and demand.flags.writeable)
+            res = M.solve_steps(demand, vms_idx, self._host_idx[fidx], H,
                                 M.FaultRates(*(getattr(u, name)[fidx] for name in ("compressed", "cache", "store", "guest",
                                                                                     "miss_ratio"))),
                                 self.rate[vms_idx], self._cap_vm[vms_idx], self.theta[vms_idx], self._core_mhz_vm[vms_idx],
                                 store=self.store, cache=self.cache, costs=self._costs,
                                 background_store_iops=self.settings.background_swap_iops, store_ios_per_fault=self._store_ios,
-                                series=chunk.keep_vm_series)
+                                series=chunk.keep_vm_series, in_place=own)
             if chunk.keep_vm_series:
                 out_vm.update(mem_fault_rate_per_s=res.fault_rate_per_s, mem_slowdown=res.slowdown,
                               mem_fault_cpu_mhz=res.fault_cpu_mhz)
