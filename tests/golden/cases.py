@@ -213,6 +213,7 @@ def _cases() -> dict[str, Callable[[Path], dict[str, Any]]]:
         cases["tiles-" + Path(ex).stem] = _tiles(ex)
     cases["plan-candidates"] = _plan("planning/candidates.yaml")
     cases["plan-candidates-qos"] = _plan("planning/candidates-qos.yaml")
+    cases["plan-candidates-licensing"] = _plan("planning/candidates-licensing.yaml")
     for ex in ("sweeps/overcommit.yaml", "sweeps/planetlab-hosts.yaml"):
         cases["sweep-" + Path(ex).stem] = _sweep(ex)
     return cases

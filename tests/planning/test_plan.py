@@ -54,7 +54,8 @@ def test_plan_cli_writes_ranking_placement_and_report(tmp_path):
     assert {r_["candidate"] for r_ in rows} == {x["candidate"] for x in ranking if x["feasible"]}
     assert len(rows) == 6 * len(costs)
     html = (out / "report.html").read_text()
-    assert html.count("Plotly.newPlot") == 3 and "Demand rule" in html
+    # over time, per host, trade-off, TCO breakdown (50 steps: a time series)
+    assert html.count("Plotly.newPlot") == 4 and "Demand rule" in html
     # right-sizing is on in the example: one row per VM, never above today's size
     rs = list(csv.DictReader((out / "rightsizing.csv").open()))
     assert len(rs) == 6 and all(int(x["vcpus_recommended"]) <= int(x["vcpus"]) for x in rs)
@@ -109,9 +110,9 @@ def test_plan_report_opens_in_a_real_browser_without_console_errors(tmp_path):
     out = tmp_path / "out"
     r = CliRunner().invoke(_app(), ["plan", str(inv_path), "-c", str(CANDIDATES), "-o", str(out)])
     assert r.exit_code == 0, r.output
-    page = open_report(out / "report.html", "#fig0 .main-svg")
+    page = open_report(out / "report.html", "#fig-time .main-svg")
     assert page.errors == []
-    assert page.plots == 3 and page.table_rows == 3
+    assert page.plots == 4 and page.text.count('<tr class="best">') == 1
 
 
 @pytest.fixture
@@ -142,7 +143,7 @@ def test_real_trace_plan_report_opens_without_console_errors(gwa_rnd, tmp_path):
     from densim.tools.plan.report import write_outputs
 
     write_outputs(plan(inv, load_plan_spec(CANDIDATES)), tmp_path)
-    assert open_report(tmp_path / "report.html", "#fig0 .main-svg").errors == []
+    assert open_report(tmp_path / "report.html", "#fig-time .main-svg").errors == []
 
 
 def test_the_howto_candidates_snippet_is_valid(tmp_path):

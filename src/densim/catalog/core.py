@@ -72,6 +72,8 @@ def part_schemas() -> dict[str, tuple[str, type[BaseModel]]]:
     from densim.models.workload_memory import MemoryWorkload
     from densim.models.hardware import CpuSpec, ServerSpec
     from densim.models.memory_defaults import MemoryModelDefaults
+    from densim.models.carbon import EmbodiedCarbon
+    from densim.models.licensing import LicenceProduct
 
     return {
         "devices": ("device", DeviceSpec),
@@ -92,6 +94,8 @@ def part_schemas() -> dict[str, tuple[str, type[BaseModel]]]:
         "bom_parts": ("priced part", BomPart),
         "memory_models": ("memory model", MemoryModelDefaults),
         "memory_workloads": ("memory workload", MemoryWorkload),
+        "licensing_products": ("licensed product", LicenceProduct),
+        "server_embodied_carbon": ("server embodied carbon", EmbodiedCarbon),
     }
 
 

@@ -145,8 +145,11 @@ def tco_per_year(
     sockets: int,
     cores_per_socket: int,
     inputs: CostInputs,
+    extra_licences: list[dict] | tuple = (),
 ) -> dict:
-    """Yearly TCO of ``n_hosts`` hosts and its breakdown; ``mean_power_w`` per host (scalar or per host)."""
+    """Yearly TCO of ``n_hosts`` hosts and its breakdown; ``mean_power_w`` per host (scalar or per host).
+    ``extra_licences``: rows already priced elsewhere (catalog products, :mod:`densim.models.licensing`),
+    each with ``name`` and ``usd_per_year``, added to the licences."""
     hw = n_hosts * host_capex_usd / inputs.years
     maint = n_hosts * host_capex_usd * inputs.maintenance_fraction
     it_w = float(np.sum(mean_power_w)) if np.ndim(mean_power_w) else float(mean_power_w) * n_hosts
@@ -160,6 +163,9 @@ def tco_per_year(
         cost = licence_cost_per_year_usd(lic, units, inputs.years)
         lic_total += cost
         lic_rows.append({"name": lic.name, "per": lic.per, "units": units, "usd_per_year": cost})
+    for row in extra_licences:
+        lic_total += float(row["usd_per_year"])
+        lic_rows.append(dict(row))
     total = hw + maint + energy + space + lic_total
     return {
         "hardware_usd": hw,

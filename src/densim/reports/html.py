@@ -13,6 +13,7 @@ from densim.saturation import THRESHOLD
 
 MAX_HEAT_HOSTS = 120
 MAX_HEAT_STEPS = 400
+READY_FLOOR_PCT = 5.0  # the CPU Ready colour scale reaches at least the 5 % "healthy" line of the report's note
 
 
 def render(template: str, out_path: str | Path, *, figures: dict[str, Any] | None = None, **ctx: Any) -> Path:
@@ -30,11 +31,16 @@ def _bin_time(series: np.ndarray, max_steps: int) -> tuple[np.ndarray, int]:
     return s.reshape(-1, f, s.shape[1]).mean(axis=1), f
 
 
-def _heatmap(series: np.ndarray, host_names: np.ndarray, order: np.ndarray, step_s: float, title: str, zmax: float | None, unit: str):
+def _heatmap(series: np.ndarray, host_names: np.ndarray, order: np.ndarray, step_s: float, title: str, zmax: float | None, unit: str,
+             zmax_floor: float = 0.0):
+    """Hosts x time; the colour scale runs from 0 to ``zmax`` (or to the highest value, at least
+    ``zmax_floor``, so an all-zero series is drawn on 0..floor, not on plotly's -0.4..0.4 default)."""
     import plotly.graph_objects as go
 
     sel = order[:MAX_HEAT_HOSTS]
     binned, f = _bin_time(series[:, sel], MAX_HEAT_STEPS)
+    if zmax is None:
+        zmax = max(float(np.nanmax(binned, initial=0.0)), zmax_floor)
     hours = np.arange(binned.shape[0]) * f * step_s / 3600.0
     fig = go.Figure(
         go.Heatmap(z=binned.T, x=hours, y=[str(h) for h in host_names[sel]], zmin=0, zmax=zmax, colorscale="Viridis",
@@ -58,6 +64,24 @@ def _section(sec: dict[str, Any]) -> dict[str, Any]:
 MAX_SATURATION_ROWS = 50  # rows shown in the run report (summary.json keeps up to 200)
 
 
+def idle_hosts(result) -> dict[str, Any] | None:
+    """Hosts powered on with no VM (``cluster.unused_hosts: idle``): how many, and the energy they draw.
+
+    None when there are none, and for VMs that arrive and leave (a host empty at the end may have run tasks).
+    """
+    if result.summary.get("scheduling") is not None:
+        return None
+    on = np.asarray(result.host_on, dtype=bool)
+    empty = on & (np.asarray(result.vms_per_host) == 0)
+    n = int(empty.sum())
+    if n == 0:
+        return None
+    energy = result.hosts["energy_j"].to_numpy()
+    total = float(energy.sum())
+    idle_j = float(energy[empty].sum())
+    return {"hosts": n, "on": int(on.sum()), "kwh": idle_j / 3.6e6, "share": idle_j / total if total > 0 else 0.0}
+
+
 def render_run_report(result, out_path: str | Path) -> Path:
     import plotly.graph_objects as go
 
@@ -73,11 +97,14 @@ def render_run_report(result, out_path: str | Path) -> Path:
     hs = result.host_acc.series
     if "utilisation" in hs:
         figures["fig-util"] = _heatmap(hs["utilisation"], c.hosts.names, order, step, "CPU utilisation", 1.0, "util")
-        figures["fig-ready"] = _heatmap(hs["cpu_ready_pct"], c.hosts.names, order, step, "CPU Ready per vCPU (%)", None, "%")
+        figures["fig-ready"] = _heatmap(hs["cpu_ready_pct"], c.hosts.names, order, step, "CPU Ready per vCPU (%)", None, "%",
+                                        zmax_floor=READY_FLOOR_PCT)
         total_p, f = _bin_time(hs["power_w"].sum(axis=1, keepdims=True), 2000)
         hours = np.arange(total_p.shape[0]) * f * step / 3600.0
         figures["fig-power"] = go.Figure(go.Scatter(x=hours, y=total_p[:, 0] / 1000.0, mode="lines", name="cluster power"))
-        figures["fig-power"].update_layout(title="Cluster power", xaxis_title="hours from start", yaxis_title="kW", height=320)
+        # from 0 kW: a constant draw would otherwise get plotly's symmetric -0.5..1 axis
+        figures["fig-power"].update_layout(title="Cluster power", xaxis_title="hours from start", yaxis_title="kW", height=320,
+                                           yaxis_rangemode="tozero")
     heat_note = (
         f"The {min(MAX_HEAT_HOSTS, len(order))} busiest of {len(used)} hosts with VMs"
         + (f"; time binned to at most {MAX_HEAT_STEPS} columns" if c.grid.n_steps > MAX_HEAT_STEPS else "")
@@ -97,6 +124,8 @@ def render_run_report(result, out_path: str | Path) -> Path:
         .head(20)
         .to_dicts()
     )
+    ready_max = float(np.nanmax(hs["cpu_ready_pct"], initial=0.0)) if "cpu_ready_pct" in hs else None
+    idle = idle_hosts(result)
     t = s["totals"]
     cards = [
         ("VMs placed", f"{s['vms_placed']:,} / {s['vms_total']:,}"),
@@ -133,7 +162,8 @@ def render_run_report(result, out_path: str | Path) -> Path:
     return write_report(
         out_path, "run.html.j2", figures=figures, title=f"densim run: {s['scenario']}",
         subtitle=f"{c.grid.n_steps} steps of {step:g} s; placement {s['placement']['policy']}; CPU model {s['models']['cpu_contention']}",
-        seed=s["seed"], cards=cards, unplaced=s["unplaced_vms"], heat_note=heat_note, energy_rows=energy_rows, worst=worst,
+        seed=s["seed"], cards=cards, unplaced=s["unplaced_vms"], unplaced_count=s["vms_unplaced"], ready_max=ready_max, idle=idle,
+        heat_note=heat_note, energy_rows=energy_rows, worst=worst,
         extra_sections=extra, saturation=s.get("saturation", [])[:MAX_SATURATION_ROWS],
         saturation_total=len(s.get("saturation", [])), saturation_threshold=THRESHOLD,
     )

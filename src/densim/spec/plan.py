@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from densim.models.carbon import CarbonInputs
 from densim.models.cost import BomLine, CostInputs
 from densim.models.hardware import HostCpu, PowerSpec
 from densim.spec.memory import MemorySettings
@@ -56,6 +57,19 @@ class Candidate(BaseModel):
     storage: LocalStorage | None = Field(default=None, description="local datastore shared by the host's VMs")
 
 
+class CurrentHosts(BaseModel):
+    """One group of the hosts that run the VMs today, for the report's today-vs-proposed comparison."""
+
+    model_config = _CFG
+
+    name: str
+    count: int = Field(ge=1, description="hosts of this configuration today")
+    cpu: HostCpu
+    memory_bytes: PosBytes = Field(alias="memory")
+    power: PowerSpec | None = Field(default=None, description="power model: today's mean power is estimated from it")
+    rack_units: float | None = Field(default=None, gt=0)
+
+
 class QosSpec(BaseModel):
     """Bounds every VM (and host) must meet at every step of the demand series."""
 
@@ -97,6 +111,40 @@ class OptimiseSpec(BaseModel):
     max_deterministic_time: float = Field(default=3.0, gt=0)
 
 
+class LicenceUse(BaseModel):
+    """A licensed product (catalog section licensing_products) applied to every candidate."""
+
+    model_config = _CFG
+
+    product: str = Field(description="name in catalog/licensing.yaml (section licensing_products)")
+    price_usd: float | None = Field(default=None, ge=0, description="your price for the product's price_covers units "
+                                    "(replaces the catalog's list price)")
+    vms: str = Field(default="*", description="per-VM products: VM names (glob) that run the product")
+
+
+class LicensingSpec(BaseModel):
+    """Licences that decide host choices, and a what-if over their prices."""
+
+    model_config = _CFG
+
+    products: list[LicenceUse | str] = Field(default_factory=list, description="products to license on every candidate "
+                                             "(a catalog name, or product with price_usd / vms)")
+    what_if: list[float] = Field(default=[0.5, 1.0, 1.5, 2.0], min_length=1,
+                                 description="licence price multipliers for the what-if table (every licence)")
+
+    @field_validator("products")
+    @classmethod
+    def _names(cls, v: list) -> list[LicenceUse]:
+        return [LicenceUse(product=p) if isinstance(p, str) else p for p in v]
+
+    @field_validator("what_if")
+    @classmethod
+    def _non_negative(cls, v: list[float]) -> list[float]:
+        if any(m < 0 for m in v):
+            raise ValueError("price multipliers must be >= 0")
+        return v
+
+
 class PlanSpec(BaseModel):
     """The candidates file of ``densim plan``: QoS bounds, cost inputs and candidate host types."""
 
@@ -109,6 +157,10 @@ class PlanSpec(BaseModel):
     windows: int = Field(default=720, ge=1, description="time windows used while placing")
     optimise: OptimiseSpec = Field(default_factory=OptimiseSpec)
     memory: MemorySettings | None = Field(default=None, description="memory over-commit model for the memory QoS check")
+    current: list[CurrentHosts] | None = Field(default=None, description="today's hosts, compared with the answer in the "
+                                               "report (replaces an RVTools export's vHost tab)")
+    licensing: LicensingSpec | None = Field(default=None, description="catalog licences per candidate and a price what-if")
+    carbon: CarbonInputs | None = Field(default=None, description="operational and embodied carbon per VM-year")
 
     @field_validator("memory")
     @classmethod

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
+from densim.models.carbon import CarbonInputs
 from densim.spec.fabric import FabricSettings
 from densim.models.hardware import CpuSpec, HostCpu, PowerSpec, ServerSpec
 from densim.spec.memory import MemorySettings
@@ -267,4 +268,5 @@ class Scenario(BaseModel):
     storage: StorageSettings = Field(default_factory=StorageSettings)
     fabric: FabricSettings = Field(default_factory=FabricSettings)
     virtualization: VirtualizationSettings = Field(default_factory=VirtualizationSettings)
+    carbon: CarbonInputs | None = Field(default=None, description="operational and embodied carbon per VM-year (summary.carbon)")
     base_dir: str = Field(default=".", description="set by the loader: folder of the scenario file", exclude=True)

@@ -49,7 +49,12 @@ def load_plan_spec(path: str | Path) -> PlanSpec:
     """Read and validate a plan (candidates) file with the one loader; problems name the file and field path."""
     from densim.spec.loader import load_spec
 
-    return load_spec(path, PlanSpec, what="candidates file", imports=False, resolve_paths=False)
+    spec = load_spec(path, PlanSpec, what="candidates file", imports=False, resolve_paths=False)
+    gs = spec.carbon.grid_series if spec.carbon is not None else None
+    if gs is not None and not Path(gs.file).is_absolute():  # relative to the candidates file, as scenario paths are
+        carbon = spec.carbon.model_copy(update={"grid_series": gs.model_copy(update={"file": str(Path(path).resolve().parent / gs.file)})})
+        spec = spec.model_copy(update={"carbon": carbon})
+    return spec
 
 
 @dataclass
@@ -69,6 +74,7 @@ class CandidateResult:
     host_capex_usd: float = 0.0
     price_date: str = ""
     tco: dict = field(default_factory=dict)
+    carbon: dict = field(default_factory=dict)  # operational / embodied kgCO2e (tools/plan/licensing_carbon.py)
     host_of_vm: np.ndarray | None = None
     per_host: dict = field(default_factory=dict)
     window_bound_pct: float = 0.0
@@ -231,10 +237,15 @@ def plan_candidate(inv: Inventory, spec: PlanSpec, c: Candidate, *, vcpus=None, 
                     "cpu_util_peak": m.cpu_util_peak.tolist() if has_cpu else unknown,
                     "ready_pct_worst": m.ready_pct_worst.tolist() if has_cpu else unknown, "power_w": watts.tolist(),
                     "vms": np.bincount(pl.host_of_vm, minlength=pl.n_hosts).tolist()}
+    from densim.tools.plan.licensing_carbon import candidate_carbon, licence_rows
+
+    lic_rows = licence_rows(spec, inv.names, vcpus, n_hosts=res.n_hosts, sockets=host.sockets, cores_per_socket=host.cores_per_socket)
     res.tco = tco_per_year(
         n_hosts=res.n_hosts, n_vms=inv.n_vms, host_capex_usd=float(capex), host_rack_units=c.rack_units,
         mean_power_w=watts, sockets=host.sockets, cores_per_socket=host.cores_per_socket, inputs=spec.cost,
+        extra_licences=lic_rows,
     )
+    res.carbon = candidate_carbon(spec, c.name, watts, res.n_hosts, inv.n_vms)
     res.wall_s = time.perf_counter() - t0
     return res
 
@@ -445,7 +456,16 @@ class PlanResult:
 def plan(inv: Inventory, spec: PlanSpec) -> PlanResult:
     from densim.tools.plan.rightsizing import rightsize
 
+    from densim.tools.plan.licensing_carbon import grid_intensity_mean, resolve_products
+
     t0 = time.perf_counter()
+    resolve_products(spec)  # unknown licence products fail before any placing
+    if spec.carbon is not None:
+        grid_intensity_mean(spec.carbon)  # so does an unreadable grid series
+        unknown = sorted(set(spec.carbon.embodied) - {c.name for c in spec.candidates})
+        if unknown:
+            raise InputError(None, f"carbon.embodied.{unknown[0]}", "no candidate of that name; candidates: "
+                             + ", ".join(c.name for c in spec.candidates))
     vcpus, mem = inv.vcpus, inv.mem_bytes
     rs = None
     notes = list(inv.notes)

@@ -172,3 +172,45 @@ def storage_check(host_of, n_hosts, read_Bps, write_Bps, st: LocalStorage, model
     finite = np.where(np.isfinite(lat), lat, 0.0)
     mean = np.divide((finite * iops).sum(axis=0), tot, out=np.zeros(n_hosts), where=tot > 0)
     return StorageCheck(lat.max(axis=0, initial=0.0), mean, iops.max(axis=0, initial=0.0), sat.sum(axis=0))
+
+
+# ---------------------------------------------------------------------------------------------
+# over time (the report's view of the chosen candidate)
+
+
+@dataclass
+class StepSeries:
+    hours: np.ndarray  # (B,) start of each bin, hours from the start of the demand series
+    steps: np.ndarray  # (B,) steps in each bin (the last may be shorter)
+    util_mean: np.ndarray  # (B,) mean CPU utilisation of the hosts with VMs over the bin
+    util_max: np.ndarray  # (B,) busiest host's utilisation at its busiest step of the bin
+    ready_worst: np.ndarray  # (B,) worst VM's CPU Ready % per vCPU at the bin's worst step
+    mem_used_max: np.ndarray | None  # (B,) fullest host's memory in use / usable memory (None: no series)
+
+
+def step_series(host_of: np.ndarray, n_hosts: int, host, vcpus: np.ndarray, cpu_mhz: np.ndarray,
+                mem_used_bytes: np.ndarray | None, step_s: float, max_points: int = 480) -> StepSeries:
+    """A placement's CPU utilisation and CPU Ready over time, at most ``max_points`` bins.
+
+    Each bin of consecutive steps goes through the same full-resolution check the plan's answer
+    passed (:func:`densim.placement.tspack.host_metrics`), so nothing is re-modelled: the maximum of
+    ``util_max`` and of ``ready_worst`` over the bins are the candidate's peak utilisation and worst
+    CPU Ready, and the step-weighted mean of ``util_mean`` its mean utilisation over the hosts with VMs.
+    """
+    from densim.placement.tspack import host_metrics
+
+    t_total = int(cpu_mhz.shape[0])
+    f = max(1, -(-t_total // max_points))
+    starts = np.arange(0, t_total, f)
+    b = starts.size
+    util_mean, util_max, ready, mem = np.zeros(b), np.zeros(b), np.zeros(b), np.zeros(b)
+    for i, t0 in enumerate(starts):
+        t1 = min(t_total, t0 + f)
+        m = host_metrics(host_of, n_hosts, host, vcpus, cpu_mhz[t0:t1],
+                         None if mem_used_bytes is None else mem_used_bytes[t0:t1])
+        util_mean[i] = float(m.cpu_util_mean.mean()) if n_hosts else 0.0
+        util_max[i] = float(m.cpu_util_peak.max(initial=0.0))
+        ready[i] = float(m.ready_pct_worst.max(initial=0.0))
+        mem[i] = float(m.mem_used_peak_frac.max(initial=0.0))
+    return StepSeries(starts * step_s / 3600.0, np.minimum(f, t_total - starts), util_mean, util_max, ready,
+                      mem if mem_used_bytes is not None else None)

@@ -10,7 +10,9 @@ import csv
 import io
 from pathlib import Path
 
-from densim.tools.plan.capacity import PlanResult
+import numpy as np
+
+from densim.tools.plan.capacity import CandidateResult, PlanResult
 from densim.atomic import write_json_atomic, write_text_atomic
 
 
@@ -33,6 +35,9 @@ def summary_dict(res: PlanResult, seed: int | None = None) -> dict:
         "wall_s": res.wall_s,
         "notes": list(res.notes),
     }
+    from densim.tools.plan.licensing_carbon import carbon_summary, licensing_summary
+
+    out |= {k: v for k, v in (("licensing", licensing_summary(res)), ("carbon", carbon_summary(res))) if v is not None}
     near = res.closest()
     if near is not None:
         out["closest"] = {"candidate": near.name, "failed": near.failed, "reason": near.reason}
@@ -40,6 +45,7 @@ def summary_dict(res: PlanResult, seed: int | None = None) -> dict:
         out["inventory"]["skipped_readings"] = inv.skipped_readings
     if inv.hosts is not None:
         out["hosts_today"] = inv.hosts.by_model()
+    out["answer"] = answer_dict(res)
     if res.rightsizing is not None:
         rs = res.rightsizing
         out["rightsizing"] = {"percentile": rs.percentile, "headroom": rs.headroom,
@@ -78,72 +84,378 @@ def ranking_csv(res: PlanResult) -> str:
     return _dict_rows_csv([r.row() for r in res.ranked()])
 
 
-def _finite(x: float) -> float:
-    """Not checked (NaN: no CPU demand series) plotted as 0."""
-    return float(x) if x == x else 0.0
+def _finite(x: float | None) -> float:
+    """Not checked (NaN or None: no CPU demand series) plotted as 0."""
+    return float(x) if x is not None and x == x else 0.0
 
 
-def figures(res: PlanResult) -> list[dict]:
+# ---------------------------------------------------------------------------------------------
+# the answer: bounds held, limiting resource, today against proposed
+
+
+def _placed_sizes(res: PlanResult) -> tuple[np.ndarray, np.ndarray]:
+    """vCPUs and configured memory per VM as placed (right-sized when right-sizing is on)."""
+    rs = res.rightsizing
+    if rs is not None:
+        return np.asarray(rs.vcpus_rec), np.asarray(rs.mem_rec_bytes, dtype=float)
+    return np.asarray(res.inventory.vcpus), np.asarray(res.inventory.mem_bytes, dtype=float)
+
+
+def _candidate(res: PlanResult, name: str):
+    return next(c for c in res.spec.candidates if c.name == name)
+
+
+def bounds_held(res: PlanResult, r: CandidateResult) -> list[dict]:
+    """Every bound a feasible candidate meets, with how near its tightest host comes to it.
+
+    ``share`` is value / limit (for the memory slowdown, (value - 1) / (limit - 1): 1 is no slowdown);
+    ``headroom`` = 1 - share. Each value is the worst over the hosts with VMs (and over every step
+    for the series-based ones), as the plan checked it.
+    """
+    from densim.tools.plan.capacity import host_type_of
+
+    q, inv = res.spec.qos, res.inventory
+    host = host_type_of(_candidate(res, r.name))
+    vcpus, mem = _placed_sizes(res)
+    n = max(r.n_hosts_packed, 1)
+    host_vcpus = np.bincount(r.host_of_vm, weights=vcpus.astype(float), minlength=n)
+    host_mem = np.bincount(r.host_of_vm, weights=mem, minlength=n)
+    out: list[dict] = []
+
+    short = {"cpu_ready": "CPU Ready", "cpu_demand": "CPU demand", "vcpus": "vCPUs per logical CPU", "memory_configured":
+             "configured memory", "memory_in_use": "memory in use", "memory_slowdown": "memory slowdown", "io_latency": "I/O latency"}
+
+    def add(key: str, label: str, value: float, limit: float, unit: str, share: float | None = None) -> None:
+        sh = value / limit if share is None else share
+        out.append({"key": key, "short": short[key], "label": label, "value": float(value), "limit": float(limit), "unit": unit,
+                    "value_text": _fmt(value, unit), "limit_text": _fmt(limit, unit),
+                    "share": float(sh), "headroom": float(1.0 - sh)})
+
+    if np.isfinite(r.ready_pct_worst):
+        add("cpu_ready", "CPU Ready of the worst VM at its worst step", r.ready_pct_worst, q.cpu_ready_pct, "%")
+        add("cpu_demand", "CPU demand of the busiest host at its busiest step", 100 * r.cpu_util_peak,
+            100 * q.max_cpu_utilisation, "%")
+    add("vcpus", "vCPUs per logical CPU on the fullest host", float(host_vcpus.max()) / host.logical_cpus,
+        q.cpu_overcommit, ":1")
+    add("memory_configured", "configured memory per byte of usable host memory on the fullest host",
+        float(host_mem.max()) / host.usable_mem_bytes, r.memory_overcommit_used, "x")
+    if inv.mem_used_bytes is not None:
+        add("memory_in_use", "memory in use on the fullest host at its peak", 100 * r.mem_peak_frac, 100.0, "%")
+    if res.spec.memory is not None:
+        add("memory_slowdown", "memory slowdown of the worst VM at its worst step", r.mem_slowdown_worst, q.memory_slowdown,
+            "x", (r.mem_slowdown_worst - 1.0) / max(q.memory_slowdown - 1.0, 1e-12))
+    if np.isfinite(r.io_latency_worst_ms):
+        add("io_latency", "mean I/O latency of the worst host at its worst step", r.io_latency_worst_ms, q.io_latency_ms, "ms")
+    return out
+
+
+def _today_groups(res: PlanResult) -> tuple[list[dict], str] | tuple[None, None]:
+    """Today's hosts: the candidates file's ``current`` section, else the inventory's vHost tab."""
+    from densim.catalog.core import builtin_catalog
+    from densim.plant import resolve_cpu
+
+    if res.spec.current:
+        groups = []
+        for g in res.spec.current:
+            cpu = resolve_cpu(g.cpu, builtin_catalog())
+            groups.append({"name": g.name, "count": g.count, "sockets": g.cpu.sockets, "cores": g.cpu.sockets * cpu.cores,
+                           "core_mhz": float(cpu.base_mhz), "memory_gib": g.memory_bytes / 2**30, "power": g.power,
+                           "rack_units": g.rack_units})
+        return groups, "candidates file, section current"
+    hosts = res.inventory.hosts
+    if hosts is None or hosts.n_hosts == 0:
+        return None, None
+    return ([{"name": h["model"] or h["cpu_model"] or "host", "count": h["count"], "sockets": h["sockets"], "cores": h["cores"],
+              "core_mhz": h["core_mhz"], "memory_gib": h["memory_gib"], "power": None, "rack_units": None}
+             for h in hosts.by_model()], "RVTools vHost tab")
+
+
+def _totals(groups: list[dict], n_vms: int, vcpus: float, demand_mhz: float | None) -> dict:
+    """Estate totals; None where a group lacks the figure. ``cpu_use_pct``: mean demand / (cores x base clock)."""
+    hosts = sum(g["count"] for g in groups)
+    cores = sum(g["count"] * g["cores"] for g in groups)
+    mhz_known = all(g["core_mhz"] is not None for g in groups)
+    cap_mhz = sum(g["count"] * g["cores"] * g["core_mhz"] for g in groups) if mhz_known else None
+    power = [g.get("power_w") for g in groups]
+    ru = [g.get("rack_units") for g in groups]
+    return {
+        "hosts": hosts, "cores": cores, "capacity_ghz": cap_mhz / 1000 if cap_mhz else None,
+        "memory_tib": sum(g["count"] * g["memory_gib"] for g in groups) / 1024,
+        "vms_per_host": n_vms / hosts if hosts else None, "vcpus_per_core": vcpus / cores if cores else None,
+        "cpu_use_pct": 100 * demand_mhz / cap_mhz if cap_mhz and demand_mhz is not None else None,
+        "power_kw": sum(g["count"] * p for g, p in zip(groups, power)) / 1000 if all(p is not None for p in power) else None,
+        "rack_units": sum(g["count"] * u for g, u in zip(groups, ru)) if all(u is not None for u in ru) else None,
+    }
+
+
+def today_vs_proposed(res: PlanResult, r: CandidateResult) -> dict | None:
+    """Today's estate (``current`` or vHost) against the proposal, as arithmetic on the same inventory.
+
+    Both sides: hosts, cores, cores x base clock, memory, VMs per host, vCPUs per core and the mean CPU
+    demand of the whole series over cores x base clock (no SMT gain, so the two sides compare). Mean
+    power today is an estimate from the ``current`` power model at that utilisation on every host (the
+    demand spread evenly); proposed: the plan's power model per host (spare hosts idle), IT load only.
+    """
+    from densim.models.cost import power_w
+    from densim.tools.plan.capacity import host_type_of
+
+    groups, source = _today_groups(res)
+    if groups is None:
+        return None
+    inv = res.inventory
+    demand = float(inv.cpu_mhz.sum(axis=1, dtype=np.float64).mean()) if inv.cpu_mhz is not None else None
+    cap_today = sum(g["count"] * g["cores"] * (g["core_mhz"] or np.nan) for g in groups)
+    for g in groups:
+        p = g.pop("power")
+        g["power_w"] = (float(power_w(p, np.array([min(demand / cap_today, 1.0)]))[0])
+                        if p is not None and demand is not None and np.isfinite(cap_today) else None)
+    c = _candidate(res, r.name)
+    host = host_type_of(c)
+    vcpus, _mem = _placed_sizes(res)
+    prop = {"name": r.name, "count": r.n_hosts, "sockets": host.sockets, "cores": host.cores, "core_mhz": host.core_mhz,
+            "memory_gib": host.mem_bytes / 2**30, "rack_units": c.rack_units}
+    proposed = _totals([prop], inv.n_vms, float(vcpus.sum()), demand)
+    proposed["power_kw"] = float(np.sum(r.per_host["power_w"])) / 1000
+    return {"source": source, "groups": groups,
+            "today": _totals(groups, inv.n_vms, float(np.sum(inv.vcpus)), demand), "proposed": proposed}
+
+
+def answer_dict(res: PlanResult) -> dict | None:
+    """The plan's answer for summary.json and the report's headline: None when no candidate is feasible."""
     ok = [r for r in res.ranked() if r.feasible]
-    figs = []
-    if ok:
-        figs.append({
-            "data": [{
-                "type": "scatter", "mode": "markers+text", "x": [r.vms_per_host for r in ok],
-                "y": [r.tco["per_vm_usd"] for r in ok], "text": [r.name for r in ok], "textposition": "top center",
-                "marker": {"size": [12 + 2 * _finite(r.ready_pct_worst) for r in ok], "color": [_finite(r.ready_pct_worst) for r in ok],
-                           "colorscale": "Viridis", "showscale": True, "colorbar": {"title": {"text": "worst ready %"}}},
-                "hovertemplate": "%{text}<br>%{x:.1f} VMs/host<br>$%{y:.0f} per VM-year<extra></extra>",
-            }],
-            "layout": {"title": {"text": "Density, quality of service and cost per candidate"},
-                       "xaxis": {"title": {"text": "VMs per host (density)"}},
-                       "yaxis": {"title": {"text": "TCO per VM-year (USD)"}}, "height": 460},
-        })
-        parts = ["hardware_usd", "maintenance_usd", "energy_usd", "space_usd", "licences_usd"]
-        figs.append({
-            "data": [{"type": "bar", "name": p.replace("_usd", ""), "x": [r.name for r in ok],
-                      "y": [r.tco[p] / max(res.inventory.n_vms, 1) for r in ok]} for p in parts],
-            "layout": {"barmode": "stack", "title": {"text": "TCO per VM-year by component"},
-                       "yaxis": {"title": {"text": "USD per VM-year"}}, "height": 420},
-        })
-        best = ok[0]
-        n = len(best.per_host["vms"])
-        figs.append({
-            "data": [
-                {"type": "bar", "name": "mean CPU utilisation", "x": list(range(1, n + 1)), "y": best.per_host["cpu_util_mean"]},
-                {"type": "bar", "name": "peak CPU utilisation", "x": list(range(1, n + 1)), "y": best.per_host["cpu_util_peak"]},
-                {"type": "scatter", "mode": "lines+markers", "name": "worst ready %", "yaxis": "y2",
-                 "x": list(range(1, n + 1)), "y": best.per_host["ready_pct_worst"]},
-            ],
-            "layout": {"title": {"text": f"Hosts of {best.name}: utilisation and worst CPU Ready"},
-                       "xaxis": {"title": {"text": "host"}}, "yaxis": {"title": {"text": "utilisation"}},
-                       "yaxis2": {"title": {"text": "ready %"}, "overlaying": "y", "side": "right"}, "height": 420},
-        })
+    if not ok:
+        return None
+    r = ok[0]
+    bounds = bounds_held(res, r)
+    return {
+        "candidate": r.name, "hosts": r.n_hosts, "hosts_packed": r.n_hosts_packed, "ha_spare_hosts": res.spec.qos.ha_spare_hosts,
+        "vms": res.inventory.n_vms, "vms_per_host": r.vms_per_host, "host_capex_usd": r.host_capex_usd,
+        "tco_per_year_usd": r.tco["total_usd"], "tco_per_vm_year_usd": r.tco["per_vm_usd"], "years": res.spec.cost.years,
+        "ready_pct_worst": _finite_or_none(r.ready_pct_worst),
+        "feasible": len(ok), "candidates": len(res.results),
+        "bounds": bounds, "limiting": max(bounds, key=lambda b: b["share"])["key"],
+        "comparison": today_vs_proposed(res, r),
+    }
+
+
+def _finite_or_none(x: float) -> float | None:
+    return float(x) if np.isfinite(x) else None
+
+
+def _fmt(x: float, unit: str) -> str:
+    """Three significant figures and the unit (``0.0255 %``, ``88.9 %``, ``0.98:1``, ``1.1 x``)."""
+    return f"{x:.3g}:1" if unit == ":1" else f"{x:.3g} {unit}"
+
+
+def _change(label: str, new: float | None, old: float | None, digits: int = 0, unit: str = "") -> str | None:
+    if new is None or old is None:
+        return None
+    d = new - old
+    return f"{new:,.{digits}f}{unit} {label} instead of {old:,.{digits}f}{unit} ({'+' if d >= 0 else '-'}{abs(d):,.{digits}f})"
+
+
+def headline_lines(summary: dict) -> list[str]:
+    """The plan's answer in plain sentences (the report's headline; ``densim plan`` can print them)."""
+    a = summary.get("answer")
+    if not a:
+        near = summary.get("closest")
+        return ["No candidate meets every bound." + (f" The closest, {near['candidate']}, fails: {near['reason']}" if near else "")]
+    spare = a["ha_spare_hosts"]
+    lines = [f"Buy {a['hosts']} x {a['candidate']}" + (f" ({a['hosts_packed']} for the VMs + {spare} spare for HA)" if spare else "")
+             + f": {a['vms_per_host']:.1f} VMs per host for {a['vms']:,} VMs.",
+             f"Cost: {a['tco_per_vm_year_usd']:,.0f} USD per VM-year, {a['tco_per_year_usd']:,.0f} USD per year "
+             f"({a['years']:g}-year amortisation); the cheapest of {a['feasible']} feasible candidate(s) of {a['candidates']}."]
+    lim = next(b for b in a["bounds"] if b["key"] == a["limiting"])
+    lines.append("Bounds held (worst host, worst step): " + "; ".join(f"{b['short']} {_fmt(b['value'], b['unit'])} <= {_fmt(b['limit'], b['unit'])}"
+                                             for b in a["bounds"]) + ".")
+    lines.append(f"Limiting resource: {lim['short']} ({lim['label']}), {_fmt(lim['value'], lim['unit'])} of "
+                 f"{_fmt(lim['limit'], lim['unit'])}: {100 * lim['headroom']:.0f} % headroom; every other bound has more.")
+    cmp_ = a.get("comparison")
+    if cmp_:
+        t, p = cmp_["today"], cmp_["proposed"]
+        parts = [_change("hosts", p["hosts"], t["hosts"]), _change("cores", p["cores"], t["cores"]),
+                 (_change("TiB of memory", p["memory_tib"], t["memory_tib"], 1) if max(p["memory_tib"], t["memory_tib"]) >= 10
+                  else _change("GiB of memory", 1024 * p["memory_tib"], 1024 * t["memory_tib"])),
+                 _change("kW mean IT power (today: estimate)", p["power_kw"], t["power_kw"], 1)]
+        lines.append(f"Against today ({cmp_['source']}): " + ", ".join(x for x in parts if x) + ".")
+    return lines
+
+
+def headline(summary: dict) -> str:
+    """:func:`headline_lines` as one text block for a terminal."""
+    return "\n".join(headline_lines(summary))
+
+
+# ---------------------------------------------------------------------------------------------
+# figures
+
+
+def chosen_series(res: PlanResult, max_points: int = 480):
+    """CPU utilisation and CPU Ready over time for the best feasible candidate (None: no candidate, or no
+    CPU demand series or a single sample)."""
+    from densim.tools.plan.capacity import host_type_of
+    from densim.tools.plan.qos import step_series
+
+    ok = [r for r in res.ranked() if r.feasible]
+    inv = res.inventory
+    if not ok or inv.cpu_mhz is None or inv.n_steps < 2:
+        return None
+    r = ok[0]
+    vcpus, _mem = _placed_sizes(res)
+    return step_series(r.host_of_vm, r.n_hosts_packed, host_type_of(_candidate(res, r.name)), vcpus, inv.cpu_mhz,
+                       inv.mem_used_bytes, inv.step_s, max_points)
+
+
+_FONT = {"family": "system-ui, -apple-system, Segoe UI, sans-serif", "size": 13}
+
+
+def _layout(title: str, height: int, **kw) -> dict:
+    return {"title": {"text": title, "x": 0, "xanchor": "left", "y": 0.98, "yanchor": "top"}, "height": height, "font": _FONT,
+            "margin": {"l": 70, "r": 70, "t": 90, "b": 50}, "legend": {"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom"},
+            **kw}
+
+
+def _ready_axis(top: float) -> dict:
+    """The CPU Ready axis (right): from 0 to 1.2 x the larger of the bound and the highest value, so an
+    all-zero series still shows the bound and never a -0.002..0.002 scale."""
+    return {"title": {"text": "CPU Ready per vCPU (%)"}, "overlaying": "y", "side": "right", "range": [0, 1.2 * top],
+            "ticksuffix": " %", "showgrid": False, "tickmode": "auto", "nticks": 6}
+
+
+def figures(res: PlanResult) -> dict[str, dict]:
+    """The report's plotly figures by element id: over time, per host, trade-off, TCO breakdown."""
+    ok = [r for r in res.ranked() if r.feasible]
+    figs: dict[str, dict] = {}
+    if not ok:
+        return figs
+    best = ok[0]
+    bound = res.spec.qos.cpu_ready_pct
+    checked = np.isfinite(best.ready_pct_worst)
+    ser = chosen_series(res)
+    if ser is not None:
+        data = [
+            {"type": "scatter", "mode": "lines", "name": "mean of the hosts with VMs", "x": ser.hours.tolist(),
+             "y": (100 * ser.util_mean).tolist(), "line": {"color": "#3b6ea8"}},
+            {"type": "scatter", "mode": "lines", "name": "busiest host", "x": ser.hours.tolist(),
+             "y": (100 * ser.util_max).tolist(), "line": {"color": "#9ab7d8"}},
+            {"type": "scatter", "mode": "lines", "name": "worst VM's CPU Ready (right axis)", "yaxis": "y2",
+             "x": ser.hours.tolist(), "y": ser.ready_worst.tolist(), "line": {"color": "#c0504d"}},
+            {"type": "scatter", "mode": "lines", "name": f"CPU Ready bound {bound:g} %", "yaxis": "y2",
+             "x": [float(ser.hours[0]), float(ser.hours[-1])], "y": [bound, bound],
+             "line": {"color": "#c0504d", "dash": "dash", "width": 1}},
+        ]
+        if ser.mem_used_max is not None:
+            data.insert(2, {"type": "scatter", "mode": "lines", "name": "fullest host's memory in use", "x": ser.hours.tolist(),
+                            "y": (100 * ser.mem_used_max).tolist(), "line": {"color": "#6a9a58", "dash": "dot"}})
+        step_note = f" (each point: {int(ser.steps[0])} steps)" if ser.steps[0] > 1 else ""
+        figs["fig-time"] = {"data": data, "layout": _layout(
+            f"{best.name}: CPU use and CPU Ready over time{step_note}", 460,
+            xaxis={"title": {"text": "hours from the start of the demand series"}},
+            yaxis={"title": {"text": "CPU use (% of cores x clock x SMT gain)"}, "range": [0, 105], "ticksuffix": " %"},
+            yaxis2=_ready_axis(max(bound, float(ser.ready_worst.max(initial=0.0)))))}
+    n = len(best.per_host["vms"])
+    hosts = [f"{i}" for i in range(1, n + 1)]
+    ph = best.per_host
+    host_data = [
+        {"type": "bar", "name": "mean CPU use", "x": hosts, "y": [100 * _finite(v) for v in ph["cpu_util_mean"]], "marker": {"color": "#3b6ea8"}},
+        {"type": "bar", "name": "peak CPU use", "x": hosts, "y": [100 * _finite(v) for v in ph["cpu_util_peak"]], "marker": {"color": "#9ab7d8"}},
+    ]
+    if checked:
+        host_data.append({"type": "scatter", "mode": "markers", "name": "worst VM's CPU Ready (right axis)", "yaxis": "y2",
+                          "x": hosts, "y": [_finite(v) for v in ph["ready_pct_worst"]], "marker": {"color": "#c0504d", "size": 8}})
+    figs["fig-hosts"] = {"data": host_data, "layout": _layout(
+        f"{best.name}: each host with VMs ({best.n_hosts_packed}; spare hosts carry none)", 400, barmode="group",
+        xaxis={"title": {"text": "host"}, "type": "category"},
+        yaxis={"title": {"text": "CPU use (%)"}, "range": [0, 105], "ticksuffix": " %"},
+        yaxis2=_ready_axis(max(bound, max((_finite(v) for v in ph["ready_pct_worst"]), default=0.0))))}
+    x = [r.vms_per_host for r in ok]
+    y = [r.tco["per_vm_usd"] for r in ok]
+    ready = [_finite(r.ready_pct_worst) for r in ok]
+    marker: dict = {"size": 14, "color": "#3b6ea8"}
+    if checked:
+        marker = {"size": 14, "color": ready, "colorscale": "Viridis", "cmin": 0.0, "cmax": max(bound, max(ready)),
+                  "showscale": True, "colorbar": {"title": {"text": "worst CPU<br>Ready %"}}}
+    pad_x = 0.15 * (max(x) - min(x) or max(x))
+    pad_y = 0.15 * (max(y) - min(y) or max(y))
+    figs["fig-tradeoff"] = {"data": [{
+        "type": "scatter", "mode": "markers+text", "x": x, "y": y, "text": [r.name for r in ok], "textposition": "top center",
+        "cliponaxis": False, "marker": marker,
+        "hovertemplate": "%{text}<br>%{x:.1f} VMs per host<br>%{y:,.0f} USD per VM-year<extra></extra>",
+    }], "layout": _layout("Feasible candidates: density against cost" + ("" if checked else " (CPU Ready not checked)"), 440,
+                          showlegend=False,
+                          xaxis={"title": {"text": "VMs per host"}, "range": [max(0.0, min(x) - pad_x), max(x) + pad_x]},
+                          yaxis={"title": {"text": "TCO per VM-year (USD)"}, "range": [max(0.0, min(y) - pad_y), max(y) + pad_y],
+                                 "tickformat": ",.0f"})}
+    parts = [("hardware_usd", "hardware"), ("maintenance_usd", "maintenance"), ("energy_usd", "energy"), ("space_usd", "space"),
+             ("licences_usd", "licences")]
+    nv = max(res.inventory.n_vms, 1)
+    figs["fig-tco"] = {
+        "data": [{"type": "bar", "name": label, "x": [r.name for r in ok], "y": [r.tco[p] / nv for r in ok]} for p, label in parts],
+        "layout": _layout("TCO per VM-year by component", 400, barmode="stack",
+                          yaxis={"title": {"text": "USD per VM-year"}, "tickformat": ",.0f"}, xaxis={"automargin": True}),
+    }
     return figs
 
 
-RANKING_COLUMNS = ["candidate", "feasible", "hosts", "lower_bound_hosts", "vms_per_host", "ready_pct_worst",
-                   "mem_slowdown_worst", "memory_overcommit_used", "io_latency_worst_ms", "io_budget_iops",
-                   "cpu_util_mean", "host_capex_usd", "tco_per_year_usd", "tco_per_vm_year_usd", "optimiser_status",
-                   "optimiser_gap", "reason", "notes"]
+# ---------------------------------------------------------------------------------------------
+# the ranking table: readable headers, units, only the columns that apply
+
+
+def ranking_columns(summary: dict) -> list[tuple[str, str, str, str]]:
+    """``(key, header, unit, format)`` of the report's ranking table (ranking.csv keeps every column)."""
+    rows = summary["ranking"]
+
+    def any_value(k: str) -> bool:
+        return any(r.get(k) is not None and r.get(k) == r.get(k) for r in rows)
+
+    cols = [("candidate", "Candidate", "", "text"), ("feasible", "Meets every bound", "", "yes"),
+            ("hosts", "Hosts", "incl. spares", "int"), ("lower_bound_hosts", "Lower bound", "hosts", "int"),
+            ("vms_per_host", "VMs per host", "", "1")]
+    if any_value("ready_pct_worst"):
+        cols += [("ready_pct_worst", "Worst CPU Ready", "%", "2"), ("cpu_util_mean", "Mean CPU use", "%", "pct"),
+                 ("cpu_util_peak", "Peak CPU use", "busiest host, %", "pct")]
+    if any(r.get("mem_peak_frac") for r in rows):  # 0 everywhere: no memory-in-use series
+        cols.append(("mem_peak_frac", "Peak memory in use", "fullest host, %", "pct"))
+    cols.append(("memory_overcommit_used", "Memory over-commit", "limit used, x", "2"))
+    if summary.get("memory"):
+        cols.append(("mem_slowdown_worst", "Worst memory slowdown", "x", "3"))
+    if any_value("io_latency_worst_ms"):
+        cols += [("io_latency_worst_ms", "Worst I/O latency", "ms", "1"), ("io_budget_iops", "I/O budget per host", "IOPS", "0")]
+    cols += [("host_capex_usd", "Capex per host", "USD", "0"), ("tco_per_year_usd", "TCO per year", "USD", "0"),
+             ("tco_per_vm_year_usd", "TCO per VM-year", "USD", "0")]
+    if any(r.get("optimiser_status") for r in rows):
+        cols.append(("optimiser_status", "Optimiser", "CP-SAT", "text"))
+    return cols
+
+
+def _cell(v, fmt: str, feasible: bool) -> str:
+    if fmt == "text":
+        return "" if v is None else str(v)
+    if fmt == "yes":
+        return "yes" if v else "no"
+    if not feasible or v is None or (isinstance(v, float) and not np.isfinite(v)):
+        return "–"
+    if fmt == "int":
+        return f"{int(v):,}"
+    if fmt == "pct":
+        return f"{100 * v:,.1f}"
+    return f"{v:,.{int(fmt)}f}"
 
 
 def report_context(summary: dict, figure_ids: list[str]) -> dict:
-    """Plain data for ``plan.html.j2``: the answer first, then inputs, ranking and figures."""
+    """Plain data for ``plan.html.j2``: the answer first, then today against proposed, the chosen
+    candidate over time, the ranking, the trade-off, and the inputs."""
     ranking = summary["ranking"]
-    feasible = [r for r in ranking if r["feasible"]]
-    answer = None
-    if feasible:
-        best = feasible[0]
-        answer = {k: best[k] for k in ("candidate", "hosts", "vms_per_host", "ready_pct_worst", "host_capex_usd",
-                                       "tco_per_year_usd", "tco_per_vm_year_usd")}
-        answer |= {"ha_spare_hosts": summary["qos"]["ha_spare_hosts"], "years": summary["cost_inputs"]["years"],
-                   "vms": summary["inventory"]["vms"], "feasible": len(feasible), "candidates": len(ranking)}
     mem = summary.get("memory")
+    cols = ranking_columns(summary)
     return {
         "title": "Capacity plan",
         "seed": summary.get("seed"),
-        "answer": answer,
+        "answer": summary.get("answer"),
+        "headline": headline_lines(summary),
+        "time_remaining": summary.get("time_remaining"),
+        "licensing": summary.get("licensing"),
+        "carbon": summary.get("carbon"),
         "infeasible": [{"candidate": r["candidate"], "reason": r["reason"]} for r in ranking if not r["feasible"]],
         "inventory": summary["inventory"],
         "qos": summary["qos"],
@@ -155,9 +467,11 @@ def report_context(summary: dict, figure_ids: list[str]) -> dict:
         "notes": summary.get("notes") or [],
         "closest": summary.get("closest"),
         "hosts_today": summary.get("hosts_today"),
-        "columns": RANKING_COLUMNS,
-        "text_columns": ["reason", "notes"],
-        "rows": [[(c, r[c]) for c in RANKING_COLUMNS] for r in ranking],
+        "columns": [(h, u) for _k, h, u, _f in cols],
+        "rows": [{"feasible": r["feasible"], "best": r["candidate"] == summary.get("best"),
+                  "cells": [(f, _cell(r.get(k), f, r["feasible"] or k in ("candidate", "feasible", "host_capex_usd")))
+                            for k, _h, _u, f in cols],
+                  "notes": r.get("notes") or ""} for r in ranking],
         "figure_ids": figure_ids,
     }
 
@@ -166,7 +480,7 @@ def write_report(res: PlanResult, summary: dict, path: str | Path) -> Path:
     """``report.html``: the plan's answer, its inputs, the ranking and the trade-off figures."""
     from densim.reports import write_report as write
 
-    figs = {f"fig{i}": f for i, f in enumerate(figures(res))}
+    figs = figures(res)
     return write(path, "plan.html.j2", figures=figs, **report_context(summary, list(figs)))
 
 

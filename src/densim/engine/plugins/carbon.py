@@ -1,0 +1,148 @@
+"""Engine stage ``carbon``: operational and embodied carbon of the run, per VM-year.
+
+Active when the scenario has a ``carbon`` section (:class:`densim.models.carbon.CarbonInputs`).
+``after_cpu`` adds each step's fleet IT power (the CPU model's host power, the same figure as
+``totals.energy_j``) x step x grid intensity of that step (a constant, or the step-hold value of the
+grid series at the step's start); ``finish`` writes ``summary["carbon"]``::
+
+    operational_kg = sum_t (sum_hosts P_h,t) x dt / 3.6e6 x PUE x I_t / 1000
+    embodied_kg    = sum_groups hosts_g x kgCO2e_g / lifetime_years x horizon / 1 year
+    per VM-year    = kg / VM-years,  VM-years = sum over placed VMs of the time each ran within the grid
+
+Every host of the plant carries embodied carbon (it was built whether or not it ran VMs). Without
+``embodied`` only operational carbon is written (embodied figures null). PUE defaults to 1.0 (IT
+energy only). The stage makes the engine keep per-VM arrays for each chunk (as every stage does),
+so a run with carbon is slower than a lean run without stages.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+import numpy as np
+
+from densim.engine.stages import STAGES, BaseStage
+
+
+class CarbonSummary(TypedDict):
+    """``summary["carbon"]``."""
+
+    grid: str  # "constant" or the series file
+    grid_gco2_per_kwh_mean: float  # energy-weighted mean intensity over the run
+    pue: float
+    it_energy_kwh: float
+    facility_energy_kwh: float
+    operational_kg: float
+    embodied_kg: float | None
+    embodied_per_server: list[dict[str, Any]] | None  # per host group: hosts, kgCO2e per server, source
+    lifetime_years: float | None
+    vm_years: float
+    operational_kg_per_vm_year: float | None
+    embodied_kg_per_vm_year: float | None
+    total_kg_per_vm_year: float | None
+
+
+class CarbonStage(BaseStage):
+    name = "carbon"
+    summary_sections = {"carbon": CarbonSummary}
+
+    def __init__(self, ctx) -> None:
+        from densim.errors import InputError
+        from densim.models.carbon import embodied_kg_per_server, read_grid_series
+
+        sc = ctx.scenario
+        cb = sc.carbon
+        self.cb = cb
+        self.pue = cb.pue if cb.pue is not None else 1.0
+        self.series = read_grid_series(cb.grid_series, "carbon.grid_series") if cb.grid_series is not None else None
+        self.embodied: list[dict[str, Any]] | None = None
+        if cb.embodied:
+            if cb.lifetime_years is None:
+                raise InputError(sc.name, "carbon.lifetime_years", "required with carbon.embodied (years a server's "
+                                 "embodied carbon is spread over)")
+            labels = list(ctx.hosts.server_names)
+            unknown = sorted(set(cb.embodied) - set(labels))
+            if unknown:
+                raise InputError(sc.name, f"carbon.embodied.{unknown[0]}", "no host group of that name; host groups: "
+                                 + ", ".join(labels))
+            missing = [lb for lb in labels if lb not in cb.embodied]
+            if missing:
+                raise InputError(sc.name, "carbon.embodied", f"no embodied carbon for host group {missing[0]!r}: give "
+                                 "kgCO2e per server or a catalog name (server_embodied_carbon) for every host group")
+            counts = np.bincount(ctx.hosts.group, minlength=len(labels))
+            self.embodied = []
+            for gi, lb in enumerate(labels):
+                kg, src = embodied_kg_per_server(cb.embodied[lb], ctx.plant.catalog, f"carbon.embodied.{lb}")
+                self.embodied.append({"host_group": lb, "hosts": int(counts[gi]), "kgco2e_per_server": kg, "source": src})
+        self.it_j = 0.0
+        self.gj = 0.0  # sum of J x g/kWh (for the energy-weighted mean and the operational figure)
+
+    def after_cpu(self, ctx, chunk) -> None:
+        from densim.models.carbon import intensity_at
+
+        fleet_w = chunk.host["power_w"].sum(axis=1, dtype=np.float64)  # (steps,)
+        joules = fleet_w * chunk.step_s
+        if self.series is None:
+            g = float(self.cb.grid_gco2_per_kwh)
+        else:
+            try:
+                g = intensity_at(*self.series, ctx.grid.edges_s(chunk.t0, chunk.t1)[:-1])
+            except ValueError as exc:
+                from densim.errors import InputError
+
+                raise InputError(self.cb.grid_series.file, "", str(exc)) from None
+        self.it_j += float(joules.sum())
+        self.gj += float(np.sum(joules * g))
+
+    def _vm_years(self, ctx) -> float:
+        from densim.models.carbon import SECONDS_PER_YEAR
+
+        g = ctx.grid
+        end = g.start_s + g.horizon_s
+        sch = ctx.schedule
+        if sch is None:
+            return float(np.count_nonzero(ctx.vms.host >= 0)) * g.horizon_s / SECONDS_PER_YEAR
+        s = np.asarray(sch.start_s, dtype=np.float64)
+        e = np.where(np.isfinite(sch.end_s), sch.end_s, end)
+        ran = np.isfinite(s)
+        dur = np.clip(np.minimum(e[ran], end) - np.maximum(s[ran], g.start_s), 0.0, None)
+        return float(dur.sum()) / SECONDS_PER_YEAR
+
+    def finish(self, ctx, summary) -> None:
+        from densim.models.carbon import SECONDS_PER_YEAR
+
+        it_kwh = self.it_j / 3.6e6
+        op = self.gj / 3.6e6 * self.pue / 1000.0
+        emb = None
+        if self.embodied is not None:
+            years = ctx.grid.horizon_s / SECONDS_PER_YEAR
+            emb = sum(e["hosts"] * e["kgco2e_per_server"] for e in self.embodied) / self.cb.lifetime_years * years
+        vmy = self._vm_years(ctx)
+
+        def per(x):
+            return x / vmy if (x is not None and vmy > 0) else None
+
+        summary.add("carbon", {
+            "grid": "constant" if self.series is None else str(self.cb.grid_series.file),
+            "grid_gco2_per_kwh_mean": self.gj / self.it_j if self.it_j > 0 else float(
+                self.cb.grid_gco2_per_kwh if self.series is None else self.series[1].mean()),
+            "pue": self.pue,
+            "it_energy_kwh": it_kwh,
+            "facility_energy_kwh": it_kwh * self.pue,
+            "operational_kg": op,
+            "embodied_kg": emb,
+            "embodied_per_server": self.embodied,
+            "lifetime_years": self.cb.lifetime_years,
+            "vm_years": vmy,
+            "operational_kg_per_vm_year": per(op),
+            "embodied_kg_per_vm_year": per(emb),
+            "total_kg_per_vm_year": per(op + (emb or 0.0)),
+        })
+
+
+@STAGES.register("carbon", description="operational (energy x grid intensity) and embodied carbon per VM-year",
+                 source="densim.models.carbon; docs/background/licensing-carbon.md",
+                 # reads the host power the CPU model computed after every stage that changes demand or capacity
+                 after=("fabric", "memory", "storage", "virtualization"))
+def carbon_stage(ctx):
+    return CarbonStage(ctx) if getattr(ctx.scenario, "carbon", None) is not None else None
