@@ -221,7 +221,7 @@ class _CpuSetup:
         return sub
 
     def run(self, demand, cap_h: np.ndarray, n: int, host_series: dict | None, want_stage_arrays: bool,
-            by_step=None) -> _CpuOut:
+            by_step=None, want_host_arrays: bool | None = None) -> _CpuOut:
         """One chunk: ``demand`` is (steps, VMs) or the factors ``(base, col, scale)`` of a source.
 
         ``by_step`` (VMs that arrive and leave, :meth:`densim.engine.lifetimes.Liveness.chunk`) gives
@@ -253,15 +253,15 @@ class _CpuSetup:
         o.sat_count = np.zeros(H, dtype=np.int64)
         none2 = np.zeros((0, 0), dtype=np.float32)
         claim_dtype = np.result_type(base.dtype, np.float32)
+        host_arrays = want_stage_arrays if want_host_arrays is None else want_host_arrays
         if want_stage_arrays:
             o.v_claim, o.v_del, o.v_ready = (np.zeros((n, V), dtype=claim_dtype) for _ in range(3))
-            o.o_rready = np.zeros((n, H), dtype=np.float32)
         else:
             o.v_claim = o.v_del = o.v_ready = np.zeros((0, 0), dtype=claim_dtype)
-            o.o_rready = none2
+        o.o_rready = np.zeros((n, H), dtype=np.float32) if want_stage_arrays or host_arrays else none2
         if host_series is not None:
             o.o_claim, o.o_del, o.o_util, o.o_rpct, o.o_power = (host_series[k] for k in _HOST_SERIES)
-        elif want_stage_arrays:
+        elif host_arrays:
             o.o_claim, o.o_del, o.o_util, o.o_rpct, o.o_power = (np.zeros((n, H), dtype=np.float32) for _ in range(5))
         else:
             o.o_claim = o.o_del = o.o_util = o.o_rpct = o.o_power = none2
@@ -414,10 +414,13 @@ def run_placed(ctx, *, progress: Callable[[int, int], None] | None = None, timin
     cpu = _CpuSetup(ctx, perm, starts, hosts_with, placed, host_on, vcpus_per_host, vm_cap_mhz, K)
     # the CPU kernel writes per-VM and per-host step arrays only for a stage that reads them
     stage_reads = any(getattr(st, "reads_cpu_results", False) for st in stages)
+    host_reads = stage_reads or any(getattr(st, "reads_host_results", False) for st in stages)
+    # a stage that neither reads nor changes the VMs' demand (e.g. carbon) leaves the run lean
+    demand_stages = [st for st in stages if getattr(st, "uses_vm_demand", True)]
     # without stages and VM time series no per-VM array is needed: the demand may stay factored
-    lean = not stages and not keep_vm
-    # VMs that arrive and leave: a lean run steps only the VMs alive in each chunk
-    active = live is not None and lean
+    lean = not demand_stages and not keep_vm
+    # VMs that arrive and leave: a lean run without stages steps only the VMs alive in each chunk
+    active = live is not None and lean and not stages
     if active and not sc.simulation.chunk_steps:
         chunk_steps = live.chunk_steps(T, step_s, ELEMENTS_PER_CHUNK // 4)  # its arrays are float64 (alive shares)
     factors = getattr(ctx.source, "window_factors", None) if lean and not active else None
@@ -450,10 +453,11 @@ def run_placed(ctx, *, progress: Callable[[int, int], None] | None = None, timin
         by_step = live.chunk(grid.edges_s(t0, t1), perm, starts, hosts_with, H, step_s) if live is not None else None
         out = cpu.run(fac if fac is not None else chunk.vm["cpu_demand_mhz"], cap_h, n,
                       host_series={name: host_acc.series_view(name, t0, n) for name in _HOST_SERIES} if keep_host else None,
-                      want_stage_arrays=stage_reads or keep_vm, by_step=by_step)
+                      want_stage_arrays=stage_reads or keep_vm, by_step=by_step, want_host_arrays=host_reads)
         if stages:
             if stage_reads:
                 chunk.vm.update(cpu_claim_mhz=out.v_claim, cpu_delivered_mhz=out.v_del, cpu_ready_s=out.v_ready)
+            if host_reads:
                 chunk.host.update(cpu_demand_mhz=out.o_claim, cpu_delivered_mhz=out.o_del, utilisation=out.o_util,
                                   cpu_ready_s=out.o_rready, power_w=out.o_power)
             for st in stages:

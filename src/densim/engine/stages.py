@@ -30,9 +30,12 @@ Per chunk of time steps the engine calls, for every active stage in that order:
    above 90 % busy in some step.
 
 The CPU results per VM and step (``chunk.vm["cpu_claim_mhz"]``, ``["cpu_delivered_mhz"]``,
-``["cpu_ready_s"]``) and per host and step (``chunk.host[...]``) are (steps x VMs) arrays the fused
-CPU kernel writes only when asked: a stage whose ``after_cpu`` reads them sets the class attribute
-``reads_cpu_results = True``. A stage that reads them without saying so finds the keys missing.
+``["cpu_ready_s"]``, (steps x VMs)) and per host and step (``chunk.host[...]``, (steps x hosts))
+are arrays the fused CPU kernel writes only when asked: a stage whose ``after_cpu`` reads the
+per-VM ones sets the class attribute ``reads_cpu_results = True`` (it gets both), one that reads
+only the per-host ones ``reads_host_results = True``. A stage that reads them without saying so
+finds the keys missing. A stage that neither reads nor changes ``chunk.vm`` sets
+``uses_vm_demand = False``: then the run may keep the demand in factored form (``chunk.vm`` empty).
 
 ``finish(ctx, summary)`` adds the stage's sections to ``summary.json`` through
 ``summary.add(section, value)``; a stage declares them, with their keys, as
@@ -69,6 +72,8 @@ class BaseStage:
     name = "stage"
     summary_sections: dict[str, type] = {}
     reads_cpu_results = False  # True: after_cpu reads chunk.vm["cpu_delivered_mhz"] etc. (see above)
+    reads_host_results = False  # True: after_cpu reads chunk.host["power_w"] etc.
+    uses_vm_demand = True  # False: the stage never touches chunk.vm
 
     def prepare(self, ctx) -> None:
         pass
