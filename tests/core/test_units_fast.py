@@ -38,7 +38,9 @@ def test_fast_units_equal_pint(canonical):
 def test_other_forms_still_go_to_pint():
     assert U._fast_quantity("1,000 MHz", "MHz") is None  # commas: pint's path removes them
     assert U._fast_quantity("2.3 GHz/s", "MHz") is None
-    assert U._fast_quantity("5 ms", "s") is None  # factor 0.001 is not an integer
+    assert U._fast_quantity("5 ps", "s") is None  # not in the table
+    assert U._fast_quantity("5 MB/s", "MHz") is None  # a rate is no frequency here
+    assert U._fast_quantity("5 MB/h", "byte/s") is None  # only "/s" rates
     assert U._fast_quantity("5 min", "byte") is None
     assert U.parse("1,000 MHz", "MHz") == 1000.0
     assert U.parse("250 ms", "s") == 0.25

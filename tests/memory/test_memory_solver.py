@@ -161,3 +161,73 @@ def test_reclaim_equals_the_vectorised_reference_to_the_bit(seed):
         old = reclaim_numpy(cfg, act, seg, n_seg, cap, **kw)
         for name in RECLAIM_FIELDS:
             np.testing.assert_array_equal(getattr(new, name), getattr(old, name), err_msg=name)
+
+
+def test_sums_over_the_steps_equal_the_series_sums():
+    # series=False hands back, per VM, the sum over the steps of the float32 values the series
+    # would hold (sums of float32 values taken in float64 in blocks of 32 steps, blocks added in
+    # order). With T = 100 steps that is 4 blocks (32 + 32 + 32 + 4). Everything else (demand with
+    # the fault CPU, per-host rows, the largest slowdown) is the series mode's to the bit.
+    rng = np.random.default_rng(5)
+    T, V, H = 100, 50, 7
+    host = rng.integers(0, H, V)
+    vm_ids = np.flatnonzero(rng.random(V) < 0.7)  # the others: rate 0, slowdown 1 in every step
+    k = vm_ids.size
+    unit = M.FaultRates(*(rng.exponential(0.2, k) for _ in range(4)), rng.random(k))
+    args = (host[vm_ids], H, unit, rng.uniform(50.0, 4000.0, k), rng.uniform(1000.0, 4000.0, k), rng.uniform(0.5, 2.0, k),
+            rng.uniform(2000.0, 3000.0, k))
+    demand = rng.uniform(0.0, 4500.0, (T, V)).astype(np.float32)
+    kw = dict(store=FC_SAN, cache=S3710, costs=M.FaultCosts(software_s=0.333e-3), background_store_iops=300.0)
+    ser = M.solve_steps(demand, vm_ids, *args, **kw)
+    red = M.solve_steps(demand, vm_ids, *args, **kw, series=False)
+    for name in ("fault_rate_per_s", "slowdown", "fault_cpu_mhz"):
+        want = getattr(ser, name).sum(axis=0, dtype=np.float64)
+        assert getattr(red, name).shape == (V,)
+        np.testing.assert_allclose(getattr(red, name), want, rtol=1e-14, atol=0.0, err_msg=name)
+    assert (red.slowdown[np.setdiff1d(np.arange(V), vm_ids)] == T).all()
+    for name in ("demand_mhz", "max_slowdown", "host_fault_cpu_mhz", "swap_iops", "util", "util_store", "util_cache"):
+        np.testing.assert_array_equal(getattr(red, name), getattr(ser, name), err_msg=name)
+
+
+def test_sums_do_not_depend_on_the_number_of_threads():
+    # the blocks of steps a thread takes are whole blocks of SUM_BLOCK_STEPS, and the partial sums
+    # are added in block order: 1 or 2 threads give the same floats
+    import numba
+
+    rng = np.random.default_rng(8)
+    T, V, H = 70, 40, 5
+    host = rng.integers(0, H, V)
+    unit = M.FaultRates(*(rng.exponential(0.3, V) for _ in range(4)), rng.random(V))
+    args = (np.arange(V), host, H, unit, rng.uniform(50.0, 4000.0, V), rng.uniform(1000.0, 4000.0, V),
+            rng.uniform(0.5, 2.0, V), rng.uniform(2000.0, 3000.0, V))
+    demand = rng.uniform(0.0, 4500.0, (T, V)).astype(np.float32)
+    got = []
+    before = numba.get_num_threads()
+    try:
+        for n in sorted({1, min(2, numba.config.NUMBA_NUM_THREADS)}):
+            numba.set_num_threads(n)
+            got.append(M.solve_steps(demand, *args, store=FC_SAN, series=False))
+    finally:
+        numba.set_num_threads(before)
+    for r in got[1:]:
+        for name in ("fault_rate_per_s", "slowdown", "fault_cpu_mhz"):
+            np.testing.assert_array_equal(getattr(r, name), getattr(got[0], name))
+
+
+def test_in_place_writes_the_same_demand_over_its_input():
+    rng = np.random.default_rng(3)
+    T, V, H = 40, 30, 4
+    host = rng.integers(0, H, V)
+    vm_ids = np.flatnonzero(rng.random(V) < 0.6)
+    k = vm_ids.size
+    unit = M.FaultRates(*(rng.exponential(0.2, k) for _ in range(4)), rng.random(k))
+    args = (vm_ids, host[vm_ids], H, unit, rng.uniform(50.0, 4000.0, k), rng.uniform(1000.0, 4000.0, k),
+            rng.uniform(0.5, 2.0, k), rng.uniform(2000.0, 3000.0, k))
+    demand = rng.uniform(0.0, 4500.0, (T, V)).astype(np.float32)
+    want = M.solve_steps(demand, *args, store=FC_SAN, series=False)
+    mine = demand.copy()
+    got = M.solve_steps(mine, *args, store=FC_SAN, series=False, in_place=True)
+    assert got.demand_mhz is mine  # no second (steps x VMs) array
+    np.testing.assert_array_equal(mine, want.demand_mhz)
+    with pytest.raises(ValueError, match="in_place"):
+        M.solve_steps(np.asfortranarray(demand), *args, store=FC_SAN, in_place=True)  # needs a C-ordered copy

@@ -90,6 +90,7 @@ class MigrationPlanner:
     def __init__(self, ctx, stages, live) -> None:
         sc = ctx.scenario
         self.s = s = sc.migration
+        stages = [st for st in stages if getattr(st, "uses_vm_demand", True)]  # carbon only reads host power
         if stages:
             raise InputError("scenario", "migration", "live migration is not yet combined with the stage(s) "
                              f"{', '.join(st.name for st in stages)} (they fix each VM's host at the start)")

@@ -39,6 +39,12 @@ class Chunk:
     host_capacity_mhz: np.ndarray | None = None  # (steps, hosts); stages may scale it
     vm_out: dict[str, np.ndarray] = field(default_factory=dict)
     host_out: dict[str, np.ndarray] = field(default_factory=dict)
+    # the run keeps per-VM time series; when it does not, a stage may hand a metric's float64 sums
+    # (and maxima, for a metric aggregated by max) over the chunk's steps in vm_reduced instead of vm_out
+    keep_vm_series: bool = True
+    vm_reduced: dict[str, tuple[np.ndarray, np.ndarray | None]] = field(default_factory=dict)
+    # names of chunk.vm arrays nobody else holds (a stage may write into them instead of copying)
+    owned: set[str] = field(default_factory=set)
 
     @property
     def n_steps(self) -> int:
@@ -96,14 +102,23 @@ class Accumulator:
 
     def add(self, name: str, t0: int, arr: np.ndarray, want_max: bool = False) -> None:
         a = np.asarray(arr)
-        s = a.sum(axis=0, dtype=np.float64)
+        if a.ndim == 2 and a.strides[0] == 0 and 0 < a.shape[0] < 2**29 and a.dtype == np.float32:
+            # one row repeated (a stage's read-only broadcast): n x row is the sum, exactly (a float32
+            # has 24 significant bits, n < 2^29, so every partial sum is exact in float64 and so is n x row)
+            row = a[0].astype(np.float64)
+            s = row * a.shape[0]
+            m = row if want_max else None
+        else:
+            s = a.sum(axis=0, dtype=np.float64)
+            m = None
         self._last_sums[name] = s
         if name in self.sum:
             self.sum[name] += s
         else:
             self.sum[name] = s
         if want_max:
-            m = a.max(axis=0).astype(np.float64) if a.shape[0] else np.zeros(self.n)
+            if m is None:
+                m = a.max(axis=0).astype(np.float64) if a.shape[0] else np.zeros(self.n)
             if name in self.max:
                 np.maximum(self.max[name], m, out=self.max[name])
             else:
@@ -206,7 +221,7 @@ class _CpuSetup:
         return sub
 
     def run(self, demand, cap_h: np.ndarray, n: int, host_series: dict | None, want_stage_arrays: bool,
-            by_step=None) -> _CpuOut:
+            by_step=None, want_host_arrays: bool | None = None) -> _CpuOut:
         """One chunk: ``demand`` is (steps, VMs) or the factors ``(base, col, scale)`` of a source.
 
         ``by_step`` (VMs that arrive and leave, :meth:`densim.engine.lifetimes.Liveness.chunk`) gives
@@ -238,15 +253,15 @@ class _CpuSetup:
         o.sat_count = np.zeros(H, dtype=np.int64)
         none2 = np.zeros((0, 0), dtype=np.float32)
         claim_dtype = np.result_type(base.dtype, np.float32)
+        host_arrays = want_stage_arrays if want_host_arrays is None else want_host_arrays
         if want_stage_arrays:
             o.v_claim, o.v_del, o.v_ready = (np.zeros((n, V), dtype=claim_dtype) for _ in range(3))
-            o.o_rready = np.zeros((n, H), dtype=np.float32)
         else:
             o.v_claim = o.v_del = o.v_ready = np.zeros((0, 0), dtype=claim_dtype)
-            o.o_rready = none2
+        o.o_rready = np.zeros((n, H), dtype=np.float32) if want_stage_arrays or host_arrays else none2
         if host_series is not None:
             o.o_claim, o.o_del, o.o_util, o.o_rpct, o.o_power = (host_series[k] for k in _HOST_SERIES)
-        elif want_stage_arrays:
+        elif host_arrays:
             o.o_claim, o.o_del, o.o_util, o.o_rpct, o.o_power = (np.zeros((n, H), dtype=np.float32) for _ in range(5))
         else:
             o.o_claim = o.o_del = o.o_util = o.o_rpct = o.o_power = none2
@@ -414,10 +429,15 @@ def run_placed(ctx, *, progress: Callable[[int, int], None] | None = None, timin
     t_engine = time.perf_counter()
     step_s = grid.step_s
     cpu = _CpuSetup(ctx, perm, starts, hosts_with, placed, host_on, vcpus_per_host, vm_cap_mhz, K)
+    # the CPU kernel writes per-VM and per-host step arrays only for a stage that reads them
+    stage_reads = any(getattr(st, "reads_cpu_results", False) for st in stages)
+    host_reads = stage_reads or any(getattr(st, "reads_host_results", False) for st in stages)
+    # a stage that neither reads nor changes the VMs' demand (e.g. carbon) leaves the run lean
+    demand_stages = [st for st in stages if getattr(st, "uses_vm_demand", True)]
     # without stages and VM time series no per-VM array is needed: the demand may stay factored
-    lean = not stages and not keep_vm
-    # VMs that arrive and leave: a lean run steps only the VMs alive in each chunk
-    active = live is not None and lean
+    lean = not demand_stages and not keep_vm
+    # VMs that arrive and leave: a lean run without stages steps only the VMs alive in each chunk
+    active = live is not None and lean and not stages
     if active and not sc.simulation.chunk_steps:
         chunk_steps = live.chunk_steps(T, step_s, ELEMENTS_PER_CHUNK // 4)  # its arrays are float64 (alive shares)
     factors = getattr(ctx.source, "window_factors", None) if lean and not active else None
@@ -428,7 +448,7 @@ def run_placed(ctx, *, progress: Callable[[int, int], None] | None = None, timin
         n = t1 - t0
         if mig is not None:  # land finished migrations, take due decisions; new host segments if moved
             cpu = mig.cpu(cpu, lambda: _CpuSetup(ctx, *_placement_arrays(ctx), K))
-        chunk = Chunk(t0=t0, t1=t1, step_s=step_s)
+        chunk = Chunk(t0=t0, t1=t1, step_s=step_s, keep_vm_series=keep_vm)
         fac = factors(grid, t0, t1) if factors is not None else None
         if active:
             _active_chunk(ctx, cpu, live, vm_acc, host_acc, t0, t1, cap0[None, :], keep_host)
@@ -439,6 +459,8 @@ def run_placed(ctx, *, progress: Callable[[int, int], None] | None = None, timin
             win = ctx.source.window(grid, t0, t1, channels)
             chunk.vm["cpu_demand_mhz"] = win.pop("cpu_mhz")
             chunk.vm.update(win)
+            if getattr(ctx.source, "fresh_windows", False):
+                chunk.owned.add("cpu_demand_mhz")
         if stages:
             chunk.host_capacity_mhz = np.broadcast_to(cap0, (n, H)).copy()
             for st in stages:
@@ -451,13 +473,15 @@ def run_placed(ctx, *, progress: Callable[[int, int], None] | None = None, timin
         by_step = live.chunk(grid.edges_s(t0, t1), perm, starts, hosts_with, H, step_s) if live is not None else None
         out = cpu.run(fac if fac is not None else chunk.vm["cpu_demand_mhz"], cap_h, n,
                       host_series={name: host_acc.series_view(name, t0, n) for name in _HOST_SERIES} if keep_host else None,
-                      want_stage_arrays=bool(stages) or keep_vm, by_step=by_step)
+                      want_stage_arrays=stage_reads or keep_vm, by_step=by_step, want_host_arrays=host_reads)
         if mig is not None:
             mig.observe(t0, t1, out, host_acc)
         if stages:
-            chunk.vm.update(cpu_claim_mhz=out.v_claim, cpu_delivered_mhz=out.v_del, cpu_ready_s=out.v_ready)
-            chunk.host.update(cpu_demand_mhz=out.o_claim, cpu_delivered_mhz=out.o_del, utilisation=out.o_util,
-                              cpu_ready_s=out.o_rready, power_w=out.o_power)
+            if stage_reads:
+                chunk.vm.update(cpu_claim_mhz=out.v_claim, cpu_delivered_mhz=out.v_del, cpu_ready_s=out.v_ready)
+            if host_reads:
+                chunk.host.update(cpu_demand_mhz=out.o_claim, cpu_delivered_mhz=out.o_del, utilisation=out.o_util,
+                                  cpu_ready_s=out.o_rready, power_w=out.o_power)
             for st in stages:
                 st.after_cpu(ctx, chunk)
 
@@ -478,6 +502,8 @@ def run_placed(ctx, *, progress: Callable[[int, int], None] | None = None, timin
         host_acc.add_reduced("power_w", out.h_power)
         for name, arr in chunk.vm_out.items():
             vm_acc.add(name, t0, arr, want_max=ctx.metrics.get(name) is not None and ctx.metrics[name].agg == "max")
+        for name, (s, m) in chunk.vm_reduced.items():
+            vm_acc.add_reduced(name, s, m)
         for name, arr in chunk.host_out.items():
             host_acc.add(name, t0, arr, want_max=ctx.metrics.get(name) is not None and ctx.metrics[name].agg == "max")
         if progress is not None:

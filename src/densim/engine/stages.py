@@ -22,12 +22,20 @@ Per chunk of time steps the engine calls, for every active stage in that order:
 1. ``before_cpu(ctx, chunk)``: may add to ``chunk.vm["cpu_demand_mhz"]`` (overheads, fault handling)
    or scale ``chunk.host_capacity_mhz`` (turbo, SMT);
 2. the CPU model runs (delivered, unserved, ready, utilisation, power);
-3. ``after_cpu(ctx, chunk)``: reads the CPU results, writes its own metrics to ``chunk.vm_out`` /
+3. ``after_cpu(ctx, chunk)``: may read the CPU results, writes its own metrics to ``chunk.vm_out`` /
    ``chunk.host_out`` (arrays shaped (steps, VMs) / (steps, hosts)) after declaring them with
    ``ctx.declare(name, level="vm"|"host", agg="mean"|"sum"|"max", unit=..., doc=...)``, and reports
    the busy share of the resources it models with :func:`add_saturation` ``(ctx, kind, names, busy)``
    (see :class:`densim.engine.state.SaturationLog`); ``summary["saturation"]`` lists those at or
    above 90 % busy in some step.
+
+The CPU results per VM and step (``chunk.vm["cpu_claim_mhz"]``, ``["cpu_delivered_mhz"]``,
+``["cpu_ready_s"]``, (steps x VMs)) and per host and step (``chunk.host[...]``, (steps x hosts))
+are arrays the fused CPU kernel writes only when asked: a stage whose ``after_cpu`` reads the
+per-VM ones sets the class attribute ``reads_cpu_results = True`` (it gets both), one that reads
+only the per-host ones ``reads_host_results = True``. A stage that reads them without saying so
+finds the keys missing. A stage that neither reads nor changes ``chunk.vm`` sets
+``uses_vm_demand = False``: then the run may keep the demand in factored form (``chunk.vm`` empty).
 
 ``finish(ctx, summary)`` adds the stage's sections to ``summary.json`` through
 ``summary.add(section, value)``; a stage declares them, with their keys, as
@@ -63,6 +71,9 @@ class BaseStage:
 
     name = "stage"
     summary_sections: dict[str, type] = {}
+    reads_cpu_results = False  # True: after_cpu reads chunk.vm["cpu_delivered_mhz"] etc. (see above)
+    reads_host_results = False  # True: after_cpu reads chunk.host["power_w"] etc.
+    uses_vm_demand = True  # False: the stage never touches chunk.vm
 
     def prepare(self, ctx) -> None:
         pass

@@ -991,9 +991,9 @@ def _solve_segments(order, start, fz, fc, fs, fg, theta, rl_s, rl_c, with_cache,
 class StepFaults:
     """:func:`solve_steps` per (step, VM) and per (step, host), float32 like the engine's metrics."""
 
-    fault_rate_per_s: np.ndarray  # (steps, VMs): faults per wall-clock second (F X)
-    slowdown: np.ndarray  # X0 / X
-    fault_cpu_mhz: np.ndarray  # host CPU handling the VM's faults
+    fault_rate_per_s: np.ndarray  # (steps, VMs): faults per wall-clock second (F X); with series=False (VMs,) sums over the steps
+    slowdown: np.ndarray  # X0 / X (series=False: sums over the steps)
+    fault_cpu_mhz: np.ndarray  # host CPU handling the VM's faults (series=False: sums over the steps)
     demand_mhz: np.ndarray  # the CPU demand plus fault_cpu_mhz (the demand's dtype)
     max_slowdown: np.ndarray  # (VMs,): the largest slowdown over the steps
     host_fault_cpu_mhz: np.ndarray  # (steps, hosts)
@@ -1022,6 +1022,8 @@ def solve_steps(
     store_ios_per_fault: float = 1.0,
     rounds: int = 3,
     iterations: int = 40,
+    series: bool = True,
+    in_place: bool = False,
 ) -> StepFaults:
     """Faults, throughput and fault-handling CPU of VMs whose memory stays where it is, every step of a chunk.
 
@@ -1036,6 +1038,15 @@ def solve_steps(
     then differs from the general path's in rounding only (1e-16). ``demand_mhz`` is
     ``(steps, VMs)``; VMs outside ``vm_ids`` keep no faults, slowdown 1 and their demand. Devices
     and background loads are one value or one per host.
+
+    ``series=False``: the fault rate, slowdown and fault CPU come back as float64 sums over the
+    steps per VM (of the float32 values the series would hold) instead of (steps x VMs) arrays,
+    for a run that keeps no per-VM time series. Each sum is taken in step order within fixed
+    blocks of :data:`SUM_BLOCK_STEPS` steps and the blocks' sums are added in order, so it does not
+    depend on the number of threads; it differs from a plain sum over the rows in rounding only.
+
+    ``in_place=True``: the demand with the fault CPU added is written over ``demand_mhz`` (which the
+    caller owns: a float32 C-ordered array), so no second (steps x VMs) array is allocated.
     """
     demand = np.require(demand_mhz, requirements=["C", "W"])
     T, V = demand.shape
@@ -1077,10 +1088,17 @@ def solve_steps(
     ]))
 
     every = vm_ids.size == V  # every column is written: no initial values needed
-    fr = np.empty((T, V), np.float32) if every else np.zeros((T, V), np.float32)
-    sd = np.empty((T, V), np.float32) if every else np.ones((T, V), np.float32)
-    fcpu = np.empty((T, V), np.float32) if every else np.zeros((T, V), np.float32)
-    dem_out = np.empty_like(demand) if every else demand.copy()
+    if series:
+        fr = np.empty((T, V), np.float32) if every else np.zeros((T, V), np.float32)
+        sd = np.empty((T, V), np.float32) if every else np.ones((T, V), np.float32)
+        fcpu = np.empty((T, V), np.float32) if every else np.zeros((T, V), np.float32)
+        sums = np.zeros((0, 0, 0))
+    else:
+        fr = sd = fcpu = np.zeros((0, 0), np.float32)
+        sums = np.zeros((3, -(-T // SUM_BLOCK_STEPS), vm_ids.size))  # per block of steps, per VM in host order
+    if in_place and demand is not demand_mhz:
+        raise ValueError("solve_steps(in_place=True) needs a writeable C-ordered demand array")
+    dem_out = demand if in_place else np.empty_like(demand) if every else demand.copy()
     sd_max = np.ones(V, np.float32)
     # hosts without a faulting VM carry only their background load
     util_s0 = bg_s / st_p[3]
@@ -1095,19 +1113,33 @@ def solve_steps(
     fch = np.zeros((T, H), np.float32)
     _steps_kernel(demand, vm_ids[order], gstart, ghost, vm_k, cache is not None, *st_p, *ca_p, bg_s, bg_c, w,
                   int(rounds), int(iterations), max(1, min(T, get_num_threads())),
-                  fr, sd, fcpu, dem_out, sd_max, fch, iops, util_s, util_c, util)
+                  series, fr, sd, fcpu, sums, dem_out, sd_max, fch, iops, util_s, util_c, util)
+    if not series:  # blocks' sums in order; VMs without faults: rate and CPU 0, slowdown 1 in every step
+        tot = np.zeros((3, V))
+        tot[1] = T
+        cols = vm_ids[order]
+        for b in range(sums.shape[1]):
+            if b == 0:
+                tot[:, cols] = sums[:, 0]
+            else:
+                tot[:, cols] += sums[:, b]
+        fr, sd, fcpu = tot[0], tot[1], tot[2]
     return StepFaults(fr, sd, fcpu, dem_out, sd_max, fch, iops, util_s, util_c, util)
+
+
+SUM_BLOCK_STEPS = 32  # steps per partial sum when solve_steps returns sums over the steps
 
 
 @njit(parallel=True, error_model="numpy")
 def _steps_kernel(demand, vm, gstart, ghost, vm_k, with_cache, st_svc, st_c, st_lgc, st_cap, ca_svc, ca_c, ca_lgc, ca_cap,
-                  bg_s, bg_c, w, rounds, iterations, n_blocks, fr, sd, fcpu, dem_out, sd_max, fch, iops, util_s, util_c, util):
+                  bg_s, bg_c, w, rounds, iterations, n_blocks, series, fr, sd, fcpu, sums, dem_out, sd_max, fch, iops, util_s,
+                  util_c, util):
     """:func:`solve_steps`' pass: blocks of steps in parallel; per step its VMs' faults, fixed points, outputs.
 
     Steps are the outer loop, so every (steps x VMs) array is read and written row by row. Per
-    step: a pass over its VMs (sorted by host) builds each element's coefficients and the terms of
-    :func:`_waits`' sums; per host the sums (in order), the fixed point, ``X`` and the host's
-    loads; a last pass writes the per-VM outputs. Where the waits are in the linear range
+    step and host (its VMs, sorted by host, side by side), start to finish so that the host's
+    terms stay in the cache: each element's coefficients and the terms of :func:`_waits`' sums,
+    the sums (in order), the fixed point, ``X``, the host's loads, then the VMs' outputs. Where the waits are in the linear range
     (``_LINEAR``), ``X = (1 / d)(1 - e / d)`` (``d = 1 + a0``, ``e = b0 ws + c0 wc``; relative error
     ``(e / d)^2 < 1e-16``) needs no second division; the slowdown is ``d + e``. ``vm_k`` holds the
     per-VM constants by row (see :func:`solve_steps`).
@@ -1130,33 +1162,37 @@ def _steps_kernel(demand, vm, gstart, ghost, vm_k, with_cache, st_svc, st_c, st_
         e_r, e_a0, e_b0, e_c0, e_inv, e_fd = buf[0], buf[1], buf[2], buf[3], buf[4], buf[5]
         e_fcc, e_p, e_p1, e_q, e_e, e_x = buf[6], buf[7], buf[8], buf[9], buf[10], buf[11]
         vmax = vmax_b[blk]
-        for t in range(blk * T // n_blocks, (blk + 1) * T // n_blocks):
+        # whole blocks of SUM_BLOCK_STEPS steps per thread block, so that no two threads add to one partial sum
+        nsb = (T + SUM_BLOCK_STEPS - 1) // SUM_BLOCK_STEPS
+        for t in range(min(T, blk * nsb // n_blocks * SUM_BLOCK_STEPS), min(T, (blk + 1) * nsb // n_blocks * SUM_BLOCK_STEPS)):
             row = demand[t]
-            for j in range(k):
-                # accesses per second of work follow the VM's CPU use in the step
-                dm = row[v0 + j] if contiguous else row[vm[j]]
-                r = k_rate[j] * min(max(np.float64(dm) * k_icap[j], 0.0), 1.0)
-                a0 = r * k_a0[j]
-                b0 = r * k_b0[j]
-                fd = r * k_fd[j]
-                iv = 1.0 / (1.0 + a0)
-                p = fd * iv
-                e_r[j] = r
-                e_a0[j] = a0
-                e_b0[j] = b0
-                e_inv[j] = iv
-                e_fd[j] = fd
-                e_fcc[j] = r * k_fc[j]  # counted in the cache device's load even without one, as solve_throughput does
-                e_p[j] = p
-                e_p1[j] = p * b0 * iv
-            if with_cache:
-                for j in range(k):
-                    e_c0[j] = e_r[j] * k_c0[j]
-                    e_q[j] = e_fcc[j] * e_inv[j]
+            sb = t // SUM_BLOCK_STEPS
+            # one host's VMs at a time, start to finish, so that their terms stay in the cache
             for g in range(G):
                 j0 = gstart[g]
                 j1 = gstart[g + 1]
                 h = ghost[g]
+                for j in range(j0, j1):
+                    # accesses per second of work follow the VM's CPU use in the step
+                    dm = row[v0 + j] if contiguous else row[vm[j]]
+                    r = k_rate[j] * min(max(np.float64(dm) * k_icap[j], 0.0), 1.0)
+                    a0 = r * k_a0[j]
+                    b0 = r * k_b0[j]
+                    fd = r * k_fd[j]
+                    iv = 1.0 / (1.0 + a0)
+                    p = fd * iv
+                    e_r[j] = r
+                    e_a0[j] = a0
+                    e_b0[j] = b0
+                    e_inv[j] = iv
+                    e_fd[j] = fd
+                    e_fcc[j] = r * k_fc[j]  # counted in the cache device's load even without one, as solve_throughput does
+                    e_p[j] = p
+                    e_p1[j] = p * b0 * iv
+                if with_cache:
+                    for j in range(j0, j1):
+                        e_c0[j] = e_r[j] * k_c0[j]
+                        e_q[j] = e_fcc[j] * e_inv[j]
                 b0max = 0.0
                 c0max = 0.0
                 s0s = 0.0
@@ -1209,31 +1245,23 @@ def _steps_kernel(demand, vm, gstart, ghost, vm_k, with_cache, st_svc, st_c, st_
                 util_s[t, h] = us
                 util_c[t, h] = uc
                 util[t, h] = max(us, uc)
-            if contiguous:
-                fr_t, sd_t, fc_t, dm_t = fr[t, v0:v0 + k], sd[t, v0:v0 + k], fcpu[t, v0:v0 + k], dem_out[t, v0:v0 + k]
-                row_v = row[v0:v0 + k]
-                for j in range(k):
+                # the VMs' outputs
+                for j in range(j0, j1):
                     x = e_x[j]
                     r = e_r[j]
+                    v = v0 + j if contiguous else vm[j]
                     cpu = x * (r * k_cpu[j])
                     s32 = np.float32(1.0 + e_a0[j] + e_e[j])
-                    fr_t[j] = x * (r * k_tot[j])
-                    sd_t[j] = s32
                     vmax[j] = max(vmax[j], s32)
-                    fc_t[j] = cpu
-                    dm_t[j] = row_v[j] + np.float32(cpu)
-            else:
-                for j in range(k):
-                    x = e_x[j]
-                    r = e_r[j]
-                    v = vm[j]
-                    cpu = x * (r * k_cpu[j])
-                    s32 = np.float32(1.0 + e_a0[j] + e_e[j])
-                    fr[t, v] = x * (r * k_tot[j])
-                    sd[t, v] = s32
-                    vmax[j] = max(vmax[j], s32)
-                    fcpu[t, v] = cpu
                     dem_out[t, v] = row[v] + np.float32(cpu)
+                    if series:
+                        fr[t, v] = x * (r * k_tot[j])
+                        sd[t, v] = s32
+                        fcpu[t, v] = cpu
+                    else:  # sums over the steps of the float32 values, in step order within a block of steps
+                        sums[0, sb, j] += np.float64(np.float32(x * (r * k_tot[j])))
+                        sums[1, sb, j] += np.float64(s32)
+                        sums[2, sb, j] += np.float64(np.float32(cpu))
     if T > 0:
         for j in range(k):
             m = vmax_b[0, j]

@@ -62,6 +62,10 @@ class DemandSource(ABC):
     def native_step_s(self) -> float | None:
         return None
 
+    # True when every array window() returns is new and held by nobody else, so the engine's
+    # stages may write into it (False: a window may be a view of data the source keeps)
+    fresh_windows = False
+
     @abstractmethod
     def window(self, grid: TimeGrid, t0: int, t1: int, channels: tuple[str, ...]) -> dict[str, np.ndarray]:
         """Per-step mean demand for grid steps ``[t0, t1)``, for the requested channels it has."""
@@ -83,6 +87,8 @@ class DemandSource(ABC):
 
 class SubsetSource(DemandSource):
     """VMs ``idx`` of another source: its windows, columns ``idx``."""
+
+    fresh_windows = True  # a column selection is a new array
 
     def __init__(self, parent: DemandSource, idx: np.ndarray) -> None:
         self.parent = parent
@@ -122,6 +128,7 @@ class CompositeSource(DemandSource):
             chans += [c for c in p.channels if c not in chans]
         self.channels = tuple(chans)
         self.offsets = np.cumsum([0] + [p.n_vms for p in parts])
+        self.fresh_windows = self.concat or bool(parts[0].fresh_windows)  # concatenated windows are new arrays
 
     def span_s(self):
         spans = [s for s in (p.span_s() for p in self.parts) if s is not None]

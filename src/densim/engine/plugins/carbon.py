@@ -11,8 +11,8 @@ grid series at the step's start); ``finish`` writes ``summary["carbon"]``::
 
 Every host of the plant carries embodied carbon (it was built whether or not it ran VMs). Without
 ``embodied`` only operational carbon is written (embodied figures null). PUE defaults to 1.0 (IT
-energy only). The stage makes the engine keep per-VM arrays for each chunk (as every stage does),
-so a run with carbon is slower than a lean run without stages.
+energy only). The stage reads only the per-host power of each step (``reads_host_results``) and
+never the VMs' demand, so the engine keeps no per-VM arrays for it.
 """
 
 from __future__ import annotations
@@ -44,6 +44,8 @@ class CarbonSummary(TypedDict):
 
 class CarbonStage(BaseStage):
     name = "carbon"
+    reads_host_results = True  # each step's host power
+    uses_vm_demand = False  # the run keeps its demand factored where the source allows
     summary_sections = {"carbon": CarbonSummary}
 
     def __init__(self, ctx) -> None:

@@ -334,12 +334,13 @@ class MemoryStage(BaseStage):
         ``demand`` (the demand with the fault CPU added) and ``max_slowdown`` (per VM over the steps)
         when the caller has them already.
         """
-        fc = out_vm["mem_fault_cpu_mhz"]
         if demand is not None:
             chunk.vm["cpu_demand_mhz"] = demand
-        elif fc.strides != (0, 0) or fc.flat[0] != 0:  # a zero broadcast adds nothing
-            demand = chunk.vm["cpu_demand_mhz"]
-            chunk.vm["cpu_demand_mhz"] = (demand + fc).astype(demand.dtype, copy=False)
+        else:
+            fc = out_vm["mem_fault_cpu_mhz"]
+            if fc.strides != (0, 0) or fc.flat[0] != 0:  # a zero broadcast adds nothing
+                demand = chunk.vm["cpu_demand_mhz"]
+                chunk.vm["cpu_demand_mhz"] = (demand + fc).astype(demand.dtype, copy=False)
         fh = np.asarray(out_h["mem_fault_cpu_mhz"])
         self.fault_mhz_sum += fh.sum(axis=0)
         np.maximum(self.fault_mhz_peak, fh.max(axis=0), out=self.fault_mhz_peak)
@@ -408,13 +409,23 @@ class MemoryStage(BaseStage):
         vms_idx = self.vm_idx[fidx]
         u = self._unit
         if not self.coupled:  # one numba pass over the chunk: faults, fixed point per (step, host), outputs
-            res = M.solve_steps(chunk.vm["cpu_demand_mhz"], vms_idx, self._host_idx[fidx], H,
+            demand = chunk.vm["cpu_demand_mhz"]
+            own = ("cpu_demand_mhz" in chunk.owned and demand.dtype == np.float32 and demand.flags.c_contiguous
+                   and demand.flags.writeable)
+            res = M.solve_steps(demand, vms_idx, self._host_idx[fidx], H,
                                 M.FaultRates(*(getattr(u, name)[fidx] for name in ("compressed", "cache", "store", "guest",
                                                                                     "miss_ratio"))),
                                 self.rate[vms_idx], self._cap_vm[vms_idx], self.theta[vms_idx], self._core_mhz_vm[vms_idx],
                                 store=self.store, cache=self.cache, costs=self._costs,
-                                background_store_iops=self.settings.background_swap_iops, store_ios_per_fault=self._store_ios)
-            out_vm.update(mem_fault_rate_per_s=res.fault_rate_per_s, mem_slowdown=res.slowdown, mem_fault_cpu_mhz=res.fault_cpu_mhz)
+                                background_store_iops=self.settings.background_swap_iops, store_ios_per_fault=self._store_ios,
+                                series=chunk.keep_vm_series, in_place=own)
+            if chunk.keep_vm_series:
+                out_vm.update(mem_fault_rate_per_s=res.fault_rate_per_s, mem_slowdown=res.slowdown,
+                              mem_fault_cpu_mhz=res.fault_cpu_mhz)
+            else:  # sums over the chunk's steps (and the slowdown's maximum): no (steps x VMs) arrays
+                chunk.vm_reduced.update(mem_fault_rate_per_s=(res.fault_rate_per_s, None),
+                                        mem_slowdown=(res.slowdown, res.max_slowdown.astype(np.float64)),
+                                        mem_fault_cpu_mhz=(res.fault_cpu_mhz, None))
             out_h.update(mem_fault_cpu_mhz=res.host_fault_cpu_mhz, mem_swap_iops=res.swap_iops, mem_swap_device_util=res.util)
             self._emit(chunk, out_vm, out_h, demand=res.demand_mhz, max_slowdown=res.max_slowdown)
             cached = self.cache is not None

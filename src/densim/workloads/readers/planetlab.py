@@ -120,6 +120,7 @@ class PlanetLabSource(DemandSource):
     """``count`` VMs, VM i driven by file ``i mod n_files`` (or the first ``count`` files in order)."""
 
     channels = ("cpu_mhz",)
+    fresh_windows = True  # window() takes the VMs' columns into a new array
 
     def __init__(self, trace: PlanetLabTrace, name: str, count: int, vcpus: int, vcpu_mhz: float, mem_bytes: float,
                  assign: str = "cycle", offset_s: float = 0.0) -> None:
