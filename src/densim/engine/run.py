@@ -462,10 +462,12 @@ def run_placed(ctx, *, progress: Callable[[int, int], None] | None = None, timin
             if getattr(ctx.source, "fresh_windows", False):
                 chunk.owned.add("cpu_demand_mhz")
         if stages:
-            chunk.host_capacity_mhz = np.broadcast_to(cap0, (n, H)).copy()
+            chunk.host_capacity_mhz = np.broadcast_to(cap0, (n, H))  # read-only: a stage that scales it assigns a new array
             for st in stages:
                 st.before_cpu(ctx, chunk)
             cap_h = chunk.host_capacity_mhz
+            if cap_h.ndim == 2 and cap_h.strides[0] == 0:  # no stage changed it: one row serves every step
+                cap_h = cap_h[:1]
         else:
             cap_h = cap0[None, :]
         if mig is not None:

@@ -20,7 +20,8 @@ registered stage, is a :class:`StageOrderError`. ``summary.json`` records the or
 Per chunk of time steps the engine calls, for every active stage in that order:
 
 1. ``before_cpu(ctx, chunk)``: may add to ``chunk.vm["cpu_demand_mhz"]`` (overheads, fault handling)
-   or scale ``chunk.host_capacity_mhz`` (turbo, SMT);
+   or scale ``chunk.host_capacity_mhz`` (turbo, SMT; it arrives as a read-only (steps, hosts) view, so a
+   stage assigns a new array rather than writing into it);
 2. the CPU model runs (delivered, unserved, ready, utilisation, power);
 3. ``after_cpu(ctx, chunk)``: may read the CPU results, writes its own metrics to ``chunk.vm_out`` /
    ``chunk.host_out`` (arrays shaped (steps, VMs) / (steps, hosts)) after declaring them with
