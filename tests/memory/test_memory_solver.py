@@ -165,8 +165,8 @@ def test_reclaim_equals_the_vectorised_reference_to_the_bit(seed):
 
 def test_sums_over_the_steps_equal_the_series_sums():
     # series=False hands back, per VM, the sum over the steps of the float32 values the series
-    # would hold (sums of float32 values taken in float64 in blocks of 32 steps, blocks added in
-    # order). With T = 100 steps that is 4 blocks (32 + 32 + 32 + 4). Everything else (demand with
+    # would hold (sums of float32 values taken in float64 over 8 equal parts of the steps, parts added
+    # in order). With T = 100 steps the parts are 12 or 13 steps long. Everything else (demand with
     # the fault CPU, per-host rows, the largest slowdown) is the series mode's to the bit.
     rng = np.random.default_rng(5)
     T, V, H = 100, 50, 7
@@ -190,8 +190,8 @@ def test_sums_over_the_steps_equal_the_series_sums():
 
 
 def test_sums_do_not_depend_on_the_number_of_threads():
-    # the blocks of steps a thread takes are whole blocks of SUM_BLOCK_STEPS, and the partial sums
-    # are added in block order: 1 or 2 threads give the same floats
+    # a thread takes whole parts of the steps (SUM_PARTS equal parts), and the partial sums are added
+    # in part order: 1 or 2 threads give the same floats
     import numba
 
     rng = np.random.default_rng(8)

@@ -1042,7 +1042,7 @@ def solve_steps(
     ``series=False``: the fault rate, slowdown and fault CPU come back as float64 sums over the
     steps per VM (of the float32 values the series would hold) instead of (steps x VMs) arrays,
     for a run that keeps no per-VM time series. Each sum is taken in step order within fixed
-    blocks of :data:`SUM_BLOCK_STEPS` steps and the blocks' sums are added in order, so it does not
+    parts of the steps (:data:`SUM_PARTS`, ``[s T / SUM_PARTS, (s + 1) T / SUM_PARTS)``) and the parts' sums are added in order, so it does not
     depend on the number of threads; it differs from a plain sum over the rows in rounding only.
 
     ``in_place=True``: the demand with the fault CPU added is written over ``demand_mhz`` (which the
@@ -1095,7 +1095,7 @@ def solve_steps(
         sums = np.zeros((0, 0, 0))
     else:
         fr = sd = fcpu = np.zeros((0, 0), np.float32)
-        sums = np.zeros((3, -(-T // SUM_BLOCK_STEPS), vm_ids.size))  # per block of steps, per VM in host order
+        sums = np.zeros((3, SUM_PARTS, vm_ids.size))  # per part of the steps, per VM in host order
     if in_place and demand is not demand_mhz:
         raise ValueError("solve_steps(in_place=True) needs a writeable C-ordered demand array")
     dem_out = demand if in_place else np.empty_like(demand) if every else demand.copy()
@@ -1116,7 +1116,7 @@ def solve_steps(
         util_s, util_c = util, np.zeros((0, 0), np.float32)
     fch = np.zeros((T, H), np.float32)
     _steps_kernel(demand, vm_ids[order], gstart, ghost, vm_k, cache is not None, *st_p, *ca_p, bg_s, bg_c, w,
-                  int(rounds), int(iterations), max(1, min(T, get_num_threads())),
+                  int(rounds), int(iterations), max(1, min(T, SUM_PARTS, get_num_threads())),
                   series, fr, sd, fcpu, sums, dem_out, sd_max, fch, iops, util_s, util_c, util)
     if not series:  # blocks' sums in order; VMs without faults: rate and CPU 0, slowdown 1 in every step
         tot = np.zeros((3, V))
@@ -1133,7 +1133,7 @@ def solve_steps(
     return StepFaults(fr, sd, fcpu, dem_out, sd_max, fch, iops, util_s, util_c, util)
 
 
-SUM_BLOCK_STEPS = 32  # steps per partial sum when solve_steps returns sums over the steps
+SUM_PARTS = 8  # solve_steps' kernel: equal parts of the steps, whole parts per thread (at most 8 threads), one partial sum each
 
 
 @njit(parallel=True, error_model="numpy")
@@ -1169,127 +1169,126 @@ def _steps_kernel(demand, vm, gstart, ghost, vm_k, with_cache, st_svc, st_c, st_
         e_r, e_a0, e_b0, e_c0, e_inv, e_fd = buf[0], buf[1], buf[2], buf[3], buf[4], buf[5]
         e_fcc, e_p, e_p1, e_q, e_e, e_x = buf[6], buf[7], buf[8], buf[9], buf[10], buf[11]
         vmax = vmax_b[blk]
-        # whole blocks of SUM_BLOCK_STEPS steps per thread block, so that no two threads add to one partial sum
-        nsb = (T + SUM_BLOCK_STEPS - 1) // SUM_BLOCK_STEPS
-        for t in range(min(T, blk * nsb // n_blocks * SUM_BLOCK_STEPS), min(T, (blk + 1) * nsb // n_blocks * SUM_BLOCK_STEPS)):
-            row = demand[t]
-            for j in range(k):
-                # accesses per second of work follow the VM's CPU use in the step
-                dm = row[v0 + j] if contiguous else row[vm[j]]
-                r = k_rate[j] * min(max(np.float64(dm) * k_icap[j], 0.0), 1.0)
-                a0 = r * k_a0[j]
-                b0 = r * k_b0[j]
-                fd = r * k_fd[j]
-                iv = 1.0 / (1.0 + a0)
-                p = fd * iv
-                e_r[j] = r
-                e_a0[j] = a0
-                e_b0[j] = b0
-                e_inv[j] = iv
-                e_fd[j] = fd
-                e_fcc[j] = r * k_fc[j]  # counted in the cache device's load even without one, as solve_throughput does
-                e_p[j] = p
-                e_p1[j] = p * b0 * iv
-            if with_cache:
+        # whole parts of the steps per thread block, so that no two threads add to one partial sum
+        for sb in range(blk * SUM_PARTS // n_blocks, (blk + 1) * SUM_PARTS // n_blocks):
+            for t in range(sb * T // SUM_PARTS, (sb + 1) * T // SUM_PARTS):
+                row = demand[t]
                 for j in range(k):
-                    e_c0[j] = e_r[j] * k_c0[j]
-                    e_q[j] = e_fcc[j] * e_inv[j]
-            for g in range(G):
-                j0 = gstart[g]
-                j1 = gstart[g + 1]
-                h = ghost[g]
-                b0max = 0.0
-                c0max = 0.0
-                s0s = 0.0
-                s1s = 0.0
-                t1s = 0.0
-                s0c = 0.0
-                s1c = 0.0
-                t1c = 0.0
-                for j in range(j0, j1):
-                    b0max = max(b0max, e_b0[j])
-                    s0s += e_p[j]
-                    s1s += e_p1[j]
-                    if with_cache:
-                        c0max = max(c0max, e_c0[j])
-                        t1s += e_p[j] * e_c0[j] * e_inv[j]
-                        s0c += e_q[j]
-                        s1c += e_q[j] * e_b0[j] * e_inv[j]
-                        t1c += e_q[j] * e_c0[j] * e_inv[j]
-                ws = 0.0
-                wc = 0.0
-                if s0s > 0 or s0c > 0:
-                    ws, wc = _waits(e_fd, e_fcc, e_a0, e_b0, e_c0, j0, j1, with_cache, b0max, c0max, s0s > 0, s0c > 0,
-                                    (s0s, s1s, t1s, s0c, s1c, t1c), (st_svc[h], st_c[h], st_lgc[h], st_cap[h]),
-                                    (ca_svc[h], ca_c[h], ca_lgc[h], ca_cap[h]), bg_s[h], bg_c[h], w, rounds, iterations)
-                if ws * b0max + wc * c0max <= _LINEAR:
-                    for j in range(j0, j1):
-                        e = e_b0[j] * ws + e_c0[j] * wc
-                        iv = e_inv[j]
-                        e_e[j] = e
-                        e_x[j] = iv * (1.0 - e * iv)
-                else:
-                    for j in range(j0, j1):
-                        e = e_b0[j] * ws + e_c0[j] * wc
-                        e_e[j] = e
-                        e_x[j] = 1.0 / (1.0 + e_a0[j] + e)
-                ls = 0.0
-                lc = 0.0
-                cpu_h = 0.0
-                for j in range(j0, j1):
-                    x = e_x[j]
-                    ls += e_fd[j] * x
-                    lc += e_fcc[j] * x
-                    cpu_h += x * (e_r[j] * k_cpu[j])
-                lam_s = ls * (1.0 + w) + bg_s[h]
-                lam_c = lc * (1.0 + w) + bg_c[h]
-                fch[t, h] = cpu_h
-                iops[t, h] = lam_s + lam_c
-                us = lam_s / st_cap[h]
-                uc = lam_c / ca_cap[h] if with_cache else 0.0
-                util_s[t, h] = us
+                    # accesses per second of work follow the VM's CPU use in the step
+                    dm = row[v0 + j] if contiguous else row[vm[j]]
+                    r = k_rate[j] * min(max(np.float64(dm) * k_icap[j], 0.0), 1.0)
+                    a0 = r * k_a0[j]
+                    b0 = r * k_b0[j]
+                    fd = r * k_fd[j]
+                    iv = 1.0 / (1.0 + a0)
+                    p = fd * iv
+                    e_r[j] = r
+                    e_a0[j] = a0
+                    e_b0[j] = b0
+                    e_inv[j] = iv
+                    e_fd[j] = fd
+                    e_fcc[j] = r * k_fc[j]  # counted in the cache device's load even without one, as solve_throughput does
+                    e_p[j] = p
+                    e_p1[j] = p * b0 * iv
                 if with_cache:
-                    util_c[t, h] = uc
-                util[t, h] = max(us, uc)
-            if not series:  # sums over the steps of the float32 values, in step order within a block of steps
-                sb = t // SUM_BLOCK_STEPS
-                s_fr, s_sd, s_fc = sums[0, sb], sums[1, sb], sums[2, sb]
-                for j in range(k):
-                    x = e_x[j]
-                    r = e_r[j]
-                    cpu = x * (r * k_cpu[j])
-                    s32 = np.float32(1.0 + e_a0[j] + e_e[j])
-                    s_fr[j] += np.float64(np.float32(x * (r * k_tot[j])))
-                    s_sd[j] += np.float64(s32)
-                    vmax[j] = max(vmax[j], s32)
-                    s_fc[j] += np.float64(np.float32(cpu))
-                    v = v0 + j if contiguous else vm[j]
-                    dem_out[t, v] = row[v] + np.float32(cpu)
-            elif contiguous:
-                fr_t, sd_t, fc_t, dm_t = fr[t, v0:v0 + k], sd[t, v0:v0 + k], fcpu[t, v0:v0 + k], dem_out[t, v0:v0 + k]
-                row_v = row[v0:v0 + k]
-                for j in range(k):
-                    x = e_x[j]
-                    r = e_r[j]
-                    cpu = x * (r * k_cpu[j])
-                    s32 = np.float32(1.0 + e_a0[j] + e_e[j])
-                    fr_t[j] = x * (r * k_tot[j])
-                    sd_t[j] = s32
-                    vmax[j] = max(vmax[j], s32)
-                    fc_t[j] = cpu
-                    dm_t[j] = row_v[j] + np.float32(cpu)
-            else:
-                for j in range(k):
-                    x = e_x[j]
-                    r = e_r[j]
-                    v = vm[j]
-                    cpu = x * (r * k_cpu[j])
-                    s32 = np.float32(1.0 + e_a0[j] + e_e[j])
-                    fr[t, v] = x * (r * k_tot[j])
-                    sd[t, v] = s32
-                    vmax[j] = max(vmax[j], s32)
-                    fcpu[t, v] = cpu
-                    dem_out[t, v] = row[v] + np.float32(cpu)
+                    for j in range(k):
+                        e_c0[j] = e_r[j] * k_c0[j]
+                        e_q[j] = e_fcc[j] * e_inv[j]
+                for g in range(G):
+                    j0 = gstart[g]
+                    j1 = gstart[g + 1]
+                    h = ghost[g]
+                    b0max = 0.0
+                    c0max = 0.0
+                    s0s = 0.0
+                    s1s = 0.0
+                    t1s = 0.0
+                    s0c = 0.0
+                    s1c = 0.0
+                    t1c = 0.0
+                    for j in range(j0, j1):
+                        b0max = max(b0max, e_b0[j])
+                        s0s += e_p[j]
+                        s1s += e_p1[j]
+                        if with_cache:
+                            c0max = max(c0max, e_c0[j])
+                            t1s += e_p[j] * e_c0[j] * e_inv[j]
+                            s0c += e_q[j]
+                            s1c += e_q[j] * e_b0[j] * e_inv[j]
+                            t1c += e_q[j] * e_c0[j] * e_inv[j]
+                    ws = 0.0
+                    wc = 0.0
+                    if s0s > 0 or s0c > 0:
+                        ws, wc = _waits(e_fd, e_fcc, e_a0, e_b0, e_c0, j0, j1, with_cache, b0max, c0max, s0s > 0, s0c > 0,
+                                        (s0s, s1s, t1s, s0c, s1c, t1c), (st_svc[h], st_c[h], st_lgc[h], st_cap[h]),
+                                        (ca_svc[h], ca_c[h], ca_lgc[h], ca_cap[h]), bg_s[h], bg_c[h], w, rounds, iterations)
+                    if ws * b0max + wc * c0max <= _LINEAR:
+                        for j in range(j0, j1):
+                            e = e_b0[j] * ws + e_c0[j] * wc
+                            iv = e_inv[j]
+                            e_e[j] = e
+                            e_x[j] = iv * (1.0 - e * iv)
+                    else:
+                        for j in range(j0, j1):
+                            e = e_b0[j] * ws + e_c0[j] * wc
+                            e_e[j] = e
+                            e_x[j] = 1.0 / (1.0 + e_a0[j] + e)
+                    ls = 0.0
+                    lc = 0.0
+                    cpu_h = 0.0
+                    for j in range(j0, j1):
+                        x = e_x[j]
+                        ls += e_fd[j] * x
+                        lc += e_fcc[j] * x
+                        cpu_h += x * (e_r[j] * k_cpu[j])
+                    lam_s = ls * (1.0 + w) + bg_s[h]
+                    lam_c = lc * (1.0 + w) + bg_c[h]
+                    fch[t, h] = cpu_h
+                    iops[t, h] = lam_s + lam_c
+                    us = lam_s / st_cap[h]
+                    uc = lam_c / ca_cap[h] if with_cache else 0.0
+                    util_s[t, h] = us
+                    if with_cache:
+                        util_c[t, h] = uc
+                    util[t, h] = max(us, uc)
+                if not series:  # sums over the steps of the float32 values, in step order within a block of steps
+                    s_fr, s_sd, s_fc = sums[0, sb], sums[1, sb], sums[2, sb]
+                    for j in range(k):
+                        x = e_x[j]
+                        r = e_r[j]
+                        cpu = x * (r * k_cpu[j])
+                        s32 = np.float32(1.0 + e_a0[j] + e_e[j])
+                        s_fr[j] += np.float64(np.float32(x * (r * k_tot[j])))
+                        s_sd[j] += np.float64(s32)
+                        vmax[j] = max(vmax[j], s32)
+                        s_fc[j] += np.float64(np.float32(cpu))
+                        v = v0 + j if contiguous else vm[j]
+                        dem_out[t, v] = row[v] + np.float32(cpu)
+                elif contiguous:
+                    fr_t, sd_t, fc_t, dm_t = fr[t, v0:v0 + k], sd[t, v0:v0 + k], fcpu[t, v0:v0 + k], dem_out[t, v0:v0 + k]
+                    row_v = row[v0:v0 + k]
+                    for j in range(k):
+                        x = e_x[j]
+                        r = e_r[j]
+                        cpu = x * (r * k_cpu[j])
+                        s32 = np.float32(1.0 + e_a0[j] + e_e[j])
+                        fr_t[j] = x * (r * k_tot[j])
+                        sd_t[j] = s32
+                        vmax[j] = max(vmax[j], s32)
+                        fc_t[j] = cpu
+                        dm_t[j] = row_v[j] + np.float32(cpu)
+                else:
+                    for j in range(k):
+                        x = e_x[j]
+                        r = e_r[j]
+                        v = vm[j]
+                        cpu = x * (r * k_cpu[j])
+                        s32 = np.float32(1.0 + e_a0[j] + e_e[j])
+                        fr[t, v] = x * (r * k_tot[j])
+                        sd[t, v] = s32
+                        vmax[j] = max(vmax[j], s32)
+                        fcpu[t, v] = cpu
+                        dem_out[t, v] = row[v] + np.float32(cpu)
     if T > 0:
         for j in range(k):
             m = vmax_b[0, j]
