@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.densim-installed
 PYTEST_ARGS ?=
 
-.PHONY: lint golden demo test bench bench-placement bench-io bench-plan bench-outofcore bench-peers docs clean setup browser
+.PHONY: lint golden demo test bench bench-placement bench-io bench-plan bench-outofcore bench-peers bench-lifetimes bench-failures bench-serve bench-distributed docs clean setup browser
 
 setup: $(STAMP)
 
@@ -51,6 +51,18 @@ bench-plan: $(STAMP)
 
 bench-outofcore: $(STAMP)
 	$(BIN)/python benchmarks/outofcore.py
+
+bench-lifetimes: $(STAMP)
+	$(BIN)/python benchmarks/lifetimes_bench.py
+
+bench-failures: $(STAMP)
+	$(BIN)/python benchmarks/failures_bench.py
+
+bench-serve: $(STAMP) browser
+	$(BIN)/python benchmarks/serve_bench.py
+
+bench-distributed: $(STAMP)
+	$(BIN)/python benchmarks/distributed_bench.py
 
 bench-peers: $(STAMP)
 	$(MAKE) -C benchmarks/peers run PYTHON=$(abspath $(BIN)/python)
