@@ -46,8 +46,8 @@ def _heatmap(series: np.ndarray, host_names: np.ndarray, order: np.ndarray, step
         go.Heatmap(z=binned.T, x=hours, y=[str(h) for h in host_names[sel]], zmin=0, zmax=zmax, colorscale="Viridis",
                    colorbar={"title": unit})
     )
-    fig.update_layout(title=title, xaxis_title="hours from start", yaxis_title="host", height=max(300, 14 * len(sel) + 120),
-                      margin={"l": 120, "r": 20, "t": 40, "b": 40})
+    # host names get room from the style's automargin (densim.reports.style)
+    fig.update_layout(title=title, xaxis_title="hours from start", yaxis_title="host", height=max(300, 14 * len(sel) + 120))
     return fig
 
 

@@ -13,6 +13,9 @@ from typing import Any
 
 import numpy as np
 
+from densim.reports.html import READY_FLOOR_PCT
+from densim.reports.style import styled
+
 MAX_HEAT_HOSTS = 120  # as the run report
 MAX_HEAT_STEPS = 400
 MAX_LINE_POINTS = 2000
@@ -64,17 +67,19 @@ def _round(a: np.ndarray, digits: int = 4) -> list:
     return np.round(np.asarray(a, dtype=float), digits).tolist()
 
 
-def _heat(series: np.ndarray, names: np.ndarray, order: np.ndarray, step_s: float, title: str, zmax: float | None, unit: str) -> dict:
+def _heat(series: np.ndarray, names: np.ndarray, order: np.ndarray, step_s: float, title: str, zmax: float | None, unit: str,
+          zmax_floor: float = 0.0) -> dict:
     sel = order[:MAX_HEAT_HOSTS]
     binned, f = _bin_time(series[:, sel], MAX_HEAT_STEPS)
+    if zmax is None and zmax_floor > 0:  # as the run report: an all-zero CPU Ready drawn on 0..5 %, not a -0.5..0.5 scale
+        zmax = max(float(np.nanmax(binned, initial=0.0)), zmax_floor)
     hours = np.arange(binned.shape[0]) * f * step_s / 3600.0
     trace = {"type": "heatmap", "z": _round(binned.T), "x": _round(hours, 3), "y": [str(h) for h in names[sel]], "zmin": 0,
              "colorscale": "Viridis", "colorbar": {"title": {"text": unit}}}
     if zmax is not None:
         trace["zmax"] = zmax
     return {"data": [trace], "layout": {"title": {"text": title}, "xaxis": {"title": {"text": "hours from start"}},
-                                        "yaxis": {"title": {"text": "host"}}, "height": max(300, 6 * len(sel) + 140),
-                                        "margin": {"l": 110, "r": 20, "t": 40, "b": 40}}}
+                                        "yaxis": {"title": {"text": "host"}}, "height": max(300, 6 * len(sel) + 140)}}
 
 
 def view(res) -> dict[str, Any]:
@@ -96,10 +101,11 @@ def view(res) -> dict[str, Any]:
         plots.append({"id": "power", "data": [{"type": "scatter", "mode": "lines", "x": _round(hours, 3), "y": _round(total[:, 0] / 1000.0),
                                                 "name": "cluster power"}],
                       "layout": {"title": {"text": "Cluster power"}, "xaxis": {"title": {"text": "hours from start"}},
-                                 "yaxis": {"title": {"text": "kW"}}, "height": 300, "margin": {"l": 60, "r": 20, "t": 40, "b": 40}}})
+                                 "yaxis": {"title": {"text": "kW"}}, "height": 300}})
     if "utilisation" in hs:
         plots.append({"id": "util", **_heat(hs["utilisation"], c.hosts.names, order, step, "Host CPU utilisation", 1.0, "util")})
-        plots.append({"id": "ready", **_heat(hs["cpu_ready_pct"], c.hosts.names, order, step, "CPU Ready per vCPU (%)", None, "%")})
+        plots.append({"id": "ready", **_heat(hs["cpu_ready_pct"], c.hosts.names, order, step, "CPU Ready per vCPU (%)", None, "%",
+                                             zmax_floor=READY_FLOOR_PCT)})
     energy = (hosts.group_by("server", maintain_order=True)
               .agg(pl.col("powered_on").sum().alias("on"), (pl.col("energy_j").sum() / 3.6e6).alias("kwh"),
                    pl.col("utilisation_mean").mean().alias("util")).to_dicts())
@@ -120,4 +126,4 @@ def view(res) -> dict[str, Any]:
                                 for r in sat[:50]]})
     return {"scenario": s["scenario"], "headline": headline(s), "unplaced": s["unplaced_vms"][:50],
             "subtitle": f"{c.grid.n_steps} steps of {step:g} s; placement {s['placement']['policy']}; CPU model {s['models']['cpu_contention']}",
-            "plots": plots, "tables": tables}
+            "plots": [{**p, "layout": styled(p["layout"])} for p in plots], "tables": tables}
