@@ -2,8 +2,8 @@
 plots and the tables of the run report, binned as the report bins them.
 
 :func:`headline` is the one formatting function for the headline; it reads only the summary dict
-(``Result.summary``, the same figures ``densim run`` writes to ``summary.json``) so that it can later
-be shared with the reports.
+(``Result.summary``, the same figures ``densim run`` writes to ``summary.json``) and shares its
+formatting with the run report's cards.
 """
 
 from __future__ import annotations
@@ -22,28 +22,26 @@ MAX_LINE_POINTS = 2000
 WORST_VMS = 20
 
 
-def _num(v: float, digits: int) -> str:
-    return f"{v:,.{digits}f}"
-
-
 def headline(s: dict[str, Any]) -> list[dict[str, Any]]:
     """The headline figures of a run summary: ``{key, label, value, text}`` per figure.
 
-    ``value`` is the summary's number (unrounded); ``text`` is how the page shows it. Figures the
-    summary does not carry (memory slowdown without the memory model, cost: the run summary has no
+    The run report's cards (:func:`densim.reports.html.headline_cards`: one formatting for the report
+    and the page, failures and HA figures included), with the page's extras: VMs unplaced, the worst
+    VM's CPU Ready and, with the memory model, its slowdown. ``value`` is the summary's number
+    (unrounded); ``text`` is how the page shows it. Figures the summary does not carry (memory slowdown
+    without the memory model, failures without a ``failures:`` section, cost: the run summary has no
     prices) are left out rather than shown as zero."""
-    t = s["totals"]
+    from densim.reports.html import headline_cards
+
     q = s["qos"]
-    out = [
-        {"key": "energy_kwh", "label": "energy", "value": t["energy_kwh"], "text": f"{_num(t['energy_kwh'], 1)} kWh"},
-        {"key": "hosts_used", "label": "hosts used", "value": s["hosts_used"], "text": f"{s['hosts_used']:,} / {s['hosts_total']:,}"},
-        {"key": "vms_placed", "label": "VMs placed", "value": s["vms_placed"], "text": f"{s['vms_placed']:,} / {s['vms_total']:,}"},
-        {"key": "vms_unplaced", "label": "VMs unplaced", "value": s["vms_unplaced"], "text": f"{s['vms_unplaced']:,}"},
-        {"key": "cpu_ready_pct_mean", "label": "CPU Ready mean", "value": q["cpu_ready_pct_mean"], "text": f"{q['cpu_ready_pct_mean']:.2f} %"},
-        {"key": "cpu_ready_pct_worst_vm_mean", "label": "CPU Ready worst VM", "value": q["cpu_ready_pct_worst_vm_mean"],
-         "text": f"{q['cpu_ready_pct_worst_vm_mean']:.2f} %"},
-        {"key": "vms_ready_over_5pct", "label": "VMs ready > 5 %", "value": q["vms_ready_over_5pct"], "text": f"{q['vms_ready_over_5pct']:,}"},
-    ]
+    cards = {c["key"]: c for c in headline_cards(s)}
+    first = ["energy_kwh", "hosts_used", "vms_placed"]
+    out = [cards.pop(k) for k in first]
+    out.append({"key": "vms_unplaced", "label": "VMs unplaced", "value": s["vms_unplaced"], "text": f"{s['vms_unplaced']:,}"})
+    out += [cards.pop(k) for k in ("cpu_ready_pct_mean",)]
+    out.append({"key": "cpu_ready_pct_worst_vm_mean", "label": "CPU Ready worst VM", "value": q["cpu_ready_pct_worst_vm_mean"],
+                "text": f"{q['cpu_ready_pct_worst_vm_mean']:.2f} %"})
+    out += list(cards.values())  # VMs ready > 5 %, CPU delivered, scheduling and failures figures, in the report's order
     mem = s.get("memory")
     if mem is not None:
         out.append({"key": "worst_vm_slowdown", "label": "memory slowdown worst VM", "value": mem["worst_vm_slowdown"],
