@@ -4,8 +4,8 @@ Every report is a jinja2 template in ``densim/reports/templates`` that extends `
 which carries the one style sheet, the header and footer, and loads plotly.js the same way
 everywhere: embedded once in ``<head>`` (offline, no CDN) when the report has figures, with
 one ``Plotly.newPlot`` call per figure. Every figure gets the one plotly template of
-:mod:`densim.reports.style` (font, colours, margins, gridlines, axis titles, hover). Autoescape is on; callers pass plain data (dicts, lists,
-numbers, strings) and plotly figures, never HTML.
+:mod:`densim.reports.style` (font, colours, margins, gridlines, axis titles, hover). Autoescape
+is on; callers pass plain data (dicts, lists, numbers, strings) and plotly figures, never HTML.
 
     from densim.reports import write_report
     write_report(out / "report.html", "plan.html.j2", title="Capacity plan", figures={"fig0": fig}, rows=rows)
