@@ -97,7 +97,8 @@ def run(out_dir: Path, seed: int) -> dict:
         "layout": {"title": {"text": f"{largest} down {DOWN_H:g} h at the busiest step"}, "barmode": "group",
                    "legend": {"orientation": "h", "y": -0.15},
                    "yaxis": {"title": {"text": "VM-minutes down"}},
-                   "yaxis2": {"title": {"text": "CPU Ready (%)"}, "overlaying": "y", "side": "right", "showgrid": False}},
+                   "yaxis2": {"title": {"text": "CPU Ready (%)"}, "overlaying": "y", "side": "right", "showgrid": False,
+                              "tickmode": "auto"}},  # own ticks: plotly.js gives an overlaying axis tickmode "sync" (1.22, 2.44, ...)
     }
     notes = [
         f"{largest} fails at {t_fail / 86400:.2f} d into the run (the step with the most VMs running without failures, "
