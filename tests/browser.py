@@ -17,6 +17,7 @@ class Opened:
     table_rows: int
     text: str  # the page's HTML after scripts ran
     page_width: int = 0  # document.documentElement.scrollWidth (px): wider than the viewport means a side scroll
+    plot_heights: tuple[int, ...] = ()  # drawn height (px) of each plotly figure: 0 or a few px means it collapsed
 
 
 def open_report(html: Path, wait_for: str, screenshot: Path | None = None, width: int | None = None,
@@ -38,7 +39,9 @@ def open_report(html: Path, wait_for: str, screenshot: Path | None = None, width
         page.goto(Path(html).as_uri())
         page.wait_for_selector(wait_for)
         opened = Opened(errors, page.locator(".js-plotly-plot").count(), page.locator("table tbody tr").count(),
-                        page.content(), page.evaluate("document.documentElement.scrollWidth"))
+                        page.content(), page.evaluate("document.documentElement.scrollWidth"),
+                        tuple(page.evaluate("[...document.querySelectorAll('.js-plotly-plot')]"
+                                            ".map(g => Math.round(g.getBoundingClientRect().height))")))
         if screenshot is not None:
             page.screenshot(path=str(screenshot), full_page=full_page)
         browser.close()

@@ -63,6 +63,33 @@ def test_plan_cli_writes_ranking_placement_and_report(tmp_path):
     assert html.count("plotly.js v") <= 2  # the library is embedded once
 
 
+def test_plan_prints_the_answer_first_and_keeps_json_and_csv_clean(tmp_path):
+    """The terminal shows the report's headline sentences before the ranking table; --quiet hides them,
+    --json prints only the JSON document, --csv keeps stdout CSV (the sentences go to stderr)."""
+    from densim.tools.plan.report import headline_lines
+
+    inv_path = write_generic_csv(tmp_path / "w.csv", small_workload(6, 50))
+    args = ["plan", str(inv_path), "-c", str(CANDIDATES)]
+    r = CliRunner().invoke(_app(), args + ["-o", str(tmp_path / "a")])
+    assert r.exit_code == 0, r.output
+    lines = headline_lines(json.loads((tmp_path / "a" / "summary.json").read_text()))
+    assert lines[0].startswith("Buy ") and "Limiting resource:" in " ".join(lines)
+    out = r.stdout
+    first = out.index(lines[0][:40])
+    assert first < out.index("densim plan:")  # before the ranking table's title
+    assert all(x[:40] in out for x in lines)
+
+    q = CliRunner().invoke(_app(), args + ["-o", str(tmp_path / "q"), "--quiet"])
+    assert q.exit_code == 0 and "Buy " not in q.stdout
+
+    j = CliRunner().invoke(_app(), args + ["-o", str(tmp_path / "j"), "--json"])
+    assert j.exit_code == 0 and json.loads(j.stdout)["answer"]["candidate"] in lines[0]
+
+    c = CliRunner().invoke(_app(), args + ["-o", str(tmp_path / "c"), "--csv"])
+    assert c.exit_code == 0 and c.stdout.startswith("# densim plan:") and "Buy " not in c.stdout
+    assert c.stderr.startswith(lines[0][:40])
+
+
 def test_plan_on_an_rvtools_snapshot_states_the_demand_rule(tmp_path):
     inv = load_inventory(write_rvtools_xlsx(tmp_path / "e.xlsx", small_workload()))
     res = plan(inv, load_plan_spec(CANDIDATES))

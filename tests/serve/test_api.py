@@ -214,3 +214,62 @@ def test_inventory_folder_runs_with_the_given_hosts(traces, tmp_path):
         heads = {h["key"]: h["value"] for h in st["view"]["headline"]}
         assert heads["vms_placed"] + heads["vms_unplaced"] == 250  # the folder's 250 VM files
         assert run(c, {"cluster.hosts[0].count": "41"}).json()["key"] != st["key"]
+
+
+def test_failure_control_moves_the_headline_to_what_densim_run_gives(client, tmp_path):
+    # memory_overcommit 2: 4 VMs of 4 GiB per 16 GiB host, first-fit -> small-0 and small-1 carry 4 VMs each
+    # (conftest). The 4 hosts are alike, so "the largest" is the first: small-0 fails at 0.5 h for 4 h.
+    # Its 4 VMs restart on an empty host after detection 30 s + boot 120 s (failures.ha defaults):
+    # restart delay 150 s each, VM-minutes down 4 x 150 s / 60 = 10; nobody waited: the reservation held.
+    edits = {"placement.memory_overcommit": "2", "failures.fail_largest_hosts": "1", "failures.fail_at": "0.5",
+             "failures.fail_for": "4 h", "failures.ha.admission": "n_plus_k"}
+    st = wait_done(client, run(client, edits).json()["key"])
+    assert st["state"] == "done", st
+    heads = {h["key"]: h for h in st["view"]["headline"]}
+    assert heads["vm_minutes_down"]["value"] == pytest.approx(10.0)
+    assert heads["restart_delay_s_mean"]["text"] == "150 s mean, 150 s max"
+    assert heads["reservation_held"]["text"] == "yes" and "n_plus_k" in heads["reservation_held"]["label"]
+    assert "cpu_ready_pct_during_failures" in heads
+    # the downloaded scenario holds the failures as the failures spec names them; densim run of it gives the headline
+    y = client.get(f"/api/runs/{st['key']}/scenario.yaml").text
+    import yaml
+
+    fs = yaml.safe_load(y)["failures"]
+    assert fs == {"ha": {"admission": "n_plus_k"}, "events": [{"time": "0.5 h", "target": "small-0", "duration": "4 h"}]}
+    f = tmp_path / "on-screen.yaml"
+    f.write_text(y)
+    from densim.tools.serve.view import headline
+
+    assert [(h["key"], h["text"]) for h in headline(cli_summary(f, tmp_path / "cli"))] == [(h["key"], h["text"]) for h in st["view"]["headline"]]
+    # without room to restart (memory_overcommit 1: every host full), the 2 VMs of small-0 stay down to the end of
+    # the 1 h run: 2 x 30 min = 60 VM-minutes, and the reservation did not hold
+    off = wait_done(client, run(client, {"failures.fail_largest_hosts": "1", "failures.fail_at": "0.5"}).json()["key"])
+    h2 = {h["key"]: h for h in off["view"]["headline"]}
+    assert h2["vm_minutes_down"]["value"] == pytest.approx(60.0)
+    assert h2["reservation_held"]["text"].startswith("no: 2 restart(s) waited")
+    # no failure: no failure figures
+    assert "vm_minutes_down" not in {h["key"] for h in wait_done(client, run(client).json()["key"])["view"]["headline"]}
+
+
+@pytest.mark.parametrize(("edits", "path", "words"), [
+    ({"failures.fail_largest_hosts": "9"}, "failures.fail_largest_hosts", "has 4 host(s), cannot fail 9"),
+    ({"failures.fail_largest_hosts": "1.5"}, "failures.fail_largest_hosts", "a whole number of hosts"),
+    ({"failures.fail_largest_hosts": "1", "failures.fail_at": "2"}, "failures.fail_at", "not before the end of the run"),
+    ({"failures.fail_largest_hosts": "1", "failures.fail_for": "-3"}, "failures.fail_for", "must be > 0"),
+])
+def test_failure_control_errors_name_the_control(client, edits, path, words):
+    r = run(client, edits)
+    assert r.status_code == 422 and words in r.json()["errors"][path], r.json()
+
+
+def test_largest_hosts_by_cpu_capacity_then_memory_then_order():
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from densim.tools.serve.edits import largest_hosts
+
+    hosts = SimpleNamespace(n=4, names=np.array(["a-0", "a-1", "b-2", "b-3"], dtype=object),
+                            capacity_mhz=np.array([64e3, 64e3, 128e3, 64e3]), mem_bytes=np.array([256.0, 512.0, 128.0, 512.0]))
+    # b-2 has the most CPU; a-1 and b-3 tie on CPU and memory: the first in order wins
+    assert largest_hosts(hosts, 3) == ["b-2", "a-1", "b-3"]

@@ -105,3 +105,17 @@ def test_side_by_side_shows_both(page):
     assert row.locator("td").all_inner_texts() == ["hosts used", "4 / 4", "2 / 4", "-2"]
     assert page.locator(f"{B} .js-plotly-plot").count() == 3
     assert page.errors == []
+
+
+def test_failure_control_shows_the_failure_figures(page):
+    # fail the largest host (all 4 alike: small-0) at the default time, half the 1 h horizon, for the default 4 h;
+    # memory_overcommit 2 leaves two empty hosts, so its 4 VMs restart after 30 s + 120 s: 4 x 150 s = 10 VM-minutes
+    assert page.input_value(f'{A} [data-path="failures.fail_at"]') == "0.5 h"
+    change(page, A, "placement.memory_overcommit", "2")
+    change(page, A, "failures.fail_largest_hosts", "1")
+    assert card(page, A, "vm_minutes_down") == "10.0 (4 VMs interrupted)"
+    assert card(page, A, "restart_delay_s_mean") == "150 s mean, 150 s max"
+    assert card(page, A, "reservation_held") == "yes"
+    page.select_option(f'{A} [data-path="failures.ha.admission"]', "n_plus_k")
+    page.wait_for_selector(f'{A} .card[data-metric="reservation_held"] .k:text-is("HA reservation held (admission n_plus_k)")')
+    assert page.errors == []

@@ -3,8 +3,9 @@
 Every report is a jinja2 template in ``densim/reports/templates`` that extends ``base.html.j2``,
 which carries the one style sheet, the header and footer, and loads plotly.js the same way
 everywhere: embedded once in ``<head>`` (offline, no CDN) when the report has figures, with
-one ``Plotly.newPlot`` call per figure. Autoescape is on; callers pass plain data (dicts, lists,
-numbers, strings) and plotly figures, never HTML.
+one ``Plotly.newPlot`` call per figure. Every figure gets the one plotly template of
+:mod:`densim.reports.style` (font, colours, margins, gridlines, axis titles, hover). Autoescape
+is on; callers pass plain data (dicts, lists, numbers, strings) and plotly figures, never HTML.
 
     from densim.reports import write_report
     write_report(out / "report.html", "plan.html.j2", title="Capacity plan", figures={"fig0": fig}, rows=rows)
@@ -54,12 +55,15 @@ def _plotly_js() -> str:
 
 
 def _figure_dict(fig: Any) -> dict[str, Any]:
-    """A plotly Figure (or a ``{"data", "layout"}`` dict) as plain data for ``Plotly.newPlot``."""
+    """A plotly Figure (or a ``{"data", "layout"}`` dict) as plain data for ``Plotly.newPlot``, in the
+    one densim style (:mod:`densim.reports.style`; it replaces plotly's default template)."""
+    from densim.reports.style import styled
+
     if hasattr(fig, "to_json"):
         import json
 
         fig = json.loads(fig.to_json())
-    return {"data": fig.get("data", []), "layout": fig.get("layout", {})}
+    return {"data": fig.get("data", []), "layout": styled(fig.get("layout", {}))}
 
 
 def render(template_name: str, /, *, figures: Mapping[str, Any] | None = None, **context: Any) -> str:

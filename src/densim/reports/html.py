@@ -46,8 +46,8 @@ def _heatmap(series: np.ndarray, host_names: np.ndarray, order: np.ndarray, step
         go.Heatmap(z=binned.T, x=hours, y=[str(h) for h in host_names[sel]], zmin=0, zmax=zmax, colorscale="Viridis",
                    colorbar={"title": unit})
     )
-    fig.update_layout(title=title, xaxis_title="hours from start", yaxis_title="host", height=max(300, 14 * len(sel) + 120),
-                      margin={"l": 120, "r": 20, "t": 40, "b": 40})
+    # host names get room from the style's automargin (densim.reports.style)
+    fig.update_layout(title=title, xaxis_title="hours from start", yaxis_title="host", height=max(300, 14 * len(sel) + 120))
     return fig
 
 
@@ -80,6 +80,61 @@ def idle_hosts(result) -> dict[str, Any] | None:
     total = float(energy.sum())
     idle_j = float(energy[empty].sum())
     return {"hosts": n, "on": int(on.sum()), "kwh": idle_j / 3.6e6, "share": idle_j / total if total > 0 else 0.0}
+
+
+def _card(key: str, label: str, value: Any, text: str) -> dict[str, Any]:
+    return {"key": key, "label": label, "value": value, "text": text}
+
+
+def headline_cards(s: dict[str, Any]) -> list[dict[str, Any]]:
+    """The headline figures of a run summary (``summary.json``) as ``{key, label, value, text}``: the run
+    report's cards and the ``densim serve`` page's headline (one formatting for both).
+
+    ``value`` is the summary's number, unrounded; ``text`` is how it is shown. Sections the summary lacks
+    (scheduling: VMs that arrive and leave; failures) give no cards."""
+    t, q = s["totals"], s["qos"]
+    delivered = 100 * t["cpu_delivered_mhz_s"] / max(t["cpu_demand_mhz_s"], 1e-9)
+    out = [
+        _card("vms_placed", "VMs placed", s["vms_placed"], f"{s['vms_placed']:,} / {s['vms_total']:,}"),
+        _card("hosts_used", "hosts used", s["hosts_used"], f"{s['hosts_used']:,} / {s['hosts_total']:,}"),
+        _card("energy_kwh", "energy", t["energy_kwh"], f"{t['energy_kwh']:,.1f} kWh"),
+        _card("cpu_delivered_pct", "CPU delivered", delivered, f"{delivered:.2f} % of demand"),
+        _card("cpu_ready_pct_mean", "mean CPU Ready", q["cpu_ready_pct_mean"], f"{q['cpu_ready_pct_mean']:.2f} %"),
+        _card("vms_ready_over_5pct", "VMs ready > 5 %", q["vms_ready_over_5pct"], f"{q['vms_ready_over_5pct']:,}"),
+    ]
+    sch = s.get("scheduling")
+    if sch is not None:  # VMs that arrive and leave
+        out += [
+            _card("tasks_completed", "tasks completed", sch["completed"], f"{sch['completed']:,} / {sch['tasks_total']:,}"
+                  + (f" ({sch['failed']:,} failed, {sch['waiting_at_end']:,} waiting)" if sch['failed'] or sch['waiting_at_end'] else "")),
+            _card("scheduling_delay_total_s", "scheduling delay", sch["scheduling_delay_total_s"],
+                  f"{sch['scheduling_delay_total_s'] / 3600:,.1f} h total, {sch['scheduling_delay_max_s'] / 3600:,.2f} h max"),
+            _card("peak_concurrent", "peak concurrent", sch["peak_concurrent"], f"{sch['peak_concurrent']:,}"),
+            _card("simulated_end_s", "simulated end", sch["simulated_end_s"], f"{sch['simulated_end_s'] / 3600:,.1f} h"),
+        ]
+    return out + failure_cards(s)
+
+
+def failure_cards(s: dict[str, Any]) -> list[dict[str, Any]]:
+    """Cards of ``summary["failures"]`` (host failures and HA): VM-minutes down, restart delay, CPU Ready
+    on busy hosts during the failures, and whether the HA reservation held (no restart waited for capacity)."""
+    f = s.get("failures")
+    if not f:
+        return []
+    ready = f.get("cpu_ready_pct_during_failures")
+    outside = f.get("cpu_ready_pct_outside_failures")
+    waited = f["waited_for_capacity"]
+    return [
+        _card("vm_minutes_down", "VM-minutes down", f["vm_minutes_down"],
+              f"{f['vm_minutes_down']:,.1f} ({f['vms_interrupted']:,} VMs interrupted)"),
+        _card("restart_delay_s_mean", "restart delay", f["restart_delay_s_mean"],
+              f"{f['restart_delay_s_mean']:,.0f} s mean, {f['restart_delay_s_max']:,.0f} s max" if f["restarts"]
+              else f"no restart by the end ({f['not_restarted_by_end']:,} VMs not restarted)"),
+        _card("cpu_ready_pct_during_failures", "CPU Ready during failures", ready,
+              "- (no busy host)" if ready is None else f"{ready:.2f} %" + ("" if outside is None else f" ({outside:.2f} % outside)")),
+        _card("reservation_held", f"HA reservation held (admission {f['admission']})", int(bool(f["reservation_held"])),
+              "yes" if f["reservation_held"] else f"no: {waited:,} restart(s) waited for capacity"),
+    ]
 
 
 def render_run_report(result, out_path: str | Path) -> Path:
@@ -126,24 +181,9 @@ def render_run_report(result, out_path: str | Path) -> Path:
     )
     ready_max = float(np.nanmax(hs["cpu_ready_pct"], initial=0.0)) if "cpu_ready_pct" in hs else None
     idle = idle_hosts(result)
-    t = s["totals"]
-    cards = [
-        ("VMs placed", f"{s['vms_placed']:,} / {s['vms_total']:,}"),
-        ("hosts used", f"{s['hosts_used']:,} / {s['hosts_total']:,}"),
-        ("energy", f"{t['energy_kwh']:,.1f} kWh"),
-        ("CPU delivered", f"{100 * t['cpu_delivered_mhz_s'] / max(t['cpu_demand_mhz_s'], 1e-9):.2f} % of demand"),
-        ("mean CPU Ready", f"{s['qos']['cpu_ready_pct_mean']:.2f} %"),
-        ("VMs ready > 5 %", f"{s['qos']['vms_ready_over_5pct']:,}"),
-    ]
+    cards = [(c["label"], c["text"]) for c in headline_cards(s)]
     sch = s.get("scheduling")
     if sch is not None:  # VMs that arrive and leave
-        cards += [
-            ("tasks completed", f"{sch['completed']:,} / {sch['tasks_total']:,}"
-             + (f" ({sch['failed']:,} failed, {sch['waiting_at_end']:,} waiting)" if sch['failed'] or sch['waiting_at_end'] else "")),
-            ("scheduling delay", f"{sch['scheduling_delay_total_s'] / 3600:,.1f} h total, {sch['scheduling_delay_max_s'] / 3600:,.2f} h max"),
-            ("peak concurrent", f"{sch['peak_concurrent']:,}"),
-            ("simulated end", f"{sch['simulated_end_s'] / 3600:,.1f} h"),
-        ]
         steps = result.schedule_steps()
         if steps is not None:
             hours = (steps["time_s"].to_numpy() - c.grid.start_s) / 3600.0

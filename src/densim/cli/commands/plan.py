@@ -119,8 +119,14 @@ def _print_plan(pr: Printer, res, inv, spec, out: Path, summary: dict) -> None:
 
     from rich.table import Table
 
+    from densim.tools.plan.report import headline_lines
+
     if not pr.shows_text:
         return
+    # the answer first (the report's headline, the same sentences), then the ranking behind it
+    for line in headline_lines(summary):
+        pr.line(line)
+    pr.line()
     t = Table(title=f"densim plan: {inv.describe()}")
     show_mem = spec.memory is not None and spec.memory.model != "none"
     show_io = any(c.storage is not None for c in spec.candidates)

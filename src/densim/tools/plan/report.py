@@ -308,11 +308,10 @@ def chosen_series(res: PlanResult, max_points: int = 480):
                        inv.mem_used_bytes, inv.step_s, max_points)
 
 
-_FONT = {"family": "system-ui, -apple-system, Segoe UI, sans-serif", "size": 13}
-
-
 def _layout(title: str, height: int, **kw) -> dict:
-    return {"title": {"text": title, "x": 0, "xanchor": "left", "y": 0.98, "yanchor": "top"}, "height": height, "font": _FONT,
+    """Font, colours, gridlines and hover come from the one report style (:mod:`densim.reports.style`);
+    here only what these figures add: the legend above the plot, under the title, and room for it."""
+    return {"title": {"text": title, "y": 0.98, "yanchor": "top"}, "height": height,
             "margin": {"l": 70, "r": 70, "t": 90, "b": 50}, "legend": {"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom"},
             **kw}
 

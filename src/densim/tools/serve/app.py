@@ -28,7 +28,7 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field
 
 from densim.errors import ScenarioInvalid
-from densim.tools.serve.edits import apply_edits, controls, field_errors
+from densim.tools.serve.edits import add_failures, apply_edits, controls, failure_request, field_errors
 from densim.tools.serve.runs import Runs
 from densim.tools.serve.sources import Sources
 
@@ -126,6 +126,10 @@ def create_app(sources: Sources, out: str | Path, *, runs: Runs | None = None) -
         paths = [c["path"] for c in controls(src.mapping)]
         try:
             mapping = apply_edits(src.mapping, req.edits, src.origin)
+            fail = failure_request(mapping, req.edits, src.origin)
+            if fail is not None:  # the N largest hosts of the scenario as edited: resolve it first (catalog only, cheap)
+                _, plant = runs.prepare(mapping, src.origin, src.base_dir)
+                mapping = add_failures(mapping, fail, plant, src.origin)
             key, plant = runs.prepare(mapping, src.origin, src.base_dir)
         except ScenarioInvalid as exc:
             fields, other = field_errors(exc, paths + list(req.edits))
@@ -170,8 +174,9 @@ def create_app(sources: Sources, out: str | Path, *, runs: Runs | None = None) -
             hb = {h["key"]: h for h in jb.view["headline"]}
             for h in ja.view["headline"]:
                 if h["key"] in hb:
+                    va, vb = h["value"], hb[h["key"]]["value"]
                     heads.append({"key": h["key"], "label": h["label"], "a": h["text"], "b": hb[h["key"]]["text"],
-                                  "delta": hb[h["key"]]["value"] - h["value"]})
+                                  "delta": None if va is None or vb is None else vb - va})  # None: a figure one run lacks
         return {"fields": fields, "headline": heads}
 
     return app

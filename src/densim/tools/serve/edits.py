@@ -27,7 +27,23 @@ _EDITABLE = [
     re.compile(r"^placement\.(cpu_overcommit|memory_overcommit|policy)$"),
     re.compile(r"^memory\.(model|swap_device|swap_cache_device|swap_cache_size)$"),
     re.compile(r"^storage\.datastores\[(\d+)\]\.(device|raid|drives)$"),
+    re.compile(r"^failures\.ha\.(admission|host_failures)$"),
+    re.compile(r"^failures\.fail_(largest_hosts|at|for)$"),
 ]
+
+# The page's failure control, "fail the N largest hosts at time T for D": three fields that are not
+# scenario fields. :func:`failure_request` reads them, :func:`add_failures` writes what they mean into
+# the scenario as ``failures: {events: [...]}`` (so the downloaded YAML holds the failures, and
+# ``densim run`` of it gives what the page shows).
+FAIL_N = "failures.fail_largest_hosts"
+FAIL_AT = "failures.fail_at"
+FAIL_FOR = "failures.fail_for"
+PAGE_FIELDS = (FAIL_N, FAIL_AT, FAIL_FOR)
+DEFAULT_FAIL_FOR = "4 h"
+ADMISSIONS = ["off", "n_plus_k"]
+# loader messages about the events the control wrote belong to the control's fields
+_EVENT_FIELD = re.compile(r"^failures\.events\[\d+\]\.(time|duration|target)")
+_EVENT_ALIAS = {"time": FAIL_AT, "duration": FAIL_FOR, "target": FAIL_N}
 
 
 class EditError(InputError):
@@ -100,6 +116,95 @@ def controls(mapping: dict[str, Any]) -> list[dict[str, Any]]:
         add(f"storage.datastores[{i}].device", f"device ({name})", "storage", "select", d.get("device"), ch["devices"])
         add(f"storage.datastores[{i}].raid", f"RAID ({name})", "storage", "select", d.get("raid", "jbod"), ch["raid"])
         add(f"storage.datastores[{i}].drives", f"drives ({name})", "storage", "number", d.get("drives", 1))
+    fs = mapping.get("failures") or {}
+    ha = fs.get("ha") or {}
+    add(FAIL_N, "fail N largest hosts", "failures", "number", 0,
+        help="N hosts with the most CPU capacity (then memory) fail at time T for D; 0: none. Writes failures.events "
+             "(replacing the scenario's own events)")
+    add(FAIL_AT, "at time T", "failures", "text", default_fail_at(mapping), help="from the start of the run: a number is hours, or e.g. 90 min, 1 d")
+    add(FAIL_FOR, "for D", "failures", "text", DEFAULT_FAIL_FOR, help="down this long: a number is hours, or e.g. 30 min")
+    adm = ha.get("admission", "off")
+    add("failures.ha.admission", "HA admission", "failures", "select", adm, ADMISSIONS + ([adm] if adm not in ADMISSIONS else []),
+        "n_plus_k: keep the capacity of the k largest hosts free at every power-on; restarts are never refused")
+    add("failures.ha.host_failures", "k of N+k", "failures", "number", ha.get("host_failures", 1))
+    return out
+
+
+def default_fail_at(mapping: dict[str, Any]) -> str:
+    """Half the scenario's horizon in hours (``1 h`` when it has none: the traces' span)."""
+    from densim.units import UnitError, parse
+
+    h = (mapping.get("simulation") or {}).get("horizon")
+    try:
+        return f"{parse(h, 's') / 2 / 3600:.4g} h" if h is not None else "1 h"
+    except (UnitError, ValueError, TypeError):
+        return "1 h"
+
+
+def _hours(text: Any) -> Any:
+    """A typed time: a number is hours (written ``N h``), anything else as typed (the loader checks it)."""
+    v = parse_value(text)
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return f"{v:g} h"
+    return v
+
+
+def failure_request(mapping: dict[str, Any], edits: dict[str, Any], origin: str) -> dict[str, Any] | None:
+    """``{n, time, duration}`` of the page's failure control, or None when N is 0 (or not given).
+
+    T and D not among ``edits`` take the control's defaults. Raises :class:`ScenarioInvalid` naming the
+    control for an N that is not a whole number >= 0, or a T or D left empty."""
+    issues: list[tuple[str, str]] = []
+    n_raw = parse_value(edits.get(FAIL_N, 0))
+    if n_raw is None or n_raw == "":
+        n_raw = 0
+    if isinstance(n_raw, bool) or not isinstance(n_raw, (int, float)) or n_raw != int(n_raw) or n_raw < 0:
+        raise ScenarioInvalid(origin, [(FAIL_N, f"a whole number of hosts >= 0, got {edits.get(FAIL_N)!r}")])
+    n = int(n_raw)
+    if n == 0:
+        return None
+    at = _hours(edits.get(FAIL_AT, default_fail_at(mapping)))
+    dur = _hours(edits.get(FAIL_FOR, DEFAULT_FAIL_FOR))
+    for path, v in ((FAIL_AT, at), (FAIL_FOR, dur)):
+        if v is None or v == "":
+            issues.append((path, "give a time (a number is hours, or e.g. 90 min)"))
+    if not issues:
+        from densim.units import UnitError, parse
+
+        h = (mapping.get("simulation") or {}).get("horizon")
+        try:
+            t_s, h_s = parse(at, "s"), (parse(h, "s") if h is not None else None)
+        except (UnitError, ValueError, TypeError):
+            t_s = h_s = None  # the loader gives the CLI's message for the event
+        if t_s is not None and h_s is not None and t_s >= h_s:
+            issues.append((FAIL_AT, f"{at} is not before the end of the run (simulation.horizon {h})"))
+    if issues:
+        raise ScenarioInvalid(origin, issues)
+    return {"n": n, "time": at, "duration": dur}
+
+
+def largest_hosts(hosts, n: int) -> list[str]:
+    """Names (``<group>-<index>``, as hosts.parquet and failure events name them) of the ``n`` hosts with
+    the most CPU capacity (cores x clock x SMT gain), then the most memory, then the first in order."""
+    import numpy as np
+
+    order = np.lexsort((np.arange(hosts.n), -hosts.mem_bytes, -hosts.capacity_mhz))
+    return [str(hosts.names[i]) for i in order[:n]]
+
+
+def add_failures(mapping: dict[str, Any], request: dict[str, Any], plant, origin: str) -> dict[str, Any]:
+    """A copy of ``mapping`` whose ``failures.events`` fail the ``n`` largest hosts of ``plant`` (the
+    mapping resolved) at ``time`` for ``duration``; the rest of its ``failures`` section is kept."""
+    from densim.engine.state import build_hosts
+
+    hosts = build_hosts(plant)
+    n = request["n"]
+    if n > hosts.n:
+        raise ScenarioInvalid(origin, [(FAIL_N, f"the scenario has {hosts.n} host(s), cannot fail {n}")])
+    out = copy.deepcopy(mapping)
+    fs = dict(out.get("failures") or {})
+    fs["events"] = [{"time": request["time"], "target": name, "duration": request["duration"]} for name in largest_hosts(hosts, n)]
+    out["failures"] = fs
     return out
 
 
@@ -131,6 +236,8 @@ def apply_edits(mapping: dict[str, Any], edits: dict[str, Any], origin: str) -> 
     for path, text in edits.items():
         if not isinstance(path, str) or not editable(path):
             issues.append((str(path), "not a field the page can edit"))
+            continue
+        if path in PAGE_FIELDS:  # the failure control: failure_request / add_failures
             continue
         tokens = parse_path(path)
         node: Any = out
@@ -169,6 +276,9 @@ def field_errors(exc: ScenarioInvalid, paths: list[str]) -> tuple[dict[str, str]
     by_path: dict[str, str] = {}
     other: list[str] = []
     for (where, _problem), line in zip(exc.issues, exc.lines()):
+        m = _EVENT_FIELD.match(where)
+        if m is not None and _EVENT_ALIAS[m.group(1)] in paths:
+            where = _EVENT_ALIAS[m.group(1)]
         hit = next((p for p in sorted(paths, key=len, reverse=True) if where == p or where.startswith(p + ".") or where.startswith(p + "[")), None)
         if hit is not None:
             by_path[hit] = line if hit not in by_path else by_path[hit] + "; " + line

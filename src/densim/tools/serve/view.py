@@ -2,8 +2,8 @@
 plots and the tables of the run report, binned as the report bins them.
 
 :func:`headline` is the one formatting function for the headline; it reads only the summary dict
-(``Result.summary``, the same figures ``densim run`` writes to ``summary.json``) so that it can later
-be shared with the reports.
+(``Result.summary``, the same figures ``densim run`` writes to ``summary.json``) and shares its
+formatting with the run report's cards.
 """
 
 from __future__ import annotations
@@ -13,34 +13,35 @@ from typing import Any
 
 import numpy as np
 
+from densim.reports.html import READY_FLOOR_PCT
+from densim.reports.style import styled
+
 MAX_HEAT_HOSTS = 120  # as the run report
 MAX_HEAT_STEPS = 400
 MAX_LINE_POINTS = 2000
 WORST_VMS = 20
 
 
-def _num(v: float, digits: int) -> str:
-    return f"{v:,.{digits}f}"
-
-
 def headline(s: dict[str, Any]) -> list[dict[str, Any]]:
     """The headline figures of a run summary: ``{key, label, value, text}`` per figure.
 
-    ``value`` is the summary's number (unrounded); ``text`` is how the page shows it. Figures the
-    summary does not carry (memory slowdown without the memory model, cost: the run summary has no
+    The run report's cards (:func:`densim.reports.html.headline_cards`: one formatting for the report
+    and the page, failures and HA figures included), with the page's extras: VMs unplaced, the worst
+    VM's CPU Ready and, with the memory model, its slowdown. ``value`` is the summary's number
+    (unrounded); ``text`` is how the page shows it. Figures the summary does not carry (memory slowdown
+    without the memory model, failures without a ``failures:`` section, cost: the run summary has no
     prices) are left out rather than shown as zero."""
-    t = s["totals"]
+    from densim.reports.html import headline_cards
+
     q = s["qos"]
-    out = [
-        {"key": "energy_kwh", "label": "energy", "value": t["energy_kwh"], "text": f"{_num(t['energy_kwh'], 1)} kWh"},
-        {"key": "hosts_used", "label": "hosts used", "value": s["hosts_used"], "text": f"{s['hosts_used']:,} / {s['hosts_total']:,}"},
-        {"key": "vms_placed", "label": "VMs placed", "value": s["vms_placed"], "text": f"{s['vms_placed']:,} / {s['vms_total']:,}"},
-        {"key": "vms_unplaced", "label": "VMs unplaced", "value": s["vms_unplaced"], "text": f"{s['vms_unplaced']:,}"},
-        {"key": "cpu_ready_pct_mean", "label": "CPU Ready mean", "value": q["cpu_ready_pct_mean"], "text": f"{q['cpu_ready_pct_mean']:.2f} %"},
-        {"key": "cpu_ready_pct_worst_vm_mean", "label": "CPU Ready worst VM", "value": q["cpu_ready_pct_worst_vm_mean"],
-         "text": f"{q['cpu_ready_pct_worst_vm_mean']:.2f} %"},
-        {"key": "vms_ready_over_5pct", "label": "VMs ready > 5 %", "value": q["vms_ready_over_5pct"], "text": f"{q['vms_ready_over_5pct']:,}"},
-    ]
+    cards = {c["key"]: c for c in headline_cards(s)}
+    first = ["energy_kwh", "hosts_used", "vms_placed"]
+    out = [cards.pop(k) for k in first]
+    out.append({"key": "vms_unplaced", "label": "VMs unplaced", "value": s["vms_unplaced"], "text": f"{s['vms_unplaced']:,}"})
+    out += [cards.pop(k) for k in ("cpu_ready_pct_mean",)]
+    out.append({"key": "cpu_ready_pct_worst_vm_mean", "label": "CPU Ready worst VM", "value": q["cpu_ready_pct_worst_vm_mean"],
+                "text": f"{q['cpu_ready_pct_worst_vm_mean']:.2f} %"})
+    out += list(cards.values())  # VMs ready > 5 %, CPU delivered, scheduling and failures figures, in the report's order
     mem = s.get("memory")
     if mem is not None:
         out.append({"key": "worst_vm_slowdown", "label": "memory slowdown worst VM", "value": mem["worst_vm_slowdown"],
@@ -64,17 +65,19 @@ def _round(a: np.ndarray, digits: int = 4) -> list:
     return np.round(np.asarray(a, dtype=float), digits).tolist()
 
 
-def _heat(series: np.ndarray, names: np.ndarray, order: np.ndarray, step_s: float, title: str, zmax: float | None, unit: str) -> dict:
+def _heat(series: np.ndarray, names: np.ndarray, order: np.ndarray, step_s: float, title: str, zmax: float | None, unit: str,
+          zmax_floor: float = 0.0) -> dict:
     sel = order[:MAX_HEAT_HOSTS]
     binned, f = _bin_time(series[:, sel], MAX_HEAT_STEPS)
+    if zmax is None and zmax_floor > 0:  # as the run report: an all-zero CPU Ready drawn on 0..5 %, not a -0.5..0.5 scale
+        zmax = max(float(np.nanmax(binned, initial=0.0)), zmax_floor)
     hours = np.arange(binned.shape[0]) * f * step_s / 3600.0
     trace = {"type": "heatmap", "z": _round(binned.T), "x": _round(hours, 3), "y": [str(h) for h in names[sel]], "zmin": 0,
              "colorscale": "Viridis", "colorbar": {"title": {"text": unit}}}
     if zmax is not None:
         trace["zmax"] = zmax
     return {"data": [trace], "layout": {"title": {"text": title}, "xaxis": {"title": {"text": "hours from start"}},
-                                        "yaxis": {"title": {"text": "host"}}, "height": max(300, 6 * len(sel) + 140),
-                                        "margin": {"l": 110, "r": 20, "t": 40, "b": 40}}}
+                                        "yaxis": {"title": {"text": "host"}}, "height": max(300, 6 * len(sel) + 140)}}
 
 
 def view(res) -> dict[str, Any]:
@@ -96,10 +99,11 @@ def view(res) -> dict[str, Any]:
         plots.append({"id": "power", "data": [{"type": "scatter", "mode": "lines", "x": _round(hours, 3), "y": _round(total[:, 0] / 1000.0),
                                                 "name": "cluster power"}],
                       "layout": {"title": {"text": "Cluster power"}, "xaxis": {"title": {"text": "hours from start"}},
-                                 "yaxis": {"title": {"text": "kW"}}, "height": 300, "margin": {"l": 60, "r": 20, "t": 40, "b": 40}}})
+                                 "yaxis": {"title": {"text": "kW"}}, "height": 300}})
     if "utilisation" in hs:
         plots.append({"id": "util", **_heat(hs["utilisation"], c.hosts.names, order, step, "Host CPU utilisation", 1.0, "util")})
-        plots.append({"id": "ready", **_heat(hs["cpu_ready_pct"], c.hosts.names, order, step, "CPU Ready per vCPU (%)", None, "%")})
+        plots.append({"id": "ready", **_heat(hs["cpu_ready_pct"], c.hosts.names, order, step, "CPU Ready per vCPU (%)", None, "%",
+                                             zmax_floor=READY_FLOOR_PCT)})
     energy = (hosts.group_by("server", maintain_order=True)
               .agg(pl.col("powered_on").sum().alias("on"), (pl.col("energy_j").sum() / 3.6e6).alias("kwh"),
                    pl.col("utilisation_mean").mean().alias("util")).to_dicts())
@@ -120,4 +124,4 @@ def view(res) -> dict[str, Any]:
                                 for r in sat[:50]]})
     return {"scenario": s["scenario"], "headline": headline(s), "unplaced": s["unplaced_vms"][:50],
             "subtitle": f"{c.grid.n_steps} steps of {step:g} s; placement {s['placement']['policy']}; CPU model {s['models']['cpu_contention']}",
-            "plots": plots, "tables": tables}
+            "plots": [{**p, "layout": styled(p["layout"])} for p in plots], "tables": tables}

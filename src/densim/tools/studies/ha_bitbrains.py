@@ -88,13 +88,17 @@ def run(out_dir: Path, seed: int) -> dict:
             busy.append(busy_check(label, [str(n) for n in res.ctx.hosts.names], hs, kind="host CPU", step_s=res.ctx.grid.step_s))
     fig = {
         "data": [
-            {"type": "bar", "name": "VM-minutes down", "x": [r["run"] for r in rows], "y": [r["vm_minutes_down"] for r in rows]},
+            # offsetgroup: bars on two y axes side by side (without it the right-axis bars cover the left ones)
+            {"type": "bar", "name": "VM-minutes down", "x": [r["run"] for r in rows], "y": [r["vm_minutes_down"] for r in rows],
+             "offsetgroup": "down"},
             {"type": "bar", "name": "CPU Ready during the failure (%)", "x": [r["run"] for r in rows],
-             "y": [r["cpu_ready_pct_during_failures"] for r in rows], "yaxis": "y2"},
+             "y": [r["cpu_ready_pct_during_failures"] for r in rows], "yaxis": "y2", "offsetgroup": "ready"},
         ],
         "layout": {"title": {"text": f"{largest} down {DOWN_H:g} h at the busiest step"}, "barmode": "group",
+                   "legend": {"orientation": "h", "y": -0.15},
                    "yaxis": {"title": {"text": "VM-minutes down"}},
-                   "yaxis2": {"title": {"text": "CPU Ready (%)"}, "overlaying": "y", "side": "right"}},
+                   "yaxis2": {"title": {"text": "CPU Ready (%)"}, "overlaying": "y", "side": "right", "showgrid": False,
+                              "tickmode": "auto"}},  # own ticks: plotly.js gives an overlaying axis tickmode "sync" (1.22, 2.44, ...)
     }
     notes = [
         f"{largest} fails at {t_fail / 86400:.2f} d into the run (the step with the most VMs running without failures, "

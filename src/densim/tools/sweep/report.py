@@ -100,8 +100,9 @@ def figures(data: dict[str, Any]) -> list[dict[str, Any]]:
         else:
             p = points[0]
             fig.add_trace(go.Bar(x=["base"], y=[p["stats"][m][0]], error_y={"type": "data", "array": [p["stats"][m][1]]}))
+        # style (font, margins, gridlines, y from 0) from densim.reports.style, applied when the report renders
         fig.update_layout(title=f"{m} (mean, 95 % CI over replications)", yaxis_title=m, height=420,
-                          margin={"l": 60, "r": 20, "t": 50, "b": 50}, legend={"orientation": "h", "y": -0.25})
+                          legend={"orientation": "h", "y": -0.25})
         figs.append(fig)
     return figs
 

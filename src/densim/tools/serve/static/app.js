@@ -179,7 +179,7 @@ async function updateDiff() {
       el("tbody", {}, ...d.fields.map((f) => el("tr", {}, el("td", { text: f.path }), el("td", { text: f.a === null || f.a === undefined ? "(default)" : JSON.stringify(f.a) }),
         el("td", { text: f.b === null || f.b === undefined ? "(default)" : JSON.stringify(f.b) })))))
     : el("p", { class: "note", text: "The two configurations are the same scenario." });
-  const sign = (x) => (x === 0 ? "=" : (x > 0 ? "+" : "") + Number(x.toPrecision(4)).toLocaleString());
+  const sign = (x) => (x === null ? "-" : x === 0 ? "=" : (x > 0 ? "+" : "") + Number(x.toPrecision(4)).toLocaleString());
   const headRows = d.headline.map((h) => el("tr", { class: h.delta === 0 ? "same" : "moved" },
     el("td", { text: h.label }), el("td", { text: h.a }), el("td", { text: h.b }), el("td", { text: sign(h.delta) })));
   const heads = el("table", { class: "diff-headline" },
