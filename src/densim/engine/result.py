@@ -272,7 +272,9 @@ class Result:
             not_arrived=counts["not-arrived"],
             scheduling_delay_total_s=float(wait.sum()), scheduling_delay_mean_s=float(wait.mean()) if wait.size else 0.0,
             scheduling_delay_max_s=float(wait.max()) if wait.size else 0.0, peak_concurrent=peak_running(sch),
-            simulated_end_s=float(ends.max() - c.grid.start_s) if ends.size else 0.0,
+            # tasks still running at the end: the run went to the end of its grid
+            simulated_end_s=(float(c.grid.horizon_s) if counts["running"] else
+                             float(ends.max() - c.grid.start_s) if ends.size else 0.0),
             host_power_ons=boots, boot_energy_j=boot_j,
         )
 

@@ -94,7 +94,7 @@ class SchedulingInfo:
     scheduling_delay_mean_s: float
     scheduling_delay_max_s: float
     peak_concurrent: int
-    simulated_end_s: float  # from the start of the run to the end of the last task to finish
+    simulated_end_s: float  # from the start of the run to the end of the last task to finish (the grid's end if some still run)
     host_power_ons: int
     boot_energy_j: float
 
