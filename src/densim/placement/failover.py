@@ -84,6 +84,33 @@ def _unlink(head, nxt, prv, h, v):
     prv[v] = -1
 
 
+@njit(inline="always")
+def _record(i_vm, i_host, i_place, i_start, i_end, ni, v, h, place, start, end):
+    """Instance ``ni``: VM ``v`` on host ``h``, placed at ``place``, up from ``start`` to ``end`` (arrays grown as needed)."""
+    if ni >= i_vm.size:
+        i_vm = _grow_f(i_vm, ni)
+        i_host = _grow_f(i_host, ni)
+        i_place = _grow_f(i_place, ni)
+        i_start = _grow_f(i_start, ni)
+        i_end = _grow_f(i_end, ni)
+    i_vm[ni] = v
+    i_host[ni] = h
+    i_place[ni] = place
+    i_start[ni] = start
+    i_end[ni] = end
+    return i_vm, i_host, i_place, i_start, i_end
+
+
+@njit(inline="always")
+def _occupy(v, h, host, status, cpu_free, mem_free, vm_cpu, vm_mem, head, nxt, prv):
+    """VM ``v`` runs on host ``h``: its CPU and memory leave the host's free capacity; it joins the host's list."""
+    host[v] = h
+    status[v] = 1
+    cpu_free[h] -= vm_cpu[v]
+    mem_free[h] -= vm_mem[v]
+    _link(head, nxt, prv, h, v)
+
+
 @njit
 def _failover_kernel(arrival, run, vm_cpu, vm_mem, prio, initial, cpu_cap, mem_cap,
                      d_host, d_start, d_end, policy, discipline, until, detect_s, boot_s,
@@ -165,26 +192,13 @@ def _failover_kernel(arrival, run, vm_cpu, vm_mem, prio, initial, cpu_cap, mem_c
                 refused[v] = True
                 continue
         t = arrival[v]
-        host[v] = h
-        status[v] = 1
         first[v] = t
         dep[v] = t + run[v]
-        cpu_free[h] -= vm_cpu[v]
-        mem_free[h] -= vm_mem[v]
+        _occupy(v, h, host, status, cpu_free, mem_free, vm_cpu, vm_mem, head, nxt, prv)
         used_cpu += vm_cpu[v]
         used_mem += vm_mem[v]
-        _link(head, nxt, prv, h, v)
-        if ni >= i_vm.size:
-            i_vm = _grow_f(i_vm, ni)
-            i_host = _grow_f(i_host, ni)
-            i_place = _grow_f(i_place, ni)
-            i_start = _grow_f(i_start, ni)
-            i_end = _grow_f(i_end, ni)
-        i_vm[ni] = v
-        i_host[ni] = h
-        i_place[ni] = t
-        i_start[ni] = t
-        i_end[ni] = dep[v]
+        i_vm, i_host, i_place, i_start, i_end = _record(i_vm, i_host, i_place, i_start, i_end, ni, v, h,
+                                                         t, t, dep[v])
         cur_inst[v] = ni
         ni += 1
         if run[v] < np.inf:
@@ -318,26 +332,13 @@ def _failover_kernel(arrival, run, vm_cpu, vm_mem, prio, initial, cpu_cap, mem_c
                         rq_t[w] = rq_t[k]
                         w += 1
                         continue
-                    host[v] = h
-                    status[v] = 1
-                    cpu_free[h] -= vm_cpu[v]
-                    mem_free[h] -= vm_mem[v]
+                    _occupy(v, h, host, status, cpu_free, mem_free, vm_cpu, vm_mem, head, nxt, prv)
                     used_cpu += vm_cpu[v]
                     used_mem += vm_mem[v]
-                    _link(head, nxt, prv, h, v)
                     if policy == 0:
                         _set_leaf(tc, tm, size, h, cpu_free[h], mem_free[h])
-                    if ni >= i_vm.size:
-                        i_vm = _grow_f(i_vm, ni)
-                        i_host = _grow_f(i_host, ni)
-                        i_place = _grow_f(i_place, ni)
-                        i_start = _grow_f(i_start, ni)
-                        i_end = _grow_f(i_end, ni)
-                    i_vm[ni] = v
-                    i_host[ni] = h
-                    i_place[ni] = t
-                    i_start[ni] = min(t + boot_s, dep[v]) if dep[v] == dep[v] else t + boot_s
-                    i_end[ni] = dep[v] if dep[v] == dep[v] else np.inf
+                    i_vm, i_host, i_place, i_start, i_end = _record(i_vm, i_host, i_place, i_start, i_end, ni, v, h,
+                                                                     t, min(t + boot_s, dep[v]) if dep[v] == dep[v] else t + boot_s, dep[v] if dep[v] == dep[v] else np.inf)
                     cur_inst[v] = ni
                     ni += 1
                     o = cur_out[v]
@@ -366,28 +367,15 @@ def _failover_kernel(arrival, run, vm_cpu, vm_mem, prio, initial, cpu_cap, mem_c
                         w += 1
                         k += 1
                         continue
-                    host[v] = h
-                    status[v] = 1
                     first[v] = t
                     dep[v] = t + run[v]
-                    cpu_free[h] -= vm_cpu[v]
-                    mem_free[h] -= vm_mem[v]
+                    _occupy(v, h, host, status, cpu_free, mem_free, vm_cpu, vm_mem, head, nxt, prv)
                     used_cpu += vm_cpu[v]
                     used_mem += vm_mem[v]
-                    _link(head, nxt, prv, h, v)
                     if policy == 0:
                         _set_leaf(tc, tm, size, h, cpu_free[h], mem_free[h])
-                    if ni >= i_vm.size:
-                        i_vm = _grow_f(i_vm, ni)
-                        i_host = _grow_f(i_host, ni)
-                        i_place = _grow_f(i_place, ni)
-                        i_start = _grow_f(i_start, ni)
-                        i_end = _grow_f(i_end, ni)
-                    i_vm[ni] = v
-                    i_host[ni] = h
-                    i_place[ni] = t
-                    i_start[ni] = t
-                    i_end[ni] = dep[v]
+                    i_vm, i_host, i_place, i_start, i_end = _record(i_vm, i_host, i_place, i_start, i_end, ni, v, h,
+                                                                     t, t, dep[v])
                     cur_inst[v] = ni
                     ni += 1
                     if run[v] < np.inf:
@@ -441,28 +429,15 @@ def _failover_kernel(arrival, run, vm_cpu, vm_mem, prio, initial, cpu_cap, mem_c
             continue
         if ok:
             refused[v] = False
-        host[v] = h
-        status[v] = 1
         first[v] = t
         dep[v] = t + run[v]
-        cpu_free[h] -= vm_cpu[v]
-        mem_free[h] -= vm_mem[v]
+        _occupy(v, h, host, status, cpu_free, mem_free, vm_cpu, vm_mem, head, nxt, prv)
         used_cpu += vm_cpu[v]
         used_mem += vm_mem[v]
-        _link(head, nxt, prv, h, v)
         if policy == 0:
             _set_leaf(tc, tm, size, h, cpu_free[h], mem_free[h])
-        if ni >= i_vm.size:
-            i_vm = _grow_f(i_vm, ni)
-            i_host = _grow_f(i_host, ni)
-            i_place = _grow_f(i_place, ni)
-            i_start = _grow_f(i_start, ni)
-            i_end = _grow_f(i_end, ni)
-        i_vm[ni] = v
-        i_host[ni] = h
-        i_place[ni] = t
-        i_start[ni] = t
-        i_end[ni] = dep[v]
+        i_vm, i_host, i_place, i_start, i_end = _record(i_vm, i_host, i_place, i_start, i_end, ni, v, h,
+                                                         t, t, dep[v])
         cur_inst[v] = ni
         ni += 1
         if run[v] < np.inf:
