@@ -210,7 +210,7 @@ def _cases() -> dict[str, Callable[[Path], dict[str, Any]]]:
     for name in all_studies():
         cases[f"study-{name}"] = _study(name)
     for ex in ("bitbrains-small.yaml", "planetlab.yaml", "fabric/pooled-nvme.yaml", "virt/engine-kvm.yaml",
-               "storage/bitbrains-datastores.yaml", "sweeps/base-web.yaml", "sweeps/planetlab-base.yaml",
+               "storage/bitbrains-datastores.yaml", "storage/drive-failure.yaml", "sweeps/base-web.yaml", "sweeps/planetlab-base.yaml",
                "memory/swap-on-datastore.yaml", "opendc/surf-week.yaml", "opendc/1k-tasks.yaml",
                "opendc/bitbrains-small.yaml"):
         cases["run-" + ex.removesuffix(".yaml").replace("/", "-")] = _run(ex)

@@ -58,9 +58,9 @@ class DatastoreFailureSummary(TypedDict):
     rebuild_s_max: float | None
     data_lost: bool
     down_h: float  # data lost, or every controller down
-    latency_s_degraded_mean: float | None  # IOPS-weighted over the degraded steps
+    latency_s_degraded_mean: float | None  # IOPS-weighted over the degraded steps (without a boot storm)
     latency_s_degraded_worst: float | None  # the worst step
-    latency_s_outside_mean: float | None  # the other steps (not down)
+    latency_s_outside_mean: float | None  # the quiet steps: not degraded, down or under a boot storm
     latency_s_outside_worst: float | None
 
 
@@ -68,7 +68,7 @@ class BootStormSummary(TypedDict):
     boot_read_bytes: float
     latency_s_boot_mean: float | None  # IOPS-weighted over the steps with boot reads
     latency_s_boot_worst: float | None
-    latency_s_outside_mean: float | None
+    latency_s_outside_mean: float | None  # the quiet steps, as in DatastoreFailureSummary
 
 
 class StorageFailuresSummary(TypedDict):
@@ -185,7 +185,7 @@ class StorageStage(BaseStage):
                                    [d.device for d in ctx.plant.datastores])
         S = self.slot_ds.size
         self.facc = {k: np.zeros(S) for k in ("deg_s", "down_s", "deg_iops", "deg_lat", "out_iops", "out_lat",
-                                               "boot_bytes", "boot_iops", "boot_lat", "nboot_iops", "nboot_lat")}
+                                               "boot_bytes", "boot_iops", "boot_lat")}
         self.fworst = {k: np.full(S, np.nan) for k in ("deg", "out", "boot")}
         self.vm_down_s = 0.0
         self.has_failures = fr is not None
@@ -368,30 +368,23 @@ class StorageStage(BaseStage):
         dt = chunk.step_s
         deg = self._degraded if self.faults else np.zeros(lat.shape, dtype=bool)
         dn = down if down is not None else np.zeros(lat.shape, dtype=bool)
-        out = ~deg & ~dn
-        a["deg_s"] += deg.sum(axis=0) * dt
-        a["down_s"] += dn.sum(axis=0) * dt
-        for key, mask in (("deg", deg), ("out", out)):
-            a[key + "_iops"] += (slot_total * mask).sum(axis=0)
-            a[key + "_lat"] += (lat * slot_total * mask).sum(axis=0)
-            if mask.any():
-                m = np.where(mask, lat, -np.inf).max(axis=0)
-                w[key] = np.fmax(w[key], np.where(np.isfinite(m), m, np.nan))
         boot = np.zeros(lat.shape)
         if getattr(self, "_boot_chunk", None) is not None:
             idx, add = self._boot_chunk
             ok = self.full_slot[idx] >= 0
             np.add.at(boot.T, self.full_slot[idx][ok], add.T[ok])
         booting = (boot > 0) & ~dn
+        deg = deg & ~booting
+        quiet = ~deg & ~dn & ~booting  # no failure effect on the datastore in the step
+        a["deg_s"] += (self._degraded.sum(axis=0) * dt) if self.faults else 0.0
+        a["down_s"] += dn.sum(axis=0) * dt
         a["boot_bytes"] += boot.sum(axis=0) * dt * self.settings.block_size_bytes
-        a["boot_iops"] += (slot_total * booting).sum(axis=0)
-        a["boot_lat"] += (lat * slot_total * booting).sum(axis=0)
-        nb = ~booting & ~dn
-        a["nboot_iops"] += (slot_total * nb).sum(axis=0)
-        a["nboot_lat"] += (lat * slot_total * nb).sum(axis=0)
-        if booting.any():
-            m = np.where(booting, lat, -np.inf).max(axis=0)
-            w["boot"] = np.fmax(w["boot"], np.where(np.isfinite(m), m, np.nan))
+        for key, mask in (("deg", deg), ("out", quiet), ("boot", booting)):
+            a[key + "_iops"] += (slot_total * mask).sum(axis=0)
+            a[key + "_lat"] += (lat * slot_total * mask).sum(axis=0)
+            if mask.any():
+                m = np.where(mask, lat, -np.inf).max(axis=0)
+                w[key] = np.fmax(w[key], np.where(np.isfinite(m), m, np.nan))
 
     def _failures_summary(self, ctx) -> dict:
         a, w = self.facc, self.fworst
@@ -431,7 +424,7 @@ class StorageStage(BaseStage):
                 "boot_read_bytes": float(a["boot_bytes"][k]),
                 "latency_s_boot_mean": ratio(a["boot_lat"][k], a["boot_iops"][k]),
                 "latency_s_boot_worst": fl(w["boot"][k]),
-                "latency_s_outside_mean": ratio(a["nboot_lat"][k], a["nboot_iops"][k]),
+                "latency_s_outside_mean": ratio(a["out_lat"][k], a["out_iops"][k]),
             }
         rb = ctx.scenario.failures.rebuild
         basis = f"rate {rb.rate_Bps:g} B/s" if rb.rate_Bps is not None else f"{rb.share:g} x the drive's sequential write rate"
