@@ -10,7 +10,7 @@ Example::
         - {time: 1 d, target: big-0, duration: 4 h}
       trace: failures.csv                # or a file with columns time, target, duration
       random:                            # or failures drawn per part (seeded)
-        host: {mtbf: 5 y, mttr: 8 h}     # or {afr: 2 %, mttr: 8 h}
+        host: {mtbf: 5 y, mttr: 8 h}     # or {afr: 0.02, mttr: 8 h}
         domains: {rack: {mtbf: 50 y, mttr: 2 h}}
       ha:
         admission: n_plus_k              # off | n_plus_k | percent
