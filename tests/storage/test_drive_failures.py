@@ -215,3 +215,22 @@ def test_direct_attach_has_no_controller_target():
     fs = {"events": [{"time": "1 h", "target": "datastore:a/controller:0", "duration": "1 h"}]}
     with pytest.raises(InputError, match=r"no controller"):
         simulate(resolve(scenario(fs, controller=None)))
+
+
+def test_a_profile_vm_issues_no_io_while_it_is_down():
+    # 4 VMs x 100 IOPS; host h-0 (all of them) fails at 1 h, they are down 30 s (detection) + 120 s (boot)
+    # each: the datastore's mean over 12 h is 400 x (1 - 150 / 43,200) = 398.611 IOPS (it was 400 before
+    # profile iops followed the instances' up-times).
+    fs = {"events": [{"time": "1 h", "target": "h-0", "duration": "4 h"}], "ha": {"boot_delay": "2 min", "detection": "30 s"}}
+    r = simulate(resolve(scenario(fs, iops=100.0)))
+    assert r.summary["storage"]["datastores"]["a"]["mean_iops"] == pytest.approx(400 * (1 - 150 / 43200), rel=1e-6)
+    assert r.summary["storage_failures"]["boot_storms"] == {}
+
+
+def test_random_drive_failures_happen_and_rebuild():
+    # mtbf 30 d, 4 drives, 10 d: about 4 x 10 / 31 = 1.3 failures expected; seed 7 gives some
+    fs = {"random": {"drive": {"mtbf": "30 d", "mttr": "2 h"}}}
+    r = simulate(resolve(scenario(fs, raid="raid6", horizon="10 d")), seed=7)
+    a = r.summary["storage_failures"]["datastores"]["a"]
+    assert a["drive_failures"] >= 1 and a["rebuilds"] + a["rebuilds_unfinished"] >= 1
+    assert r.summary["failures"]["events"] == a["drive_failures"]
