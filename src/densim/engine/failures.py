@@ -68,7 +68,7 @@ class InstanceSource(DemandSource):
     """VM instances: instance ``i`` replays VM ``vm_of[i]`` of ``inner`` while it is up, ``[start, end)``."""
 
     def __init__(self, inner: DemandSource, vm_of: np.ndarray, start_s: np.ndarray, end_s: np.ndarray, names: np.ndarray,
-                 boot_from_s: np.ndarray | None = None, boot_read_Bps: float = 0.0, orig: DemandSource | None = None) -> None:
+                 orig: DemandSource | None = None) -> None:
         self.inner = inner
         self.vm_of = vm_of.astype(np.int64)
         s = inner.sizes.take(self.vm_of)
@@ -77,8 +77,6 @@ class InstanceSource(DemandSource):
         self.channels = inner.channels
         self.start_s = start_s
         self.end_s = end_s
-        self.boot_from_s = boot_from_s
-        self.boot_read_Bps = float(boot_read_Bps)
         self.orig = orig  # the VMs' own source when they have no lifetimes (active_factors)
 
     def active_factors(self, grid: TimeGrid, t0: int, t1: int, ids: np.ndarray):
@@ -87,7 +85,7 @@ class InstanceSource(DemandSource):
         factors, an instance up the whole chunk reads its VM's column of ``base``; one up for part of it
         (a failure or a restart inside the chunk) gets its own column, its VM's masked by the share of each
         step it is up. No (steps x VMs) array is made."""
-        if self.orig is None or self.boot_read_Bps > 0:
+        if self.orig is None:
             return None
         f = self.orig.window_factors(grid, t0, t1)
         if f is None:
@@ -121,11 +119,7 @@ class InstanceSource(DemandSource):
             full = self.inner.window(grid, t0, t1, channels)
             base = {k: v[:, u] for k, v in full.items()}
         alive = alive_fraction(self.start_s[ids], self.end_s[ids], edges)
-        out = {k: (v[:, inv] * alive).astype(np.float32, copy=False) for k, v in base.items()}
-        if self.boot_read_Bps > 0 and "disk_read_Bps" in out and self.boot_from_s is not None:
-            booting = alive_fraction(self.boot_from_s[ids], self.start_s[ids], edges)
-            out["disk_read_Bps"] = out["disk_read_Bps"] + np.float32(self.boot_read_Bps) * booting
-        return out
+        return {k: (v[:, inv] * alive).astype(np.float32, copy=False) for k, v in base.items()}
 
 
 @dataclass
