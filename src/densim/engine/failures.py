@@ -68,7 +68,7 @@ class InstanceSource(DemandSource):
     """VM instances: instance ``i`` replays VM ``vm_of[i]`` of ``inner`` while it is up, ``[start, end)``."""
 
     def __init__(self, inner: DemandSource, vm_of: np.ndarray, start_s: np.ndarray, end_s: np.ndarray, names: np.ndarray,
-                 boot_from_s: np.ndarray | None = None, boot_read_Bps: float = 0.0, orig: DemandSource | None = None) -> None:
+                 orig: DemandSource | None = None) -> None:
         self.inner = inner
         self.vm_of = vm_of.astype(np.int64)
         s = inner.sizes.take(self.vm_of)
@@ -77,8 +77,6 @@ class InstanceSource(DemandSource):
         self.channels = inner.channels
         self.start_s = start_s
         self.end_s = end_s
-        self.boot_from_s = boot_from_s
-        self.boot_read_Bps = float(boot_read_Bps)
         self.orig = orig  # the VMs' own source when they have no lifetimes (active_factors)
 
     def active_factors(self, grid: TimeGrid, t0: int, t1: int, ids: np.ndarray):
@@ -87,7 +85,7 @@ class InstanceSource(DemandSource):
         factors, an instance up the whole chunk reads its VM's column of ``base``; one up for part of it
         (a failure or a restart inside the chunk) gets its own column, its VM's masked by the share of each
         step it is up. No (steps x VMs) array is made."""
-        if self.orig is None or self.boot_read_Bps > 0:
+        if self.orig is None:
             return None
         f = self.orig.window_factors(grid, t0, t1)
         if f is None:
@@ -121,11 +119,7 @@ class InstanceSource(DemandSource):
             full = self.inner.window(grid, t0, t1, channels)
             base = {k: v[:, u] for k, v in full.items()}
         alive = alive_fraction(self.start_s[ids], self.end_s[ids], edges)
-        out = {k: (v[:, inv] * alive).astype(np.float32, copy=False) for k, v in base.items()}
-        if self.boot_read_Bps > 0 and "disk_read_Bps" in out and self.boot_from_s is not None:
-            booting = alive_fraction(self.boot_from_s[ids], self.start_s[ids], edges)
-            out["disk_read_Bps"] = out["disk_read_Bps"] + np.float32(self.boot_read_Bps) * booting
-        return out
+        return {k: (v[:, inv] * alive).astype(np.float32, copy=False) for k, v in base.items()}
 
 
 @dataclass
@@ -149,6 +143,9 @@ class FailureRun:
     boot_s: float
     t0: float
     until: float
+    boot_from_s: np.ndarray | None = None  # per engine row: placed (a restart boots from here to start_s)
+    up_s: np.ndarray | None = None  # per engine row: up (start_s of the instance)
+    boot_read_Bps: float = 0.0  # read by a booting instance on its datastore (storage stage)
 
     # ---- per outage ------------------------------------------------------------------------------
     def down_s(self) -> np.ndarray:
@@ -307,14 +304,15 @@ def _restart_policy(sc) -> str:
     return pol
 
 
-def plan_failures(sc, source, hosts, seed: int, group: np.ndarray, build_grid):
+def plan_failures(sc, source, hosts, seed: int, group: np.ndarray, build_grid, datastores=()):
     """(instance source, grid, instance schedule, instance -> VM, :class:`FailureRun`) for a scenario with ``failures:``;
-    ``build_grid(sc, source)`` is the grid of a run without lifetimes (:func:`densim.engine.state.build_grid`)."""
+    ``build_grid(sc, source)`` is the grid of a run without lifetimes (:func:`densim.engine.state.build_grid`);
+    ``datastores`` (the plant's, storage model on) adds their drives and controllers as failure targets."""
     from densim.engine.lifetimes import plan_schedule, wants_lifetimes
     from densim.placement import place
     from densim.placement.failover import failover, reserve
     from densim.rng import make_rng
-    from densim.workloads.failures import failure_events, host_down_intervals, targets_of
+    from densim.workloads.failures import StorageParts, failure_events, host_down_intervals, targets_of
 
     fs = sc.failures
     ha = fs.ha
@@ -341,7 +339,8 @@ def plan_failures(sc, source, hosts, seed: int, group: np.ndarray, build_grid):
         policy = _restart_policy(sc)
     until = t0 + grid.horizon_s
     rng = np.random.default_rng(np.random.SeedSequence([int(seed), 16]))
-    ev = failure_events(fs, sc.name, sc.base_dir, hosts.names, hosts.server_names, hosts.group, grid.horizon_s, rng)
+    parts = StorageParts.of(datastores, [str(h) for h in hosts.names]) if datastores else None
+    ev = failure_events(fs, sc.name, sc.base_dir, hosts.names, hosts.server_names, hosts.group, grid.horizon_s, rng, parts)
     d_host, d_start, d_end, d_event = host_down_intervals(ev)
     d_start, d_end = d_start + t0, d_end + t0
     # admission control: the reserve kept free for failover
@@ -387,14 +386,15 @@ def plan_failures(sc, source, hosts, seed: int, group: np.ndarray, build_grid):
     status = np.where(host >= 0, np.where(end <= until, 0, 1), fo.status[vm_of]).astype(np.int8)
     sch = Schedule(host=host, start_s=start, end_s=end, arrival_s=arr_i, status=status, until=float(until))
     inner = scheduled_source(source, fo.first_start_s, fo.end_s)
-    src = InstanceSource(inner, vm_of, start, end, names, boot_from_s=placed_at, boot_read_Bps=ha.boot_read_Bps,
-                         orig=source if lt is None else None)
-    if ha.boot_read_Bps > 0 and "disk_read_Bps" not in source.channels:
-        raise InputError(sc.name, "failures.ha.boot_read", "the VMs' demand has no disk_read_Bps channel to add the boot reads to")
+    # boot reads go to the storage stage's datastore queues (every VM, trace- or profile-driven), not to a channel
+    src = InstanceSource(inner, vm_of, start, end, names, orig=source if lt is None else None)
+    if ha.boot_read_Bps > 0 and sc.storage.model == "none":
+        raise InputError(sc.name, "failures.ha.boot_read", "boot reads land on datastores: set storage: {model: queueing}")
     run_ = FailureRun(events=ev, down_host=d_host, down_start_s=d_start, down_end_s=d_end, down_event=d_event, fo=fo,
                       vm_names=sizes.names, vm_of=vm_of, admission=ha.admission if ha.admission != "off" else ("per_domain" if admission else "off"),
                       reserve=(max(res_c, share * float(cpu_cap.sum())), max(res_m, share * float(mem_cap.sum()))),
-                      detection_s=float(ha.detection_s), boot_s=float(ha.boot_delay_s), t0=float(t0), until=float(until))
+                      detection_s=float(ha.detection_s), boot_s=float(ha.boot_delay_s), t0=float(t0), until=float(until),
+                      boot_from_s=placed_at, up_s=start, boot_read_Bps=float(ha.boot_read_Bps))
     if not math.isfinite(until):
         raise InputError(sc.name, "simulation.horizon", "a run with failures needs a finite horizon")
     return src, grid, sch, vm_of, run_

@@ -295,7 +295,7 @@ def build_context(plant: Plant, seed: int | None = None, source: DemandSource | 
         if sc.failures is not None:  # host failures and HA restarts: rows are VM instances (engine/failures.py)
             from densim.engine.failures import plan_failures
 
-            source, grid, fsched, vm_of, frun = plan_failures(sc, source, hosts, seed, group, build_grid)
+            source, grid, fsched, vm_of, frun = plan_failures(sc, source, hosts, seed, group, build_grid, plant.datastores)
             group = group[vm_of]
         elif lt is not None:
             sched = plan_schedule(sc, source, hosts, lt)

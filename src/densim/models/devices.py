@@ -84,6 +84,8 @@ class DeviceSpec(BaseModel):
     endurance_bytes: Bytes | None = Field(default=None, alias="endurance", description="rated total bytes written (TBW/PBW)")
     dwpd: float | None = Field(default=None, gt=0, description="rated drive writes per day over the warranty")
     warranty_years: float | None = Field(default=None, gt=0)
+    mtbf_s: PosSeconds | None = Field(default=None, alias="mtbf", description="datasheet mean time between failures (failures.random.drive)")
+    afr: float | None = Field(default=None, gt=0, lt=1, description="annual failure rate (0-1), e.g. a fleet's observed AFR; used when mtbf is not given")
     form_factor: Literal["2.5in", "3.5in", "1.8in", "m.2", "u.2", "aic", "external"] | None = None
     interface: str | None = Field(default=None, description="e.g. sata-3g, sata-6g, sas-6g, nvme-pcie3-x4, fc-8g")
     source: str = ""

@@ -10,7 +10,7 @@ Example::
         - {time: 1 d, target: big-0, duration: 4 h}
       trace: failures.csv                # or a file with columns time, target, duration
       random:                            # or failures drawn per part (seeded)
-        host: {mtbf: 5 y, mttr: 8 h}     # or {afr: 2 %, mttr: 8 h}
+        host: {mtbf: 5 y, mttr: 8 h}     # or {afr: 0.02, mttr: 8 h}
         domains: {rack: {mtbf: 50 y, mttr: 2 h}}
       ha:
         admission: n_plus_k              # off | n_plus_k | percent
@@ -22,7 +22,10 @@ Example::
         restart_priority: {db: high}     # VM group -> high | medium | low (default medium)
 
 Times in a trace are seconds (or unit strings) from the start of the run. A target is a host name
-(``<group>-<index>`` as in hosts.parquet) or a domain name.
+(``<group>-<index>`` as in hosts.parquet), a domain name, or (storage model on) a drive or controller of a
+datastore: ``datastore:<name>/drive:<i>``, ``datastore:<name>/controller:<i>`` (``i`` from 0), for a
+``per-host`` datastore ``datastore:<name>@<host>/drive:<i>``. A drive failure's duration is the time
+until it is replaced; the array then rebuilds (``rebuild``).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from densim.units import PosSeconds, Seconds
+from densim.units import BytesPerSecond, PosSeconds, Seconds
 
 _CFG = ConfigDict(allow_inf_nan=False, frozen=True, extra="forbid", populate_by_name=True)
 
@@ -74,11 +77,41 @@ class FailureRate(BaseModel):
         return self
 
 
+class DriveFailureRate(BaseModel):
+    """Like :class:`FailureRate`, but ``mtbf``/``afr`` may come from the catalog device (its ``mtbf`` or ``afr``);
+    ``mttr`` is the time until the failed drive is replaced (then the array rebuilds)."""
+
+    model_config = _CFG
+
+    mtbf_s: PosSeconds | None = Field(default=None, alias="mtbf", description="default: the catalog device's mtbf (or afr)")
+    afr: float | None = Field(default=None, gt=0, lt=1, description="annual failure rate (0-1)")
+    mttr_s: PosSeconds = Field(alias="mttr", description="mean time to replace the drive (a hot spare: minutes)")
+
+    @model_validator(mode="after")
+    def _at_most_one(self) -> "DriveFailureRate":
+        if self.mtbf_s is not None and self.afr is not None:
+            raise ValueError("give at most one of mtbf and afr")
+        return self
+
+
 class RandomFailures(BaseModel):
     model_config = _CFG
 
     host: FailureRate | None = Field(default=None, description="every host fails independently at this rate")
     domains: dict[str, FailureRate] = Field(default_factory=dict, description="per domain kind: every domain of the kind")
+    drive: DriveFailureRate | None = Field(default=None, description="every drive of every datastore array (storage model)")
+    controller: FailureRate | None = Field(default=None, description="every controller of every datastore that has one")
+
+
+class RebuildSettings(BaseModel):
+    """How fast a replaced drive is rebuilt (storage model)."""
+
+    model_config = _CFG
+
+    share: float = Field(default=0.3, gt=0, le=1, description="share of the drive time the rebuild takes of what foreground "
+                                                              "I/O leaves (estimate; PERC/MegaRAID 'rebuild rate' setting)")
+    rate_Bps: BytesPerSecond | None = Field(default=None, alias="rate", description="rebuild rate on an idle array (default: "
+                                                                                   "share x the drive's sequential write rate)")
 
 
 class HaSettings(BaseModel):
@@ -95,7 +128,7 @@ class HaSettings(BaseModel):
     per_domain: str | None = Field(default=None, description="also keep free the capacity of the largest failure domain of this kind")
     detection_s: Seconds = Field(default=30.0, alias="detection", description="failure to restart attempt (estimate: vSphere HA declares a host dead after about 15-30 s)")
     boot_delay_s: Seconds = Field(default=120.0, alias="boot_delay", description="a restarted VM is placed, then up this long after (estimate: guest boot 1-3 min)")
-    boot_read_Bps: float = Field(default=0.0, ge=0, alias="boot_read", description="disk read bytes/s of a booting VM (storage model; needs the disk_read_Bps channel)")
+    boot_read_Bps: BytesPerSecond = Field(default=0.0, ge=0, alias="boot_read", description="disk read bytes/s of a restarted VM while it boots, on its datastore (needs storage: {model: queueing})")
     restart_priority: dict[str, Literal["high", "medium", "low"]] = Field(
         default_factory=dict, description="VM group name -> restart priority (default medium); ties restart in VM order")
     restart_policy: str | None = Field(default=None, description="placement of restarts (default: the placement policy's online form)")
@@ -111,6 +144,7 @@ class FailureSettings(BaseModel):
     trace: str | None = Field(default=None, description="CSV with columns time, target, duration (relative to the scenario file)")
     random: RandomFailures | None = None
     ha: HaSettings = Field(default_factory=HaSettings)
+    rebuild: RebuildSettings = Field(default_factory=RebuildSettings)
 
     @model_validator(mode="after")
     def _names(self) -> "FailureSettings":

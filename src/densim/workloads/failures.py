@@ -26,6 +26,51 @@ YEAR_S = 365.25 * 86400.0
 
 
 @dataclass(frozen=True)
+class StorageParts:
+    """The drives and controllers of the datastores' arrays that can fail (storage model on).
+
+    One row per part, named ``datastore:<name>/drive:<i>`` or ``datastore:<name>/controller:<i>``
+    (``<name>@<host>`` for a ``per-host`` datastore, one array per host); ``mtbf_s`` is the catalog
+    device's MTBF (from ``mtbf``, or ``afr``) or NaN when the catalog has neither.
+    """
+
+    names: list[str]
+    ds: np.ndarray  # datastore index (storage.datastores)
+    host: np.ndarray  # host index for a per-host datastore, -1 for a shared one
+    kind: np.ndarray  # 0 drive, 1 controller
+    index: np.ndarray  # drive or controller number within its array
+    mtbf_s: np.ndarray  # catalog figure of a drive (NaN: none); NaN for controllers
+    device: list[str]  # per datastore: the catalog device name
+
+    @classmethod
+    def of(cls, datastores, host_names) -> "StorageParts":
+        """Every part of ``datastores`` (plant ``DatastorePlant`` rows)."""
+        names, ds, host, kind, index, mtbf = [], [], [], [], [], []
+        for di, d in enumerate(datastores):
+            sp, dev = d.spec, d.device
+            m = float(dev.mtbf_s) if dev.mtbf_s is not None else (-YEAR_S / math.log1p(-dev.afr) if dev.afr is not None else math.nan)
+            scopes = [(f"datastore:{sp.name}", -1)] if sp.scope == "shared" else \
+                [(f"datastore:{sp.name}@{h}", hi) for hi, h in enumerate(host_names)]
+            n_ctl = sp.controllers if d.controller is not None else 0
+            for prefix, hi in scopes:
+                for k, (what, n) in enumerate((("drive", sp.drives), ("controller", n_ctl))):
+                    for i in range(n):
+                        names.append(f"{prefix}/{what}:{i}")
+                        ds.append(di)
+                        host.append(hi)
+                        kind.append(k)
+                        index.append(i)
+                        mtbf.append(m if k == 0 else math.nan)
+        i64 = np.int64
+        return cls(names, np.array(ds, i64), np.array(host, i64), np.array(kind, i64), np.array(index, i64), np.array(mtbf),
+                   [d.spec.device for d in datastores])
+
+    @property
+    def n(self) -> int:
+        return len(self.names)
+
+
+@dataclass(frozen=True)
 class FailureEvents:
     """Failures of targets (index into ``targets``: hosts first, then domains), sorted by time."""
 
@@ -35,6 +80,8 @@ class FailureEvents:
     target: np.ndarray  # int64
     duration_s: np.ndarray
     origin: np.ndarray  # object: "trace row N", "events[N]", "random"
+    storage: StorageParts | None = None  # targets from len(targets) - storage.n on are these parts
+    first_storage: int = 0  # index of the first storage part in targets
 
     @property
     def n(self) -> int:
@@ -53,8 +100,10 @@ def availability(mtbf: float, mttr: float) -> float:
     return mtbf / (mtbf + mttr)
 
 
-def targets_of(spec, host_names: np.ndarray, host_groups: list[str], host_group: np.ndarray, where: str):
-    """(target names, member host indices per target, domain kinds): every host, then every domain of ``spec.domains``."""
+def targets_of(spec, host_names: np.ndarray, host_groups: list[str], host_group: np.ndarray, where: str,
+               storage: StorageParts | None = None):
+    """(target names, member host indices per target, domain kinds): every host, then every domain of ``spec.domains``,
+    then (``storage``) every drive and controller of the datastores, which take no host down (kind ``drive``/``controller``)."""
     index = {str(n): i for i, n in enumerate(host_names)}
     groups = {g: np.flatnonzero(host_group == gi) for gi, g in enumerate(host_groups)}
     names = [str(n) for n in host_names]
@@ -74,6 +123,11 @@ def targets_of(spec, host_names: np.ndarray, host_groups: list[str], host_group:
         names.append(d.name)
         members.append(np.unique(np.concatenate(got)))
         kinds.append(d.kind)
+    if storage is not None:
+        none = np.zeros(0, dtype=np.int64)
+        names += storage.names
+        members += [none] * storage.n
+        kinds += ["drive" if k == 0 else "controller" for k in storage.kind]
     return names, members, kinds
 
 
@@ -135,14 +189,16 @@ def draw(rng: np.random.Generator, n_targets: int, mtbf: float, mttr: float, hor
 
 
 def failure_events(spec, where: str, base_dir: str, host_names: np.ndarray, host_groups: list[str], host_group: np.ndarray,
-                   horizon_s: float, rng: np.random.Generator) -> FailureEvents:
+                   horizon_s: float, rng: np.random.Generator, storage: StorageParts | None = None) -> FailureEvents:
     """Every failure of the scenario's ``failures:`` section (see the module docstring)."""
-    names, members, kinds = targets_of(spec, host_names, host_groups, host_group, where)
+    names, members, kinds = targets_of(spec, host_names, host_groups, host_group, where, storage)
+    first_storage = len(names) - (storage.n if storage is not None else 0)
+    what = "unknown host or failure domain" if storage is None else "unknown host, failure domain, drive or controller"
     index = {n: i for i, n in enumerate(names)}
     t, tg, d, origin = [], [], [], []
     for i, e in enumerate(spec.events):
         if e.target not in index:
-            raise InputError(where, f"failures.events[{i}].target", f"unknown host or failure domain {e.target!r}")
+            raise InputError(where, f"failures.events[{i}].target", f"{what} {e.target!r}{_storage_hint(e.target, storage)}")
         t.append(e.time_s)
         tg.append(index[e.target])
         d.append(e.duration_s)
@@ -155,7 +211,7 @@ def failure_events(spec, where: str, base_dir: str, host_names: np.ndarray, host
         tt, targets, dd = read_trace(path)
         for i, name in enumerate(targets):
             if name not in index:
-                raise InputError(path, f"row {i + 2}: target", f"unknown host or failure domain {name!r}")
+                raise InputError(path, f"row {i + 2}: target", f"{what} {name!r}{_storage_hint(name, storage)}")
             origin.append(f"row {i + 2}")
             src_of[f"row {i + 2}"] = str(path)
         t += tt.tolist()
@@ -178,13 +234,50 @@ def failure_events(spec, where: str, base_dir: str, host_names: np.ndarray, host
                 raise InputError(where, f"failures.random.domains.{kind}", f"no failure domain of kind {kind!r}")
             dt, ds, dd2 = draw(rng, ids.size, mtbf_s(rate), float(rate.mttr_s), horizon_s)
             parts.append((ids[dt], ds, dd2))
+        for kind, rate in ((0, r.drive), (1, r.controller)):
+            if rate is None:
+                continue
+            field = f"failures.random.{('drive', 'controller')[kind]}"
+            if storage is None:
+                raise InputError(where, field, "drive and controller failures need the storage model (storage: {model: queueing})")
+            ids = np.flatnonzero(storage.kind == kind)
+            if ids.size == 0:
+                raise InputError(where, field, "no datastore has a " + ("drive" if kind == 0 else "controller"))
+            given = rate.mtbf_s is not None or rate.afr is not None
+            if given:
+                m = np.full(ids.size, mtbf_s(rate))
+            else:
+                m = storage.mtbf_s[ids]
+                if np.isnan(m).any():
+                    dev = storage.device[int(storage.ds[ids[np.isnan(m)][0]])]
+                    raise InputError(where, field + ".mtbf", f"catalog device {dev!r} has no mtbf or afr: give mtbf or afr here")
+            for mv in np.unique(m):  # one draw per distinct MTBF (datastores of different devices)
+                sel = ids[m == mv]
+                dt, ds, dd2 = draw(rng, sel.size, float(mv), float(rate.mttr_s), horizon_s)
+                parts.append((first_storage + sel[dt], ds, dd2))
         for pt, ps, pd in parts:
             target = np.r_[target, pt]
             time_s = np.r_[time_s, ps]
             dur = np.r_[dur, pd]
             orig = np.r_[orig, np.full(pt.size, "random", dtype=object)]
     order = np.lexsort((target, time_s))
-    return FailureEvents(names, members, time_s[order], target[order], dur[order], orig[order])
+    return FailureEvents(names, members, time_s[order], target[order], dur[order], orig[order], storage, first_storage)
+
+
+def _storage_hint(name: str, storage: StorageParts | None) -> str:
+    """What a misspelt storage target could have been."""
+    if not name.startswith("datastore:"):
+        return ""
+    if storage is None:
+        return " (drive and controller targets need the storage model)"
+    stem = name.split("/")[0]
+    have = sorted({n.split("/")[0] for n in storage.names})
+    if stem not in have:
+        return f" (datastores: {', '.join(have[:6])}{', ...' if len(have) > 6 else ''})"
+    parts = [n.split("/")[1] for n in storage.names if n.startswith(stem + "/")]
+    drives = sum(p.startswith("drive:") for p in parts)
+    ctls = len(parts) - drives
+    return f" ({stem} has drive:0..{drives - 1}" + (f" and controller:0..{ctls - 1})" if ctls else " and no controller)")
 
 
 def _check_overlaps(time_s, target, dur, origin, names, src_of) -> None:

@@ -16,6 +16,12 @@ Saturation: the busiest station's utilisation of every datastore slot, per step 
 
 Metrics: ``io_iops`` and ``io_latency_s`` per VM, ``io_saturated`` (share of steps whose datastore
 was saturated), ``vm_io_iops`` per host; ``summary["storage"]`` per datastore.
+
+Failures (``failures:``, :mod:`densim.engine.storage_faults`): drives and controllers of the datastores
+fail, arrays run degraded and rebuild, a datastore may be lost (``io_down`` per VM, its I/O not
+served); HA restarts read ``failures.ha.boot_read`` bytes/s on the restarted VM's datastore while it
+boots (every VM, trace- or profile-driven). ``summary["storage_failures"]`` per datastore.
+A VM instance that is not up (a run with lifetimes or failures) issues no I/O.
 """
 
 from __future__ import annotations
@@ -42,8 +48,41 @@ class StorageSummary(TypedDict):
     datastores: dict[str, DatastoreSummary]
 
 
+class DatastoreFailureSummary(TypedDict):
+    drive_failures: int
+    controller_failures: int
+    degraded_h: float  # steps with a drive down or rebuilding, or a controller down
+    rebuilds: int  # finished
+    rebuilds_unfinished: int
+    rebuild_s_mean: float | None
+    rebuild_s_max: float | None
+    data_lost: bool
+    down_h: float  # data lost, or every controller down
+    latency_s_degraded_mean: float | None  # IOPS-weighted over the degraded steps (without a boot storm)
+    latency_s_degraded_worst: float | None  # the worst step
+    latency_s_outside_mean: float | None  # the quiet steps: not degraded, down or under a boot storm
+    latency_s_outside_worst: float | None
+
+
+class BootStormSummary(TypedDict):
+    boot_read_bytes: float
+    latency_s_boot_mean: float | None  # IOPS-weighted over the steps with boot reads
+    latency_s_boot_worst: float | None
+    latency_s_outside_mean: float | None  # the quiet steps, as in DatastoreFailureSummary
+
+
+class StorageFailuresSummary(TypedDict):
+    """``summary["storage_failures"]``."""
+
+    rebuild_rate_basis: str
+    data_loss_events: int
+    vm_io_down_minutes: float
+    datastores: dict[str, DatastoreFailureSummary]
+    boot_storms: dict[str, BootStormSummary]
+
+
 class StorageStage(BaseStage):
-    summary_sections = {"storage": StorageSummary}
+    summary_sections = {"storage": StorageSummary, "storage_failures": StorageFailuresSummary}
     name = "storage"
 
     def __init__(self, ctx) -> None:
@@ -118,6 +157,8 @@ class StorageStage(BaseStage):
         self.host_onehot = sparse.csr_matrix(
             (np.ones(int((host >= 0).sum())), (np.nonzero(host >= 0)[0], host[host >= 0])), shape=(V, H))
         self.n_ds = D
+        self.grid = ctx.grid
+        self._failures_setup(ctx, V)
         self.acc = {k: np.zeros(S) for k in ("iops_s", "lat_iops_s", "sat_steps", "steps")}
         self.peak_iops = np.zeros(S)
         self.peak_util = np.zeros(S)
@@ -125,6 +166,29 @@ class StorageStage(BaseStage):
         ctx.declare("io_latency_s", level="vm", agg="mean", unit="s", doc="mean I/O latency on the VM's datastore")
         ctx.declare("io_saturated", level="vm", agg="mean", unit="", doc="1 when the VM's datastore was saturated")
         ctx.declare("vm_io_iops", level="host", agg="mean", unit="1/s", doc="I/Os per second of the host's VMs")
+        if self.faults:
+            ctx.declare("io_down", level="vm", agg="mean", unit="", doc="1 when the VM's datastore was down (data lost or no controller)")
+
+    def _failures_setup(self, ctx, V: int) -> None:
+        """Up-times of the instances, boot reads of restarts, and the arrays with drive or controller failures."""
+        from densim.engine.storage_faults import array_faults
+
+        sch = ctx.schedule
+        self.alive_span = None if sch is None else (np.asarray(sch.start_s, float), np.asarray(sch.end_s, float))
+        fr = getattr(ctx, "failures", None)
+        self.boot = None
+        if fr is not None and fr.boot_read_Bps > 0 and fr.boot_from_s is not None:
+            b, u = np.asarray(fr.boot_from_s, float), np.asarray(fr.up_s, float)
+            idx = np.flatnonzero(np.isfinite(b) & np.isfinite(u) & (u > b) & self.vm_ok)
+            self.boot = (idx, b[idx], u[idx], fr.boot_read_Bps / self.settings.block_size_bytes)
+        self.faults = array_faults(ctx, self.slot_ds, self.slot_host, self.slot_names, self.models,
+                                   [d.device for d in ctx.plant.datastores])
+        S = self.slot_ds.size
+        self.facc = {k: np.zeros(S) for k in ("deg_s", "down_s", "deg_iops", "deg_lat", "out_iops", "out_lat",
+                                               "boot_bytes", "boot_iops", "boot_lat")}
+        self.fworst = {k: np.full(S, np.nan) for k in ("deg", "out", "boot")}
+        self.vm_down_s = 0.0
+        self.has_failures = fr is not None
 
     def _swap_datastores(self, ctx, own_ds, own_ok):
         """Datastore index of each VM's swap (``memory.swap_datastore``) and which VMs have one."""
@@ -158,17 +222,37 @@ class StorageStage(BaseStage):
         return SwapQueues(self.models, self.slot_ds, total[t0:t1], rd[t0:t1], self.settings.burstiness)
 
     def _vm_io(self, chunk):
-        """(read, write) IOPS per VM, float32 (steps x VMs), fresh arrays the caller may modify."""
+        """(read, write) IOPS per VM, float32 (steps x VMs), fresh arrays the caller may modify.
+
+        A profile's ``iops`` counts the share of each step the VM (instance) is up; a restarted
+        instance adds its boot reads while it boots (placed to up, :class:`FailureRun`)."""
+        from densim.workloads.tasks import alive_fraction
+
         n = chunk.n_steps
         inv_bs = np.float32(1.0 / self.settings.block_size_bytes)
         V = self.wl_iops.size
+        edges = None
         out = []
         for key, wl in (("disk_read_Bps", self.wl_iops * self.wl_rf), ("disk_write_Bps", self.wl_iops * (1.0 - self.wl_rf))):
             src = chunk.vm.get(key)
             arr = np.zeros((n, V), dtype=np.float32) if src is None else np.asarray(src, dtype=np.float32) * inv_bs
             if np.any(wl):
-                arr += wl.astype(np.float32)[None, :]
+                if self.alive_span is None:
+                    arr += wl.astype(np.float32)[None, :]
+                else:  # VMs with lifetimes or failures: only while up
+                    edges = self.grid.edges_s(chunk.t0, chunk.t1) if edges is None else edges
+                    on = np.flatnonzero(wl)
+                    arr[:, on] += wl[on].astype(np.float32) * alive_fraction(self.alive_span[0][on], self.alive_span[1][on], edges)
             out.append(arr)
+        self._boot_chunk = None
+        if self.boot is not None and self.boot[0].size:
+            idx, b, u, iops = self.boot
+            edges = self.grid.edges_s(chunk.t0, chunk.t1) if edges is None else edges
+            live = np.flatnonzero((b < edges[-1]) & (u > edges[0]))
+            if live.size:
+                add = np.float32(iops) * alive_fraction(b[live], u[live], edges)
+                out[0][:, idx[live]] += add
+                self._boot_chunk = (idx[live], add)
         return out[0], out[1]
 
     def before_cpu(self, ctx, chunk) -> None:
@@ -215,8 +299,12 @@ class StorageStage(BaseStage):
                 lat[:, cols] = ll
                 util[:, cols] = uu
                 sat[:, cols] = ss
-            self.acc["iops_s"] += slot_total.sum(axis=0)
-            self.acc["lat_iops_s"] += (lat * slot_total).sum(axis=0)
+            down = self._apply_faults(chunk, slot_total, rf, lat, util, sat) if self.faults else None
+            if self.has_failures:
+                self._failure_sums(chunk, slot_total, lat, down)
+            served = slot_total if down is None else slot_total * ~down  # I/O to a down datastore is not served
+            self.acc["iops_s"] += served.sum(axis=0)
+            self.acc["lat_iops_s"] += (lat * served).sum(axis=0)
             self.acc["sat_steps"] += sat.sum(axis=0)
             self.acc["steps"] += n
             self.peak_iops = np.maximum(self.peak_iops, slot_total.max(axis=0))
@@ -233,7 +321,115 @@ class StorageStage(BaseStage):
         chunk.vm_out["io_iops"] = total
         chunk.vm_out["io_latency_s"] = vm_lat
         chunk.vm_out["io_saturated"] = vm_sat
+        if self.faults:
+            vm_down = np.zeros(total.shape, dtype=np.float32)
+            if S:
+                vm_down[:, okv] = down[:, self.vm_slot]
+            self.vm_down_s += float(vm_down.sum(dtype=np.float64)) * chunk.step_s
+            chunk.vm_out["io_down"] = vm_down
         chunk.host_out["vm_io_iops"] = np.asarray(self.host_onehot.T.dot(total.T).T, dtype=np.float32)
+
+    def _apply_faults(self, chunk, slot_total, rf, lat, util, sat):
+        """Degraded, rebuilding and down arrays (:mod:`densim.engine.storage_faults`): rewrites their cells of
+        ``lat``/``util``/``sat`` in place; returns (steps, slots) bool: the datastore is down."""
+        from densim.models.storage.vmio import degraded_latency_s
+
+        edges = self.grid.edges_s(chunk.t0, chunk.t1)
+        down = np.zeros(lat.shape, dtype=bool)
+        self._degraded = np.zeros(lat.shape, dtype=bool)
+        burst = self.settings.burstiness
+        for f in self.faults:
+            k, m = f.slot, f.model
+            lam, r = slot_total[:, k], rf[:, k]
+            redundant = f.parity > 0 and m.drives > 1
+            u = degraded_latency_s(m, lam, r, 1, 0, None, burst)[3] if (redundant and f.ev_start.size) else np.zeros(lam.size)
+            nbad, rb, nctl = f.step_states(edges, u)
+            dn = (nbad < 0) | ((m.controllers > 0) & (nctl >= max(m.controllers, 1)))
+            deg = ~dn & ((nbad > 0) | (nctl > 0) | (rb > 0))
+            down[:, k] = dn
+            self._degraded[:, k] = deg
+            lat[dn, k] = 0.0
+            util[dn, k] = 0.0
+            sat[dn, k] = False
+            if not deg.any():
+                continue
+            share = np.clip(1.0 - rb * f.rate0 * np.maximum(1.0 - u, 0.0) / f.seq_read, 0.05, 1.0)
+            for nb, nc in {(int(a), int(b)) for a, b in zip(nbad[deg], nctl[deg])}:
+                cells = np.flatnonzero(deg & (nbad == nb) & (nctl == nc))
+                ll, uu, ss, _ = degraded_latency_s(m, lam[cells], r[cells], nb, nc, share[cells], burst)
+                lat[cells, k] = ll
+                util[cells, k] = uu
+                sat[cells, k] = ss
+        return down
+
+    def _failure_sums(self, chunk, slot_total, lat, down) -> None:
+        """Latency during degraded steps and boot storms against the other steps, per slot."""
+        a, w = self.facc, self.fworst
+        dt = chunk.step_s
+        deg = self._degraded if self.faults else np.zeros(lat.shape, dtype=bool)
+        dn = down if down is not None else np.zeros(lat.shape, dtype=bool)
+        boot = np.zeros(lat.shape)
+        if getattr(self, "_boot_chunk", None) is not None:
+            idx, add = self._boot_chunk
+            ok = self.full_slot[idx] >= 0
+            np.add.at(boot.T, self.full_slot[idx][ok], add.T[ok])
+        booting = (boot > 0) & ~dn
+        deg = deg & ~booting
+        quiet = ~deg & ~dn & ~booting  # no failure effect on the datastore in the step
+        a["deg_s"] += (self._degraded.sum(axis=0) * dt) if self.faults else 0.0
+        a["down_s"] += dn.sum(axis=0) * dt
+        a["boot_bytes"] += boot.sum(axis=0) * dt * self.settings.block_size_bytes
+        for key, mask in (("deg", deg), ("out", quiet), ("boot", booting)):
+            a[key + "_iops"] += (slot_total * mask).sum(axis=0)
+            a[key + "_lat"] += (lat * slot_total * mask).sum(axis=0)
+            if mask.any():
+                m = np.where(mask, lat, -np.inf).max(axis=0)
+                w[key] = np.fmax(w[key], np.where(np.isfinite(m), m, np.nan))
+
+    def _failures_summary(self, ctx) -> dict:
+        a, w = self.facc, self.fworst
+
+        def ratio(x, y):
+            return float(x / y) if y > 0 else None
+
+        def fl(x):
+            return None if np.isnan(x) else float(x)
+
+        until = ctx.grid.start_s + ctx.grid.horizon_s
+        ds = {}
+        lost = 0
+        for f in self.faults:
+            k = f.slot
+            dur, unfinished = f.rebuilds(until)
+            data_lost = bool(f.lost_at < until)
+            lost += int(data_lost)
+            ds[f.name] = {
+                "drive_failures": int(np.count_nonzero(f.ev_start < until)),
+                "controller_failures": int(np.count_nonzero(f.ctl_start < until)),
+                "degraded_h": float(a["deg_s"][k] / 3600.0),
+                "rebuilds": int(dur.size),
+                "rebuilds_unfinished": unfinished,
+                "rebuild_s_mean": float(dur.mean()) if dur.size else None,
+                "rebuild_s_max": float(dur.max()) if dur.size else None,
+                "data_lost": data_lost,
+                "down_h": float(a["down_s"][k] / 3600.0),
+                "latency_s_degraded_mean": ratio(a["deg_lat"][k], a["deg_iops"][k]),
+                "latency_s_degraded_worst": fl(w["deg"][k]),
+                "latency_s_outside_mean": ratio(a["out_lat"][k], a["out_iops"][k]),
+                "latency_s_outside_worst": fl(w["out"][k]),
+            }
+        boots = {}
+        for k in np.flatnonzero(a["boot_bytes"] > 0):
+            boots[self.slot_names[k]] = {
+                "boot_read_bytes": float(a["boot_bytes"][k]),
+                "latency_s_boot_mean": ratio(a["boot_lat"][k], a["boot_iops"][k]),
+                "latency_s_boot_worst": fl(w["boot"][k]),
+                "latency_s_outside_mean": ratio(a["out_lat"][k], a["out_iops"][k]),
+            }
+        rb = ctx.scenario.failures.rebuild
+        basis = f"rate {rb.rate_Bps:g} B/s" if rb.rate_Bps is not None else f"{rb.share:g} x the drive's sequential write rate"
+        return {"rebuild_rate_basis": basis, "data_loss_events": lost, "vm_io_down_minutes": self.vm_down_s / 60.0,
+                "datastores": ds, "boot_storms": boots}
 
     def finish(self, ctx, summary) -> None:
         out = {}
@@ -249,6 +445,8 @@ class StorageStage(BaseStage):
                 "saturated_steps": int(self.acc["sat_steps"][k]),
             }
         summary.add("storage", {"model": "queueing", "datastores": out})
+        if self.has_failures:
+            summary.add("storage_failures", self._failures_summary(ctx))
 
 
 @STAGES.register("storage", description="per-VM disk I/O on datastores (open queueing per step)",

@@ -72,16 +72,29 @@ def datastore_latency_s(ds: DatastoreModel, iops, read_fraction, burstiness: flo
     ``iops`` and ``read_fraction`` broadcast together (e.g. steps x 1). Saturated steps are
     evaluated at :data:`SATURATION` utilisation so the latency stays finite (and flagged).
     """
+    lat_d, lat_c, util, sat, _ = _latency_parts(ds, iops, read_fraction, burstiness)
+    return _plus(lat_d, lat_c), util, sat
+
+
+def _latency_parts(ds: DatastoreModel, iops, read_fraction, burstiness: float = 1.0, read_ios=None, rebuilt=None,
+                   drive_share=None):
+    """(drive latency, controller latency, busiest utilisation, saturated, drives' utilisation) of
+    :func:`datastore_latency_s`. Degraded arrays (:func:`degraded_latency_s`) pass ``read_ios`` (back-end
+    reads per front-end read), ``rebuilt = (q, m)`` (a share ``q`` of the reads is reconstructed: a
+    fork-join of ``m`` reads) and ``drive_share`` (the share of each drive's time left to foreground I/O
+    while a rebuild runs); left at None, the healthy array's figures are computed unchanged."""
     lam = np.asarray(iops, dtype=np.float64)
     r = np.clip(np.asarray(read_fraction, dtype=np.float64), 0.0, 1.0)
     wr, ww = RAID_WRITE_IOS[ds.raid]
-    br = r + (1.0 - r) * wr  # back-end reads per front-end I/O
+    br = (r if read_ios is None else r * read_ios) + (1.0 - r) * wr  # back-end reads per front-end I/O
     bw = (1.0 - r) * ww  # back-end writes
     be = br + bw
     p = br / be
     t1 = p * ds.t1_read_s + (1.0 - p) * ds.t1_write_s
     cap = 1.0 / (p / ds.cap_read_iops + (1.0 - p) / ds.cap_write_iops)
     c = np.maximum(1.0, cap * t1) if ds.parallelism is None else np.full_like(t1, ds.parallelism)
+    if drive_share is not None:  # a rebuild takes the rest of every drive's time
+        cap = cap * drive_share
     s = c / cap
     v = be / ds.drives
     util_dev = lam * v * s / c
@@ -104,16 +117,84 @@ def datastore_latency_s(ds: DatastoreModel, iops, read_fraction, burstiness: flo
     # read: one member; each write phase of width m: the slowest of m members (fork-join)
     shape = np.divide(r_dev * r_dev, burstiness * s * s + var_w, out=np.full(r_dev.shape, np.inf),
                       where=(burstiness * s * s + var_w) > 0)
-    fj = r
+    if rebuilt is None:
+        fj = r
+    else:  # a reconstructed read waits for the slowest of the m reads of its stripe
+        q, m = rebuilt
+        fj = r * ((1.0 - q) + q * max_iid_factors(m, shape)[0])
     for m in raid_write_phases(ds.raid):
         fj = fj + (1.0 - r) * (max_iid_factors(m, shape)[0] if m > 1 else 1.0)
     lat = fj * r_dev
+    lat_c = ()  # controller terms, added one by one in this order (the healthy figures stay bit-identical)
     if ds.controllers:
         sc, sl = ds.controller_service_s, ds.link_service_s
-        lat = lat + ds.controllers * v_ctl * (sc + ggc_wait_s(lam_eff * v_ctl, sc, 1.0, burstiness, burstiness)
-                                              + ds.controller_delay_s)
-        lat = lat + ds.controllers * v_link * (sl + ggc_wait_s(lam_eff * v_link, sl, 1.0, burstiness, burstiness))
-    return lat, util, sat
+        lat_c = (ds.controllers * v_ctl * (sc + ggc_wait_s(lam_eff * v_ctl, sc, 1.0, burstiness, burstiness)
+                                           + ds.controller_delay_s),
+                 ds.controllers * v_link * (sl + ggc_wait_s(lam_eff * v_link, sl, 1.0, burstiness, burstiness)))
+    return lat, lat_c, util, sat, util_dev
+
+
+def _plus(lat, terms):
+    for x in terms:
+        lat = lat + x
+    return lat
+
+
+#: redundancy of each RAID level: drives that may fail without losing data (RAID 1/10: one per mirror pair)
+RAID_PARITY = {"jbod": 0, "raid0": 0, "raid1": 1, "raid10": 1, "raid5": 1, "raid6": 2}
+
+
+def degraded_latency_s(ds: DatastoreModel, iops, read_fraction, failed: int, failed_controllers: int = 0,
+                       drive_share=None, burstiness: float = 1.0):
+    """(latency, busiest utilisation, saturated, drives' utilisation) of a datastore with ``failed`` drives
+    down (or rebuilding) and ``failed_controllers`` of its controllers down; the array must still hold its
+    data (:func:`array_lost`) and keep a controller.
+
+    * RAID 5/6 with ``f`` of ``n`` drives down: a read of a lost drive's block is rebuilt from the ``n - p``
+      others of its stripe (``p`` = 1, 2 parity drives), so a front-end read costs
+      ``(1 - f/n) + (f/n)(n - p)`` back-end reads, spread over the ``n - f`` survivors, and the rebuilt
+      share ``f/n`` of the reads waits for the slowest of ``n - p`` (fork-join). RAID 5, n = 4, f = 1:
+      1.5 reads per front-end read, 0.5 per survivor against 0.25 per drive healthy (x2). Writes keep
+      their healthy back-end count, spread over the survivors (estimate).
+    * RAID 1/10 with ``f`` mirror pairs broken: the share ``2f/n`` of the I/O that lands on them is
+      served by the pairs' survivors alone (each carries its pair's reads and one copy of its writes,
+      ``lambda 2/n`` I/Os); the rest sees the healthy pairs.
+    * Controllers: the survivors carry every I/O (a pair with one down: each I/O processor and PCIe slot
+      sees twice the load).
+    """
+    import dataclasses
+
+    n = ds.drives
+    ctl = ds.controllers - failed_controllers if ds.controllers else 0
+    base = dataclasses.replace(ds, controllers=ctl)
+    lam = np.asarray(iops, dtype=np.float64)
+    if failed == 0:
+        lat_d, lat_c, util, sat, u_dev = _latency_parts(base, lam, read_fraction, burstiness, drive_share=drive_share)
+        return _plus(lat_d, lat_c), util, sat, u_dev
+    if ds.raid in ("raid5", "raid6"):
+        p = RAID_PARITY[ds.raid]
+        q = failed / n
+        sub = dataclasses.replace(base, drives=n - failed)
+        lat_d, lat_c, util, sat, u_dev = _latency_parts(sub, lam, read_fraction, burstiness, read_ios=(1.0 - q) + q * (n - p),
+                                                        rebuilt=(q, n - p), drive_share=drive_share)
+        return _plus(lat_d, lat_c), util, sat, u_dev
+    if ds.raid in ("raid1", "raid10"):
+        q = 2.0 * failed / n
+        lat_d, lat_c, util, sat, _ = _latency_parts(base, lam, read_fraction, burstiness)
+        hot = dataclasses.replace(base, drives=1, raid="jbod", controllers=0)
+        lat_h, _, util_h, sat_h, u_dev = _latency_parts(hot, lam * (2.0 / n), read_fraction, burstiness, drive_share=drive_share)
+        return _plus((1.0 - q) * lat_d + q * lat_h, lat_c), np.maximum(util, util_h), sat | sat_h, u_dev
+    raise ValueError(f"a {ds.raid} array loses its data when a drive fails")
+
+
+def array_lost(raid: str, failed_drives) -> bool:
+    """Whether an array at ``raid`` with the drives ``failed_drives`` (indices) down has lost data: JBOD/RAID 0
+    any drive, RAID 5 two, RAID 6 three, RAID 1/10 both drives of a mirror pair (drives 2k and 2k+1)."""
+    f = list(failed_drives)
+    if raid in ("raid1", "raid10"):
+        pairs = [d // 2 for d in f]
+        return len(set(pairs)) < len(pairs)
+    return len(f) > RAID_PARITY[raid]
 
 
 def add_swap_io(chunk, read_iops, write_iops) -> None:
