@@ -63,3 +63,60 @@ def test_a_broadcast_row_is_summed_as_n_times_the_row_exactly(row, n):
     acc_m.add("x", 0, np.tile(r, (n, 1)), want_max=True)
     np.testing.assert_array_equal(acc_b.sum["x"], acc_m.sum["x"])
     np.testing.assert_array_equal(acc_b.max["x"], acc_m.max["x"])
+
+
+class _DenseUser(BaseStage):
+    """Uses the demand and cannot take it factored: the engine expands the window."""
+
+    name = "test-dense"
+
+    def before_cpu(self, ctx, chunk):
+        assert "cpu_demand_mhz" in chunk.vm and chunk.demand_factors is None
+
+
+def _planetlab_memory_run(dense: bool, seen_factored: list):
+    from densim.engine.plugins import memory as mem_plugin
+    from densim.spec.loader import load_mapping, scenario_from_dict
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "planetlab.yaml"
+    d = load_mapping(example)
+    d["cluster"]["hosts"][0]["count"] = 30
+    d["vms"][0]["count"] = 300
+    d["vms"][0]["memory"] = "24 GiB"  # 16 x 24 GiB on a 128 GiB host: every VM faults (the ladder's 3x rung)
+    d["placement"]["memory_overcommit"] = 3.003
+    d["memory"] = {"model": "vsphere-like"}
+    d["simulation"]["horizon"] = "2 h"
+    d["output"] = {"vm_timeseries": "off"}
+    sc = scenario_from_dict(d, source=example, base_dir=example.parent)
+    orig = mem_plugin.M.solve_steps
+
+    def spy(demand, *a, **k):
+        seen_factored.append(k.get("factors") is not None)
+        return orig(demand, *a, **k)
+
+    mem_plugin.M.solve_steps = spy
+    if dense:
+        STAGES.register("test-dense", description="test")(lambda ctx: _DenseUser())
+    try:
+        return simulate(resolve(sc))
+    finally:
+        mem_plugin.M.solve_steps = orig
+        if dense:
+            STAGES.unregister("test-dense")
+
+
+def test_memory_stage_reads_a_factored_source_without_expanding_it_and_gets_the_same_figures():
+    # PlanetLab demand is base[t, file(v)] x capacity: the memory stage passes that form to the
+    # fault-cost kernel (no (steps x VMs) window); with a stage that needs the expanded window the
+    # figures are the same to the bit
+    load_plugins()
+    f_seen, d_seen = [], []
+    fac = _planetlab_memory_run(False, f_seen)
+    den = _planetlab_memory_run(True, d_seen)
+    assert f_seen == [True] and d_seen == [False]
+    assert fac.summary["memory"]["vms_slowed"] == 300
+    for key in ("energy_j", "cpu_demand_mhz_s", "cpu_delivered_mhz_s", "cpu_ready_s"):
+        assert fac.summary["totals"][key] == den.summary["totals"][key], key
+    assert fac.summary["memory"]["worst_vm_slowdown"] == den.summary["memory"]["worst_vm_slowdown"]
+    np.testing.assert_array_equal(fac.vm_acc.sum["mem_slowdown"], den.vm_acc.sum["mem_slowdown"])

@@ -231,3 +231,30 @@ def test_in_place_writes_the_same_demand_over_its_input():
     np.testing.assert_array_equal(mine, want.demand_mhz)
     with pytest.raises(ValueError, match="in_place"):
         M.solve_steps(np.asfortranarray(demand), *args, store=FC_SAN, in_place=True)  # needs a C-ordered copy
+
+
+@pytest.mark.parametrize("share", [1.0, 0.6])
+@pytest.mark.parametrize("series", [True, False])
+def test_factored_demand_gives_the_dense_figures_to_the_bit(share, series):
+    # a trace replayed by many VMs: demand[t, v] = base[t, col[v]] * scale[v] (float32), as a
+    # PlanetLab window is; read in that form the kernel must give exactly what it gives on the
+    # expanded (steps x VMs) array, for every VM faulting (share 1) and for some (0.6)
+    rng = np.random.default_rng(21)
+    T, V, H, F = 30, 40, 5, 7
+    base = rng.uniform(0.0, 1.0, (T, F)).astype(np.float32)
+    col = rng.integers(0, F, V)
+    scale = np.full(V, 2300.0, np.float32)
+    dense = np.take(base, col, axis=1)
+    dense *= np.float32(2300.0)
+    host = rng.integers(0, H, V)
+    vm_ids = np.arange(V) if share == 1.0 else np.flatnonzero(rng.random(V) < share)
+    k = vm_ids.size
+    unit = M.FaultRates(*(rng.exponential(0.2, k) for _ in range(4)), rng.random(k))
+    args = (vm_ids, host[vm_ids], H, unit, rng.uniform(50.0, 4000.0, k), rng.uniform(1000.0, 4000.0, k),
+            rng.uniform(0.5, 2.0, k), rng.uniform(2000.0, 3000.0, k))
+    kw = dict(store=FC_SAN, cache=S3710, background_store_iops=200.0, series=series)
+    want = M.solve_steps(dense.copy(), *args, **kw)
+    got = M.solve_steps(None, *args, **kw, factors=(base, col, scale))
+    for name in ("fault_rate_per_s", "slowdown", "fault_cpu_mhz", "demand_mhz", "max_slowdown", "host_fault_cpu_mhz",
+                 "swap_iops", "util", "util_store", "util_cache"):
+        np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=name)

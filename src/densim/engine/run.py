@@ -45,6 +45,20 @@ class Chunk:
     vm_reduced: dict[str, tuple[np.ndarray, np.ndarray | None]] = field(default_factory=dict)
     # names of chunk.vm arrays nobody else holds (a stage may write into them instead of copying)
     owned: set[str] = field(default_factory=set)
+    # the CPU demand as (base, col, scale) when the source has that form and every stage that uses the
+    # demand takes it so (accepts_factored_demand); chunk.vm then has no "cpu_demand_mhz" until a
+    # stage puts one there (see demand())
+    demand_factors: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def demand(self) -> np.ndarray:
+        """``vm["cpu_demand_mhz"]``, expanded from ``demand_factors`` (and kept) if it is not there yet."""
+        if "cpu_demand_mhz" not in self.vm:
+            base, col, scale = self.demand_factors
+            out = np.take(base, col, axis=1)
+            out *= scale[None, :]
+            self.vm["cpu_demand_mhz"] = out
+            self.owned.add("cpu_demand_mhz")
+        return self.vm["cpu_demand_mhz"]
 
     @property
     def n_steps(self) -> int:
@@ -436,11 +450,15 @@ def run_placed(ctx, *, progress: Callable[[int, int], None] | None = None, timin
     demand_stages = [st for st in stages if getattr(st, "uses_vm_demand", True)]
     # without stages and VM time series no per-VM array is needed: the demand may stay factored
     lean = not demand_stages and not keep_vm
+    # stages that use the demand but can take it factored (the memory stage): no (steps x VMs) window
+    # unless one of them expands it; only for a source whose one channel is the CPU demand
+    factored_stages = (bool(demand_stages) and not keep_vm and set(ctx.source.channels) <= {"cpu_mhz"}
+                       and all(getattr(st, "accepts_factored_demand", False) for st in demand_stages))
     # VMs that arrive and leave: a lean run without stages steps only the VMs alive in each chunk
     active = live is not None and lean and not stages
     if active and not sc.simulation.chunk_steps:
         chunk_steps = live.chunk_steps(T, step_s, ELEMENTS_PER_CHUNK // 4)  # its arrays are float64 (alive shares)
-    factors = getattr(ctx.source, "window_factors", None) if lean and not active else None
+    factors = getattr(ctx.source, "window_factors", None) if (lean or factored_stages) and not active else None
     channels = ("cpu_mhz",) if lean else tuple(ctx.source.channels)
     cap0 = hosts.capacity_mhz.astype(np.float32)
 
@@ -455,6 +473,8 @@ def run_placed(ctx, *, progress: Callable[[int, int], None] | None = None, timin
             if progress is not None:
                 progress(t1, T)
             continue
+        if fac is not None and stages:
+            chunk.demand_factors = fac
         if fac is None:
             win = ctx.source.window(grid, t0, t1, channels)
             chunk.vm["cpu_demand_mhz"] = win.pop("cpu_mhz")
@@ -473,7 +493,7 @@ def run_placed(ctx, *, progress: Callable[[int, int], None] | None = None, timin
         if mig is not None:
             cap_h = mig.capacity(t0, t1, cap_h)
         by_step = live.chunk(grid.edges_s(t0, t1), perm, starts, hosts_with, H, step_s) if live is not None else None
-        out = cpu.run(fac if fac is not None else chunk.vm["cpu_demand_mhz"], cap_h, n,
+        out = cpu.run(chunk.vm["cpu_demand_mhz"] if "cpu_demand_mhz" in chunk.vm else fac, cap_h, n,
                       host_series={name: host_acc.series_view(name, t0, n) for name in _HOST_SERIES} if keep_host else None,
                       want_stage_arrays=stage_reads or keep_vm, by_step=by_step, want_host_arrays=host_reads)
         if mig is not None:

@@ -37,6 +37,9 @@ per-VM ones sets the class attribute ``reads_cpu_results = True`` (it gets both)
 only the per-host ones ``reads_host_results = True``. A stage that reads them without saying so
 finds the keys missing. A stage that neither reads nor changes ``chunk.vm`` sets
 ``uses_vm_demand = False``: then the run may keep the demand in factored form (``chunk.vm`` empty).
+A stage that reads the demand only through ``chunk.demand()`` (which expands it on first use) or
+``chunk.demand_factors`` sets ``accepts_factored_demand = True``; when every such stage does, a
+source with a factored form (PlanetLab) is not expanded to (steps x VMs) unless a stage asks.
 
 ``finish(ctx, summary)`` adds the stage's sections to ``summary.json`` through
 ``summary.add(section, value)``; a stage declares them, with their keys, as
@@ -75,6 +78,7 @@ class BaseStage:
     reads_cpu_results = False  # True: after_cpu reads chunk.vm["cpu_delivered_mhz"] etc. (see above)
     reads_host_results = False  # True: after_cpu reads chunk.host["power_w"] etc.
     uses_vm_demand = True  # False: the stage never touches chunk.vm
+    accepts_factored_demand = False  # True: reads the demand through chunk.demand() or chunk.demand_factors
 
     def prepare(self, ctx) -> None:
         pass

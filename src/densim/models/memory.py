@@ -1024,6 +1024,7 @@ def solve_steps(
     iterations: int = 40,
     series: bool = True,
     in_place: bool = False,
+    factors=None,
 ) -> StepFaults:
     """Faults, throughput and fault-handling CPU of VMs whose memory stays where it is, every step of a chunk.
 
@@ -1047,9 +1048,20 @@ def solve_steps(
 
     ``in_place=True``: the demand with the fault CPU added is written over ``demand_mhz`` (which the
     caller owns: a float32 C-ordered array), so no second (steps x VMs) array is allocated.
+    ``factors=(base, col, scale)`` (a source's :meth:`~densim.workloads.sources.DemandSource.window_factors`,
+    float32): the demand is ``base[t, col[v]] * scale[v]`` and is never expanded; ``demand_mhz`` is None.
     """
-    demand = np.require(demand_mhz, requirements=["C", "W"])
-    T, V = demand.shape
+    if factors is not None:
+        base, fcol, fscale = factors
+        base = np.ascontiguousarray(base, dtype=np.float32)
+        fcol = np.ascontiguousarray(fcol, dtype=np.int64)
+        fscale = np.ascontiguousarray(fscale, dtype=np.float32)
+        demand = base
+        T, V = base.shape[0], fcol.size
+    else:
+        demand = np.require(demand_mhz, requirements=["C", "W"])
+        T, V = demand.shape
+        fcol, fscale = np.zeros(0, np.int64), np.zeros(0, np.float32)
     H = int(n_hosts)
     vm_ids = np.asarray(vm_ids, dtype=np.int64)
     host = np.asarray(vm_host, dtype=np.int64)
@@ -1096,9 +1108,12 @@ def solve_steps(
     else:
         fr = sd = fcpu = np.zeros((0, 0), np.float32)
         sums = np.zeros((3, SUM_PARTS, vm_ids.size))  # per part of the steps, per VM in host order
-    if in_place and demand is not demand_mhz:
+    if factors is not None:
+        dem_out = np.empty((T, V), np.float32) if every else (base[:, fcol] * fscale[None, :]).astype(np.float32)
+    elif in_place and demand is not demand_mhz:
         raise ValueError("solve_steps(in_place=True) needs a writeable C-ordered demand array")
-    dem_out = demand if in_place else np.empty_like(demand) if every else demand.copy()
+    else:
+        dem_out = demand if in_place else np.empty_like(demand) if every else demand.copy()
     sd_max = np.ones(V, np.float32)
     # hosts without a faulting VM carry only their background load
     util_s0 = bg_s / st_p[3]
@@ -1115,7 +1130,7 @@ def solve_steps(
         iops, util = rows(bg_s + bg_c), rows(util_s0)
         util_s, util_c = util, np.zeros((0, 0), np.float32)
     fch = np.zeros((T, H), np.float32)
-    _steps_kernel(demand, vm_ids[order], gstart, ghost, vm_k, cache is not None, *st_p, *ca_p, bg_s, bg_c, w,
+    _steps_kernel(demand, factors is not None, fcol, fscale, vm_ids[order], gstart, ghost, vm_k, cache is not None, *st_p, *ca_p, bg_s, bg_c, w,
                   int(rounds), int(iterations), max(1, min(T, SUM_PARTS, get_num_threads())),
                   series, fr, sd, fcpu, sums, dem_out, sd_max, fch, iops, util_s, util_c, util)
     if not series:  # blocks' sums in order; VMs without faults: rate and CPU 0, slowdown 1 in every step
@@ -1137,7 +1152,7 @@ SUM_PARTS = 8  # solve_steps' kernel: equal parts of the steps, whole parts per 
 
 
 @njit(parallel=True, error_model="numpy")
-def _steps_kernel(demand, vm, gstart, ghost, vm_k, with_cache, st_svc, st_c, st_lgc, st_cap, ca_svc, ca_c, ca_lgc, ca_cap,
+def _steps_kernel(demand, factored, fcol, fscale, vm, gstart, ghost, vm_k, with_cache, st_svc, st_c, st_lgc, st_cap, ca_svc, ca_c, ca_lgc, ca_cap,
                   bg_s, bg_c, w, rounds, iterations, n_blocks, series, fr, sd, fcpu, sums, dem_out, sd_max, fch, iops, util_s,
                   util_c, util):
     """:func:`solve_steps`' pass: blocks of steps in parallel; per step its VMs' faults, fixed points, outputs.
@@ -1175,7 +1190,8 @@ def _steps_kernel(demand, vm, gstart, ghost, vm_k, with_cache, st_svc, st_c, st_
                 row = demand[t]
                 for j in range(k):
                     # accesses per second of work follow the VM's CPU use in the step
-                    dm = row[v0 + j] if contiguous else row[vm[j]]
+                    v = v0 + j if contiguous else vm[j]
+                    dm = row[fcol[v]] * fscale[v] if factored else row[v]
                     r = k_rate[j] * min(max(np.float64(dm) * k_icap[j], 0.0), 1.0)
                     a0 = r * k_a0[j]
                     b0 = r * k_b0[j]
@@ -1263,7 +1279,7 @@ def _steps_kernel(demand, vm, gstart, ghost, vm_k, with_cache, st_svc, st_c, st_
                         vmax[j] = max(vmax[j], s32)
                         s_fc[j] += np.float64(np.float32(cpu))
                         v = v0 + j if contiguous else vm[j]
-                        dem_out[t, v] = row[v] + np.float32(cpu)
+                        dem_out[t, v] = (row[fcol[v]] * fscale[v] if factored else row[v]) + np.float32(cpu)
                 elif contiguous:
                     fr_t, sd_t, fc_t, dm_t = fr[t, v0:v0 + k], sd[t, v0:v0 + k], fcpu[t, v0:v0 + k], dem_out[t, v0:v0 + k]
                     row_v = row[v0:v0 + k]
@@ -1276,7 +1292,7 @@ def _steps_kernel(demand, vm, gstart, ghost, vm_k, with_cache, st_svc, st_c, st_
                         sd_t[j] = s32
                         vmax[j] = max(vmax[j], s32)
                         fc_t[j] = cpu
-                        dm_t[j] = row_v[j] + np.float32(cpu)
+                        dm_t[j] = (row[fcol[v0 + j]] * fscale[v0 + j] if factored else row_v[j]) + np.float32(cpu)
                 else:
                     for j in range(k):
                         x = e_x[j]
@@ -1288,7 +1304,7 @@ def _steps_kernel(demand, vm, gstart, ghost, vm_k, with_cache, st_svc, st_c, st_
                         sd[t, v] = s32
                         vmax[j] = max(vmax[j], s32)
                         fcpu[t, v] = cpu
-                        dem_out[t, v] = row[v] + np.float32(cpu)
+                        dem_out[t, v] = (row[fcol[v]] * fscale[v] if factored else row[v]) + np.float32(cpu)
     if T > 0:
         for j in range(k):
             m = vmax_b[0, j]

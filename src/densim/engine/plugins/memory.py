@@ -79,6 +79,7 @@ class MemorySummary(_MemorySummaryOptional):
 
 
 class MemoryStage(BaseStage):
+    accepts_factored_demand = True  # the demand is read through chunk.demand() or passed factored to solve_steps
     summary_sections = {"memory": MemorySummary}
     name = "memory"
 
@@ -218,8 +219,8 @@ class MemoryStage(BaseStage):
         block = max(1, BLOCK_ELEMENTS // k)
         cfg = cfg_all[idx]
         host = vms.host[idx]
-        demand = chunk.vm["cpu_demand_mhz"]
         cap_vm = (vms.vcpus * vms.vcpu_mhz)[idx]
+        demand = chunk.demand()
         # per-device busy shares for the saturation log (only the devices that exist as such)
         # (without a cache device the store's utilisation is mem_swap_device_util itself: no copy)
         util_s = np.zeros((T, H), np.float32) if not self.coupled and self.cache is not None else None
@@ -339,7 +340,7 @@ class MemoryStage(BaseStage):
         else:
             fc = out_vm["mem_fault_cpu_mhz"]
             if fc.strides != (0, 0) or fc.flat[0] != 0:  # a zero broadcast adds nothing
-                demand = chunk.vm["cpu_demand_mhz"]
+                demand = chunk.demand()
                 chunk.vm["cpu_demand_mhz"] = (demand + fc).astype(demand.dtype, copy=False)
         fh = np.asarray(out_h["mem_fault_cpu_mhz"])
         self.fault_mhz_sum += fh.sum(axis=0)
@@ -409,16 +410,18 @@ class MemoryStage(BaseStage):
         vms_idx = self.vm_idx[fidx]
         u = self._unit
         if not self.coupled:  # one numba pass over the chunk: faults, fixed point per (step, host), outputs
-            demand = chunk.vm["cpu_demand_mhz"]
-            own = ("cpu_demand_mhz" in chunk.owned and demand.dtype == np.float32 and demand.flags.c_contiguous
-                   and demand.flags.writeable)
+            factored = "cpu_demand_mhz" not in chunk.vm and chunk.demand_factors is not None
+            demand = None if factored else chunk.demand()
+            own = (not factored and "cpu_demand_mhz" in chunk.owned and demand.dtype == np.float32
+                   and demand.flags.c_contiguous and demand.flags.writeable)
             res = M.solve_steps(demand, vms_idx, self._host_idx[fidx], H,
                                 M.FaultRates(*(getattr(u, name)[fidx] for name in ("compressed", "cache", "store", "guest",
                                                                                     "miss_ratio"))),
                                 self.rate[vms_idx], self._cap_vm[vms_idx], self.theta[vms_idx], self._core_mhz_vm[vms_idx],
                                 store=self.store, cache=self.cache, costs=self._costs,
                                 background_store_iops=self.settings.background_swap_iops, store_ios_per_fault=self._store_ios,
-                                series=chunk.keep_vm_series, in_place=own)
+                                series=chunk.keep_vm_series, in_place=own,
+                                factors=chunk.demand_factors if factored else None)
             if chunk.keep_vm_series:
                 out_vm.update(mem_fault_rate_per_s=res.fault_rate_per_s, mem_slowdown=res.slowdown,
                               mem_fault_cpu_mhz=res.fault_cpu_mhz)
@@ -441,7 +444,7 @@ class MemoryStage(BaseStage):
         util_d = np.zeros((T, H), np.float32)
         tiers = {name: getattr(u, name)[fidx] for name in ("compressed", "cache", "store", "guest", "miss_ratio")}
         host = self._host_idx[fidx]
-        demand = chunk.vm["cpu_demand_mhz"]
+        demand = chunk.demand()
         cap_vm = self._cap_vm[vms_idx]
         rate = self.rate[vms_idx]
         theta = self.theta[vms_idx]
