@@ -414,3 +414,57 @@ STORES = {
     "store-report": Format("store-report", build_store, _LazyTargets(), _report),
 }
 ALL.update(STORES)
+
+
+# ------------------------------------------------------------------------------------ issue 16/17 inputs
+# failures from a trace (time, target, duration) replayed by `densim run`
+FAIL_SCENARIO = {**SCENARIO, "name": "fail",
+                 "cluster": {"hosts": [{**SCENARIO["cluster"]["hosts"][0], "name": "h"}]},
+                 "failures": {"trace": "f.csv", "ha": {"admission": "n_plus_k"}}}
+
+
+def build_failure_trace(d: Path) -> None:
+    _yaml(d / "s.yaml", FAIL_SCENARIO)
+    (d / "f.csv").write_text("time,target,duration\n30 min,h-0,20 min\n1 h,h-1,10 min\n")
+
+
+INVENTORIES["failure-trace-run"] = Format("failure-trace-run", build_failure_trace, {
+    "f.csv": Target("table", TableSpec(",", True, required=(0, 1, 2), id_col=1, unique_rows=True)),
+}, lambda d: (["run", d / "s.yaml", "--out", d / "out", "--no-progress", "--no-report"],
+              Expect(names=[d / "f.csv"], complete=[d / "out" / "summary.json"], multi_line=True)))
+
+# a carbon grid-intensity series (time_s, gco2_per_kwh) read by the run's carbon stage
+CARBON_SCENARIO = {**SCENARIO, "name": "carbon", "carbon": {"grid_series": {"file": "g.csv"}, "pue": 1.2}}
+
+
+def build_grid_series(d: Path) -> None:
+    _yaml(d / "s.yaml", CARBON_SCENARIO)
+    (d / "g.csv").write_text("time_s,gco2_per_kwh\n0,300\n1800,250\n3600,420\n")
+
+
+INVENTORIES["grid-series-run"] = Format("grid-series-run", build_grid_series, {
+    "g.csv": Target("table", TableSpec(",", True, required=(0, 1))),
+}, lambda d: (["run", d / "s.yaml", "--out", d / "out", "--no-progress", "--no-report"],
+              Expect(names=[d / "g.csv"], complete=[d / "out" / "summary.json"], multi_line=True)))
+
+# a cluster history for `densim forecast`
+FORECAST = {"forecast": {"horizon_days": 60, "replications": 20, "seed": 5,
+                         "current": {"name": "c", "hosts": 4, "cpu": {"sockets": 2, "cores_per_socket": 8, "base_clock": "2.4 GHz"},
+                                     "memory": "256 GiB"}}}
+
+
+def build_history(d: Path) -> None:
+    _yaml(d / "f.yaml", FORECAST)
+    rows = ["date,vms,vcpus,cpu_used_mhz,mem_used_gib"]
+    for i in range(21):
+        rows.append(f"2026-01-{i + 1:02d},{40 + i},{160 + 4 * i},{20000 + 300 * i},{300 + 3 * i}")
+    (d / "h.csv").write_text("\n".join(rows) + "\n")
+
+
+INVENTORIES["forecast-history"] = Format("forecast-history", build_history, {
+    # several rows of one date are samples of that day (reduced by forecast.statistic): a repeated row is no error
+    # vms is optional, and so is either of cpu_used_mhz and mem_used_gib; vcpus is needed with cpu_used_mhz
+    "h.csv": Target("table", TableSpec(",", True, required=(0, 1, 2, 3, 4), id_col=0, drop_required=(0, 2))),
+}, lambda d: (["forecast", d / "h.csv", "--spec", d / "f.yaml", "--out", d / "out", "--no-progress"],
+              Expect(names=[d / "h.csv"], complete=[d / "out" / "summary.json"])))
+ALL.update({k: INVENTORIES[k] for k in ("failure-trace-run", "grid-series-run", "forecast-history")})

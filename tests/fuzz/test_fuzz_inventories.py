@@ -56,3 +56,21 @@ def test_opendc(case):
 def test_opendc_tasks_replayed_by_run(case):
     # the same damaged OpenDC files, read by the engine as tasks that arrive and leave
     run_case(*case)
+
+
+@settings(max_examples=n(25), **SETTINGS)
+@given(cases(["failure-trace-run"]))
+def test_failure_trace_replayed_by_run(case):
+    run_case(*case)
+
+
+@settings(max_examples=n(20), **SETTINGS)
+@given(cases(["grid-series-run"]))
+def test_carbon_grid_series(case):
+    run_case(*case)
+
+
+@settings(max_examples=n(25), **SETTINGS)
+@given(cases(["forecast-history"]))
+def test_forecast_history(case):
+    run_case(*case)

@@ -116,11 +116,16 @@ def read_grid_series(series: GridSeries, where: str) -> tuple[np.ndarray, np.nda
 
     from densim.errors import InputError
 
+    import io
+
+    from densim.textio import read_text_file
+
     path = Path(series.file)
-    if not path.is_file():
+    if not path.exists():
         raise InputError(str(path), where + ".file", "no such file")
+    text = read_text_file(path, "grid intensity series")  # a regular UTF-8 text file without NUL bytes
     try:
-        df = pl.read_csv(path, infer_schema_length=10000)
+        df = pl.read_csv(io.StringIO(text), infer_schema_length=10000)
     except Exception as exc:  # noqa: BLE001 - any parse failure is a bad input file
         raise InputError(str(path), "", f"not a readable CSV ({str(exc).splitlines()[0]})") from None
     for col in (series.time_column, series.value_column):
@@ -141,6 +146,15 @@ def read_grid_series(series: GridSeries, where: str) -> tuple[np.ndarray, np.nda
             raise InputError(str(path), f"row {int(nonfinite[0]) + 2}, column {col!r}", "not a finite number")
         out.append(a)
     t, v = out
+    if np.any(t < 0):
+        raise InputError(str(path), f"row {int(np.flatnonzero(t < 0)[0]) + 2}, column {series.time_column!r}",
+                         "negative time (seconds on the run's clock, from 0)")
+    if np.any(t > 1e12):
+        raise InputError(str(path), f"row {int(np.flatnonzero(t > 1e12)[0]) + 2}, column {series.time_column!r}",
+                         "more than 1e12 s (about 31,700 years)")
+    if np.any(v > 1e5):
+        raise InputError(str(path), f"row {int(np.flatnonzero(v > 1e5)[0]) + 2}, column {series.value_column!r}",
+                         "more than 100,000 gCO2e per kWh (coal is about 1,000)")
     if np.any(v < 0):
         raise InputError(str(path), f"row {int(np.flatnonzero(v < 0)[0]) + 2}, column {series.value_column!r}", "negative intensity")
     back = np.flatnonzero(np.diff(t) <= 0)

@@ -88,6 +88,8 @@ class FailureEvents:
         return int(self.time_s.size)
 
 
+MAX_TRACE_S = 1e12  # a failure time or duration beyond this (about 31,700 years) is a mistake, not a failure
+
 def mtbf_s(rate) -> float:
     """Mean time between failures of a :class:`~densim.spec.failures.FailureRate` (s)."""
     if rate.mtbf_s is not None:
@@ -140,10 +142,15 @@ def read_trace(path: Path) -> tuple[np.ndarray, list[str], np.ndarray]:
 
     from densim.units import UnitError, parse
 
-    if not path.is_file():
+    import io
+
+    from densim.textio import read_text_file
+
+    if not path.exists():
         raise InputError(path, "failures.trace", "file not found")
+    text = read_text_file(path, "failure trace")  # a regular UTF-8 text file without NUL bytes, or one line
     try:
-        df = pl.read_csv(path, infer_schema=False)
+        df = pl.read_csv(io.StringIO(text), infer_schema=False)
     except Exception as e:  # noqa: BLE001 - polars raises several kinds for a malformed file
         raise InputError(path, "", f"not a CSV file: {str(e).splitlines()[0]}") from None
     missing = [c for c in ("time", "target", "duration") if c not in df.columns]
@@ -158,6 +165,8 @@ def read_trace(path: Path) -> tuple[np.ndarray, list[str], np.ndarray]:
                 raise InputError(path, f"row {i + 2}: {col}", f"{v!r} is not a time ({e})") from None
             if x < 0 or (col == "duration" and x <= 0):
                 raise InputError(path, f"row {i + 2}: {col}", f"{v!r} must be {'positive' if col == 'duration' else '>= 0'}")
+            if x > MAX_TRACE_S:
+                raise InputError(path, f"row {i + 2}: {col}", f"{v!r} is more than {MAX_TRACE_S:.0e} s (about 31,700 years)")
             out.append(x)
     targets = [str(t).strip() if t is not None else "" for t in df["target"].to_list()]
     return np.array(times, dtype=np.float64), targets, np.array(durs, dtype=np.float64)

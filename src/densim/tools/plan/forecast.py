@@ -144,6 +144,8 @@ def read_cluster_history(path: str | Path, period: str = "day", statistic: str =
                 raise InputError(src, f"row {r}, {h}", f"not a number: {cell!r}") from None
             if not math.isfinite(x) or x < 0:
                 raise InputError(src, f"row {r}, {h}", f"must be a finite number >= 0, got {cell!r}")
+            if x > 1e12:  # 1e12 MHz, GiB, VMs or vCPUs: no cluster has that; beyond it the fit overflows
+                raise InputError(src, f"row {r}, {h}", f"must be at most 1e12, got {cell!r}")
             cols[h][r - 2] = x
     keys = _period_start(days, period)
     out: dict[str, np.ndarray] = {}
