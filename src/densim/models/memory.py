@@ -1104,7 +1104,7 @@ def solve_steps(
         fr = np.empty((T, V), np.float32) if every else np.zeros((T, V), np.float32)
         sd = np.empty((T, V), np.float32) if every else np.ones((T, V), np.float32)
         fcpu = np.empty((T, V), np.float32) if every else np.zeros((T, V), np.float32)
-        sums = np.zeros((0, 0, 0))
+        sums = np.zeros((3, SUM_PARTS, 0))  # unused rows (the kernel indexes them in every step)
     else:
         fr = sd = fcpu = np.zeros((0, 0), np.float32)
         sums = np.zeros((3, SUM_PARTS, vm_ids.size))  # per part of the steps, per VM in host order
@@ -1188,6 +1188,7 @@ def _steps_kernel(demand, factored, fcol, fscale, vm, gstart, ghost, vm_k, with_
         for sb in range(blk * SUM_PARTS // n_blocks, (blk + 1) * SUM_PARTS // n_blocks):
             for t in range(sb * T // SUM_PARTS, (sb + 1) * T // SUM_PARTS):
                 row = demand[t]
+                s_fr, s_sd, s_fc = sums[0, sb], sums[1, sb], sums[2, sb]  # empty rows with series
                 for j in range(k):
                     # accesses per second of work follow the VM's CPU use in the step
                     v = v0 + j if contiguous else vm[j]
@@ -1238,25 +1239,34 @@ def _steps_kernel(demand, factored, fcol, fscale, vm, gstart, ghost, vm_k, with_
                         ws, wc = _waits(e_fd, e_fcc, e_a0, e_b0, e_c0, j0, j1, with_cache, b0max, c0max, s0s > 0, s0c > 0,
                                         (s0s, s1s, t1s, s0c, s1c, t1c), (st_svc[h], st_c[h], st_lgc[h], st_cap[h]),
                                         (ca_svc[h], ca_c[h], ca_lgc[h], ca_cap[h]), bg_s[h], bg_c[h], w, rounds, iterations)
-                    if ws * b0max + wc * c0max <= _LINEAR:
-                        for j in range(j0, j1):
-                            e = e_b0[j] * ws + e_c0[j] * wc
-                            iv = e_inv[j]
-                            e_e[j] = e
-                            e_x[j] = iv * (1.0 - e * iv)
-                    else:
-                        for j in range(j0, j1):
-                            e = e_b0[j] * ws + e_c0[j] * wc
-                            e_e[j] = e
-                            e_x[j] = 1.0 / (1.0 + e_a0[j] + e)
+                    # X, the host's loads and (without series) the VMs' outputs in one pass over the host's VMs
+                    linear = ws * b0max + wc * c0max <= _LINEAR
                     ls = 0.0
                     lc = 0.0
                     cpu_h = 0.0
                     for j in range(j0, j1):
-                        x = e_x[j]
+                        e = e_b0[j] * ws + e_c0[j] * wc
+                        if linear:
+                            iv = e_inv[j]
+                            x = iv * (1.0 - e * iv)
+                        else:
+                            x = 1.0 / (1.0 + e_a0[j] + e)
                         ls += e_fd[j] * x
                         lc += e_fcc[j] * x
-                        cpu_h += x * (e_r[j] * k_cpu[j])
+                        r = e_r[j]
+                        cpu = x * (r * k_cpu[j])
+                        cpu_h += cpu
+                        if series:
+                            e_e[j] = e
+                            e_x[j] = x
+                        else:  # sums over the steps of the float32 values, in step order within a part of the steps
+                            s32 = np.float32(1.0 + e_a0[j] + e)
+                            s_fr[j] += np.float64(np.float32(x * (r * k_tot[j])))
+                            s_sd[j] += np.float64(s32)
+                            vmax[j] = max(vmax[j], s32)
+                            s_fc[j] += np.float64(np.float32(cpu))
+                            v = v0 + j if contiguous else vm[j]
+                            dem_out[t, v] = (row[fcol[v]] * fscale[v] if factored else row[v]) + np.float32(cpu)
                     lam_s = ls * (1.0 + w) + bg_s[h]
                     lam_c = lc * (1.0 + w) + bg_c[h]
                     fch[t, h] = cpu_h
@@ -1267,20 +1277,9 @@ def _steps_kernel(demand, factored, fcol, fscale, vm, gstart, ghost, vm_k, with_
                     if with_cache:
                         util_c[t, h] = uc
                     util[t, h] = max(us, uc)
-                if not series:  # sums over the steps of the float32 values, in step order within a block of steps
-                    s_fr, s_sd, s_fc = sums[0, sb], sums[1, sb], sums[2, sb]
-                    for j in range(k):
-                        x = e_x[j]
-                        r = e_r[j]
-                        cpu = x * (r * k_cpu[j])
-                        s32 = np.float32(1.0 + e_a0[j] + e_e[j])
-                        s_fr[j] += np.float64(np.float32(x * (r * k_tot[j])))
-                        s_sd[j] += np.float64(s32)
-                        vmax[j] = max(vmax[j], s32)
-                        s_fc[j] += np.float64(np.float32(cpu))
-                        v = v0 + j if contiguous else vm[j]
-                        dem_out[t, v] = (row[fcol[v]] * fscale[v] if factored else row[v]) + np.float32(cpu)
-                elif contiguous:
+                if not series:  # the VMs' outputs were written host by host above
+                    continue
+                if contiguous:
                     fr_t, sd_t, fc_t, dm_t = fr[t, v0:v0 + k], sd[t, v0:v0 + k], fcpu[t, v0:v0 + k], dem_out[t, v0:v0 + k]
                     row_v = row[v0:v0 + k]
                     for j in range(k):
