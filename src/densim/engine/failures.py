@@ -144,6 +144,7 @@ class FailureRun:
     t0: float
     until: float
     boot_from_s: np.ndarray | None = None  # per engine row: placed (a restart boots from here to start_s)
+    with_lifetimes: bool = False  # the VMs arrive and leave (else they run all along and only failures stop them)
     up_s: np.ndarray | None = None  # per engine row: up (start_s of the instance)
     boot_read_Bps: float = 0.0  # read by a booting instance on its datastore (storage stage)
 
@@ -394,7 +395,7 @@ def plan_failures(sc, source, hosts, seed: int, group: np.ndarray, build_grid, d
                       vm_names=sizes.names, vm_of=vm_of, admission=ha.admission if ha.admission != "off" else ("per_domain" if admission else "off"),
                       reserve=(max(res_c, share * float(cpu_cap.sum())), max(res_m, share * float(mem_cap.sum()))),
                       detection_s=float(ha.detection_s), boot_s=float(ha.boot_delay_s), t0=float(t0), until=float(until),
-                      boot_from_s=placed_at, up_s=start, boot_read_Bps=float(ha.boot_read_Bps))
+                      boot_from_s=placed_at, up_s=start, boot_read_Bps=float(ha.boot_read_Bps), with_lifetimes=lt is not None)
     if not math.isfinite(until):
         raise InputError(sc.name, "simulation.horizon", "a run with failures needs a finite horizon")
     return src, grid, sch, vm_of, run_

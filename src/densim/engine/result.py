@@ -259,6 +259,10 @@ class Result:
         sch = c.schedule
         if sch is None:
             return None
+        if c.failures is not None and not c.failures.with_lifetimes:
+            # VMs that run all along, stopped only by failures: the rows are instances of them, and the
+            # failures section says what happened (a tasks section would count restarts as tasks)
+            return None
         counts = sch.counts()
         wait = sch.wait_s[np.isfinite(sch.start_s)]
         ends = sch.end_s[np.isfinite(sch.end_s)]
