@@ -21,7 +21,8 @@ def render(template: str, out_path: str | Path, *, figures: dict[str, Any] | Non
     return write_report(out_path, template, figures=figures, **ctx)
 
 
-def _bin_time(series: np.ndarray, max_steps: int) -> tuple[np.ndarray, int]:
+def bin_time(series: np.ndarray, max_steps: int) -> tuple[np.ndarray, int]:
+    """Mean over runs of ``f`` steps so that at most ``max_steps`` remain (the last bin padded with its last value)."""
     T = series.shape[0]
     f = int(np.ceil(T / max_steps)) if T > max_steps else 1
     if f == 1:
@@ -38,7 +39,7 @@ def _heatmap(series: np.ndarray, host_names: np.ndarray, order: np.ndarray, step
     import plotly.graph_objects as go
 
     sel = order[:MAX_HEAT_HOSTS]
-    binned, f = _bin_time(series[:, sel], MAX_HEAT_STEPS)
+    binned, f = bin_time(series[:, sel], MAX_HEAT_STEPS)
     if zmax is None:
         zmax = max(float(np.nanmax(binned, initial=0.0)), zmax_floor)
     hours = np.arange(binned.shape[0]) * f * step_s / 3600.0
@@ -154,7 +155,7 @@ def render_run_report(result, out_path: str | Path) -> Path:
         figures["fig-util"] = _heatmap(hs["utilisation"], c.hosts.names, order, step, "CPU utilisation", 1.0, "util")
         figures["fig-ready"] = _heatmap(hs["cpu_ready_pct"], c.hosts.names, order, step, "CPU Ready per vCPU (%)", None, "%",
                                         zmax_floor=READY_FLOOR_PCT)
-        total_p, f = _bin_time(hs["power_w"].sum(axis=1, keepdims=True), 2000)
+        total_p, f = bin_time(hs["power_w"].sum(axis=1, keepdims=True), 2000)
         hours = np.arange(total_p.shape[0]) * f * step / 3600.0
         figures["fig-power"] = go.Figure(go.Scatter(x=hours, y=total_p[:, 0] / 1000.0, mode="lines", name="cluster power"))
         # from 0 kW: a constant draw would otherwise get plotly's symmetric -0.5..1 axis

@@ -8,12 +8,11 @@ formatting with the run report's cards.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
-from densim.reports.html import READY_FLOOR_PCT
+from densim.reports.html import READY_FLOOR_PCT, bin_time
 from densim.reports.style import styled
 
 MAX_HEAT_HOSTS = 120  # as the run report
@@ -50,17 +49,6 @@ def headline(s: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _bin_time(series: np.ndarray, max_steps: int) -> tuple[np.ndarray, int]:
-    """Mean over runs of ``f`` steps so that at most ``max_steps`` remain (the last bin padded with its last value)."""
-    T = series.shape[0]
-    f = int(math.ceil(T / max_steps)) if T > max_steps else 1
-    if f == 1:
-        return series, 1
-    pad = (-T) % f
-    s = np.concatenate([series, np.repeat(series[-1:], pad, axis=0)]) if pad else series
-    return s.reshape(-1, f, s.shape[1]).mean(axis=1), f
-
-
 def _round(a: np.ndarray, digits: int = 4) -> list:
     return np.round(np.asarray(a, dtype=float), digits).tolist()
 
@@ -68,7 +56,7 @@ def _round(a: np.ndarray, digits: int = 4) -> list:
 def _heat(series: np.ndarray, names: np.ndarray, order: np.ndarray, step_s: float, title: str, zmax: float | None, unit: str,
           zmax_floor: float = 0.0) -> dict:
     sel = order[:MAX_HEAT_HOSTS]
-    binned, f = _bin_time(series[:, sel], MAX_HEAT_STEPS)
+    binned, f = bin_time(series[:, sel], MAX_HEAT_STEPS)
     if zmax is None and zmax_floor > 0:  # as the run report: an all-zero CPU Ready drawn on 0..5 %, not a -0.5..0.5 scale
         zmax = max(float(np.nanmax(binned, initial=0.0)), zmax_floor)
     hours = np.arange(binned.shape[0]) * f * step_s / 3600.0
@@ -94,7 +82,7 @@ def view(res) -> dict[str, Any]:
     plots: list[dict[str, Any]] = []
     hs = res.host_acc.series
     if "power_w" in hs:
-        total, f = _bin_time(hs["power_w"].sum(axis=1, keepdims=True), MAX_LINE_POINTS)
+        total, f = bin_time(hs["power_w"].sum(axis=1, keepdims=True), MAX_LINE_POINTS)
         hours = np.arange(total.shape[0]) * f * step / 3600.0
         plots.append({"id": "power", "data": [{"type": "scatter", "mode": "lines", "x": _round(hours, 3), "y": _round(total[:, 0] / 1000.0),
                                                 "name": "cluster power"}],
