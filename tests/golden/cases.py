@@ -255,7 +255,7 @@ def _same(a: Any, b: Any, rel: float) -> bool:
         return a == b
     if a == b or (math.isnan(a) and math.isnan(b)):  # equal infinities, or both NaN (column totals of runs with failures)
         return True
-    return abs(a - b) <= max(rel * max(abs(a), abs(b)), ABS_TOL)
+    return rel > 0 and abs(a - b) <= max(rel * max(abs(a), abs(b)), ABS_TOL)  # rel=0: the same floats only
 
 
 def diff(golden: dict[str, Any], now: dict[str, Any], rel: float = REL_TOL) -> list[tuple[str, Any, Any, str]]:
