@@ -258,3 +258,79 @@ def test_factored_demand_gives_the_dense_figures_to_the_bit(share, series):
     for name in ("fault_rate_per_s", "slowdown", "fault_cpu_mhz", "demand_mhz", "max_slowdown", "host_fault_cpu_mhz",
                  "swap_iops", "util", "util_store", "util_cache"):
         np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=name)
+
+
+@pytest.mark.parametrize("cache", [None, S3710])
+@pytest.mark.parametrize("series", [True, False])
+@pytest.mark.parametrize("factored", [False, True])
+def test_tiles_of_hosts_do_not_change_a_float(monkeypatch, cache, series, factored):
+    # solve_steps' kernel takes the VMs in tiles of whole hosts (STEP_TILE VMs); a host's VMs are
+    # summed in their order and the steps in theirs whatever the tiles, so tiles of 1, 3 or 7 VMs
+    # (hosts larger than a tile are tiles of their own; 23 hosts of 0 to 9 VMs) give the floats of one
+    # tile holding every VM. VMs out of order (not contiguous columns) and hosts without VMs included.
+    rng = np.random.default_rng(31)
+    T, V, H, F = 20, 90, 23, 6
+    host = rng.integers(0, H, V)
+    vm_ids = np.flatnonzero(rng.random(V) < 0.8)
+    k = vm_ids.size
+    unit = M.FaultRates(*(rng.exponential(0.3, k) * (rng.random(k) < 0.8) for _ in range(4)), rng.random(k))
+    args = (vm_ids, host[vm_ids], H, unit, rng.uniform(50.0, 4000.0, k), rng.uniform(1000.0, 4000.0, k),
+            rng.uniform(0.5, 2.0, k), rng.uniform(2000.0, 3000.0, k))
+    base = rng.uniform(0.0, 1.0, (T, F)).astype(np.float32)
+    col = rng.integers(0, F, V)
+    scale = rng.uniform(1000.0, 4500.0, V).astype(np.float32)
+    dense = (base[:, col] * scale[None, :]).astype(np.float32)
+    kw = dict(store=FC_SAN, cache=cache, background_store_iops=150.0, series=series)
+    if factored:
+        kw["factors"] = (base, col, scale)
+
+    def run(tile):
+        monkeypatch.setattr(M, "STEP_TILE", tile)
+        return M.solve_steps(None if factored else dense.copy(), *args, **kw)
+
+    want = run(10**9)
+    for tile in (1, 3, 7):
+        got = run(tile)
+        for name in ("fault_rate_per_s", "slowdown", "fault_cpu_mhz", "demand_mhz", "max_slowdown", "host_fault_cpu_mhz",
+                     "swap_iops", "util", "util_store", "util_cache"):
+            np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=f"{name}, tile {tile}")
+
+
+def test_light_waits_are_the_device_waits_to_the_bit():
+    # without a cache device the kernel solves the hosts' light loads in passes over a tile's hosts
+    # (_light_waits: g(0), one M/M/c wait, a Newton step); every host it solves must get exactly the
+    # wait _waits gives (the same expressions), and the others (-1: heavy loads, a device at its
+    # capacity) are left to _waits. Loads from idle to past the fc-san-lun's 2,118 IOPS.
+    rng = np.random.default_rng(41)
+    w, p_read, _, _ = M._fault_constants(M.FaultCosts(software_s=0.333e-3, writes_per_fault=0.125))
+    svc, c, lgc, cap = (float(x[0]) for x in M._station(FC_SAN, p_read, 1))
+    nh = 400
+    sizes = rng.integers(1, 12, nh)
+    start = np.r_[0, np.cumsum(sizes)]
+    n = int(start[-1])
+    scale = np.repeat(10.0 ** rng.uniform(-2.0, 3.5, nh), sizes)  # fault rates per VM, by host
+    fd = rng.exponential(1.0, n) * scale * (rng.random(n) < 0.9)
+    a0 = rng.uniform(0.0, 0.5, n)
+    b0 = fd * rng.uniform(0.5, 2.0, n)
+    zeros = np.zeros(n)
+    inv = 1.0 / (1.0 + a0)
+    s0 = np.zeros(nh)
+    s1 = np.zeros(nh)
+    b0max = np.zeros(nh)
+    for q in range(nh):  # the kernel's sums: each host's VMs in order
+        for i in range(start[q], start[q + 1]):
+            p = fd[i] * inv[i]
+            s0[q] += p
+            s1[q] += p * b0[i] * inv[i]
+            b0max[q] = max(b0max[q], b0[i])
+    one = np.ones(nh)
+    bg = rng.choice([0.0, 200.0], nh)
+    ws = np.zeros(nh)
+    M._light_waits(nh, np.arange(nh), s0, s1, b0max, svc * one, c * one, lgc * one, cap * one, bg, w,
+                   np.zeros(nh), np.zeros(nh), np.zeros(nh), ws)
+    light = ws >= 0
+    assert 0 < light.sum() < nh  # both kinds occur
+    for q in np.flatnonzero(light):
+        want = M._waits(fd, zeros, a0, b0, zeros, int(start[q]), int(start[q + 1]), False, b0max[q], 0.0, s0[q] > 0, False,
+                        (s0[q], s1[q], 0.0, 0.0, 0.0, 0.0), (svc, c, lgc, cap), (svc, c, lgc, cap), bg[q], 0.0, w, 3, 40)
+        assert ws[q] == want[0], q
