@@ -1139,12 +1139,10 @@ def solve_steps(
     if not series:  # blocks' sums in order; VMs without faults: rate and CPU 0, slowdown 1 in every step
         tot = np.zeros((3, V))
         tot[1] = T
-        cols = vm_ids[order]
-        for b in range(sums.shape[1]):
-            if b == 0:
-                tot[:, cols] = sums[:, 0]
-            else:
-                tot[:, cols] += sums[:, b]
+        part = sums[:, 0]  # the parts added in order, then placed by VM: the same floats as adding each part in place
+        for b in range(1, sums.shape[1]):
+            part += sums[:, b]
+        tot[:, vm_ids[order]] = part
         fr, sd, fcpu = tot[0], tot[1], tot[2]
     if cache is None:
         util_c = np.broadcast_to(np.float32(0.0), (T, H))  # read-only zeros
