@@ -302,3 +302,19 @@ def test_every_cpu_resolves():
         if cpu.turbo_mhz is not None:
             assert cpu.turbo_mhz >= cpu.base_mhz
         assert math.isfinite(cpu.smt_gain)
+
+
+def test_catalog_files_parse_to_the_same_objects_with_libyaml():
+    # the built-in catalog is parsed with libyaml's parser (CSafeLoader) when PyYAML has it, at
+    # every run's start; it must give exactly what yaml.safe_load gives, file by file
+    from importlib import resources
+
+    import yaml
+
+    from densim.catalog import core
+
+    files = [p for p in (resources.files("densim") / "catalog").iterdir() if p.name.endswith((".yaml", ".yml"))]
+    assert len(files) >= 10
+    for item in files:
+        text = item.read_text(encoding="utf-8")
+        assert core._load_yaml_sections(text, item.name) == yaml.safe_load(text), item.name

@@ -99,8 +99,13 @@ def part_schemas() -> dict[str, tuple[str, type[BaseModel]]]:
     }
 
 
+# libyaml's parser with PyYAML's safe constructor when PyYAML was built with it (the same objects as
+# yaml.safe_load, about 6x faster: the built-in catalog is parsed at every run's start)
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def _load_yaml_sections(text: str, origin: str) -> dict[str, list[dict[str, Any]]]:
-    data = yaml.safe_load(text) or {}
+    data = yaml.load(text, Loader=_SAFE_LOADER) or {}  # noqa: S506 - a safe loader
     if not isinstance(data, dict):
         raise ValueError(f"{origin}: a catalog file must map section names to lists")
     return data
