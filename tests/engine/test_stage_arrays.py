@@ -75,7 +75,6 @@ class _DenseUser(BaseStage):
 
 
 def _planetlab_memory_run(dense: bool, seen_factored: list):
-    from densim.engine.plugins import memory as mem_plugin
     from densim.spec.loader import load_mapping, scenario_from_dict
     from pathlib import Path
 
@@ -89,19 +88,21 @@ def _planetlab_memory_run(dense: bool, seen_factored: list):
     d["simulation"]["horizon"] = "2 h"
     d["output"] = {"vm_timeseries": "off"}
     sc = scenario_from_dict(d, source=example, base_dir=example.parent)
-    orig = mem_plugin.M.solve_steps
+    from densim.models import memory as mem_model  # the stage reads it through a lazy module: patch the module
+
+    orig = mem_model.solve_steps
 
     def spy(demand, *a, **k):
         seen_factored.append(k.get("factors") is not None)
         return orig(demand, *a, **k)
 
-    mem_plugin.M.solve_steps = spy
+    mem_model.solve_steps = spy
     if dense:
         STAGES.register("test-dense", description="test")(lambda ctx: _DenseUser())
     try:
         return simulate(resolve(sc))
     finally:
-        mem_plugin.M.solve_steps = orig
+        mem_model.solve_steps = orig
         if dense:
             STAGES.unregister("test-dense")
 

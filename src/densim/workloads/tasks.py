@@ -15,6 +15,8 @@ source the engine reads: an OpenDC task's fragments start at the moment the task
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from densim._jit import njit
@@ -42,10 +44,14 @@ def lifetimes(source: DemandSource) -> tuple[np.ndarray, np.ndarray] | None:
     return np.concatenate(arr), np.concatenate(run)
 
 
-def _part_lifetimes(part: DemandSource) -> tuple[np.ndarray, np.ndarray] | None:
-    from densim.workloads.readers.opendc import OpenDcSource
+def _opendc_source(part: DemandSource) -> bool:
+    """Whether ``part`` is an OpenDC trace's source, without importing that reader (and pyarrow) for other traces."""
+    opendc = sys.modules.get("densim.workloads.readers.opendc")
+    return opendc is not None and isinstance(part, opendc.OpenDcSource)
 
-    if not isinstance(part, OpenDcSource):
+
+def _part_lifetimes(part: DemandSource) -> tuple[np.ndarray, np.ndarray] | None:
+    if not _opendc_source(part):
         start, end = getattr(part, "start_s", None), getattr(part, "end_s", None)
         if start is None or end is None:
             return None
@@ -183,14 +189,12 @@ def _bin_segments(acc, owner, start, dur, value, t0, step):
 
 def scheduled_source(source: DemandSource, start_s: np.ndarray, end_s: np.ndarray) -> DemandSource:
     """The source as placed: each part's VMs only while alive (OpenDC tasks shifted to their start)."""
-    from densim.workloads.readers.opendc import OpenDcSource
-
     parts = source.parts if isinstance(source, CompositeSource) else [source]
     out, i = [], 0
     for p in parts:
         sl = slice(i, i + p.n_vms)
         i += p.n_vms
-        shift = isinstance(p, OpenDcSource) and _part_lifetimes(p) is not None
+        shift = _opendc_source(p) and _part_lifetimes(p) is not None
         out.append(ScheduledSource(p, start_s[sl], end_s[sl], shift))
     return out[0] if len(out) == 1 else CompositeSource(out)
 

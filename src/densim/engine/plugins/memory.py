@@ -29,9 +29,11 @@ import numpy as np
 
 from typing import TypedDict
 
+from densim._lazy import lazy
 from densim.engine.stages import STAGES, BaseStage, add_saturation
-from densim.models import memory as M
 from densim.models.workload_memory import MemoryWorkload
+
+M = lazy("densim.models.memory")  # its numba kernels: loaded when a run has the memory model on
 
 BLOCK_ELEMENTS = 2_000_000  # elements (step x VM) per vectorised block
 HOST_PREFIXED = ("mem_swapped_gib", "mem_fault_cpu_mhz")  # names at both levels: the host column is host_<name>
