@@ -326,8 +326,7 @@ def test_light_waits_are_the_device_waits_to_the_bit():
     one = np.ones(nh)
     bg = rng.choice([0.0, 200.0], nh)
     ws = np.zeros(nh)
-    M._light_waits(nh, np.arange(nh), s0, s1, b0max, svc * one, c * one, lgc * one, cap * one, bg, w,
-                   np.zeros(nh), np.zeros(nh), np.zeros(nh), ws)
+    M._light_waits(nh, np.arange(nh), s0, s1, b0max, svc * one, c * one, lgc * one, cap * one, bg, w, np.zeros((8, nh)), ws)
     light = ws >= 0
     assert 0 < light.sum() < nh  # both kinds occur
     for q in np.flatnonzero(light):
