@@ -1406,29 +1406,18 @@ def _steps_kernel(demand, factored, fcol, fscale, vm, gstart, ghost, tiles, vm_k
                         ls = 0.0
                         lc = 0.0
                         cpu_h = 0.0
-                        if ws * h_b0max[q] + wc * h_c0max[q] <= _LINEAR:
-                            for i in range(j0, j1):
-                                e = e_b0[i] * ws + e_c0[i] * wc if with_cache else e_b0[i] * ws  # c0 wc is +0 without cache
-                                iv = e_inv[i]
-                                x = iv * (1.0 - e * iv)
-                                cpu = x * (e_r[i] * t_cpu[i])
-                                e_e[i] = e
-                                e_x[i] = x
-                                e_cpu[i] = cpu
-                                ls += e_fd[i] * x
-                                lc += e_fcc[i] * x
-                                cpu_h += cpu
-                        else:
-                            for i in range(j0, j1):
-                                e = e_b0[i] * ws + e_c0[i] * wc if with_cache else e_b0[i] * ws
-                                x = 1.0 / (1.0 + e_a0[i] + e)
-                                cpu = x * (e_r[i] * t_cpu[i])
-                                e_e[i] = e
-                                e_x[i] = x
-                                e_cpu[i] = cpu
-                                ls += e_fd[i] * x
-                                lc += e_fcc[i] * x
-                                cpu_h += cpu
+                        linear = ws * h_b0max[q] + wc * h_c0max[q] <= _LINEAR  # the same for all the host's VMs
+                        for i in range(j0, j1):
+                            e = e_b0[i] * ws + e_c0[i] * wc if with_cache else e_b0[i] * ws  # c0 wc is +0 without cache
+                            iv = e_inv[i]
+                            x = iv * (1.0 - e * iv) if linear else 1.0 / (1.0 + e_a0[i] + e)
+                            cpu = x * (e_r[i] * t_cpu[i])
+                            e_e[i] = e
+                            e_x[i] = x
+                            e_cpu[i] = cpu
+                            ls += e_fd[i] * x
+                            lc += e_fcc[i] * x
+                            cpu_h += cpu
                         lam_s = ls * (1.0 + w) + bg_s[h]
                         lam_c = lc * (1.0 + w) + bg_c[h]
                         fch[t, h] = cpu_h
