@@ -1226,22 +1226,15 @@ def _light_waits(nh, hosts, s0, s1, b0max, svc, c, lgc, cap, bg, w, scratch, ws)
                 ws[q] = t * (1.0 - rel)
 
 
-@njit(error_model="numpy")
-def _host_tiles(gstart, size):
-    """Tiles of whole hosts: ``tiles[i]:tiles[i+1]`` are the host groups of tile ``i``, at most ``size`` VMs unless one host has more."""
-    G = gstart.size - 1
-    out = np.empty(G + 1, dtype=np.int64)
-    n = 0
-    out[0] = 0
-    g = 0
-    while g < G:
-        g1 = g + 1
-        while g1 < G and gstart[g1 + 1] - gstart[g] <= size:
-            g1 += 1
-        n += 1
-        out[n] = g1
-        g = g1
-    return out[:n + 1]
+def _host_tiles(gstart, size: int) -> np.ndarray:
+    """Tiles of whole hosts: ``tiles[i]:tiles[i+1]`` are the host groups of tile ``i``.
+
+    A tile holds the groups whose first VM falls in one stretch of ``size`` VMs (so about ``size``
+    VMs, more by at most its last host's); the kernel sizes its scratch rows from the tiles.
+    """
+    first = gstart[:-1] // max(1, int(size))
+    return np.append(np.flatnonzero(np.r_[True, first[1:] != first[:-1]]) if first.size else np.zeros(0, np.int64),
+                     first.size).astype(np.int64)
 
 
 @njit(parallel=True, error_model="numpy")
