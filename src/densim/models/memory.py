@@ -1288,8 +1288,8 @@ def _steps_kernel(demand, factored, fcol, fscale, vm, gstart, ghost, tiles, vm_k
         e_r, e_a0, e_b0, e_c0, e_inv, e_fd = buf[0], buf[1], buf[2], buf[3], buf[4], buf[5]
         e_fcc, e_q, e_e, e_x, e_cpu = buf[6], buf[7], buf[8], buf[9], buf[10]
         e_dm = np.zeros(width, dtype=np.float32)
-        # per host of a tile: the sums of _waits; the light-load pass's hi, M/M/c wait and (ws, or -1: not light) wait
-        hb = np.zeros((10, hosts))
+        # per host of a tile: the sums of _waits and the light-load pass's wait (-1: not light); that pass's scratch
+        hb = np.zeros((9, hosts))
         h_scr = np.zeros((8, hosts))
         h_b0max, h_c0max, h_s0s, h_s1s, h_t1s, h_s0c, h_s1c, h_t1c = hb[0], hb[1], hb[2], hb[3], hb[4], hb[5], hb[6], hb[7]
         h_ws = hb[8]
