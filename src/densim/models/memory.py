@@ -715,10 +715,16 @@ def _mmc_wait(lam, svc, c, lgc):
         return np.inf, np.inf
     if not a > 0:
         return 0.0, c
+    pmf = np.exp(c * np.log(a) - a - lgc)
+    return _wait_from(a, svc, c, pmf, _poisson_cdf(c, a, pmf))
+
+
+@njit(inline="always", error_model="numpy")
+def _wait_from(a, svc, c, pmf, cdf):
+    """:func:`_mmc_wait`'s ``(W, D)`` from the offered load ``a``, ``P(N = c)`` and ``P(N <= c)`` (``0 < a < c``)."""
     rho = a / c
     q = 1.0 / (c - a)
-    pmf = np.exp(c * np.log(a) - a - lgc)
-    b = pmf / _poisson_cdf(c, a, pmf)
+    b = pmf / cdf
     den = 1.0 / (1.0 - rho * (1.0 - b))
     pw = min(max(b * den, 0.0), 1.0) if rho < 1.0 else 1.0
     beta = c - a + a * b
@@ -1186,16 +1192,7 @@ def _light_waits(nh, hosts, s0, s1, b0max, svc, c, lgc, cap, bg, w, scratch, ws)
         cd[q] = _poisson_cdf(c[hosts[q]], av[q], pm[q]) if ok[q] > 0 else 1.0
     for q in range(nh):
         h = hosts[q]
-        a = av[q]
-        cc = c[h]
-        rho = a / cc
-        iq = 1.0 / (cc - a)
-        b = pm[q] / cd[q]
-        den = 1.0 / (1.0 - rho * (1.0 - b))
-        pw = min(max(b * den, 0.0), 1.0) if rho < 1.0 else 1.0
-        beta = cc - a + a * b
-        wt[q] = pw * svc[h] * iq
-        el[q] = beta - rho * (b * (1.0 + beta) - 1.0) * den + a * iq
+        wt[q], el[q] = _wait_from(av[q], svc[h], c[h], pm[q], cd[q])
     for q in range(nh):
         h = hosts[q]
         ws[q] = -1.0
