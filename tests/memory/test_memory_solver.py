@@ -296,6 +296,25 @@ def test_tiles_of_hosts_do_not_change_a_float(monkeypatch, cache, series, factor
             np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=f"{name}, tile {tile}")
 
 
+@pytest.mark.parametrize("c", [1.0, 4.0, 11.529411764705884, 57.3, 1000.0])
+def test_poisson_series_in_lock_step_are_the_single_series_to_the_bit(c):
+    # _poisson_cdfs takes every host's series of P(N <= c) in lock step (a host whose series has
+    # stopped keeps its sums); each host must get exactly _poisson_cdf's float, with series of 1 to
+    # hundreds of terms side by side, and 1 where the host is not solved there (ok = 0)
+    rng = np.random.default_rng(int(c * 7))
+    lgc = math.lgamma(c + 1.0)
+    a = np.r_[rng.uniform(0.0, c, 300), c * np.logspace(-8, 0, 40)[:-1], c * (1.0 - np.logspace(-9, -1, 20))]
+    a = a[(a > 0) & (a < c)]
+    nh = a.size
+    pm = np.exp(c * np.log(a) - a - lgc)
+    ok = (rng.random(nh) < 0.9).astype(float)
+    cd = np.full(nh, -1.0)
+    scratch = np.zeros((5, nh))
+    M._poisson_cdfs(nh, np.arange(nh), np.full(nh, c), a, pm, ok, cd, *scratch)
+    want = np.array([M._poisson_cdf(c, x, p) if k > 0 else 1.0 for x, p, k in zip(a, pm, ok)])
+    np.testing.assert_array_equal(cd, want)
+
+
 def test_light_waits_are_the_device_waits_to_the_bit():
     # without a cache device the kernel solves the hosts' light loads in passes over a tile's hosts
     # (_light_waits: g(0), one M/M/c wait, a Newton step); every host it solves must get exactly the
@@ -326,7 +345,7 @@ def test_light_waits_are_the_device_waits_to_the_bit():
     one = np.ones(nh)
     bg = rng.choice([0.0, 200.0], nh)
     ws = np.zeros(nh)
-    M._light_waits(nh, np.arange(nh), s0, s1, b0max, svc * one, c * one, lgc * one, cap * one, bg, w, np.zeros((8, nh)), ws)
+    M._light_waits(nh, np.arange(nh), s0, s1, b0max, svc * one, c * one, lgc * one, cap * one, bg, w, np.zeros((13, nh)), ws)
     light = ws >= 0
     assert 0 < light.sum() < nh  # both kinds occur
     for q in np.flatnonzero(light):

@@ -37,6 +37,8 @@ class Chunk:
     vm: dict[str, np.ndarray] = field(default_factory=dict)
     host: dict[str, np.ndarray] = field(default_factory=dict)
     host_capacity_mhz: np.ndarray | None = None  # (steps, hosts); stages may scale it
+    # a stage's metrics for the chunk, handed over: the engine may keep an array as the metric's time
+    # series without copying it (a run of one chunk), so a stage writes no array here it writes into later
     vm_out: dict[str, np.ndarray] = field(default_factory=dict)
     host_out: dict[str, np.ndarray] = field(default_factory=dict)
     # the run keeps per-VM time series; when it does not, a stage may hand a metric's float64 sums
@@ -138,9 +140,20 @@ class Accumulator:
             else:
                 self.max[name] = m
         if self.keep:
+            if name not in self.series and self._whole_run(t0, a):
+                self.series[name] = a  # the run is one chunk: the stage's array is the series (handed over, not copied)
+                return
             if name not in self.series:
                 self.series[name] = np.zeros((self.n_steps, self.n), dtype=np.float32)
             self.series[name][t0 : t0 + a.shape[0]] = a
+
+    def _whole_run(self, t0: int, a: np.ndarray) -> bool:
+        """``a`` holds every step of the run (one chunk) as float32: it can be kept as it is.
+
+        A stage hands its chunk arrays (``Chunk.vm_out``, ``host_out``) over to the engine and does
+        not write into them afterwards; a read-only broadcast (a row repeated) stays one row in memory.
+        """
+        return t0 == 0 and a.shape == (self.n_steps, self.n) and a.dtype == np.float32
 
 
 def _host_segments(host_of_vm: np.ndarray):

@@ -1168,7 +1168,7 @@ def _light_waits(nh, hosts, s0, s1, b0max, svc, c, lgc, cap, bg, w, scratch, ws)
     then the step), so that the hosts' chains of dependent operations overlap instead of running
     one after another. A host for which :func:`_device_wait` would go on (a wait outside the
     linear range, ``hi`` capped by the device, a Newton step too long) gets -1 and is solved by
-    :func:`_waits`; a host without faults gets 0. ``scratch``: 8 rows of at least ``nh``.
+    :func:`_waits`; a host without faults gets 0. ``scratch``: 13 rows of at least ``nh``.
     """
     hi, av, ok, lg, pm, cd, wt, el = (scratch[0], scratch[1], scratch[2], scratch[3], scratch[4], scratch[5], scratch[6],
                                       scratch[7])
@@ -1188,8 +1188,7 @@ def _light_waits(nh, hosts, s0, s1, b0max, svc, c, lgc, cap, bg, w, scratch, ws)
     for q in range(nh):
         h = hosts[q]
         pm[q] = np.exp(c[h] * lg[q] - av[q] - lgc[h])
-    for q in range(nh):
-        cd[q] = _poisson_cdf(c[hosts[q]], av[q], pm[q]) if ok[q] > 0 else 1.0
+    _poisson_cdfs(nh, hosts, c, av, pm, ok, cd, scratch[8], scratch[9], scratch[10], scratch[11], scratch[12])
     for q in range(nh):
         h = hosts[q]
         wt[q], el[q] = _wait_from(av[q], svc[h], c[h], pm[q], cd[q])
@@ -1223,6 +1222,46 @@ def _light_waits(nh, hosts, s0, s1, b0max, svc, c, lgc, cap, bg, w, scratch, ws)
                 ws[q] = t * (1.0 - rel)
 
 
+@njit(inline="always", error_model="numpy")
+def _poisson_cdfs(nh, hosts, c, av, pm, ok, cd, cq, lead, term, total, done):
+    """:func:`_poisson_cdf` of every host of a tile with ``ok``, in lock step (1 elsewhere): the same floats.
+
+    Each host's series takes the same terms in the same order as :func:`_poisson_cdf`; the passes
+    over the hosts have no branches (a host whose series has stopped keeps its sums), so they vectorise.
+    """
+    for q in range(nh):
+        cq[q] = c[hosts[q]]
+    active = 0
+    for q in range(nh):
+        a = av[q]
+        cc = cq[q]
+        ld = pm[q] * (a / (cc + 1.0))
+        r = a / (cc + 2.0)
+        stop = ld * r <= 1e-17 * (1.0 - r) or not ok[q] > 0
+        lead[q] = ld
+        term[q] = 1.0
+        total[q] = 1.0
+        done[q] = 1.0 if stop else 0.0
+        active += 0 if stop else 1
+    i = 2.0
+    while active > 0:
+        active = 0
+        for q in range(nh):
+            a = av[q]
+            r = a / (cq[q] + i)
+            go = done[q] == 0.0
+            nt = term[q] * r
+            tt = total[q] + nt
+            stop = lead[q] * nt * r <= 1e-17 * (1.0 - r)
+            term[q] = nt if go else term[q]
+            total[q] = tt if go else total[q]
+            done[q] = 1.0 if go and stop else done[q]
+            active += 1 if go and not stop else 0
+        i += 1.0
+    for q in range(nh):
+        cd[q] = 1.0 - lead[q] * total[q] if ok[q] > 0 else 1.0
+
+
 def _host_tiles(gstart, size: int) -> np.ndarray:
     """Tiles of whole hosts: ``tiles[i]:tiles[i+1]`` are the host groups of tile ``i``.
 
@@ -1250,8 +1289,12 @@ def _steps_kernel(demand, factored, fcol, fscale, vm, gstart, ghost, tiles, vm_k
     * per host, its VMs in order, the sums of :func:`_waits`;
     * the fixed points: without a cache device the light loads' in passes over the tile's hosts
       (:func:`_light_waits`), the others by :func:`_waits`;
-    * per host, its VMs in order, ``X``, the fault CPU and the host's loads (these per-host loops
-      wait on their sums, so the element terms computed in them cost little);
+    * per host its waits spread over its VMs' elements, then element-wise passes over the tile
+      compute ``X`` and the fault CPU (a host outside the linear range below is redone with the
+      division);
+    * per host, its VMs in order, the host's loads and fault CPU; two neighbouring hosts with as
+      many VMs are summed in one loop, so that the two hosts' chains of additions overlap (each
+      sum still adds its own VMs in order: the same floats);
     * element-wise passes write the per-VM outputs.
 
     The sums over a host's VMs are taken in VM order and those over the steps in step order, as
@@ -1281,13 +1324,14 @@ def _steps_kernel(demand, factored, fcol, fscale, vm, gstart, ghost, tiles, vm_k
     vmax_b = np.full((n_blocks, k), -np.inf, dtype=np.float32)
     for blk in prange(n_blocks):
         # per element of a tile: r, a0, b0, c0, 1/d, fd, fcc, fcc/d, e, X, fault CPU
-        buf = np.zeros((11, width))
+        buf = np.zeros((13, width))
+        e_ws, e_wc = buf[11], buf[12]
         e_r, e_a0, e_b0, e_c0, e_inv, e_fd = buf[0], buf[1], buf[2], buf[3], buf[4], buf[5]
         e_fcc, e_q, e_e, e_x, e_cpu = buf[6], buf[7], buf[8], buf[9], buf[10]
         e_dm = np.zeros(width, dtype=np.float32)
         # per host of a tile: the sums of _waits and the light-load pass's wait (-1: not light); that pass's scratch
         hb = np.zeros((9, hosts))
-        h_scr = np.zeros((8, hosts))
+        h_scr = np.zeros((13, hosts))
         h_b0max, h_c0max, h_s0s, h_s1s, h_t1s, h_s0c, h_s1c, h_t1c = hb[0], hb[1], hb[2], hb[3], hb[4], hb[5], hb[6], hb[7]
         h_ws = hb[8]
         vmax = vmax_b[blk]
@@ -1392,32 +1436,79 @@ def _steps_kernel(demand, factored, fcol, fscale, vm, gstart, ghost, tiles, vm_k
                                             h_s0c[q] > 0, (h_s0s[q], h_s1s[q], h_t1s[q], h_s0c[q], h_s1c[q], h_t1c[q]),
                                             (st_svc[h], st_c[h], st_lgc[h], st_cap[h]), (ca_svc[h], ca_c[h], ca_lgc[h], ca_cap[h]),
                                             bg_s[h], bg_c[h], w, rounds, iterations)
-                        # X, the fault CPU and the host's loads, its VMs in order (the loop waits on its sums)
+                        h_scr[2, q] = 1.0 if ws * h_b0max[q] + wc * h_c0max[q] <= _LINEAR else 0.0
+                        e_ws[j0:j1] = ws
+                        if with_cache:
+                            e_wc[j0:j1] = wc
+                    # X and the fault CPU, element by element (the linear form; a host outside it below)
+                    if with_cache:
+                        for i in range(n):
+                            e_e[i] = e_b0[i] * e_ws[i] + e_c0[i] * e_wc[i]
+                    else:
+                        for i in range(n):
+                            e_e[i] = e_b0[i] * e_ws[i]
+                    for i in range(n):
+                        iv = e_inv[i]
+                        x = iv * (1.0 - e_e[i] * iv)
+                        e_x[i] = x
+                        e_cpu[i] = x * (e_r[i] * t_cpu[i])
+                    for q in range(nh):
+                        if h_scr[2, q] == 0.0:
+                            j0 = gstart[g0 + q] - J0
+                            j1 = gstart[g0 + q + 1] - J0
+                            for i in range(j0, j1):
+                                x = 1.0 / (1.0 + e_a0[i] + e_e[i])
+                                e_x[i] = x
+                                e_cpu[i] = x * (e_r[i] * t_cpu[i])
+                    # per host, its VMs in order: its loads and fault CPU (two hosts of as many VMs at a time,
+                    # so that their sums' chains overlap; each sum is still taken in its VMs' order)
+                    q = 0
+                    while q < nh:
+                        g = g0 + q
+                        j0 = gstart[g] - J0
+                        j1 = gstart[g + 1] - J0
+                        m = j1 - j0
                         ls = 0.0
                         lc = 0.0
                         cpu_h = 0.0
-                        linear = ws * h_b0max[q] + wc * h_c0max[q] <= _LINEAR  # the same for all the host's VMs
-                        for i in range(j0, j1):
-                            e = e_b0[i] * ws + e_c0[i] * wc if with_cache else e_b0[i] * ws  # c0 wc is +0 without cache
-                            iv = e_inv[i]
-                            x = iv * (1.0 - e * iv) if linear else 1.0 / (1.0 + e_a0[i] + e)
-                            cpu = x * (e_r[i] * t_cpu[i])
-                            e_e[i] = e
-                            e_x[i] = x
-                            e_cpu[i] = cpu
-                            ls += e_fd[i] * x
-                            lc += e_fcc[i] * x
-                            cpu_h += cpu
-                        lam_s = ls * (1.0 + w) + bg_s[h]
-                        lam_c = lc * (1.0 + w) + bg_c[h]
-                        fch[t, h] = cpu_h
-                        iops[t, h] = lam_s + lam_c
-                        us = lam_s / st_cap[h]
-                        uc = lam_c / ca_cap[h] if with_cache else 0.0
-                        util_s[t, h] = us
-                        if with_cache:
-                            util_c[t, h] = uc
-                        util[t, h] = max(us, uc)
+                        ls2 = 0.0
+                        lc2 = 0.0
+                        cpu_h2 = 0.0
+                        pair = q + 1 < nh and gstart[g + 2] - gstart[g + 1] == m
+                        if pair:
+                            q_x, q_fd, q_fcc, q_cpu = e_x[j0:j1], e_fd[j0:j1], e_fcc[j0:j1], e_cpu[j0:j1]
+                            r_x, r_fd, r_fcc, r_cpu = e_x[j1:j1 + m], e_fd[j1:j1 + m], e_fcc[j1:j1 + m], e_cpu[j1:j1 + m]
+                            for i in range(m):
+                                x = q_x[i]
+                                ls += q_fd[i] * x
+                                lc += q_fcc[i] * x
+                                cpu_h += q_cpu[i]
+                                x2 = r_x[i]
+                                ls2 += r_fd[i] * x2
+                                lc2 += r_fcc[i] * x2
+                                cpu_h2 += r_cpu[i]
+                        else:
+                            q_x, q_fd, q_fcc, q_cpu = e_x[j0:j1], e_fd[j0:j1], e_fcc[j0:j1], e_cpu[j0:j1]
+                            for i in range(m):
+                                x = q_x[i]
+                                ls += q_fd[i] * x
+                                lc += q_fcc[i] * x
+                                cpu_h += q_cpu[i]
+                        for k2 in range(2 if pair else 1):
+                            h = ghost[g + k2]
+                            if k2 == 1:
+                                ls, lc, cpu_h = ls2, lc2, cpu_h2
+                            lam_s = ls * (1.0 + w) + bg_s[h]
+                            lam_c = lc * (1.0 + w) + bg_c[h]
+                            fch[t, h] = cpu_h
+                            iops[t, h] = lam_s + lam_c
+                            us = lam_s / st_cap[h]
+                            uc = lam_c / ca_cap[h] if with_cache else 0.0
+                            util_s[t, h] = us
+                            if with_cache:
+                                util_c[t, h] = uc
+                            util[t, h] = max(us, uc)
+                        q += 2 if pair else 1
                     # the VMs' outputs, element by element
                     if not series:  # sums over the steps of the float32 values, in step order within a part of the steps
                         for i in range(n):

@@ -197,9 +197,6 @@ def part_issues(parts: dict[str, list[dict[str, Any]]]) -> list[tuple[str, str]]
 
 def model_part_issues(sc: Scenario, catalog: Catalog) -> list[tuple[str, str]]:
     """Parts a switched-on model will read, checked for the fields that model needs."""
-    from densim.models.devices import block_service
-    from densim.models.fabric import TargetSpec, check_fabric_device
-
     issues: list[tuple[str, str]] = []
 
     def device(name: str) -> DeviceSpec | None:
@@ -210,6 +207,8 @@ def model_part_issues(sc: Scenario, catalog: Catalog) -> list[tuple[str, str]]:
 
     fab = sc.fabric
     if fab.model != "none":
+        from densim.models.fabric import TargetSpec, check_fabric_device  # only when the fabric model is on
+
         for i, p in enumerate(fab.pools):
             dev_name = p.device
             if dev_name is None:
@@ -234,6 +233,8 @@ def model_part_issues(sc: Scenario, catalog: Catalog) -> list[tuple[str, str]]:
                 issues.append(("fabric.local_storage.device", exc.problem))
     st = sc.storage
     if st.model != "none":
+        from densim.models.devices import block_service
+
         for i, ds in enumerate(st.datastores):
             dev = device(ds.device)
             try:
