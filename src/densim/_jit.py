@@ -75,3 +75,27 @@ except ImportError:  # pragma: no cover
         return 1
 
     HAVE_NUMBA = False
+
+
+def load_cached(dispatcher) -> int:
+    """Load the machine code numba's cache holds for ``dispatcher`` on this machine; returns how many overloads.
+
+    Every signature the kernel was compiled for here (and cached) is loaded as its first call would
+    load it, so that a later call finds it loaded; nothing is compiled for a signature the cache
+    does not hold. This reads numba's cache index (``Dispatcher._cache``, numba internals): on a
+    numba without them, or without numba, it loads nothing and returns 0 (the first call then loads
+    as before). :mod:`densim.engine.preload` calls it in a background thread.
+    """
+    try:
+        index = dispatcher._cache._cache_file._load_index()
+        magic = dispatcher.targetctx.codegen().magic_tuple()
+    except Exception:  # noqa: BLE001 - another numba, or a plain function
+        return 0
+    n = 0
+    for key in list(index):
+        sig = key[0]
+        if key[1] != magic or tuple(sig) in dispatcher.overloads:
+            continue
+        dispatcher.compile(tuple(sig))
+        n += 1
+    return n

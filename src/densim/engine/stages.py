@@ -45,6 +45,15 @@ source with a factored form (PlanetLab) is not expanded to (steps x VMs) unless 
 ``summary.add(section, value)``; a stage declares them, with their keys, as
 ``summary_sections = {"name": SomeTypedDict}`` (see :mod:`densim.engine.summary`). Writing an
 undeclared section, a section twice, or keys other than the TypedDict's is a ``SummaryError``.
+
+A stage's arrays in ``chunk.vm_out`` / ``chunk.host_out`` are handed over: when the run is one
+chunk the engine keeps such an array as the metric's time series without copying it, so a stage
+puts there no array it writes into later.
+
+A factory may carry ``kernels``, a function of the scenario returning the ``"module:function"``
+names of the numba kernels the stage will call (empty when the scenario switches it off):
+:mod:`densim.engine.preload` loads their cached machine code in a background thread while the run
+builds its inputs.
 """
 
 from __future__ import annotations

@@ -1118,7 +1118,8 @@ def solve_steps(
         fr = sd = fcpu = np.zeros((0, 0), np.float32)
         sums = np.zeros((3, SUM_PARTS, vm_ids.size))  # per part of the steps, per VM in host order
     if factors is not None:
-        dem_out = np.empty((T, V), np.float32) if every else (base[:, fcol] * fscale[None, :]).astype(np.float32)
+        # C order (base[:, fcol] may come out in F order), so that the kernel has one signature
+        dem_out = np.empty((T, V), np.float32) if every else (base[:, fcol] * fscale[None, :]).astype(np.float32, order="C")
     elif in_place and demand is not demand_mhz:
         raise ValueError("solve_steps(in_place=True) needs a writeable C-ordered demand array")
     else:

@@ -531,3 +531,13 @@ class MemoryStage(BaseStage):
                  source="modelling guide §2")
 def memory_stage(ctx):
     return MemoryStage(ctx) if ctx.scenario.memory.model != "none" else None
+
+
+def _kernels(scenario) -> tuple[str, ...]:
+    """The memory model's numba kernels a run calls (loaded ahead: :mod:`densim.engine.preload`)."""
+    if scenario.memory.model == "none":
+        return ()
+    return tuple(f"densim.models.memory:{k}" for k in ("_sort_by_segment", "_reclaim_segments", "_steps_kernel"))
+
+
+memory_stage.kernels = _kernels

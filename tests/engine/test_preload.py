@@ -1,0 +1,88 @@
+"""Loading a run's numba kernels ahead, in a background thread (densim.engine.preload).
+
+The preload changes when a kernel's machine code is loaded, never what it computes: a run with it
+gives the floats of a run without it. What it loads must be real kernels, and ``load_cached`` must
+load a cached kernel without compiling it (checked in fresh processes against numba's own counters).
+"""
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from densim.engine import preload as P
+from densim.engine import simulate
+from densim.plant import resolve
+from tests.core.helpers import const_vms, host, scenario
+
+
+def _plant(memory: bool):
+    # 12 VMs of 16 GiB first-fit at 3x memory over-commit onto one 64 GiB host of 32 cores: with the memory
+    # model on, every VM faults (the fault-cost kernel runs), over 2 h of 5-minute steps
+    vms = const_vms("v", 12, 2, 2000, 0.4, mem="16 GiB")
+    vms["profile"] = {"kind": "diurnal", "mean": 0.4, "amplitude": 0.3}
+    extra = {"memory": {"model": "vsphere-like"}} if memory else {}
+    return resolve(scenario([host(4, cores=32, mem="64 GiB")], [vms], horizon="2 h", mem_oc=3.0, **extra))
+
+
+def test_a_run_names_the_cpu_kernel_and_its_stages_kernels():
+    from numba.core.registry import CPUDispatcher
+
+    plain = P.run_kernels(_plant(False).spec)
+    mem = P.run_kernels(_plant(True).spec)
+    assert plain == ["densim.engine.cpu_kernel:cpu_chunk"]
+    assert mem[0] == plain[0] and {"densim.models.memory:_reclaim_segments", "densim.models.memory:_steps_kernel"} <= set(mem)
+    import importlib
+
+    for name in mem:  # every name is a cached numba kernel the run calls
+        module, attr = name.split(":")
+        assert isinstance(getattr(importlib.import_module(module), attr), CPUDispatcher), name
+
+
+@pytest.mark.parametrize("memory", [False, True])
+def test_a_run_with_the_preload_gives_the_floats_of_one_without(monkeypatch, memory):
+    plant = _plant(memory)
+    monkeypatch.setenv("DENSIM_PRELOAD", "0")
+    off = simulate(plant)
+    monkeypatch.setenv("DENSIM_PRELOAD", "1")
+    on = simulate(plant)
+    assert on.summary["totals"] == off.summary["totals"]
+    if memory:
+        assert on.summary["memory"]["vms_slowed"] == 12  # the fault-cost kernel ran for every VM
+    for acc in ("vm_acc", "host_acc"):
+        a, b = getattr(on, acc), getattr(off, acc)
+        assert a.sum.keys() == b.sum.keys()
+        for name in a.sum:
+            np.testing.assert_array_equal(a.sum[name], b.sum[name], err_msg=name)
+
+
+def test_preload_off_starts_no_thread(monkeypatch):
+    monkeypatch.setenv("DENSIM_PRELOAD", "0")
+    assert P.preload(_plant(True).spec) is None
+
+
+def test_load_cached_loads_a_cached_kernel_and_compiles_nothing(tmp_path):
+    # a kernel compiled (and cached) by one process; a second process loads it with load_cached:
+    # one overload loaded from the cache (numba counts a cache hit, no cache miss), and calling it
+    # afterwards loads nothing more. A plain function (no numba dispatcher) loads nothing.
+    (tmp_path / "kmod.py").write_text(textwrap.dedent("""
+        from densim._jit import njit
+
+        @njit
+        def twice(x):
+            return 2.0 * x
+    """))
+    env_code = f"import sys; sys.path.insert(0, {str(tmp_path)!r}); import kmod\n"
+    first = subprocess.run([sys.executable, "-c", env_code + "print(kmod.twice(1.5))"], capture_output=True, text=True,
+                           check=True)
+    assert first.stdout.strip() == "3.0"
+    second = subprocess.run([sys.executable, "-c", env_code + textwrap.dedent("""
+        from densim._jit import load_cached
+        n = load_cached(kmod.twice)
+        hits, misses = sum(kmod.twice.stats.cache_hits.values()), sum(kmod.twice.stats.cache_misses.values())
+        kmod.twice(2.0)
+        print(n, hits, misses, len(kmod.twice.overloads), load_cached(kmod.twice), load_cached(len))
+    """)], capture_output=True, text=True, check=True)
+    assert second.stdout.split() == ["1", "1", "0", "1", "0", "0"]
