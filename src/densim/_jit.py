@@ -99,3 +99,42 @@ def load_cached(dispatcher) -> int:
         dispatcher.compile(tuple(sig))
         n += 1
     return n
+
+
+@njit
+def _touch_pages(flat, step):
+    """Write a zero every ``step`` bytes of ``flat`` (a uint8 view): the OS maps (and zeroes) each page."""
+    for i in range(0, flat.size, step):
+        flat[i] = 0
+
+
+class Prefaulted:
+    """A new C-ordered array whose memory the OS maps in a background thread; :meth:`get` waits for it.
+
+    A fresh array's pages are mapped and zeroed by the OS on their first write (here about 0.1 s a GB
+    with huge pages, more without). A kernel that writes a large output array pays that inside its
+    own run; allocating the output while the run still has serial work to do (numpy and Python set-up
+    on one core) and touching one byte a page in a thread that holds no GIL (a numba ``nogil``
+    kernel) moves the cost to the other core. The array's contents are undefined, as ``np.empty``'s.
+    """
+
+    PAGE = 4096
+
+    def __init__(self, shape, dtype) -> None:
+        import threading
+
+        import numpy as np
+
+        self._array = np.empty(shape, dtype)
+        self._thread = None
+        if HAVE_NUMBA and self._array.nbytes >= 1 << 20:
+            flat = self._array.reshape(-1).view(np.uint8)
+            self._thread = threading.Thread(target=_touch_pages, args=(flat, self.PAGE), name="densim-prefault", daemon=True)
+            self._thread.start()
+
+    def get(self):
+        """The array, once every page of it is mapped."""
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        return self._array

@@ -86,3 +86,19 @@ def test_load_cached_loads_a_cached_kernel_and_compiles_nothing(tmp_path):
         print(n, hits, misses, len(kmod.twice.overloads), load_cached(kmod.twice), load_cached(len))
     """)], capture_output=True, text=True, check=True)
     assert second.stdout.split() == ["1", "1", "0", "1", "0", "0"]
+
+
+def test_a_prefaulted_array_is_mapped_in_the_background_and_handed_over_once_mapped():
+    # 2 MiB: above the 1 MiB under which no thread is started; get() waits for the thread, then the
+    # array is an ordinary writeable C-ordered array of the shape and type asked for
+    from densim._jit import Prefaulted
+
+    p = Prefaulted((512, 1024), np.float32)
+    assert p._thread is not None
+    a = p.get()
+    assert p._thread is None and p.get() is a
+    assert a.shape == (512, 1024) and a.dtype == np.float32 and a.flags.c_contiguous and a.flags.writeable
+    a[...] = 1.5
+    assert float(a.sum(dtype=np.float64)) == 1.5 * 512 * 1024
+    small = Prefaulted((10, 10), np.float64)
+    assert small._thread is None and small.get().shape == (10, 10)

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from scipy import special
 
+from densim._jit import Prefaulted
 from densim.models import memory as M
 from densim.models.queueing import mmc_wait_s
 from tests.memory.reference_solver import reclaim_numpy, solve_throughput_numpy
@@ -255,9 +256,18 @@ def test_factored_demand_gives_the_dense_figures_to_the_bit(share, series):
     kw = dict(store=FC_SAN, cache=S3710, background_store_iops=200.0, series=series)
     want = M.solve_steps(dense.copy(), *args, **kw)
     got = M.solve_steps(None, *args, **kw, factors=(base, col, scale))
+    # the demand with the fault CPU written into an array the caller gives (out=: garbage in it,
+    # or pages mapped in the background), dense and factored: the same floats
+    garbage = np.full((T, V), np.nan, np.float32)
+    given = M.solve_steps(dense.copy(), *args, **kw, out=garbage)
+    assert given.demand_mhz is garbage
+    prefaulted = M.solve_steps(None, *args, **kw, factors=(base, col, scale), out=Prefaulted((T, V), np.float32))
     for name in ("fault_rate_per_s", "slowdown", "fault_cpu_mhz", "demand_mhz", "max_slowdown", "host_fault_cpu_mhz",
                  "swap_iops", "util", "util_store", "util_cache"):
-        np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=name)
+        for res in (got, given, prefaulted):
+            np.testing.assert_array_equal(getattr(res, name), getattr(want, name), err_msg=name)
+    with pytest.raises(ValueError, match="out="):
+        M.solve_steps(dense.copy(), *args, **kw, out=np.zeros((T, V + 1), np.float32))
 
 
 @pytest.mark.parametrize("cache", [None, S3710])

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from densim._jit import get_num_threads, njit, prange
+from densim._jit import Prefaulted, get_num_threads, njit, prange
 from densim.models.devices import DeviceSpec, mix_iops, mix_service_s
 from densim.models.queueing import mmc_wait_s
 from densim.registry import Registry
@@ -1034,6 +1034,7 @@ def solve_steps(
     series: bool = True,
     in_place: bool = False,
     factors=None,
+    out=None,
 ) -> StepFaults:
     """Faults, throughput and fault-handling CPU of VMs whose memory stays where it is, every step of a chunk.
 
@@ -1059,6 +1060,9 @@ def solve_steps(
     caller owns: a float32 C-ordered array), so no second (steps x VMs) array is allocated.
     ``factors=(base, col, scale)`` (a source's :meth:`~densim.workloads.sources.DemandSource.window_factors`,
     float32): the demand is ``base[t, col[v]] * scale[v]`` and is never expanded; ``demand_mhz`` is None.
+    ``out``: a float32 C-ordered ``(steps, VMs)`` array (contents undefined), or a
+    :class:`densim._jit.Prefaulted` one, that becomes the demand with the fault CPU added instead
+    of a new array (not with ``in_place``).
     """
     if factors is not None:
         base, fcol, fscale = factors
@@ -1117,7 +1121,9 @@ def solve_steps(
     else:
         fr = sd = fcpu = np.zeros((0, 0), np.float32)
         sums = np.zeros((3, SUM_PARTS, vm_ids.size))  # per part of the steps, per VM in host order
-    if factors is not None:
+    if out is not None:
+        dem_out = None  # taken below, as late as can be (a Prefaulted array may still be mapping its pages)
+    elif factors is not None:
         # C order (base[:, fcol] may come out in F order), so that the kernel has one signature
         dem_out = np.empty((T, V), np.float32) if every else (base[:, fcol] * fscale[None, :]).astype(np.float32, order="C")
     elif in_place and demand is not demand_mhz:
@@ -1140,6 +1146,12 @@ def solve_steps(
         iops, util = rows(bg_s + bg_c), rows(util_s0)
         util_s, util_c = util, np.zeros((0, 0), np.float32)
     fch = np.zeros((T, H), np.float32)
+    if out is not None:
+        dem_out = out.get() if isinstance(out, Prefaulted) else out
+        if in_place or dem_out.shape != (T, V) or dem_out.dtype != np.float32 or not dem_out.flags.c_contiguous:
+            raise ValueError("solve_steps(out=...) takes a float32 C-ordered (steps, VMs) array, and not with in_place")
+        if not every:  # the VMs without faults keep their demand
+            dem_out[...] = base[:, fcol] * fscale[None, :] if factors is not None else demand
     _steps_kernel(demand, factors is not None, fcol, fscale, vm_ids[order], gstart, ghost, _host_tiles(gstart, STEP_TILE), vm_k, cache is not None, *st_p, *ca_p, bg_s, bg_c, w,
                   int(rounds), int(iterations), max(1, min(T, SUM_PARTS, get_num_threads())),
                   series, fr, sd, fcpu, sums, dem_out, sd_max, fch, iops, util_s, util_c, util)

@@ -29,6 +29,7 @@ import numpy as np
 
 from typing import TypedDict
 
+from densim._jit import Prefaulted
 from densim._lazy import lazy
 from densim.engine.stages import STAGES, BaseStage, add_saturation
 from densim.models.workload_memory import MemoryWorkload
@@ -416,6 +417,9 @@ class MemoryStage(BaseStage):
             demand = None if factored else chunk.demand()
             own = (not factored and "cpu_demand_mhz" in chunk.owned and demand.dtype == np.float32
                    and demand.flags.c_contiguous and demand.flags.writeable)
+            # the demand with the fault CPU added is a new (steps x VMs) array: the OS maps its pages
+            # on the other core while the arguments below are gathered and solve_steps sets up
+            out = None if own else Prefaulted((T, V), np.float32)
             res = M.solve_steps(demand, vms_idx, self._host_idx[fidx], H,
                                 M.FaultRates(*(getattr(u, name)[fidx] for name in ("compressed", "cache", "store", "guest",
                                                                                     "miss_ratio"))),
@@ -423,7 +427,7 @@ class MemoryStage(BaseStage):
                                 store=self.store, cache=self.cache, costs=self._costs,
                                 background_store_iops=self.settings.background_swap_iops, store_ios_per_fault=self._store_ios,
                                 series=chunk.keep_vm_series, in_place=own,
-                                factors=chunk.demand_factors if factored else None)
+                                factors=chunk.demand_factors if factored else None, out=out)
             if chunk.keep_vm_series:
                 out_vm.update(mem_fault_rate_per_s=res.fault_rate_per_s, mem_slowdown=res.slowdown,
                               mem_fault_cpu_mhz=res.fault_cpu_mhz)
@@ -537,7 +541,8 @@ def _kernels(scenario) -> tuple[str, ...]:
     """The memory model's numba kernels a run calls (loaded ahead: :mod:`densim.engine.preload`)."""
     if scenario.memory.model == "none":
         return ()
-    return tuple(f"densim.models.memory:{k}" for k in ("_sort_by_segment", "_reclaim_segments", "_steps_kernel"))
+    return ("densim._jit:_touch_pages",
+            *(f"densim.models.memory:{k}" for k in ("_sort_by_segment", "_reclaim_segments", "_steps_kernel")))
 
 
 memory_stage.kernels = _kernels
