@@ -236,18 +236,24 @@ def test_in_place_writes_the_same_demand_over_its_input():
 
 @pytest.mark.parametrize("share", [1.0, 0.6])
 @pytest.mark.parametrize("series", [True, False])
-def test_factored_demand_gives_the_dense_figures_to_the_bit(share, series):
+@pytest.mark.parametrize("cols", ["random", "in turn", "in short turns"])
+def test_factored_demand_gives_the_dense_figures_to_the_bit(share, series, cols):
     # a trace replayed by many VMs: demand[t, v] = base[t, col[v]] * scale[v] (float32), as a
     # PlanetLab window is; read in that form the kernel must give exactly what it gives on the
-    # expanded (steps x VMs) array, for every VM faulting (share 1) and for some (0.6)
+    # expanded (steps x VMs) array, for every VM faulting (share 1) and for some (0.6). Columns at
+    # random are gathered; columns in turn (v mod 7, VMs on hosts in order) are runs of consecutive
+    # columns read by slices (6 runs), or gathered when they are more than RUNS (v mod 3: 14 runs)
     rng = np.random.default_rng(21)
-    T, V, H, F = 30, 40, 5, 7
+    T, V, H = 30, 40, 5
+    F = 3 if cols == "in short turns" else 7
     base = rng.uniform(0.0, 1.0, (T, F)).astype(np.float32)
-    col = rng.integers(0, F, V)
+    col = rng.integers(0, F, V) if cols == "random" else np.arange(V) % F
     scale = np.full(V, 2300.0, np.float32)
     dense = np.take(base, col, axis=1)
     dense *= np.float32(2300.0)
     host = rng.integers(0, H, V)
+    if cols != "random":
+        host = np.sort(host)  # VMs in host order: the kernel reads their columns tile by tile
     vm_ids = np.arange(V) if share == 1.0 else np.flatnonzero(rng.random(V) < share)
     k = vm_ids.size
     unit = M.FaultRates(*(rng.exponential(0.2, k) for _ in range(4)), rng.random(k))

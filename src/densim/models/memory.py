@@ -45,6 +45,7 @@ import numpy as np
 
 from densim._jit import Prefaulted, get_num_threads, njit, prange
 from densim.models.devices import DeviceSpec, mix_iops, mix_service_s
+from densim.models.memory_defaults import FaultCosts, MemoryParams  # noqa: F401  (defined apart: no numba to resolve a scenario)
 from densim.models.queueing import mmc_wait_s
 from densim.registry import Registry
 
@@ -535,20 +536,6 @@ class DeviceArrays:
 
     def capacity_iops(self, read_fraction):
         return mix_iops(self.read_iops, self.write_iops, read_fraction)
-
-
-@dataclass(frozen=True)
-class FaultCosts:
-    """Per-fault software costs (seconds) and the fault overlap."""
-
-    software_s: float = 10e-6  # hypervisor fault handling + I/O submission, per host-swap fault
-    guest_software_s: float | None = None  # guest page fault + virtual disk I/O; default = software_s
-    decompress_s: float = 20e-6  # per compressed page touched
-    writes_per_fault: float = 1.0  # swap-out writes per swap-in (steady state: every fault evicts)
-    # host CPU work per fault (cycles), see fault_cpu_cycles_per_s; defaults as catalog vsphere-like (E)
-    trap_cycles: float = 1500.0  # exit into the hypervisor and back
-    map_cycles: float = 3000.0  # page allocation and page-table update
-    io_cycles: float = 15000.0  # per swap I/O: submission and completion in the host's block stack
 
 
 @dataclass(frozen=True)
@@ -1078,7 +1065,9 @@ def solve_steps(
     H = int(n_hosts)
     vm_ids = np.asarray(vm_ids, dtype=np.int64)
     host = np.asarray(vm_host, dtype=np.int64)
-    order = np.argsort(host, kind="stable")
+    # the VMs in host order (already so when they were placed in order: no permutation to apply)
+    in_order = bool(np.all(host[1:] >= host[:-1]))
+    order = slice(None) if in_order else np.argsort(host, kind="stable")
     hs = host[order]
     gstart = np.flatnonzero(np.r_[True, hs[1:] != hs[:-1]]) if hs.size else np.zeros(0, np.int64)
     ghost = np.ascontiguousarray(hs[gstart], dtype=np.int64)
@@ -1089,7 +1078,7 @@ def solve_steps(
         return _kernel_array(np.broadcast_to(np.asarray(x, dtype=float), (H,)))
 
     def per_vm(x):
-        return np.broadcast_to(np.asarray(x, dtype=float), (vm_ids.size,))[order]
+        return np.broadcast_to(np.asarray(x, dtype=float), (vm_ids.size,))[order]  # a view when in order
 
     st_p = _station(store, p_read, H)
     ca_p = _station(cache, p_read, H) if cache is not None else st_p
@@ -1152,7 +1141,7 @@ def solve_steps(
             raise ValueError("solve_steps(out=...) takes a float32 C-ordered (steps, VMs) array, and not with in_place")
         if not every:  # the VMs without faults keep their demand
             dem_out[...] = base[:, fcol] * fscale[None, :] if factors is not None else demand
-    _steps_kernel(demand, factors is not None, fcol, fscale, vm_ids[order], gstart, ghost, _host_tiles(gstart, STEP_TILE), vm_k, cache is not None, *st_p, *ca_p, bg_s, bg_c, w,
+    _steps_kernel(demand, factors is not None, fcol, fscale, np.ascontiguousarray(vm_ids[order]), gstart, ghost, _host_tiles(gstart, STEP_TILE), vm_k, cache is not None, *st_p, *ca_p, bg_s, bg_c, w,
                   int(rounds), int(iterations), max(1, min(T, SUM_PARTS, get_num_threads())),
                   series, fr, sd, fcpu, sums, dem_out, sd_max, fch, iops, util_s, util_c, util)
     if not series:  # blocks' sums in order; VMs without faults: rate and CPU 0, slowdown 1 in every step
@@ -1168,6 +1157,7 @@ def solve_steps(
     return StepFaults(fr, sd, fcpu, dem_out, sd_max, fch, iops, util_s, util_c, util)
 
 
+RUNS = 8  # solve_steps' kernel: a tile's factored demand in at most this many runs of consecutive columns is read by slices
 SUM_PARTS = 8  # solve_steps' kernel: equal parts of the steps, whole parts per thread (at most 8 threads), one partial sum each
 STEP_TILE = 1024  # solve_steps' kernel: VMs (whole hosts) per tile, so that a tile's scratch rows stay in the core's cache
 
@@ -1342,6 +1332,7 @@ def _steps_kernel(demand, factored, fcol, fscale, vm, gstart, ghost, tiles, vm_k
         e_r, e_a0, e_b0, e_c0, e_inv, e_fd = buf[0], buf[1], buf[2], buf[3], buf[4], buf[5]
         e_fcc, e_q, e_e, e_x, e_cpu = buf[6], buf[7], buf[8], buf[9], buf[10]
         e_dm = np.zeros(width, dtype=np.float32)
+        runs = np.zeros(RUNS + 1, dtype=np.int64)
         # per host of a tile: the sums of _waits and the light-load pass's wait (-1: not light); that pass's scratch
         hb = np.zeros((9, hosts))
         h_scr = np.zeros((13, hosts))
@@ -1361,6 +1352,16 @@ def _steps_kernel(demand, factored, fcol, fscale, vm, gstart, ghost, tiles, vm_k
             t_vm = vm[J0:J0 + n]
             t_fcol = fcol[v0 + J0:v0 + J0 + n] if factored and contiguous else fcol[:0]
             t_fscale = fscale[v0 + J0:v0 + J0 + n] if factored and contiguous else fscale[:0]
+            # the tile's factored columns in runs of consecutive columns (a trace per VM, or traces
+            # replayed in turn): a run's demand is a slice of the step's row; more than RUNS runs: gathered
+            nr = 0
+            for i in range(t_fcol.size):
+                if i == 0 or t_fcol[i] != t_fcol[i - 1] + 1:
+                    if nr < RUNS:
+                        runs[nr] = i
+                    nr += 1
+            if nr <= RUNS:
+                runs[nr] = n
             # whole parts of the steps per thread block, so that no two threads add to one partial sum
             for sb in range(blk * SUM_PARTS // n_blocks, (blk + 1) * SUM_PARTS // n_blocks):
                 s_fr, s_sd, s_fc = sums[0, sb, J0:J0 + n], sums[1, sb, J0:J0 + n], sums[2, sb, J0:J0 + n]  # empty rows with series
@@ -1369,7 +1370,15 @@ def _steps_kernel(demand, factored, fcol, fscale, vm, gstart, ghost, tiles, vm_k
                     d_row = dem_out[t, v0 + J0:v0 + J0 + n] if contiguous else dem_out[t, :0]
                     # the tile's demand, then the coefficients: accesses per second of work follow the VM's CPU use
                     if factored:
-                        if contiguous:
+                        if contiguous and nr <= RUNS:
+                            for r in range(nr):
+                                a = runs[r]
+                                m = runs[r + 1] - a
+                                c = t_fcol[a]
+                                x_dm, x_row, x_sc = e_dm[a:a + m], row[c:c + m], t_fscale[a:a + m]
+                                for i in range(m):
+                                    x_dm[i] = x_row[i] * x_sc[i]
+                        elif contiguous:
                             for i in range(n):
                                 e_dm[i] = row[t_fcol[i]] * t_fscale[i]
                         else:
@@ -1741,32 +1750,6 @@ def solve_throughput_on_datastores(
 
 # ---------------------------------------------------------------------------------------------
 # one-call convenience for studies and tests
-
-
-@dataclass(frozen=True)
-class MemoryParams:
-    """Every knob of the vSphere-like model (defaults: catalog ``memory_models``, see memory.yaml)."""
-
-    zero_page_fraction: float = 0.05
-    inter_vm_sharing_fraction: float = 0.0
-    balloon_limit: float = 0.65
-    compression: bool = True
-    compression_cache_fraction: float = 0.10
-    compression_ratio: float = 2.0
-    software_s: float = 10e-6
-    guest_software_s: float | None = None
-    decompress_s: float = 20e-6
-    writes_per_fault: float = 1.0
-    trap_cycles: float = 1500.0
-    map_cycles: float = 3000.0
-    io_cycles: float = 15000.0
-    hypervisor_bytes: float = 0.0
-    overhead_per_vm_bytes: float = 50 * MIB
-    use_min_free: bool = True
-
-    def costs(self) -> FaultCosts:
-        return FaultCosts(self.software_s, self.guest_software_s, self.decompress_s, self.writes_per_fault,
-                          self.trap_cycles, self.map_cycles, self.io_cycles)
 
 
 def guest_capacity_bytes(host_memory_bytes, n_vms, params: MemoryParams):

@@ -30,7 +30,7 @@ from densim.spec.scenario import Scenario
 from densim.spec.storage import DatastoreSpec
 
 if TYPE_CHECKING:
-    from densim.models.memory import MemoryParams
+    from densim.models.memory_defaults import MemoryParams
 
 DEFAULT_PLATFORM = "ibm-x3650-m3-x5680"  # platform figures for a server with no virt_platforms entry
 NET_PATH = {"emulated": "emulated-e1000", "virtio": "virtio-net", "vhost": "vhost-net", "sriov": "sriov-vf"}

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 from densim.catalog.core import Catalog
-from densim.models.memory_defaults import MemoryModelDefaults
+from densim.models.memory_defaults import MemoryModelDefaults, MemoryParams
 from densim.spec.memory import MemorySettings
 
 
-def memory_params(s: MemorySettings, catalog: Catalog) -> "MemoryParams":  # noqa: F821
-    """:class:`densim.models.memory.MemoryParams` with catalog defaults filled in."""
-    from densim.models.memory import MemoryParams  # numba kernels: loaded when the memory model is on
-
+def memory_params(s: MemorySettings, catalog: Catalog) -> MemoryParams:
+    """:class:`densim.models.memory_defaults.MemoryParams` with catalog defaults filled in."""
     d = MemoryModelDefaults.model_validate(catalog.raw("memory_models", "vsphere-like" if s.model == "none" else s.model))
 
     def pick(v, default):

@@ -25,9 +25,10 @@ CPU model: ``mem_fault_cpu_mhz`` per VM and per host, ``summary.memory.fault_cpu
 
 from __future__ import annotations
 
-import numpy as np
-
+from collections.abc import Sequence
 from typing import TypedDict
+
+import numpy as np
 
 from densim._jit import Prefaulted
 from densim._lazy import lazy
@@ -79,6 +80,22 @@ class MemorySummary(_MemorySummaryOptional):
     vms_slowed: int
     worst_vm_slowdown: float
     fault_cpu: dict  # cycles per fault by tier, host CPU the fault handling took (mean and peak MHz per host)
+
+
+class _DeviceNames(Sequence):
+    """``"<device>@<host>"`` for every host, made when read (the saturation log reads only the busy ones)."""
+
+    def __init__(self, device: str, hosts) -> None:
+        self.device = device
+        self.hosts = hosts
+
+    def __len__(self) -> int:
+        return len(self.hosts)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        return f"{self.device}@{self.hosts[i]}"
 
 
 class MemoryStage(BaseStage):
@@ -135,12 +152,12 @@ class MemoryStage(BaseStage):
         self.hosts_short = np.flatnonzero(self.deficit_h > 0)
         self.vm_idx = np.flatnonzero(placed & (self.deficit_h[np.where(placed, vms.host, 0)] > 0))
         self._rec1 = None  # one-step reclamation, reused while active memory is constant
+        self._solve_args = None  # solve_steps' per-VM arguments, taken in the first chunk
         self._host_idx = vms.host[self.vm_idx]
         self._cap_vm = vms.vcpus * vms.vcpu_mhz
         self.swap_steps = np.zeros(H)
-        hn = [str(x) for x in hosts.names]
-        self._store_names = [f"{self.settings.swap_device}@{h}" for h in hn]
-        self._cache_names = [f"{self.settings.swap_cache_device}@{h}" for h in hn] if self.cache is not None else []
+        self._store_names = _DeviceNames(self.settings.swap_device, hosts.names)
+        self._cache_names = _DeviceNames(self.settings.swap_cache_device, hosts.names) if self.cache is not None else []
         self.max_slowdown = np.ones(vms.n)
         # host CPU of fault handling: decompression cycles at the host's core clock; per-host totals for the summary
         self._core_mhz_vm = np.asarray(hosts.core_mhz, dtype=float)[np.where(placed, vms.host, 0)]
@@ -420,11 +437,18 @@ class MemoryStage(BaseStage):
             # the demand with the fault CPU added is a new (steps x VMs) array: the OS maps its pages
             # on the other core while the arguments below are gathered and solve_steps sets up
             out = None if own else Prefaulted((T, V), np.float32)
-            res = M.solve_steps(demand, vms_idx, self._host_idx[fidx], H,
-                                M.FaultRates(*(getattr(u, name)[fidx] for name in ("compressed", "cache", "store", "guest",
-                                                                                    "miss_ratio"))),
-                                self.rate[vms_idx], self._cap_vm[vms_idx], self.theta[vms_idx], self._core_mhz_vm[vms_idx],
-                                store=self.store, cache=self.cache, costs=self._costs,
+            if self._solve_args is None:  # the faulting VMs' constants: the same in every chunk
+                every = vms_idx.size == V  # every VM faults (the indices are 0..V-1): the arrays as they are, no copies
+
+                def pick(x, i):
+                    return x if every else x[i]
+
+                self._solve_args = (vms_idx, pick(self._host_idx, fidx),
+                                    M.FaultRates(*(pick(getattr(u, name), fidx) for name in ("compressed", "cache", "store",
+                                                                                             "guest", "miss_ratio"))),
+                                    *(pick(x, vms_idx) for x in (self.rate, self._cap_vm, self.theta, self._core_mhz_vm)))
+            ids, hosts_of, unit, rate, cap, theta, core = self._solve_args
+            res = M.solve_steps(demand, ids, hosts_of, H, unit, rate, cap, theta, core, store=self.store, cache=self.cache, costs=self._costs,
                                 background_store_iops=self.settings.background_swap_iops, store_ios_per_fault=self._store_ios,
                                 series=chunk.keep_vm_series, in_place=own,
                                 factors=chunk.demand_factors if factored else None, out=out)
