@@ -109,16 +109,20 @@ def _touch_pages(flat, step):
 
 
 class Prefaulted:
-    """A new C-ordered array whose memory the OS maps in a background thread; :meth:`get` waits for it.
+    """A new C-ordered array whose memory the OS maps in a background thread; :meth:`get` hands it over.
 
     A fresh array's pages are mapped and zeroed by the OS on their first write (here about 0.1 s a GB
     with huge pages, more without). A kernel that writes a large output array pays that inside its
     own run; allocating the output while the run still has serial work to do (numpy and Python set-up
     on one core) and touching one byte a page in a thread that holds no GIL (a numba ``nogil``
-    kernel) moves the cost to the other core. The array's contents are undefined, as ``np.empty``'s.
+    kernel) moves the cost to the other core. The array is touched in ``PARTS`` parts, each claimed
+    by one thread: the background thread takes them from the first, :meth:`get` from the last until
+    none is left, so a caller that comes early shares the work instead of waiting for it. The array's
+    contents are undefined, as ``np.empty``'s.
     """
 
     PAGE = 4096
+    PARTS = 32
 
     def __init__(self, shape, dtype) -> None:
         import threading
@@ -129,12 +133,32 @@ class Prefaulted:
         self._thread = None
         if HAVE_NUMBA and self._array.nbytes >= 1 << 20:
             flat = self._array.reshape(-1).view(np.uint8)
-            self._thread = threading.Thread(target=_touch_pages, args=(flat, self.PAGE), name="densim-prefault", daemon=True)
+            size = -(-flat.size // self.PARTS)
+            self._parts = [flat[i:i + size] for i in range(0, flat.size, size)]
+            self._next = [0, len(self._parts)]  # parts [next[0], next[1]) are not yet claimed
+            self._lock = threading.Lock()
+            self._thread = threading.Thread(target=self._touch, args=(0,), name="densim-prefault", daemon=True)
             self._thread.start()
 
+    def _claim(self, end: int):
+        with self._lock:
+            lo, hi = self._next
+            if lo >= hi:
+                return None
+            if end == 0:
+                self._next[0] = lo + 1
+                return self._parts[lo]
+            self._next[1] = hi - 1
+            return self._parts[hi - 1]
+
+    def _touch(self, end: int) -> None:
+        while (part := self._claim(end)) is not None:
+            _touch_pages(part, self.PAGE)
+
     def get(self):
-        """The array, once every page of it is mapped."""
+        """The array, once every page of it is mapped (touching the parts still left meanwhile)."""
         if self._thread is not None:
+            self._touch(1)
             self._thread.join()
             self._thread = None
         return self._array

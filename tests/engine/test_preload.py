@@ -94,9 +94,9 @@ def test_a_prefaulted_array_is_mapped_in_the_background_and_handed_over_once_map
     from densim._jit import Prefaulted
 
     p = Prefaulted((512, 1024), np.float32)
-    assert p._thread is not None
-    a = p.get()
-    assert p._thread is None and p.get() is a
+    assert p._thread is not None and len(p._parts) == Prefaulted.PARTS
+    a = p.get()  # touches the parts the thread has not claimed yet, then joins it
+    assert p._thread is None and p.get() is a and p._next[0] == p._next[1]
     assert a.shape == (512, 1024) and a.dtype == np.float32 and a.flags.c_contiguous and a.flags.writeable
     a[...] = 1.5
     assert float(a.sum(dtype=np.float64)) == 1.5 * 512 * 1024
