@@ -1195,34 +1195,25 @@ def _light_waits(nh, hosts, s0, s1, b0max, svc, c, lgc, cap, bg, w, scratch, ws)
     for q in range(nh):
         h = hosts[q]
         wt[q], el[q] = _wait_from(av[q], svc[h], c[h], pm[q], cd[q])
+    # _device_wait's closing Newton step, every host's expressions computed and the outcome selected
+    # (no branch, so the pass vectorises): 0 without faults, -1 where _waits must go on, else the wait
     for q in range(nh):
-        h = hosts[q]
-        ws[q] = -1.0
-        if not s0[q] > 0:
-            ws[q] = 0.0
-            continue
-        if not ok[q] > 0:
-            continue
+        pm[q] = bg[hosts[q]]  # the host's background load (pm is free again)
+    for q in range(nh):
+        s0q = s0[q]
+        bgq = pm[q]
         lam = hi[q]
-        g_lo = 0.0 - (s0[q] * (1.0 + w) + bg[h])
+        g_lo = 0.0 - (s0q * (1.0 + w) + bgq)
         t = wt[q]
         e = t * b0max[q] + 0.0
-        if e <= _NEGLIGIBLE:
-            ld = s0[q]
-        elif e <= _LINEAR:
-            ld = s0[q] - (t * s1[q] + 0.0 * 0.0)
-        else:
-            continue
-        g = lam - (ld * (1.0 + w) + bg[h])
-        if lam == -g_lo and g >= 0 and t * b0max[q] + 0.0 * 0.0 <= _LINEAR:
-            if g == 0 or t == 0:
-                ws[q] = t
-                continue
-            ihi = 1.0 / lam
-            step = g / (1.0 + s1[q] * (1.0 + w) * t * el[q] * ihi)
-            rel = el[q] * step * ihi
-            if rel <= 1e-8:
-                ws[q] = t * (1.0 - rel)
+        ld = s0q if e <= _NEGLIGIBLE else s0q - (t * s1[q] + 0.0 * 0.0)
+        g = lam - (ld * (1.0 + w) + bgq)
+        ihi = 1.0 / lam
+        step = g / (1.0 + s1[q] * (1.0 + w) * t * el[q] * ihi)
+        rel = el[q] * step * ihi
+        newton = t if (g == 0) | (t == 0) else (t * (1.0 - rel) if rel <= 1e-8 else -1.0)
+        solved = (ok[q] > 0) & (e <= _LINEAR) & (lam == -g_lo) & (g >= 0) & (t * b0max[q] + 0.0 * 0.0 <= _LINEAR)
+        ws[q] = (newton if solved else -1.0) if s0q > 0 else 0.0
 
 
 @njit(inline="always", error_model="numpy")
