@@ -1159,7 +1159,7 @@ def solve_steps(
 
 RUNS = 8  # solve_steps' kernel: a tile's factored demand in at most this many runs of consecutive columns is read by slices
 SUM_PARTS = 8  # solve_steps' kernel: equal parts of the steps, whole parts per thread (at most 8 threads), one partial sum each
-STEP_TILE = 1024  # solve_steps' kernel: VMs (whole hosts) per tile, so that a tile's scratch rows stay in the core's cache
+STEP_TILE = 4096  # solve_steps' kernel: VMs (whole hosts) per tile, so that a tile's scratch rows stay in the core's cache (1 MB L2 here; 4,096 measured best of 256 to 32,768)
 
 
 @njit(inline="always", error_model="numpy")
