@@ -49,3 +49,19 @@ def test_generated_reference_is_up_to_date(repo, tmp_path):
     for p in generate(tmp_path):
         committed = repo / "docs/reference" / p.name
         assert committed.exists() and committed.read_text() == p.read_text(), f"run `make docs`: {p.name} is stale"
+
+
+def test_registries_are_listed_in_a_fresh_process(repo, tmp_path):
+    # the registry page and `densim models` import what registers entries themselves: in a fresh
+    # interpreter (nothing imported by other tests) the page is the committed one, and the
+    # miss-ratio models (registered by the numba memory model, which a run imports only when the
+    # memory model is on) are listed
+    import subprocess
+    import sys
+
+    subprocess.run([sys.executable, "-m", "densim.tools.docgen", str(tmp_path)], check=True, capture_output=True)
+    assert (tmp_path / "models.md").read_text() == (repo / "docs/reference/models.md").read_text()
+    code = "import sys; from densim.cli.main import main; sys.argv = ['densim', 'models', '--json']; main()"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    kinds = {row["kind"] for row in json.loads(out.stdout)}
+    assert {"miss-ratio", "engine-stage", "placement-policy", "power-model"} <= kinds

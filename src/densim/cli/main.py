@@ -391,6 +391,7 @@ def models(json_out: JsonOpt = False, as_csv: CsvOpt = False, quiet: QuietOpt = 
 
     import densim.engine.stages as stages
     import densim.models.cpu  # noqa: F401
+    import densim.models.memory  # noqa: F401  (miss-ratio models)
     import densim.models.power  # noqa: F401
     import densim.placement  # noqa: F401
     import densim.workloads.readers  # noqa: F401

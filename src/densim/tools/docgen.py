@@ -16,6 +16,7 @@ from densim.atomic import write_text_atomic
 def _registries_md() -> str:
     import densim.engine.stages as stages
     import densim.models.cpu  # noqa: F401
+    import densim.models.memory  # noqa: F401  (miss-ratio models)
     import densim.models.power  # noqa: F401
     import densim.placement  # noqa: F401
     import densim.placement.prefabs  # noqa: F401  (placement filters, weighers and prefab policies)
