@@ -1400,80 +1400,67 @@ def _steps_kernel(demand, factored, fcol, fscale, vm, gstart, ghost, tiles, vm_k
                         for i in range(n):
                             e_c0[i] = e_r[i] * t_c0[i]
                             e_q[i] = e_fcc[i] * e_inv[i]
-                    # per host, its VMs in order: the sums of _waits
-                    if with_cache:
-                        for q in range(nh):
-                            j0 = gstart[g0 + q] - J0
-                            j1 = gstart[g0 + q + 1] - J0
+                    # per host, its VMs in order: the sums of _waits (without a cache device, two hosts of
+                    # as many VMs at a time, so that their sums' chains overlap)
+                    q = 0
+                    while q < nh:
+                        j0 = gstart[g0 + q] - J0
+                        j1 = gstart[g0 + q + 1] - J0
+                        m = j1 - j0
+                        if not with_cache and q + 1 < nh and gstart[g0 + q + 2] - gstart[g0 + q + 1] == m:
                             b0max = 0.0
-                            c0max = 0.0
                             s0s = 0.0
                             s1s = 0.0
-                            t1s = 0.0
-                            s0c = 0.0
-                            s1c = 0.0
-                            t1c = 0.0
+                            b0max2 = 0.0
+                            s0s2 = 0.0
+                            s1s2 = 0.0
                             for i in range(j0, j1):
                                 p = e_fd[i] * e_inv[i]
                                 b0max = max(b0max, e_b0[i])
                                 s0s += p
                                 s1s += p * e_b0[i] * e_inv[i]
+                                i2 = i + m
+                                p2 = e_fd[i2] * e_inv[i2]
+                                b0max2 = max(b0max2, e_b0[i2])
+                                s0s2 += p2
+                                s1s2 += p2 * e_b0[i2] * e_inv[i2]
+                            h_b0max[q] = b0max
+                            h_s0s[q] = s0s
+                            h_s1s[q] = s1s
+                            h_b0max[q + 1] = b0max2
+                            h_s0s[q + 1] = s0s2
+                            h_s1s[q + 1] = s1s2
+                            q += 2
+                            continue
+                        b0max = 0.0
+                        c0max = 0.0
+                        s0s = 0.0
+                        s1s = 0.0
+                        t1s = 0.0
+                        s0c = 0.0
+                        s1c = 0.0
+                        t1c = 0.0
+                        for i in range(j0, j1):
+                            # the terms are computed here: the loop waits on its sums, not on these
+                            p = e_fd[i] * e_inv[i]
+                            b0max = max(b0max, e_b0[i])
+                            s0s += p
+                            s1s += p * e_b0[i] * e_inv[i]
+                            if with_cache:
                                 c0max = max(c0max, e_c0[i])
                                 t1s += p * e_c0[i] * e_inv[i]
                                 s0c += e_q[i]
                                 s1c += e_q[i] * e_b0[i] * e_inv[i]
                                 t1c += e_q[i] * e_c0[i] * e_inv[i]
-                            h_b0max[q] = b0max
-                            h_c0max[q] = c0max
-                            h_s0s[q] = s0s
-                            h_s1s[q] = s1s
-                            h_t1s[q] = t1s
-                            h_s0c[q] = s0c
-                            h_s1c[q] = s1c
-                            h_t1c[q] = t1c
-                    else:  # two hosts of as many VMs at a time, so that their sums' chains overlap
-                        q = 0
-                        while q < nh:
-                            j0 = gstart[g0 + q] - J0
-                            j1 = gstart[g0 + q + 1] - J0
-                            m = j1 - j0
-                            if q + 1 < nh and gstart[g0 + q + 2] - gstart[g0 + q + 1] == m:
-                                b0max = 0.0
-                                s0s = 0.0
-                                s1s = 0.0
-                                b0max2 = 0.0
-                                s0s2 = 0.0
-                                s1s2 = 0.0
-                                for i in range(j0, j1):
-                                    p = e_fd[i] * e_inv[i]
-                                    b0max = max(b0max, e_b0[i])
-                                    s0s += p
-                                    s1s += p * e_b0[i] * e_inv[i]
-                                    i2 = i + m
-                                    p2 = e_fd[i2] * e_inv[i2]
-                                    b0max2 = max(b0max2, e_b0[i2])
-                                    s0s2 += p2
-                                    s1s2 += p2 * e_b0[i2] * e_inv[i2]
-                                h_b0max[q] = b0max
-                                h_s0s[q] = s0s
-                                h_s1s[q] = s1s
-                                h_b0max[q + 1] = b0max2
-                                h_s0s[q + 1] = s0s2
-                                h_s1s[q + 1] = s1s2
-                                q += 2
-                            else:
-                                b0max = 0.0
-                                s0s = 0.0
-                                s1s = 0.0
-                                for i in range(j0, j1):
-                                    p = e_fd[i] * e_inv[i]
-                                    b0max = max(b0max, e_b0[i])
-                                    s0s += p
-                                    s1s += p * e_b0[i] * e_inv[i]
-                                h_b0max[q] = b0max
-                                h_s0s[q] = s0s
-                                h_s1s[q] = s1s
-                                q += 1
+                        h_b0max[q] = b0max
+                        h_c0max[q] = c0max
+                        h_s0s[q] = s0s
+                        h_s1s[q] = s1s
+                        h_t1s[q] = t1s
+                        h_s0c[q] = s0c
+                        h_s1c[q] = s1c
+                        h_t1c[q] = t1c
+                        q += 1
                     # the fixed points: without a cache device, a light load's (one M/M/c wait, see
                     # _device_wait) in passes over the tile's hosts, so that the hosts' waits overlap
                     if not with_cache:
