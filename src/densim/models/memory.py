@@ -1089,17 +1089,19 @@ def solve_steps(
     tz, tc, ts, tg = (per_vm(t) for t in (unit.compressed, unit.cache, unit.store, unit.guest))
     inv_theta = 1.0 / per_vm(overlap)
     # per VM (sorted by host), by row; all but the first two are multiplied by the accesses per second r of the step
-    vm_k = _kernel_array(np.stack([
-        per_vm(access_rate_per_s),
-        1.0 / per_vm(cpu_capacity_mhz),
-        (tz * costs.decompress_s + tc * (t_sw + rl_c) + ts * (t_sw + rl_s) + tg * (t_gsw + rl_s)) * inv_theta,  # a0 / r
-        (ts + tg) * inv_theta,  # b0 / r
-        tc * inv_theta,  # c0 / r
-        ts + tg,  # store (+ guest) faults / r
-        tc,  # cache faults / r
-        tz + tc + ts + tg,  # all faults / r
-        (tc * cyc["cache"] + ts * cyc["store"] + tz * cyc["compressed"] + tg * cyc["guest"]) * 1e-6,  # fault CPU MHz / r
-    ]))
+    # (each row's last operation writes into its row: no stacked copy)
+    vm_k = np.empty((9, vm_ids.size))
+    vm_k[0] = per_vm(access_rate_per_s)
+    np.divide(1.0, per_vm(cpu_capacity_mhz), out=vm_k[1])
+    np.multiply(tz * costs.decompress_s + tc * (t_sw + rl_c) + ts * (t_sw + rl_s) + tg * (t_gsw + rl_s), inv_theta,
+                out=vm_k[2])  # a0 / r
+    fd = np.add(ts, tg, out=vm_k[5])  # store (+ guest) faults / r
+    np.multiply(fd, inv_theta, out=vm_k[3])  # b0 / r
+    np.multiply(tc, inv_theta, out=vm_k[4])  # c0 / r
+    vm_k[6] = tc  # cache faults / r
+    np.add(tz + tc + ts, tg, out=vm_k[7])  # all faults / r
+    np.multiply(tc * cyc["cache"] + ts * cyc["store"] + tz * cyc["compressed"] + tg * cyc["guest"], 1e-6,
+                out=vm_k[8])  # fault CPU MHz / r
 
     every = vm_ids.size == V  # every column is written: no initial values needed
     if series:

@@ -374,6 +374,19 @@ class MemoryStage(BaseStage):
             max_slowdown = out_vm["mem_slowdown"].max(axis=0)
         np.maximum(self.max_slowdown, max_slowdown, out=self.max_slowdown)
 
+    def _new_demand(self, chunk, T: int, V: int) -> Prefaulted | None:
+        """The (steps x VMs) array solve_steps will write the demand with the fault CPU into, its pages
+        mapped on the other core from now on (:class:`densim._jit.Prefaulted`); None when no VM
+        faults, when swap is on a datastore (no solve_steps) or when it writes into the chunk's own
+        demand array (float32, C-ordered, writeable and held by nobody else)."""
+        if self.coupled or (self._fidx.size == 0 and self.settings.background_swap_iops <= 0):
+            return None
+        d = chunk.vm.get("cpu_demand_mhz")
+        if (d is not None and "cpu_demand_mhz" in chunk.owned and d.dtype == np.float32 and d.flags.c_contiguous
+                and d.flags.writeable):
+            return None
+        return Prefaulted((T, V), np.float32)
+
     def _static(self, ctx, chunk, cfg_all, T, V, H) -> None:
         """Active memory constant in time (profiles, no trace memory): reclaim once, per VM.
 
@@ -383,6 +396,7 @@ class MemoryStage(BaseStage):
         runs over those VMs alone (their devices' load comes from them plus any background load).
         """
         idx = self.vm_idx
+        out = None if self._rec1 is None else self._new_demand(chunk, T, V)
         if self._rec1 is None:
             cfg = cfg_all[idx]
             host = self._host_idx
@@ -393,6 +407,7 @@ class MemoryStage(BaseStage):
             self._rec1 = rec
             self._unit = unit
             self._fidx = np.flatnonzero(faulting)
+            out = self._new_demand(chunk, T, V)  # its pages are mapped while the rows below are built
 
             def row(a_idx, base):
                 out = np.array(base, dtype=np.float32)
@@ -432,11 +447,7 @@ class MemoryStage(BaseStage):
         if not self.coupled:  # one numba pass over the chunk: faults, fixed point per (step, host), outputs
             factored = "cpu_demand_mhz" not in chunk.vm and chunk.demand_factors is not None
             demand = None if factored else chunk.demand()
-            own = (not factored and "cpu_demand_mhz" in chunk.owned and demand.dtype == np.float32
-                   and demand.flags.c_contiguous and demand.flags.writeable)
-            # the demand with the fault CPU added is a new (steps x VMs) array: the OS maps its pages
-            # on the other core while the arguments below are gathered and solve_steps sets up
-            out = None if own else Prefaulted((T, V), np.float32)
+            own = out is None  # solve_steps writes the fault CPU into the chunk's own demand array
             if self._solve_args is None:  # the faulting VMs' constants: the same in every chunk
                 every = vms_idx.size == V  # every VM faults (the indices are 0..V-1): the arrays as they are, no copies
 
