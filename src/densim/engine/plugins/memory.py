@@ -117,11 +117,16 @@ class MemoryStage(BaseStage):
     def prepare(self, ctx) -> None:
         vms, hosts = ctx.vms, ctx.hosts
         g = vms.group
-        self.active_frac = np.array([p.active_fraction for p in self.profiles])[g]
-        self.rate = np.array([p.total_access_rate_per_s for p in self.profiles])[g]
-        self.bas = np.array([p.balloon_active_share for p in self.profiles])[g]
-        self.comp = np.array([p.compressible_fraction for p in self.profiles])[g]
-        self.theta = np.array([p.overlap for p in self.profiles])[g]
+
+        def per_vm(field: str) -> np.ndarray:  # a profile value per VM, by its group
+            values = np.array([getattr(p, field) for p in self.profiles], dtype=float)
+            return np.full(vms.n, values[0]) if values.size == 1 else values[g]
+
+        self.active_frac = per_vm("active_fraction")
+        self.rate = per_vm("total_access_rate_per_s")
+        self.bas = per_vm("balloon_active_share")
+        self.comp = per_vm("compressible_fraction")
+        self.theta = per_vm("overlap")
         # miss-ratio model per VM group (a short loop over groups, never over VMs)
         self.miss_group = np.asarray(g, dtype=np.int64)
         # which groups' sources report memory usage
@@ -410,6 +415,8 @@ class MemoryStage(BaseStage):
             out = self._new_demand(chunk, T, V)  # its pages are mapped while the rows below are built
 
             def row(a_idx, base):
+                if idx.size == V:  # every VM is on a host short of memory: the row is theirs
+                    return np.asarray(a_idx, dtype=np.float32)
                 out = np.array(base, dtype=np.float32)
                 out[idx] = a_idx
                 return out
