@@ -80,9 +80,9 @@ except ImportError:  # pragma: no cover
 def load_cached(dispatcher) -> int:
     """Load the machine code numba's cache holds for ``dispatcher`` on this machine; returns how many overloads.
 
-    Every signature the kernel was compiled for here (and cached) is loaded as its first call would
-    load it, so that a later call finds it loaded; nothing is compiled for a signature the cache
-    does not hold. This reads numba's cache index (``Dispatcher._cache``, numba internals): on a
+    Every signature the cache index lists for this machine is loaded as its first call would load
+    it, so that a later call finds it loaded (a listed signature whose cache file has gone would be
+    compiled, as that first call would compile it). This reads numba's cache index (``Dispatcher._cache``, numba internals): on a
     numba without them, or without numba, it loads nothing and returns 0 (the first call then loads
     as before). :mod:`densim.engine.preload` calls it in a background thread.
     """

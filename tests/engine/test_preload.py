@@ -41,6 +41,26 @@ def test_a_run_names_the_cpu_kernel_and_its_stages_kernels():
         assert isinstance(getattr(importlib.import_module(module), attr), CPUDispatcher), name
 
 
+def test_the_background_load_loads_every_kernel_of_a_run_without_error():
+    # a failed preload would only cost the run its first-call loads, so nothing reports it at run
+    # time. Here a run with the memory model on compiles (and caches) its kernels; a fresh process
+    # then preloads them: no error, and every kernel the run names loaded from the cache
+    import json
+
+    plant = _plant(True)
+    simulate(plant)
+    names = P.run_kernels(plant.spec)
+    code = textwrap.dedent(f"""
+        import json
+        from densim.engine.preload import Preload
+        warm = Preload({names!r})
+        warm.join()
+        print(json.dumps({{"error": repr(warm.error) if warm.error else None, "loaded": warm.loaded}}))
+    """)
+    out = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+    assert out == {"error": None, "loaded": names}
+
+
 @pytest.mark.parametrize("memory", [False, True])
 def test_a_run_with_the_preload_gives_the_floats_of_one_without(monkeypatch, memory):
     plant = _plant(memory)
