@@ -56,14 +56,15 @@ def test_npt_oltp_bare_metal_cycles_by_hand():
     assert npt["host_cycles"] == fv["host_cycles"]
 
 
-def test_live_migration_is_a_prediction_from_the_precopy_model():
+def test_live_migration_downtime_from_the_precopy_model():
     from densim.tools.studies.val_live_migration import STUDY
 
     assert "gap" not in STUDY.tags and STUDY.area == "cluster"
-    rows = validation_table({"val-live-migration": STUDY.run(None, 0)})
-    assert len(rows) == 2
-    for r in rows:
-        assert not r["no_model"] and math.isfinite(r["error_pct"])
+    summary = STUDY.run(None, 0)
+    # calibration since issue 30 (inputs set with the published downtimes known): not in the table
+    assert validation_table({"val-live-migration": summary}) == []
+    rows = [{"figure": h["name"], "predicted": h["simulated"]} for h in summary["headline"]]
+    assert len(rows) == 2 and all(h["role"] == "calibration" for h in summary["headline"])
     # SPECweb: M = 800 x 2^20 = 8.389e8 B at B = 1.25e8 B/s, D = 0.9 x 1e8 = 9e7 B/s, WWS = 8.389e7 B:
     # rounds 6.711 s, then V_1 = WWS (0.671 s), V_2 = 9e7 x 0.671 = 6.04e7 B (0.483 s), V_3 = 4.35e7 B (0.348 s);
     # V_4 = 9e7 x 0.348 = 3.13e7 B = 0.2505 s fits 300 ms: downtime 0.2505 + 0.02 resume = 270.5 ms
@@ -83,4 +84,4 @@ def test_docs_page_lists_every_miss_with_a_mechanism_note():
     for study in {r["study"] for r in rows if not r["within"]}:
         assert study in MISS_NOTES
         assert f"* **{study}**" in page
-    assert "no model" in page and "| cluster |" in page
+    assert "no model" in page

@@ -18,18 +18,19 @@ def test_there_are_validation_studies():
 
 
 @pytest.mark.parametrize("name", VAL)
-def test_runs_and_every_headline_is_a_prediction(name, tmp_path):
+def test_runs_and_every_headline_is_a_prediction_or_says_why_not(name, tmp_path):
     study = all_studies()[name]
     assert study.area in AREAS
     summary = study.run(tmp_path, 0)
     assert summary["headline"]
     for h in summary["headline"]:
-        assert h["role"] == "prediction"
+        # a validation study's row is a prediction, or carries the reason it is not one (issue 30)
+        assert h["role"] == "prediction" or (h["role"] in ("arithmetic", "calibration") and h["why"])
         assert h["source"]
         # only a declared gap (no model for the mechanism) may have no model value, and then it is a miss
         assert math.isfinite(h["simulated"]) or ("gap" in study.tags and not h["passed"])
     rows = validation_table({name: summary})
-    assert len(rows) == len(summary["headline"])
+    assert len(rows) == sum(h["role"] == "prediction" for h in summary["headline"])
     assert all(r["area"] == study.area for r in rows)
 
 
@@ -85,3 +86,43 @@ def test_area_summary_mape_and_share():
     assert s["power"]["mape_pct"] == pytest.approx(20.0)
     assert s["power"]["within_share"] == pytest.approx(0.5)
     assert np.isclose(s["all"]["predictions"], 2)
+
+
+# The rows issue 30 found were not predictions: (study, figure start) -> role they carry now. Each was
+# counted as a prediction before; the validation table must leave them out and the docs page list them.
+RELABELLED = {
+    ("val-spdk-scaling", "2021, 16 drives"): "arithmetic",   # Little's law on the same post's 80 M IOPS
+    ("val-spdk-scaling", "2023, 24 drives"): "arithmetic",   # 24 x (80 M / 16)
+    ("val-optane-p4800x", "Optane P4800X 375 GB: 4 kB random read mean latency"): "arithmetic",  # Intel's "< 10 us"
+    ("val-optane-p4800x", "Optane P4800X 375 GB: 4 kB random read IOPS at QD16"): "arithmetic",  # rated at QD16
+    ("val-live-migration", "live-migration downtime, SPECweb"): "calibration",
+    ("val-live-migration", "live-migration downtime, Quake 3"): "calibration",
+}
+
+
+def test_relabelled_rows_are_not_in_the_table_and_are_listed_with_their_reason(tmp_path):
+    from densim.tools.studies.validation import docs_page, not_predictions
+
+    names = sorted({s for s, _ in RELABELLED})
+    sums = {n: all_studies()[n].run(tmp_path, 0) for n in names}
+    rows = validation_table(sums)
+    listed = not_predictions(sums)
+    for (study, start), role in RELABELLED.items():
+        heads = [h for h in sums[study]["headline"] if h["name"].startswith(start)]
+        assert len(heads) == 1, (study, start)
+        assert heads[0]["role"] == role and heads[0]["why"]
+        assert not any(r["study"] == study and r["figure"] == heads[0]["name"] for r in rows)
+        assert any(r["study"] == study and r["figure"] == heads[0]["name"] and r["role"] == role for r in listed)
+    # the P3700 rows of the same study code stay predictions (nothing of Intel's restated: they miss)
+    p3700 = all_studies()["val-nvme-p3700"].run(tmp_path, 0)
+    assert [h["role"] for h in p3700["headline"]] == ["prediction", "prediction"]
+    page = docs_page({"rows": rows, "areas": area_summary(rows), "loo": {}, "loo_fits": {}, "not_predictions": listed})
+    assert "## Figures that are not predictions, and why" in page
+    assert "Little's law" in page
+
+
+def test_a_prediction_cannot_carry_a_why():
+    from densim.tools.studies.base import headline
+
+    with pytest.raises(ValueError, match="not a prediction"):
+        headline("x", 1.0, 1.0, tolerance=0.1, source="s", role="prediction", why="because")

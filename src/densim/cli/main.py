@@ -250,6 +250,7 @@ def _print_validation(seed: int, pr: Printer) -> None:
     with status("validation: every study and its cross-validation", quiet=pr.quiet):
         res = run_guarded(run_all, None, seed)
     pr.json({"seed": seed, "predictions": res["rows"], "areas": res["areas"],
+             "not_predictions": res["not_predictions"],
              "cross_validation": {"specpower": res["loo"], **res["loo_fits"]}})
     if not pr.shows_text:
         return
@@ -268,6 +269,12 @@ def _print_validation(seed: int, pr: Printer) -> None:
         area.add_row(name, f"{a['predictions']:.0f}", f"{a['with_error']:.0f}", mape,
                      f"{a['within']:.0f} ({100 * a['within_share']:.0f} %)")
     pr.table(area)
+    nots = Table(title="figures that are not predictions (identities, restated datasheets, inputs set with the figure known)")
+    for col in ("study", "figure", "role", "why"):
+        nots.add_column(col)
+    for r in res["not_predictions"]:
+        nots.add_row(r["study"], r["figure"], r["role"], r["why"])
+    pr.table(nots)
     loo = Table(title="cross-validation: SPECpower load levels left out one at a time (mean |error|)")
     for col in ("server", "table", "line"):
         loo.add_column(col)

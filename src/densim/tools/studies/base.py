@@ -51,6 +51,7 @@ def headline(
     fitted: str | None = None,
     estimated_inputs: Sequence[str] = (),
     rests_on: Sequence[str] = (),
+    why: str | None = None,
 ) -> dict[str, Any]:
     """One published figure against the model's value.
 
@@ -67,12 +68,16 @@ def headline(
     * ``target``: an acceptance bound set by us, not a published measurement (``published`` holds
       the bound; reports show it as a target, never as a published figure).
 
-    ``role`` is required. ``rests_on`` names the runs/configurations of the study the figure is
+    ``role`` is required. ``why`` says, for a figure that is not a prediction, why it is not (e.g.
+    "Little's law on the same post's IOPS"); the validation page lists every such figure with it.
+    ``rests_on`` names the runs/configurations of the study the figure is
     computed from (the ``run`` of the rows made with :func:`busy_check`); :func:`annotate` lists
     the saturated resources of those runs in the headline's ``saturated`` field.
     """
     if role not in ROLES:
         raise ValueError(f"headline {name!r}: role must be one of {', '.join(ROLES)}, got {role!r}")
+    if why is not None and role == "prediction":
+        raise ValueError(f"headline {name!r}: 'why' explains a figure that is not a prediction; this one is")
     if role == "calibration" and not fitted:
         raise ValueError(f"headline {name!r}: a calibration figure must name the parameter fitted to it")
     if lower is not None or upper is not None:
@@ -98,6 +103,7 @@ def headline(
         "validation": role == "prediction",
         "rests_on": list(rests_on),
         "saturated": [],
+        **({"why": why} if why else {}),
     }
 
 

@@ -44,6 +44,9 @@ TPCH_VM_BYTES = 96 * GIB  # (E) configured memory of the TPC-H VM (12 vCPUs)
 FILLER_VM_BYTES = 8 * GIB  # (E) hosted enterprise server VMs
 SWAP_CACHE_BYTES = 128 * GIB  # (E) host swap cache configured on the 400 GB S3710
 FITTED = "tpch-hammerdb active_fraction, access_rate_per_s, balloon_active_share (fitted together, catalog/memory.yaml)"
+#: why the two divergence bounds are not predictions (issue 30)
+BOUNDS_WHY = ("the bounds' published values are not in a readable source (the guide's (B) figures), and the workload "
+              "profile was fitted to the same completion-time curve the bounds are read from")
 SAN = "fc-san-lun"
 SSD = "intel-dc-s3710-400gb"
 R_GRID = np.round(np.arange(1.0, 2.0001, 0.05), 4)
@@ -152,9 +155,9 @@ def run(out_dir: Path, seed: int) -> dict[str, Any]:
 
     heads = [
         headline("completion-time divergence SAN vs SSD at 100 % (fraction)", 0.0, div100, tolerance=0.05, source=SOURCE,
-                 lower=-0.05, upper=0.05, role="prediction", rests_on=runs_at(1.0)),
+                 lower=-0.05, upper=0.05, role="calibration", fitted=FITTED, rests_on=runs_at(1.0), why=BOUNDS_WHY),
         headline("completion-time divergence SAN vs SSD at 125 % (fraction, >= 0.10)", 0.10, div125, tolerance=0.0,
-                 source=SOURCE, lower=0.10, role="prediction", rests_on=runs_at(1.25)),
+                 source=SOURCE, lower=0.10, role="calibration", fitted=FITTED, rests_on=runs_at(1.25), why=BOUNDS_WHY),
         headline("transactions SSD / SAN at 150 %", 2.3, ratio150, tolerance=0.20, relative=True, source=SOURCE, unit="x",
                  role="calibration", fitted=FITTED, rests_on=runs_at(1.5)),
         headline("oversubscription the SSD host tolerates at the SAN host's 125 % degradation", 1.5, r_equal,

@@ -145,6 +145,30 @@ def validation_table(summaries: dict[str, dict[str, Any]]) -> list[dict[str, Any
     return rows
 
 
+def not_predictions(summaries: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every headline of the given studies that carries a ``why``: a figure once counted as a
+    prediction, or one that could be taken for one, with its role and the reason it is not one."""
+    from densim.tools.studies.base import all_studies
+
+    studies = all_studies()
+    rows = []
+    for name, summary in sorted(summaries.items()):
+        for h in summary.get("headline", []):
+            if h.get("why"):
+                study = studies.get(name)
+                rows.append({"study": name, "area": study.area if study else "", "figure": h["name"],
+                             "role": h["role"], "fitted": h.get("fitted") or "", "why": h["why"]})
+    return rows
+
+
+def not_predictions_markdown(rows: list[dict[str, Any]]) -> str:
+    lines = ["| study | figure | role | why it is not a prediction |", "|---|---|---|---|"]
+    for r in rows:
+        fitted = f" Fitted: {r['fitted']}." if r["fitted"] else ""
+        lines.append(f"| {r['study']} | {r['figure']} | {r['role']} | {r['why']}.{fitted} |")
+    return "\n".join(lines)
+
+
 def area_summary(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     """Per area (and ``all``): predictions, MAPE (%) over the rows with an error, share within tolerance.
 
@@ -186,7 +210,7 @@ def run_all(names: list[str] | None = None, seed: int = 42, cross_validation: bo
             out.mkdir(parents=True, exist_ok=True)
             summaries[n] = studies[n].run(out, seed)
     rows = validation_table(summaries)
-    return {"rows": rows, "areas": area_summary(rows),
+    return {"rows": rows, "areas": area_summary(rows), "not_predictions": not_predictions(summaries),
             "loo": {k: specpower_loo(k) for k in SPECPOWER},
             "loo_fits": all_loo(seed) if cross_validation else {}}
 
@@ -264,7 +288,7 @@ def loo_fits_markdown(loo_fits: dict[str, list[dict[str, Any]]]) -> str:
     parts = ["Leave-one-out over the older studies' fitted figures (fit on all figures but one, predict the one left out):"]
     for study, rows in loo_fits.items():
         lines = ["", LOO_INTRO.get(study, study), "",
-                 "| left out | measured | predicted | error | re-fitted | note |", "|---|---|---|---|---|---|"]
+                 "| left out | reference (published, or illustrative where the row says so) | predicted | error | re-fitted | note |", "|---|---|---|---|---|---|"]
         for r in rows:
             what = fit_text(r["fit"])
             err = f"{100 * r['error']:+.1f} %" if math.isfinite(r["error"]) else "–"
@@ -376,6 +400,15 @@ def docs_page(result: dict[str, Any]) -> str:
         "## Per area",
         "",
         areas_markdown(result["areas"]),
+        "",
+        "## Figures that are not predictions, and why",
+        "",
+        "These figures were counted as predictions before issue 30 (or could be taken for one); read with the "
+        "history of the studies and the catalog, each is an identity, a restatement of a datasheet, or was "
+        "computed from inputs set with the published figure known. They stay in their studies with the role "
+        "shown and never count in the table above.",
+        "",
+        not_predictions_markdown(result.get("not_predictions", [])),
         "",
         "## Misses and suspected missing mechanisms",
         "",
