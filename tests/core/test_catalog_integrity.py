@@ -318,3 +318,17 @@ def test_catalog_files_parse_to_the_same_objects_with_libyaml():
     for item in files:
         text = item.read_text(encoding="utf-8")
         assert core._load_yaml_sections(text, item.name) == yaml.safe_load(text), item.name
+
+
+def test_current_server_cpus_are_in_the_catalog():
+    # issue 31: the newest part was a 2017 Xeon; every Xeon Scalable generation 2-5 and EPYC Rome to Turin
+    # must be there, each with a vendor source
+    from densim.models.hardware import CpuSpec
+
+    archs = {CAT.get("cpus", n, CpuSpec).microarchitecture for n in CAT.names("cpus")}
+    for needed in ("Cascade Lake-SP", "Ice Lake-SP", "Sapphire Rapids", "Emerald Rapids",
+                   "Zen 2 (Rome)", "Zen 3 (Milan)", "Zen 4 (Genoa)", "Zen 5 (Turin)"):
+        assert needed in archs, needed
+    turin = CAT.get("cpus", "epyc-9655", CpuSpec)
+    # 96 cores x 2.6 GHz base = 249.6 GHz of base clock per socket
+    assert turin.cores * turin.base_mhz == 96 * 2600.0
