@@ -1,7 +1,7 @@
 """The store acts only on its own folder, and never skips a point made from other inputs (issue 29).
 
 * ``--fresh`` deletes, and a resumed sweep writes into, only a folder that carries the store's
-  marker (``.densim-store``, written when the store is created); any other folder is refused with
+  marker (``densim-store.json``, written when the store is created); any other folder is refused with
   one line naming it.
 * Every finished task records what its results depend on (the resolved scenario's hash, the data
   files it reads, the runner, densim's version) in its ``task.json``: a task is skipped as done only
@@ -25,7 +25,7 @@ from densim.errors import InputError
 from densim.tools.sweep import load_sweep, run_sweep
 from densim.tools.sweep.store import MANIFEST
 
-MARKER = ".densim-store"  # the store's marker file (densim.tools.sweep.store.MARKER)
+MARKER = "densim-store.json"  # the store's marker file (densim.tools.sweep.store.MARKER)
 
 runner = CliRunner()
 

@@ -36,7 +36,7 @@ TASK_FILE = "task.json"
 MANIFEST = "manifest.json"
 SCENARIOS = "scenarios.parquet"
 # written when a store is created: only a folder carrying it is resumed or deleted by --fresh
-MARKER = ".densim-store"
+MARKER = "densim-store.json"
 MARKER_FORMAT = "densim results store"
 
 
