@@ -175,3 +175,13 @@ def test_distinct_numbers_and_types_are_distinct_points(tmp_path, toy_env):
     path = write_study(tmp_path, axes="  placement.cpu_overcommit: [1, 1.5, 2]\n  placement.policy: [\"1\", first_fit]\n",
                        reps=1)
     assert len(load_sweep(path).points) == 6  # "1" (a string) is not the number 1
+
+
+def test_fresh_refuses_a_link_to_a_store(tmp_path, toy_env):
+    path = write_study(tmp_path)
+    assert run_sweep(load_sweep(path), out=tmp_path / "real", backend="inprocess").done == 8
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "toy").symlink_to(tmp_path / "real" / "toy")
+    r = _sweep_cli(path, tmp_path / "results", "--fresh")
+    assert r.exit_code == 1 and "is a link" in _one_error_line(r)
+    assert len(list((tmp_path / "real" / "toy").glob("scenario=*/seed=*"))) == 8  # the store behind it is kept

@@ -253,6 +253,7 @@ def run_query(store: str | Path, sql: str, *, allow_writes: bool = False, timeou
         raise InputError("query", "", _first_line(exc)) from None
     finally:
         timer.cancel()
+        timer.join()  # an interrupt under way finishes before the connection closes
         con.close()
     if len(rows) > max_rows:
         raise InputError("query", "", f"the result has more than {max_rows:,} rows (--max-rows); add a LIMIT or an "

@@ -81,6 +81,9 @@ class Store:
                                                     "only a results store; choose another --out or remove the folder yourself")
                 raise InputError(self.root, "", f"exists and is not a densim results store (no {MARKER} marker): the sweep "
                                                 "does not write into it; choose another --out or remove the folder yourself")
+            if fresh and self.root.is_symlink():
+                raise InputError(self.root, "", "is a link: --fresh deletes only a results store's own folder; remove the "
+                                                "link or choose another --out")
             if fresh:
                 trash = self.root.with_name(f".{self.root.name}.tmp-fresh-{uuid.uuid4().hex[:8]}")
                 os.rename(self.root, trash)  # atomic: a killed --fresh leaves the old store or none, never half
