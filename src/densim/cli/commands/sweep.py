@@ -105,7 +105,10 @@ def register(app: typer.Typer) -> None:
         out: Annotated[Path, typer.Option("--out", "-o", help="results root folder (as given to sweep)")] = Path("results"),
         fmt: Annotated[str, typer.Option("--format", "-f", help="table, csv or json")] = "table",
         allow_writes: Annotated[bool, typer.Option("--allow-writes", help="allow statements other than SELECT/EXPLAIN "
-                                                   "(COPY, ATTACH, CREATE, SET, ...)")] = False,
+                                                   "(COPY, ATTACH, CREATE, SET, ...) and file access outside the store")] = False,
+        timeout: Annotated[float, typer.Option("--timeout", help="stop the query after this many seconds")] = 60.0,
+        memory_limit: Annotated[str, typer.Option("--memory-limit", help="DuckDB memory limit, e.g. 2GB")] = "2GB",
+        max_rows: Annotated[int, typer.Option("--max-rows", min=1, help="refuse a result of more rows than this")] = 100_000,
         json_out: JsonOpt = False,
         as_csv: CsvOpt = False,
         quiet: QuietOpt = False,
@@ -120,7 +123,8 @@ def register(app: typer.Typer) -> None:
         if fmt not in ("table", "csv", "json"):
             _fail(f"--format: use table, csv or json, not {fmt!r}", code=2)
         store = _guard(resolve_store, study, out)
-        cols, rows = _guard(run_query, store, sql, allow_writes=allow_writes)
+        cols, rows = _guard(run_query, store, sql, allow_writes=allow_writes, timeout_s=timeout,
+                            memory_limit=memory_limit, max_rows=max_rows)
         if quiet and fmt == "table":
             return
         if fmt == "csv":

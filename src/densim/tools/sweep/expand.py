@@ -29,6 +29,9 @@ class ScenarioPoint:
     values: dict[str, Any]
     mapping: dict[str, Any]
     sha256: str
+    # what the point's results depend on, recorded with every finished task: a task counts as done
+    # only while these match (see :func:`point_inputs`)
+    inputs: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -119,6 +122,83 @@ def _fmt(tokens: list[str | int]) -> str:
     return out
 
 
+# fields the scenario loader reads (or densim sets) when it reads the base scenario: an axis cannot vary them
+LOADER_FIELDS = ("imports", "base_dir")
+# keys whose values are data files a scenario reads (as in densim.spec.loader)
+_DATA_KEYS = ("path", "file", "trace_path", "inventory")
+
+
+def _numeric_canon(v: Any) -> Any:
+    """``v`` with every whole float written as an int (``1.0`` -> ``1``), so equal numbers compare equal."""
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    if isinstance(v, dict):
+        return {k: _numeric_canon(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_numeric_canon(x) for x in v]
+    return v
+
+
+def check_axes(spec: SweepSpec, source: Any) -> None:
+    """Refuse an axis that sets a loader field, and an axis that lists one number twice (``1`` and ``1.0``)."""
+    for axis, vals in spec.axes.items():
+        head = parse_path(axis)[0]
+        if head in LOADER_FIELDS:
+            raise InputError(source, f"axes.{axis}", f"sets {head!r}, which the loader resolves when it reads the base "
+                                                     "scenario (an axis cannot change it); vary the scenario's own fields, "
+                                                     "or make one study per base scenario")
+        seen: dict[str, Any] = {}
+        for v in vals:
+            key = canon(_numeric_canon(v))
+            if key in seen:
+                raise InputError(source, f"axes.{axis}", f"repeats a value: {canon(seen[key])} and {canon(v)} are the same "
+                                                         "number (they would be one scenario run twice); list it once")
+            seen[key] = v
+
+
+def _data_files(mapping: Any, out: dict[str, None] | None = None) -> list[str]:
+    """Absolute paths of the data files a resolved scenario mapping names (inventories, traces)."""
+    out = {} if out is None else out
+    if isinstance(mapping, dict):
+        for k, v in mapping.items():
+            if k in _DATA_KEYS and isinstance(v, str) and Path(v).is_absolute():
+                out[v] = None
+            else:
+                _data_files(v, out)
+    elif isinstance(mapping, list):
+        for v in mapping:
+            _data_files(v, out)
+    return list(out)
+
+
+def _content_sha256(path: str, cache: dict[str, str | None]) -> str | None:
+    """SHA-256 of a data file's bytes (of a folder: of its files' names and digests); None if absent."""
+    if path not in cache:
+        p = Path(path)
+        if p.is_file():
+            h = hashlib.sha256()
+            with p.open("rb") as f:
+                for chunk in iter(lambda: f.read(1 << 20), b""):
+                    h.update(chunk)
+            cache[path] = h.hexdigest()
+        elif p.is_dir():
+            parts = {q.relative_to(p).as_posix(): _content_sha256(str(q), cache) for q in sorted(p.rglob("*")) if q.is_file()}
+            cache[path] = sha256_of(parts)
+        else:
+            cache[path] = None
+    return cache[path]
+
+
+def point_inputs(mapping: dict[str, Any], scenario_sha256: str, runner: str, cache: dict[str, str | None]) -> dict[str, Any]:
+    """What a point's results depend on: the resolved scenario (base file with its imports merged and
+    the axis values applied), the bytes of every data file it names, the runner and densim's version."""
+    from densim import __version__
+
+    return {"scenario_sha256": scenario_sha256,
+            "data_sha256": {f: _content_sha256(f, cache) for f in _data_files(mapping)},
+            "runner": runner, "densim": __version__}
+
+
 def scenario_id(values: dict[str, Any]) -> str:
     """A stable id for an axis assignment (independent of axis order and of the other points)."""
     return sha256_of(values)[:12]
@@ -154,6 +234,7 @@ def load_sweep(path: str | Path, *, max_runs: int | None = None) -> Sweep:
     path = Path(path).resolve()
     spec = load_sweep_spec(path)
     check_runs(spec, path, max_runs)
+    check_axes(spec, path)
     from densim.tools.sweep.runners import resolve_runner
 
     runner = resolve_runner(spec.runner, source=path)  # a registered name, checked before the base scenario is read
@@ -170,6 +251,7 @@ def load_sweep(path: str | Path, *, max_runs: int | None = None) -> Sweep:
     axis_names = list(spec.axes)
     points: list[ScenarioPoint] = []
     seen: set[str] = set()
+    data_cache: dict[str, str | None] = {}
     for index, combo in enumerate(itertools.product(*(spec.axes[a] for a in axis_names))):
         values = dict(zip(axis_names, combo))
         mapping = copy.deepcopy(base)
@@ -186,7 +268,8 @@ def load_sweep(path: str | Path, *, max_runs: int | None = None) -> Sweep:
         if validate is not None:
             where = ", ".join(f"{k}={canon(v)}" for k, v in values.items()) or "base"
             validate(mapping, source=f"{path}:axes[{where}]", base_dir=base_path.parent)
-        points.append(ScenarioPoint(sid, index, values, mapping, sha256_of(mapping)))
+        sha = sha256_of(mapping)
+        points.append(ScenarioPoint(sid, index, values, mapping, sha, point_inputs(mapping, sha, spec.runner, data_cache)))
     seeds = spawn_seeds(spec.seed, spec.replications)
     study_sha = sha256_of({"spec": spec.model_dump(), "points": [p.sha256 for p in points]})
     return Sweep(spec, path, base, points, seeds, study_sha, extra={"base_dir": str(base_path.parent)})

@@ -8,7 +8,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from densim.tools.sweep.query import connect, manifest
+from densim.tools.sweep.query import connect, ident, manifest
 
 DEFAULT_METRICS = (
     "totals.energy_kwh",
@@ -48,6 +48,7 @@ def collect(store: str | Path, metrics: list[str] | None = None) -> dict[str, An
     con = connect(store)
     views = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
     if "summary" not in views:
+        con.close()
         return {"axes": axes, "points": [], "metrics": []}
     cols = {r[0]: r[1] for r in con.execute("DESCRIBE summary").fetchall()}
     numeric = [c for c, t in cols.items() if any(k in t for k in ("DOUBLE", "INT", "FLOAT", "DECIMAL")) and c != "seed"]
@@ -57,8 +58,9 @@ def collect(store: str | Path, metrics: list[str] | None = None) -> dict[str, An
         from densim.errors import InputError
 
         raise InputError(store, "metrics", f"not in the summary: {', '.join(missing)}; known: {', '.join(numeric)}")
-    sel = ", ".join(f'"{m}"' for m in wanted)
+    sel = ", ".join(ident(m) for m in wanted)  # column names of the store's files: quoted, never spliced raw
     rows = con.execute(f"SELECT scenario, {sel} FROM summary ORDER BY scenario, seed").fetchall()
+    con.close()
     by_point: dict[str, list[tuple]] = {}
     for r in rows:
         by_point.setdefault(r[0], []).append(r[1:])

@@ -35,6 +35,9 @@ RUN_LOG = "runs.json"
 TASK_FILE = "task.json"
 MANIFEST = "manifest.json"
 SCENARIOS = "scenarios.parquet"
+# written when a store is created: only a folder carrying it is resumed or deleted by --fresh
+MARKER = "densim-store.json"
+MARKER_FORMAT = "densim results store"
 
 
 class Store:
@@ -62,17 +65,39 @@ class Store:
 
     # -- lifecycle ------------------------------------------------------------------------
     def prepare(self, *, fresh: bool = False) -> None:
-        """Create the store (or check that an existing one was made from the same inputs)."""
+        """Create the store (or check that an existing one was made from the same inputs).
+
+        An existing folder is resumed, or deleted with ``fresh``, only when it carries the store's
+        marker (:data:`MARKER`); an empty folder is used as is; any other folder is refused.
+        A finished task whose recorded inputs differ from the study's is refused (never skipped as done).
+        """
         study = self._need_study()
-        if fresh and self.root.exists():
-            shutil.rmtree(self.root)
+        if self.root.exists() or self.root.is_symlink():
+            if not self.root.is_dir():
+                raise InputError(self.root, "", "is not a folder (the results store is a folder; choose another --out)")
+            if not self._is_store():
+                if fresh:
+                    raise InputError(self.root, "", f"is not a densim results store (no {MARKER} marker): --fresh deletes "
+                                                    "only a results store; choose another --out or remove the folder yourself")
+                raise InputError(self.root, "", f"exists and is not a densim results store (no {MARKER} marker): the sweep "
+                                                "does not write into it; choose another --out or remove the folder yourself")
+            if fresh and self.root.is_symlink():
+                raise InputError(self.root, "", "is a link: --fresh deletes only a results store's own folder; remove the "
+                                                "link or choose another --out")
+            if fresh:
+                trash = self.root.with_name(f".{self.root.name}.tmp-fresh-{uuid.uuid4().hex[:8]}")
+                os.rename(self.root, trash)  # atomic: a killed --fresh leaves the old store or none, never half
+                shutil.rmtree(trash)
         try:
             self.root.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise InputError(self.root, "", f"cannot create the results store: {exc.strerror}") from None
         if not self.root.is_dir():
             raise InputError(self.root, "", "is not a folder (the results store is a folder; choose another --out)")
+        if not (self.root / MARKER).is_file():
+            write_json_atomic(self.root / MARKER, {"format": MARKER_FORMAT, "version": 1, "study": study.name})
         self._clean_temporaries()
+        self._check_recorded_inputs()
         old = self.root / MANIFEST
         if old.exists():
             try:
@@ -91,11 +116,56 @@ class Store:
                 raise InputError(self.root, "root_seed", "the store was made with another root seed; use --fresh or another --out")
         for p in study.points:
             target = self.root / f"scenario={p.id}" / "scenario.json"
-            text = json.dumps({"id": p.id, "values": p.values, "scenario": p.mapping}, indent=2, sort_keys=True) + "\n"
+            text = json.dumps({"id": p.id, "values": p.values, "inputs": p.inputs, "scenario": p.mapping},
+                              indent=2, sort_keys=True) + "\n"
             if not target.exists() or target.read_text(encoding="utf-8") != text:
                 write_text_atomic(target, text)
         self._write_scenarios_table()
         self.write_manifest()
+
+    def _is_store(self) -> bool:
+        """The folder carries the marker, is empty, or is a store written before the marker existed
+        (its manifest names this study)."""
+        marker = self.root / MARKER
+        if marker.is_file() and not marker.is_symlink():
+            try:
+                data = json.loads(marker.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+                return False
+            return isinstance(data, dict) and data.get("format") == MARKER_FORMAT
+        if not any(self.root.iterdir()):
+            return True
+        man = self.root / MANIFEST
+        if man.is_file() and not man.is_symlink() and man.stat().st_size < 2**26:
+            try:
+                data = json.loads(man.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+                return False
+            return isinstance(data, dict) and data.get("study") == self._need_study().name and \
+                isinstance(data.get("tasks"), list) and "seed_derivation" in data
+        return False
+
+    def _check_recorded_inputs(self) -> None:
+        """Refuse a finished task of this study whose ``task.json`` records other inputs than the study's now.
+
+        A task folder whose ``task.json`` cannot be read is left to :meth:`check_task` (it is rerun)."""
+        study = self._need_study()
+        for t in study.tasks():
+            d = self.task_dir(t)
+            tf = d / TASK_FILE
+            if not tf.is_file() or tf.stat().st_size > 2**24:
+                continue
+            try:
+                meta = json.loads(tf.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+                continue
+            if not isinstance(meta, dict):
+                continue
+            want = study.point(t.scenario_id).inputs
+            got = meta.get("inputs")
+            if got != want:
+                raise InputError(d, "", f"holds results of other inputs: {_inputs_differ(got, want)}; rerun with --fresh "
+                                        "or choose another --out")
 
     def _clean_temporaries(self) -> None:
         for d in self.root.glob("scenario=*/.seed=*.tmp-*"):
@@ -117,7 +187,8 @@ class Store:
                     raise ValueError(f"runner returned an unsafe file name {name!r}")
                 write_atomic(tmp / name, lambda p, d=data: p.write_bytes(d))
                 listing[name] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
-            meta = {"scenario": task.scenario_id, "replication": task.replication, "seed": task.seed, "files": listing}
+            meta = {"scenario": task.scenario_id, "replication": task.replication, "seed": task.seed, "files": listing,
+                    "inputs": self._need_study().point(task.scenario_id).inputs}
             write_json_atomic(tmp / TASK_FILE, meta)
             os.rename(tmp, final)
         except BaseException:
@@ -166,7 +237,8 @@ class Store:
             "seeds": study.seeds,
             "seed_derivation": "numpy SeedSequence(root_seed).spawn(replications); replication r uses seeds[r] in every scenario",
             "axes": study.spec.axes,
-            "scenarios": [{"id": p.id, "point": p.index, "values": p.values, "scenario_sha256": p.sha256} for p in study.points],
+            "scenarios": [{"id": p.id, "point": p.index, "values": p.values, "scenario_sha256": p.sha256, "inputs": p.inputs}
+                          for p in study.points],
             "tasks": tasks,
             "complete": all(t["done"] for t in tasks),
             "layout": "scenario=<id>/seed=<seed>/<file>; run log with times in runs.json (not deterministic)",
@@ -189,6 +261,23 @@ class Store:
         if self.study is None:
             raise RuntimeError("this operation needs the study")
         return self.study
+
+
+def _inputs_differ(got: Any, want: dict[str, Any]) -> str:
+    """What differs between a task's recorded inputs and the study's, in words."""
+    if not isinstance(got, dict):
+        return "the task records no inputs (written by an older densim)"
+    if got.get("densim") != want.get("densim"):
+        return f"made by densim {got.get('densim')}, this is densim {want.get('densim')}"
+    if got.get("runner") != want.get("runner"):
+        return f"made by runner {got.get('runner')!r}, the study names {want.get('runner')!r}"
+    if got.get("scenario_sha256") != want.get("scenario_sha256"):
+        return "the scenario changed (the base scenario, a file it imports, or the axis values)"
+    old, new = got.get("data_sha256") or {}, want.get("data_sha256") or {}
+    for f in sorted(set(old) | set(new)):
+        if old.get(f) != new.get(f):
+            return f"the data file {f} changed" if f in old and f in new else f"the scenario reads other data files ({f})"
+    return "the recorded inputs differ"
 
 
 def _column(vals: list[Any]):
