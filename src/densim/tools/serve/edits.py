@@ -54,6 +54,9 @@ MAX_TEXT = 200  # characters of one control's text
 MAX_MAGNITUDE = 1e18  # any number typed in any control (a byte count of 1 EB, a count of 10^18)
 MAX_OVERCOMMIT = 1000.0  # vCPUs per core, configured memory per byte of host memory
 ECHO_PATH = 80  # characters of a refused field path quoted back
+# the controls whose value is a number (the loader reads a text such as "1e308" as one)
+_NUMBER = re.compile(r"^(cluster\.hosts\[\d+\]\.count|vms\[\d+\]\.count|placement\.(cpu|memory)_overcommit"
+                     r"|storage\.datastores\[\d+\]\.drives|failures\.ha\.host_failures|failures\.fail_largest_hosts)$")
 
 
 def _number_bounds() -> list[tuple[re.Pattern, str, float]]:
@@ -87,6 +90,11 @@ def check_edits(edits: dict[Any, Any]) -> list[tuple[str, str]]:
             issues.append((path, f"at most {MAX_TEXT} characters, got {echo(text)}"))
             continue
         value = parse_value(text)
+        if isinstance(value, str) and _NUMBER.match(path):  # "1e308": a string in YAML, a number to the loader
+            try:
+                value = float(value)
+            except ValueError:
+                continue  # the loader's message ("Input should be a valid number")
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             continue
         if isinstance(value, float) and not math.isfinite(value):
