@@ -105,7 +105,7 @@ def test_hostile_value_is_refused_in_one_short_line_or_run(hostile, path, name):
     (10**300, "a number of hosts of at most 10,000,000"),
     ("x" * BIG, f"at most 200 characters, got '{'x' * 80}'… (5,000,000 characters)"),
     ({"a": 1}, "a number or a text, got a mapping"),
-])
+], ids=["inf", "nan", "1e300", "5MB", "mapping"])
 def test_fail_largest_hosts_names_the_control(hostile, value, words):
     # inf used to reach int(inf) (OverflowError: a 500); a 5 MB value used to come back whole in the 422
     r = post(hostile, {"source": "given", "edits": {"failures.fail_largest_hosts": value}})
