@@ -8,8 +8,23 @@ from typing import Annotated, Optional
 import typer
 
 from densim.cli.common import fail
+from densim.cli.estimates import DEFAULT_MAX_MEMORY
+from densim.cli.estimates import max_memory_option as _max_memory
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def _host_names(ctx, param, value: Optional[list[str]]) -> list[str]:  # noqa: ARG001 - a typer/click option callback
+    """``--allow-host`` values: host names (or IPv4 addresses) without port, scheme or path."""
+    import re
+
+    out = []
+    for v in value or []:
+        name = v.strip().lower()
+        if not re.fullmatch(r"[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?", name):
+            raise typer.BadParameter(f"a host name without port or scheme, such as 'myhost.lan', got {v[:80]!r}")
+        out.append(name)
+    return out
 
 
 def serve_command(
@@ -23,11 +38,17 @@ def serve_command(
                                                      "(default: ./examples when it exists)")] = None,
     server: Annotated[Optional[str], typer.Option("--server", help="inventory only: catalog server of the hosts")] = None,
     hosts: Annotated[Optional[int], typer.Option("--hosts", min=1, help="inventory only: number of hosts")] = None,
+    max_memory: Annotated[str, typer.Option("--max-memory", callback=_max_memory, help="refuse a run whose arrays are estimated "
+                                            "to need more memory than this, before it starts (as densim run)")] = DEFAULT_MAX_MEMORY,
+    allow_host: Annotated[Optional[list[str]], typer.Option("--allow-host", callback=_host_names, help="another name the page is reached by "
+                                                            "(requests naming any other host are refused); repeatable")] = None,
 ) -> None:
     """Start a local web page to change a scenario and see the results update; prints its address."""
+    from densim.cli.estimates import check_run_memory
     from densim.cli.main import out_folder
     from densim.errors import InputError
     from densim.tools.serve.app import create_app, run_server
+    from densim.tools.serve.runs import Runs
     from densim.tools.serve.sources import Sources, builtin_sources, folder_sources, inventory_source, scenario_source
 
     items = []
@@ -54,7 +75,9 @@ def serve_command(
     if host not in LOOPBACK:
         typer.echo(f"densim serve: warning: listening on {host}: anyone who can reach this address can run scenarios and "
                    "download their results (there is no login)", err=True)
-    app = create_app(Sources(items), out)
+    limit = int(max_memory)
+    app = create_app(Sources(items), out, runs=Runs(max_memory=limit), allow_hosts=tuple(allow_host or ()),
+                     check=lambda plant, origin: check_run_memory(plant.spec, origin, limit))
     run_server(app, host, port, on_ready=lambda url: typer.echo(f"densim serve: {url}  (Ctrl-C stops)"))
 
 

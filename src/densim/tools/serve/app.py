@@ -12,6 +12,11 @@ Routes (all JSON unless said otherwise):
   its ``summary.json``, Parquet tables and ``report.html`` (written to the output folder on first request);
 * ``GET /api/diff?a=KEY&b=KEY``: the fields and headline figures in which two runs differ.
 
+Every request passes :class:`~densim.tools.serve.guard.LocalOnly` first (a foreign ``Host`` answers
+421, a cross-site POST 403). A request the API cannot read, a control value out of bounds and a run
+estimated above the memory limit (the ``check`` the CLI passes: ``densim run``'s ``--max-memory``
+estimate) answer 422 with one line per problem, values quoted cut to 80 characters.
+
 The server reads only the files its sources name and writes only under ``out``; a file name in a
 download must be one of the run folder's own files (no paths).
 """
@@ -22,13 +27,15 @@ import re
 from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI, HTTPException, Query
+from fastapi import FastAPI, HTTPException, Query, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field
 
-from densim.errors import ScenarioInvalid
-from densim.tools.serve.edits import add_failures, apply_edits, controls, failure_request, field_errors
+from densim.errors import InputError, ScenarioInvalid
+from densim.tools.serve.edits import ECHO_PATH, add_failures, apply_edits, controls, failure_request, field_errors
+from densim.tools.serve.guard import LocalOnly, echo
 from densim.tools.serve.runs import Runs
 from densim.tools.serve.sources import Sources
 
@@ -38,7 +45,8 @@ KEY_RE = re.compile(r"^[0-9a-f]{64}$")
 
 class RunRequest(BaseModel):
     source: str = Field(max_length=1000)
-    edits: dict[str, str | int | float | bool | None] = Field(default_factory=dict, max_length=200)
+    # any JSON value per control: apply_edits refuses, naming the control, what is not a number or a short text
+    edits: dict[str, Any] = Field(default_factory=dict, max_length=200)
     slot: str = Field(default="a", pattern=r"^[a-z0-9]{1,8}$")
 
 
@@ -70,8 +78,26 @@ def scenario_yaml(mapping: dict[str, Any], origin: str) -> str:
     return head + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
 
 
-def create_app(sources: Sources, out: str | Path, *, runs: Runs | None = None) -> FastAPI:
-    """The application serving ``sources``; result files go under ``out`` only."""
+def request_errors(exc: RequestValidationError) -> list[str]:
+    """One line per problem of a request the API cannot read, the offending value cut to 80 characters."""
+    lines = []
+    for e in exc.errors()[:10]:
+        where = ".".join(str(p) for p in e.get("loc", ()) if p != "body") or "request"
+        line = f"{where}: {e.get('msg', 'invalid')}"
+        if "input" in e and e.get("type") not in ("missing", "json_invalid"):
+            line += f" (got {echo(e['input'])})"
+        lines.append(line)
+    return lines
+
+
+def create_app(sources: Sources, out: str | Path, *, runs: Runs | None = None, check=None,
+               allow_hosts: tuple[str, ...] = ()) -> FastAPI:
+    """The application serving ``sources``; result files go under ``out`` only.
+
+    ``check(plant, origin)`` runs after a scenario is resolved and before its run starts; it raises
+    :class:`~densim.errors.InputError` to refuse the run (the CLI passes ``densim run``'s
+    ``--max-memory`` estimate; None: no estimate). ``allow_hosts``: names besides the address the
+    server is reached at that a request's ``Host`` may carry (:mod:`densim.tools.serve.guard`)."""
     import jinja2
 
     out = Path(out).resolve()
@@ -87,6 +113,11 @@ def create_app(sources: Sources, out: str | Path, *, runs: Runs | None = None) -
     app = FastAPI(title="densim serve", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
     app.state.runs = runs
     app.state.out = out
+    app.add_middleware(LocalOnly, extra_hosts=allow_hosts)
+
+    @app.exception_handler(RequestValidationError)
+    async def unreadable(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse({"errors": {}, "general": request_errors(exc)}, status_code=422)
     app.mount("/static/app", StaticFiles(directory=str(HERE / "static")), name="static")
 
     def job_or_404(key: str, *, done: bool = False):
@@ -127,13 +158,17 @@ def create_app(sources: Sources, out: str | Path, *, runs: Runs | None = None) -
         try:
             mapping = apply_edits(src.mapping, req.edits, src.origin)
             fail = failure_request(mapping, req.edits, src.origin)
-            if fail is not None:  # the N largest hosts of the scenario as edited: resolve it first (catalog only, cheap)
-                _, plant = runs.prepare(mapping, src.origin, src.base_dir)
-                mapping = add_failures(mapping, fail, plant, src.origin)
             key, plant = runs.prepare(mapping, src.origin, src.base_dir)
+            if check is not None:  # before anything sized by the scenario is built (add_failures builds the hosts)
+                check(plant, src.origin)
+            if fail is not None:  # the N largest hosts of the scenario as edited (resolved above: catalog only, cheap)
+                mapping = add_failures(mapping, fail, plant, src.origin)
+                key, plant = runs.prepare(mapping, src.origin, src.base_dir)
         except ScenarioInvalid as exc:
-            fields, other = field_errors(exc, paths + list(req.edits))
+            fields, other = field_errors(exc, paths + [p for p in req.edits if len(p) <= ECHO_PATH])
             return JSONResponse({"errors": fields, "general": other}, status_code=422)
+        except InputError as exc:  # the memory estimate, a trace that does not read: what `densim run` prints
+            return JSONResponse({"errors": {}, "general": [exc.one_line()]}, status_code=422)
         job, cached, gen = runs.submit(key, plant, mapping, src.origin, req.slot)
         return JSONResponse({"key": key, "cached": cached, "generation": gen, **job.status()})
 

@@ -11,12 +11,14 @@ none of them is a file path, so the page cannot make the server read a file the 
 from __future__ import annotations
 
 import copy
+import math
 import re
 from typing import Any
 
 import yaml
 
 from densim.errors import InputError, ScenarioInvalid
+from densim.tools.serve.guard import echo
 
 #: fields a host group loses when the page picks a catalog server for it (the server defines them)
 SERVER_FIELDS = ("cpu", "memory", "power", "rack_units")
@@ -44,6 +46,64 @@ ADMISSIONS = ["off", "n_plus_k"]
 # loader messages about the events the control wrote belong to the control's fields
 _EVENT_FIELD = re.compile(r"^failures\.events\[\d+\]\.(time|duration|target)")
 _EVENT_ALIAS = {"time": FAIL_AT, "duration": FAIL_FOR, "target": FAIL_N}
+
+
+# Bounds on what the page sends, checked before anything else reads it (so no value, however hostile,
+# reaches a computation that raises): a control's text is a number, a name or a quantity.
+MAX_TEXT = 200  # characters of one control's text
+MAX_MAGNITUDE = 1e18  # any number typed in any control (a byte count of 1 EB, a count of 10^18)
+MAX_OVERCOMMIT = 1000.0  # vCPUs per core, configured memory per byte of host memory
+ECHO_PATH = 80  # characters of a refused field path quoted back
+# the controls whose value is a number (the loader reads a text such as "1e308" as one)
+_NUMBER = re.compile(r"^(cluster\.hosts\[\d+\]\.count|vms\[\d+\]\.count|placement\.(cpu|memory)_overcommit"
+                     r"|storage\.datastores\[\d+\]\.drives|failures\.ha\.host_failures|failures\.fail_largest_hosts)$")
+
+
+def _number_bounds() -> list[tuple[re.Pattern, str, float]]:
+    """(control, what it is, upper bound) for the controls whose bound the scenario loader lacks."""
+    from densim.spec.scenario import MAX_HOSTS
+
+    return [
+        (re.compile(r"^placement\.(cpu|memory)_overcommit$"), "an over-commit ratio", MAX_OVERCOMMIT),
+        (re.compile(r"^failures\.ha\.host_failures$"), "a number of hosts", MAX_HOSTS),
+        (re.compile(r"^failures\.fail_largest_hosts$"), "a number of hosts", MAX_HOSTS),
+    ]
+
+
+def check_edits(edits: dict[Any, Any]) -> list[tuple[str, str]]:
+    """``(control, problem)`` for every edit the page may not send: a path that is not a control, a
+    value that is not a number or a text (a list, a mapping), a text longer than :data:`MAX_TEXT`, a
+    number that is not finite or is beyond :data:`MAX_MAGNITUDE` or the control's own bound. Values are
+    quoted cut to 80 characters. The scenario loader checks the rest (its messages are the CLI's)."""
+    bounds = _number_bounds()
+    issues: list[tuple[str, str]] = []
+    for path, text in edits.items():
+        if not isinstance(path, str) or len(path) > MAX_TEXT or not editable(path):
+            p = str(path)
+            issues.append((p if len(p) <= ECHO_PATH else p[:ECHO_PATH] + "…", "not a field the page can edit"))
+            continue
+        if not (text is None or isinstance(text, (str, int, float, bool))):
+            issues.append((path, f"a number or a text, got a {'list' if isinstance(text, list) else 'mapping'}: "
+                                 f"{echo(text)}"))
+            continue
+        if isinstance(text, str) and len(text) > MAX_TEXT:
+            issues.append((path, f"at most {MAX_TEXT} characters, got {echo(text)}"))
+            continue
+        value = parse_value(text)
+        if isinstance(value, str) and _NUMBER.match(path):  # "1e308": a string in YAML, a number to the loader
+            try:
+                value = float(value)
+            except ValueError:
+                continue  # the loader's message ("Input should be a valid number")
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        if isinstance(value, float) and not math.isfinite(value):
+            issues.append((path, f"a finite number, got {echo(text)}"))
+            continue
+        limit = next(((what, b) for pat, what, b in bounds if pat.match(path)), ("a number", MAX_MAGNITUDE))
+        if abs(value) > limit[1]:
+            issues.append((path, f"{limit[0]} of at most {limit[1]:,.0f}, got {echo(text)}"))
+    return issues
 
 
 class EditError(InputError):
@@ -158,8 +218,9 @@ def failure_request(mapping: dict[str, Any], edits: dict[str, Any], origin: str)
     n_raw = parse_value(edits.get(FAIL_N, 0))
     if n_raw is None or n_raw == "":
         n_raw = 0
-    if isinstance(n_raw, bool) or not isinstance(n_raw, (int, float)) or n_raw != int(n_raw) or n_raw < 0:
-        raise ScenarioInvalid(origin, [(FAIL_N, f"a whole number of hosts >= 0, got {edits.get(FAIL_N)!r}")])
+    if (isinstance(n_raw, bool) or not isinstance(n_raw, (int, float)) or not math.isfinite(n_raw) or n_raw != int(n_raw)
+            or n_raw < 0):
+        raise ScenarioInvalid(origin, [(FAIL_N, f"a whole number of hosts >= 0, got {echo(edits.get(FAIL_N))}")])
     n = int(n_raw)
     if n == 0:
         return None
@@ -227,16 +288,15 @@ def apply_edits(mapping: dict[str, Any], edits: dict[str, Any], origin: str) -> 
     """A copy of ``mapping`` with ``edits`` (field path -> typed text) applied.
 
     An empty text removes the field (the scenario default applies). A path that is not a control,
-    or that names a host group, VM group or datastore the scenario lacks, raises
-    :class:`ScenarioInvalid` naming that path."""
+    or that names a host group, VM group or datastore the scenario lacks, or a value
+    :func:`check_edits` refuses, raises :class:`ScenarioInvalid` naming that path."""
     from densim.spec.sweep import parse_path
 
+    issues = check_edits(edits)
+    if issues:
+        raise ScenarioInvalid(origin, issues)
     out = copy.deepcopy(mapping)
-    issues: list[tuple[str, str]] = []
     for path, text in edits.items():
-        if not isinstance(path, str) or not editable(path):
-            issues.append((str(path), "not a field the page can edit"))
-            continue
         if path in PAGE_FIELDS:  # the failure control: failure_request / add_failures
             continue
         tokens = parse_path(path)

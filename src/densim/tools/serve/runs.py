@@ -69,9 +69,11 @@ class Runs:
     """The worker and the cache of one server.
 
     ``max_cached`` finished runs are kept (least recently asked for dropped first); a dropped run is
-    simply run again when asked for."""
+    simply run again when asked for. ``max_memory`` (bytes; None: the readers' default, 8 GiB) is the
+    limit trace readers refuse arrays above during a run, as ``densim run --max-memory`` sets it."""
 
-    def __init__(self, max_cached: int = 32) -> None:
+    def __init__(self, max_cached: int = 32, max_memory: int | None = None) -> None:
+        self.max_memory = max_memory
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="densim-serve-run")
         self._jobs: OrderedDict[str, Job] = OrderedDict()
         self._slot_key: dict[str, str] = {}
@@ -125,6 +127,7 @@ class Runs:
     def _run(self, job: Job) -> None:
         from densim.engine import simulate
         from densim.tools.serve.view import view
+        from densim.workloads.readers._checks import memory_budget
 
         if job.cancel.is_set():
             job.state = "cancelled"
@@ -139,7 +142,8 @@ class Runs:
                 raise Cancelled
 
         try:
-            res = simulate(job.plant, progress=progress)
+            with memory_budget(self.max_memory):  # a context variable: set in the worker thread itself
+                res = simulate(job.plant, progress=progress)
             job.view = view(res)
             job.result = res
             job.wall_s = time.perf_counter() - t0
