@@ -54,3 +54,14 @@ def test_azure_disagreeing_duplicate_in_a_second_file_names_both_files(tmp_path)
     assert msg == (f"{d / 'vm_cpu_readings-file-2-of-2.csv'}:row 1, column 'vmid': a second reading of VM 'b' at timestamp 300 "
                    "that disagrees with row 4 of vm_cpu_readings-file-1-of-1.csv (mincpu, maxcpu, avgcpu 0, 60, 55 vs 0, 50, 50): "
                    "which one is right?")
+
+
+# ------------------------------------------------------------------------------------ generic CSV
+
+
+def test_generic_duplicated_header_is_refused(tmp_path):
+    # the CSV reader renamed the second 'cpu_used [%]' to 'cpu_used [%]_duplicated_0' and ignored it: the first
+    # column's values were taken without a word
+    p = tmp_path / "g.csv"
+    p.write_text("vm,time [s],vcpus,memory [GiB],cpu_used [%],cpu_used [%]\nv1,0,2,4,10,90\nv1,300,2,4,20,80\n")
+    assert _err(p) == (f"{p}:row 1, column 6 'cpu_used [%]': duplicate column name (also column 5): which one holds the values?")

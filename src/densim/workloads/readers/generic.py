@@ -114,6 +114,14 @@ def _frame(path: Path):
     text = text_of(read_bytes(path, "generic inventory CSV"), path, "CSV file")
     if not text.strip():
         raise InputError(path, "row 1", "empty file: no header row")
+    header = next(csv.reader([text.lstrip("\r\n").split("\n", 1)[0].rstrip("\r")]), [])
+    seen: dict[str, int] = {}
+    for i, h in enumerate(header):
+        key = h.strip()
+        if key in seen:  # the CSV reader would rename the second one and drop it silently
+            raise InputError(path, f"row 1, column {i + 1} {key!r}", f"duplicate column name (also column {seen[key] + 1}): "
+                                                                    "which one holds the values?")
+        seen[key] = i
     try:
         df = pl.read_csv(io.StringIO(text), infer_schema_length=0)
     except Exception as exc:  # noqa: BLE001
