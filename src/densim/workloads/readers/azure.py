@@ -268,11 +268,12 @@ def read_azure_trace(path: str | Path, *, statistic: str = "avgcpu", unknown_vms
     r_t = np.concatenate([x[1] for x in parts])
     r_pct = np.concatenate([x[2] for x in parts])
     offsets = np.cumsum([0] + [x[0].size for x in parts[:-1]])
+    file_rows = [x[3] for x in parts]  # the row in its file of every kept reading
 
     def file_row(i: int) -> tuple[Path, int]:
         """The readings file and its row (1-based, headerless) of kept reading ``i``."""
         f = int(np.searchsorted(offsets, i, side="right")) - 1
-        return used[f], int(parts[f][3][i - offsets[f]]) + 1
+        return used[f], int(file_rows[f][i - offsets[f]]) + 1
 
     if len(parts) == 1:
         check_gaps(r_t, used[0], "timestamp", rows=parts[0][3] + 1)
