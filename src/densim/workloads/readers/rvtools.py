@@ -196,7 +196,11 @@ class _Sheet:
             text = text[:-1].rstrip()
         m = _NUM_TEXT.match(text)
         if m is None:
-            raise self.error(i, col, f"{what} must be a number, got {text[:30]!r}")
+            try:  # 'nan', 'inf', '1e5': the value checks downstream name what is wrong with them
+                x = float(text)
+            except ValueError:
+                raise self.error(i, col, f"{what} must be a number, got {text[:30]!r}") from None
+            return x * unit_bytes if unit_bytes is not None else x
         body, unit = m.group(1), m.group(2)
         kind = _separator_kind(body)
         if kind == "ambiguous":
