@@ -34,3 +34,9 @@ def test_several_times_a_day_are_reduced_per_day(tmp_path):
     h = read_cluster_history(p)
     assert list(h.dates) == [np.datetime64("2026-01-01"), np.datetime64("2026-01-02")]
     assert list(h.cpu_mhz) == [150.0, 120.0]
+
+
+def test_utf16_history_reads(tmp_path):
+    p = tmp_path / "h.csv"
+    p.write_bytes("date,vcpus,cpu_used_mhz\n2026-01-01,4,100\n2026-01-02,4,120\n".encode("utf-16"))
+    assert list(read_cluster_history(p).cpu_mhz) == [100.0, 120.0]

@@ -272,3 +272,15 @@ def test_placement_csv_neutralises_formulas_in_vm_names(tmp_path):
     rows = list(csv.DictReader((out / "placement.csv").open()))
     assert {x["vm"] for x in rows} == {"'" + n for n in names}
     assert all(not x["candidate"].startswith(("=", "+", "-", "@")) for x in rows)
+
+
+def test_a_column_named_twice_is_refused(tmp_path):
+    # two 'Memory' columns in vInfo: the old reader took the first without a word
+    def edit(tab, header, rows):
+        if tab == "vInfo":
+            header.append("Memory")
+            for r in rows:
+                r.append("1")
+    msg = _err(_export(tmp_path / "rv", edit=edit))
+    assert msg.endswith("sheet vInfo, column 'Memory': a second column named like 'Memory' (column 9; this is column 23): "
+                        "which one holds the values?")

@@ -105,10 +105,9 @@ def read_cluster_history(path: str | Path, period: str = "day", statistic: str =
     """A cluster-level history CSV: ``date`` and any of ``vms, vcpus, cpu_used_mhz, mem_used_gib`` per row."""
     path = Path(path)
     src = str(path)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(src, "", f"cannot read the history: {exc.__class__.__name__}: {exc}") from None
+    from densim.workloads.readers._checks import read_bytes, text_of
+
+    text = text_of(read_bytes(path, "history CSV"), path, "CSV file")  # UTF-8 or UTF-16, a BOM dropped
     rows = list(csv.reader(text.splitlines()))
     if not rows:
         raise InputError(src, "", "empty file: a header row (date, vms, vcpus, cpu_used_mhz, mem_used_gib) is needed")

@@ -128,22 +128,32 @@ class _Sheet:
     def find(self, aliases: tuple[str, ...]) -> int | None:
         for a in aliases:
             if a in self.keys:
-                return self.keys.index(a)
+                i = self.keys.index(a)
+                if a in self.keys[i + 1:]:  # two columns of one name: which one holds the values is unknown
+                    j = self.keys.index(a, i + 1)
+                    raise self.error(None, j, f"a second column named like {self.header[i]!r} (column {i + 1}; this is "
+                                              f"column {j + 1}): which one holds the values?")
+                return i
         return None
 
     def find_mem(self, base: str) -> tuple[int, float] | None:
-        """Column whose header is ``base`` + optional unit; returns (index, bytes per unit)."""
+        """Column whose header is ``base`` + optional unit; returns (index, bytes per unit). Two such columns
+        ('Memory' and 'Memory MiB', or one name twice) are refused: which one holds the values is unknown."""
+        found: list[tuple[int, float]] = []
         for i, k in enumerate(self.keys):
             if k == base:
-                return i, MEM_UNITS["mib"]  # RVTools memory columns without a unit are MiB
-            if k.startswith(base):
+                found.append((i, MEM_UNITS["mib"]))  # RVTools memory columns without a unit are MiB
+            elif k.startswith(base):
                 tok = k[len(base):]
                 if tok in MEM_UNITS:
-                    return i, MEM_UNITS[tok]
-                if tok in ("overhead", "reservationlockedtomax", "mhz") or not _UNIT_TOKEN.match(tok):
-                    continue
-                raise self.error(None, i, f"unknown memory unit {tok!r} in header (use MiB, MB, GiB, GB, KiB, KB)")
-        return None
+                    found.append((i, MEM_UNITS[tok]))
+                elif not found and not (tok in ("overhead", "reservationlockedtomax", "mhz") or not _UNIT_TOKEN.match(tok)):
+                    raise self.error(None, i, f"unknown memory unit {tok!r} in header (use MiB, MB, GiB, GB, KiB, KB)")
+            if len(found) == 2:
+                (a, _), (b, _) = found
+                raise self.error(None, b, f"a second column named like {self.header[a]!r} (column {a + 1}; this is "
+                                          f"column {b + 1}): which one holds the values?")
+        return found[0] if found else None
 
     def column(self, col: int) -> list:
         return [r[col] if col < len(r) else None for r in self.rows]
