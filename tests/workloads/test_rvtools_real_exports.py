@@ -284,3 +284,23 @@ def test_a_column_named_twice_is_refused(tmp_path):
     msg = _err(_export(tmp_path / "rv", edit=edit))
     assert msg.endswith("sheet vInfo, column 'Memory': a second column named like 'Memory' (column 9; this is column 23): "
                         "which one holds the values?")
+
+
+def test_fractions_without_thousands_separators_beside_grouped_numbers(tmp_path):
+    # vInfo with ',' separating thousands (memory '2,048') and a readiness of '1234.5' % (16-vCPU VMs): no
+    # thousands separator in it, so it needs no groups of three; "12,34,567" is not grouped and refused
+    def edit(tab, header, rows):
+        if tab == "vInfo":
+            _set(header, rows, "Memory", ["2,048", "4,096", "8,192", "4,096"])
+            _set(header, rows, "CPUs", ["16"] * len(rows))
+            _set(header, rows, "Overall Cpu Readiness", ["1234.5", "0.5", "1,250.25", "0"])
+    inv = load_inventory(_export(tmp_path / "rv", edit=edit, tabs=("vInfo",)))
+    assert list(inv.ready_pct) == [1234.5, 0.5, 1250.25, 0.0] and inv.mem_bytes[2] == 8192 * MIB
+
+    def bad(tab, header, rows):
+        edit(tab, header, rows)
+        if tab == "vInfo":
+            _set(header, rows, "Memory", ["2,048", "12,34,567"])
+    msg = _err(_export(tmp_path / "rv2", edit=bad, tabs=("vInfo",)))
+    assert msg.endswith("sheet vInfo, row 3, column 'Memory': Memory '12,34,567': ',' is this sheet's thousands separator but the "
+                        "digits are not in groups of three")

@@ -225,7 +225,8 @@ class _Sheet:
             sep = mark if sep is None else sep
         if sep is not None and kind is not None:
             dec = "," if sep == "." else "."
-            if not _GROUPED[sep].match(body.split(dec)[0].lstrip("+-")):
+            head = body.split(dec)[0].lstrip("+-")
+            if sep in head and not _GROUPED[sep].match(head):  # '1234.5' has none: fine; '12.34.5' is not grouped
                 raise self.error(i, col, f"{what} {text[:30]!r}: {sep!r} is this sheet's thousands separator but the digits are "
                                          "not in groups of three")
             body = body.replace(sep, "").replace(dec, ".")
@@ -241,7 +242,7 @@ class _Sheet:
                     raise self.error(i, col, f"unknown memory unit {unit!r} in {text!r} (use MiB, MB, GiB, GB, KiB, KB)")
                 raise self.error(i, col, f"{what} must be a number, got {text[:30]!r}")
             return x * MEM_UNITS[unit.lower()]
-        if whole and x != round(x):
+        if whole and kind == "ambiguous" and x != round(x):  # '2.048' MiB where '.' is the decimal mark
             raise self.error(i, col, f"{what} must be a whole number, got {text[:30]!r}"
                                      + (f" (this sheet writes {'.' if sep == ',' else ','!r} as the decimal mark)" if sep else ""))
         return x * unit_bytes if unit_bytes is not None else x
