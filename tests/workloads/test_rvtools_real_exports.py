@@ -304,3 +304,15 @@ def test_fractions_without_thousands_separators_beside_grouped_numbers(tmp_path)
     msg = _err(_export(tmp_path / "rv2", edit=bad, tabs=("vInfo",)))
     assert msg.endswith("sheet vInfo, row 3, column 'Memory': Memory '12,34,567': ',' is this sheet's thousands separator but the "
                         "digits are not in groups of three")
+
+
+def test_missing_host_note_points_at_a_host_listed_under_another_name(tmp_path):
+    # vInfo names the host by its FQDN, vHost by its short name: not matched (names are matched exactly), but said
+    def edit(tab, header, rows):
+        if tab == "vInfo":
+            _set(header, rows, "Host", ["esx01.corp.example"] * 4)
+    inv = load_inventory(_export(tmp_path / "rv", edit=edit))
+    assert inv.missing_host_vms == 4
+    note = next(n for n in inv.notes if n.startswith("warning: 4 of 4 VMs"))
+    assert "vHost lists 'esx01': the same host under another name? densim matches names exactly" in note
+    assert "sized at" not in note  # the vCPU tab gives every VM's usage: no VM is sized by the unknown CPU % rule

@@ -584,6 +584,9 @@ def read_rvtools(
         missing_host = int(absent.sum())
         if missing_host:
             example = hosts[int(idx[np.argmax(absent)])]
+            short = {h.split(".")[0].lower(): h for h in host_names}
+            twin = short.get(example.split(".")[0].lower()) if example else None
+            hint = f"; vHost lists {twin!r}: the same host under another name? densim matches names exactly" if twin else ""
             guessed = int((absent & missing[idx]).sum()) if not no_cpu else 0
             notes.append(
                 f"warning: {missing_host:,} of {idx.size:,} VMs name a host that is not in vHost "
@@ -591,7 +594,7 @@ def read_rvtools(
                 + f": their vCPUs are taken at the default {default_vcpu_mhz:,.0f} MHz"
                 + (f", and {guessed:,} of them with no usage exported are sized at {u:g} % of vCPUs x MHz (the unknown "
                    "CPU % rule; --unknown-cpu-pct changes it)" if guessed else "")
-                + "; export vHost with every host to size them from their hosts")
+                + hint + "; export vHost with every host to size them from their hosts")
     # memory in use snapshot
     mem_now = np.full(len(names), np.nan)
     vm_sheet = sheets.get("vmemory")
