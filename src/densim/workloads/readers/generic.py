@@ -115,7 +115,10 @@ def _frame(path: Path):
     text = text_of(read_bytes(path, "generic inventory CSV"), path, "CSV file")
     if not text.strip():
         raise InputError(path, "row 1", "empty file: no header row")
-    header = next(csv.reader([text.lstrip("\r\n").split("\n", 1)[0].rstrip("\r")]), [])
+    try:
+        header = next(csv.reader([next((ln for ln in text.splitlines() if ln.strip()), "")]), [])
+    except csv.Error:  # a damaged header: the CSV reader below names the problem
+        header = []
     seen: dict[str, int] = {}
     for i, h in enumerate(header):
         key = h.strip()
