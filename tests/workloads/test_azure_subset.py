@@ -15,7 +15,7 @@ from densim.workloads.timegrid import TimeGrid
 # two VMs: "a" (2 cores, 4 GB) lives [0, 900) s, "b" (4 cores, 8 GB) lives [300, 1,200) s
 VMTABLE = "a,s,d,0,900,50,20,40,Interactive,2,4\nb,s,d,300,1200,60,30,50,Delay-insensitive,4,8\n"
 # readings (5-minute windows starting at the timestamp); "zz" is not in the vmtable (a cut of the dataset)
-READINGS = ("0,a,0,10,10\n0,zz,0,99,99\n300,a,0,30,20\n300,b,0,40,25\n600,a,0,10,40\n600,zz,0,99,99\n"
+READINGS = ("0,a,0,10,10\n0,zz,0,99,99\n300,a,0,30,20\n300,b,0,40,25\n600,a,0,40,40\n600,zz,0,99,99\n"
             "600,b,0,50,50\n900,b,0,10,10\n")
 
 
@@ -70,10 +70,16 @@ def test_only_unknown_vms(tmp_path):
     assert "no CPU readings of any VM in vmtable.csv (1 readings of other VMs)" in _err(load_inventory, d, "azure")
 
 
-def test_repeated_reading_is_averaged(tmp_path):
-    tr = read_azure_trace(_folder(tmp_path, readings=READINGS + "0,a,0,30,30\n"))
-    # a at t=0: (10 + 30) / 2 = 20 %
-    assert tr.r_pct[(tr.r_vm == 0) & (tr.r_t == 0)] == pytest.approx([20.0])
+def test_repeated_reading_is_kept_once_and_a_disagreeing_one_refused(tmp_path):
+    # the same reading twice (a file concatenated with itself, say) is one reading: a at t=0 stays 10 %
+    tr = read_azure_trace(_folder(tmp_path, readings=READINGS + "0,a,0,10,10\n"))
+    assert tr.r_pct[(tr.r_vm == 0) & (tr.r_t == 0)] == pytest.approx([10.0])
+    # a second reading of a at t=0 with other values (avg 30 % against 10 %): which is right is unknown (issue 29)
+    d = tmp_path / "b"
+    d.mkdir()
+    msg = _err(read_azure_trace, _folder(d, readings=READINGS + "0,a,0,30,30\n"))
+    assert msg == (f"{d / 'az' / 'vm_cpu_readings-file-1-of-1.csv'}:row 9, column 'vmid': a second reading of VM 'a' at timestamp 0 "
+                   "that disagrees with row 1 (mincpu, maxcpu, avgcpu 0, 30, 30 vs 0, 10, 10): which one is right?")
 
 
 def _group(unknown="skip", **kw):

@@ -122,14 +122,16 @@ def table_csv(tab: Table) -> str:
     import csv
     import io
 
+    from densim.csvsafe import safe_row
+
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     cols = list(tab.columns)
     if tab.show_header:
-        w.writerow([str(c.header) for c in cols])
+        w.writerow(safe_row(str(c.header) for c in cols))
     cells = [[str(x) for x in c.cells] for c in cols]
     for row in zip(*cells):
-        w.writerow(row)
+        w.writerow(safe_row(row))  # a VM name such as '=HYPERLINK(...)' is not run by a spreadsheet
     return buf.getvalue()
 
 

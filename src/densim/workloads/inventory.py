@@ -6,6 +6,8 @@ of ``step_s`` seconds from ``start_s``; ``mem_config_bytes`` is the configured m
 source says it changes (``mem_bytes`` is then each VM's largest). ``vm_start_s``/``vm_end_s`` are each
 VM's arrival and departure (same clock as ``start_s``) when the source has lifetimes (Azure vmtable,
 generic ``start``/``end`` columns). ``hosts`` describes the hosts the VMs run on today (RVTools vHost).
+``ready_pct``/``costop_pct`` are CPU readiness and co-stop measured per VM (RVTools 'Overall Cpu Readiness'),
+kept so a plan can set them beside its simulated CPU Ready.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import numpy as np
 
 DEFAULT_VCPU_MHZ = 2400.0  # used only when a source gives no clock; stated in every report
 SERIES = ("cpu_mhz", "mem_used_bytes", "disk_read_Bps", "disk_write_Bps", "mem_config_bytes")  # optional (steps x VMs) arrays
-PER_VM = ("vm_start_s", "vm_end_s")  # optional (N,) arrays
+PER_VM = ("vm_start_s", "vm_end_s", "ready_pct", "costop_pct")  # optional (N,) arrays
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,9 @@ class Inventory:
     hosts: HostInventory | None = None  # today's hosts (RVTools vHost)
     notes: tuple[str, ...] = ()  # what the reader skipped or assumed, for reports
     skipped_readings: int = 0  # samples the reader left out (Azure readings of VMs not in vmtable)
+    ready_pct: np.ndarray | None = None  # (N,) float64 measured CPU readiness, % of time (RVTools 'Overall Cpu Readiness'); NaN: not exported
+    costop_pct: np.ndarray | None = None  # (N,) float64 measured co-stop, % of time, where exported
+    missing_host_vms: int = 0  # VMs whose host is not in the export's host list (RVTools vHost)
 
     def __post_init__(self) -> None:
         n = self.names.shape[0]
@@ -145,7 +150,7 @@ class Inventory:
 def build_inventory(
     names, vcpus, vcpu_mhz, mem_bytes, *, cpu_mhz=None, mem_used_bytes=None, disk_read_Bps=None, disk_write_Bps=None,
     mem_config_bytes=None, step_s=300.0, start_s=0.0, source="", fmt="", demand_rule="", tags=None, vm_start_s=None,
-    vm_end_s=None, hosts=None, notes=(), skipped_readings=0,
+    vm_end_s=None, hosts=None, notes=(), skipped_readings=0, ready_pct=None, costop_pct=None, missing_host_vms=0,
 ) -> Inventory:
     """An :class:`Inventory` with the arrays converted to their canonical dtypes."""
     return Inventory(
@@ -169,4 +174,7 @@ def build_inventory(
         hosts=hosts,
         notes=tuple(notes),
         skipped_readings=int(skipped_readings),
+        ready_pct=None if ready_pct is None else np.asarray(ready_pct, dtype=np.float64),
+        costop_pct=None if costop_pct is None else np.asarray(costop_pct, dtype=np.float64),
+        missing_host_vms=int(missing_host_vms),
     )

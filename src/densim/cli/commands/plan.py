@@ -26,6 +26,9 @@ def plan_command(
     optimise: Annotated[Optional[bool], typer.Option("--optimise/--no-optimise", help="CP-SAT after the heuristic (reports the gap)")] = None,
     steps: Annotated[Optional[int], typer.Option(min=1, help="use only the first N steps of the demand series")] = None,
     snapshot_peak_factor: Annotated[float, typer.Option(help="RVTools only: multiply snapshot demand by this (> 0)")] = 1.0,
+    unknown_cpu_pct: Annotated[float, typer.Option(
+        "--unknown-cpu-pct", help="RVTools only: CPU demand, in % of vCPUs x MHz, of a VM whose usage was not exported "
+        "(no vCPU 'Overall', host not in vHost); 100 = busy on every vCPU")] = 100.0,
     unknown_vms: Annotated[str, typer.Option("--unknown-vms", help="Azure only: readings of VMs not in vmtable are skipped and "
                                              "counted (skip) or refused (error)")] = "skip",
     seed: Annotated[int, typer.Option(min=0, max=2**64 - 1, help="recorded in the results (the plan itself is deterministic)")]
@@ -57,6 +60,8 @@ def plan_command(
 
     if not (math.isfinite(snapshot_peak_factor) and 0 < snapshot_peak_factor <= 100):
         fail(f"--snapshot-peak-factor: must be a number > 0 (and at most 100), got {snapshot_peak_factor:g}", code=2)
+    if not (math.isfinite(unknown_cpu_pct) and 0 <= unknown_cpu_pct <= 100):
+        fail(f"--unknown-cpu-pct: must be a number from 0 to 100, got {unknown_cpu_pct:g}", code=2)
     if unknown_vms not in ("skip", "error"):
         fail(f"--unknown-vms: must be skip or error, got {unknown_vms!r}", code=2)
     try:
@@ -80,7 +85,7 @@ def plan_command(
         from densim.workloads.formats import detect_format
 
         fmt = detect_format(inventory) if fmt == "auto" else fmt
-        opts = {"rvtools": {"snapshot_peak_factor": snapshot_peak_factor}, "azure": {"unknown_vms": unknown_vms}}.get(fmt, {})
+        opts = {"rvtools": {"snapshot_peak_factor": snapshot_peak_factor, "unknown_cpu_pct": unknown_cpu_pct}, "azure": {"unknown_vms": unknown_vms}}.get(fmt, {})
         with status("plan", quiet=quiet, no_progress=no_progress) as phase:
             phase(f"reading {inventory.name}")
             with memory_budget(limit):

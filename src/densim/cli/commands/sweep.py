@@ -130,9 +130,11 @@ def register(app: typer.Typer) -> None:
         if fmt == "csv":
             import csv
 
+            from densim.csvsafe import safe_row
+
             w = csv.writer(sys.stdout)
-            w.writerow(cols)
-            w.writerows(rows)
+            w.writerow(safe_row(cols))
+            w.writerows(safe_row(r) for r in rows)
         elif fmt == "json":
             from densim.atomic import dumps_strict
 

@@ -105,10 +105,9 @@ def read_cluster_history(path: str | Path, period: str = "day", statistic: str =
     """A cluster-level history CSV: ``date`` and any of ``vms, vcpus, cpu_used_mhz, mem_used_gib`` per row."""
     path = Path(path)
     src = str(path)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(src, "", f"cannot read the history: {exc.__class__.__name__}: {exc}") from None
+    from densim.workloads.readers._checks import read_bytes, text_of
+
+    text = text_of(read_bytes(path, "history CSV"), path, "CSV file")  # UTF-8 or UTF-16, a BOM dropped
     rows = list(csv.reader(text.splitlines()))
     if not rows:
         raise InputError(src, "", "empty file: a header row (date, vms, vcpus, cpu_used_mhz, mem_used_gib) is needed")
@@ -126,6 +125,7 @@ def read_cluster_history(path: str | Path, period: str = "day", statistic: str =
     if not data:
         raise InputError(src, "", "no data rows")
     days = np.empty(len(data), dtype="datetime64[D]")
+    stamps = np.empty(len(data), dtype="datetime64[s]")  # the full date-time: several a day are reduced per day
     cols = {h: np.empty(len(data)) for h in head if h != "date"}
     for r, row in enumerate(data, start=2):
         if len(row) != len(head):
@@ -134,7 +134,9 @@ def read_cluster_history(path: str | Path, period: str = "day", statistic: str =
             cell = cell.strip()
             if h == "date":
                 try:
-                    days[r - 2] = np.datetime64(dt.datetime.fromisoformat(cell).date())
+                    when = dt.datetime.fromisoformat(cell)
+                    days[r - 2] = np.datetime64(when.date())
+                    stamps[r - 2] = np.datetime64(when.replace(tzinfo=None) - (when.utcoffset() or dt.timedelta(0)), "s")
                 except ValueError:
                     raise InputError(src, f"row {r}, date", f"not an ISO date: {cell!r}") from None
                 continue
@@ -147,6 +149,12 @@ def read_cluster_history(path: str | Path, period: str = "day", statistic: str =
             if x > 1e12:  # 1e12 MHz, GiB, VMs or vCPUs: no cluster has that; beyond it the fit overflows
                 raise InputError(src, f"row {r}, {h}", f"must be at most 1e12, got {cell!r}")
             cols[h][r - 2] = x
+    order = np.argsort(stamps, kind="stable")
+    same = np.flatnonzero(stamps[order][1:] == stamps[order][:-1])
+    if same.size:  # two rows for one date (or date-time): which one is that time's figure is unknown
+        a, b = int(order[same[0]]) + 2, int(order[same[0] + 1]) + 2  # stable sort: a < b
+        raise InputError(src, f"row {b}, date", f"duplicate date {data[b - 2][head.index('date')].strip()!r} "
+                                                f"(also in row {a}): one row per date")
     keys = _period_start(days, period)
     out: dict[str, np.ndarray] = {}
     dates = None

@@ -14,6 +14,7 @@ import numpy as np
 
 from densim.tools.plan.capacity import CandidateResult, PlanResult
 from densim.atomic import write_json_atomic, write_text_atomic
+from densim.csvsafe import safe_cell, safe_row
 
 
 def summary_dict(res: PlanResult, seed: int | None = None) -> dict:
@@ -43,6 +44,11 @@ def summary_dict(res: PlanResult, seed: int | None = None) -> dict:
         out["closest"] = {"candidate": near.name, "failed": near.failed, "reason": near.reason}
     if inv.skipped_readings:
         out["inventory"]["skipped_readings"] = inv.skipped_readings
+    if inv.missing_host_vms:
+        out["inventory"]["missing_host_vms"] = inv.missing_host_vms
+    if inv.ready_pct is not None and np.isfinite(inv.ready_pct).any():
+        r = inv.ready_pct[np.isfinite(inv.ready_pct)]
+        out["inventory"]["measured_ready_pct"] = {"vms": int(r.size), "mean": float(r.mean()), "max": float(r.max())}
     if inv.hosts is not None:
         out["hosts_today"] = inv.hosts.by_model()
     out["answer"] = answer_dict(res)
@@ -58,15 +64,20 @@ def summary_dict(res: PlanResult, seed: int | None = None) -> dict:
 
 
 def placement_csv(res: PlanResult) -> str:
+    """One row per VM and feasible candidate; text cells made safe for spreadsheets (:mod:`densim.csvsafe`).
+    With measured readiness in the inventory (RVTools 'Overall Cpu Readiness'), ``measured_ready_pct`` (and
+    ``measured_costop_pct``) follow, blank for a VM that has none."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["candidate", "vm", "host", "vcpus", "memory_gib"])
     inv = res.inventory
+    measured = [(k, a) for k, a in (("measured_ready_pct", inv.ready_pct), ("measured_costop_pct", inv.costop_pct)) if a is not None]
+    w.writerow(["candidate", "vm", "host", "vcpus", "memory_gib"] + [k for k, _ in measured])
+    extra = [[("" if x != x else f"{x:g}") for x in a.tolist()] for _, a in measured]
     for r in res.ranked():
         if r.host_of_vm is None:
             continue
-        for name, h, v, m in zip(inv.names, r.host_of_vm, inv.vcpus, inv.mem_bytes):
-            w.writerow([r.name, name, f"{r.name}-{int(h) + 1:03d}", int(v), f"{m / 2**30:.3f}"])
+        for i, (name, h, v, m) in enumerate(zip(inv.names, r.host_of_vm, inv.vcpus, inv.mem_bytes)):
+            w.writerow(safe_row([r.name, name, f"{r.name}-{int(h) + 1:03d}", int(v), f"{m / 2**30:.3f}"] + [e[i] for e in extra]))
     return buf.getvalue()
 
 
@@ -74,7 +85,7 @@ def _dict_rows_csv(rows: list[dict]) -> str:
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
     w.writeheader()
-    w.writerows(rows)
+    w.writerows({k: safe_cell(v) for k, v in r.items()} for r in rows)
     return buf.getvalue()
 
 

@@ -111,12 +111,29 @@ def read_bytes(path: Path, what: str = "file", max_bytes: int = 2**31) -> bytes:
         raise InputError(path, "", f"cannot read {what}: {exc.strerror}") from None
 
 
-def text_of(raw: bytes, path: Path, what: str = "text file") -> str:
-    """UTF-8 text (a BOM is dropped; UTF-16 with a BOM is decoded too); a NUL byte or bytes that are not
-    UTF-8 are errors naming the line."""
+def _utf16(raw: bytes) -> str | None:
+    """The codec of UTF-16 text: with a byte-order mark, or without one when the text is ASCII in UTF-16
+    (a NUL in every second byte of the first 4 KiB, as Windows tools write it); None for anything else."""
     if raw[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return "utf-16"
+    head = raw[:4096]
+    if len(head) >= 4:
+        head = head[: len(head) // 2 * 2]
+        even, odd = head[0::2], head[1::2]
+        if odd.count(0) == len(odd) and even.count(0) == 0:
+            return "utf-16-le"
+        if even.count(0) == len(even) and odd.count(0) == 0:
+            return "utf-16-be"
+    return None
+
+
+def text_of(raw: bytes, path: Path, what: str = "text file") -> str:
+    """UTF-8 text (a BOM is dropped; UTF-16, with a BOM or ASCII text without one, is decoded too); a NUL
+    byte or bytes that are not UTF-8 are errors naming the line."""
+    enc = _utf16(raw)
+    if enc is not None:
         try:
-            text = raw.decode("utf-16")
+            text = raw.decode(enc)
         except UnicodeDecodeError as exc:
             raise InputError(path, f"byte {exc.start}", f"damaged UTF-16 text; save the {what} as UTF-8") from None
     else:
@@ -140,8 +157,9 @@ def first_line(path: Path, what: str = "file", limit: int = 65536) -> str:
             head = fh.read(limit)
     except OSError as exc:
         raise InputError(path, "", f"cannot read {what}: {exc.strerror}") from None
-    if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
-        text = head.decode("utf-16", errors="replace")
+    enc = _utf16(head)
+    if enc is not None:
+        text = head.decode(enc, errors="replace")
     else:
         text = head.decode("utf-8", errors="replace")
     return text.removeprefix("\ufeff").split("\n", 1)[0]

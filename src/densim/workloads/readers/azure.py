@@ -157,6 +157,16 @@ class AzureTrace:
                 f"(e.g. {self.skipped_example!r}); unknown_vms: error refuses them")
 
 
+def _check_min_avg_max(v: dict[str, np.ndarray], path: Path) -> None:
+    """mincpu <= avgcpu <= maxcpu on every reading (the minimum, mean and maximum of one 5-minute window)."""
+    for lo, hi in (("mincpu", "maxcpu"), ("avgcpu", "maxcpu"), ("mincpu", "avgcpu")):
+        bad = v[lo] > v[hi]
+        if bad.any():
+            r = int(np.argmax(bad))
+            raise InputError(path, f"row {r + 1}, column {lo!r}",
+                             f"{lo} {v[lo][r]:g} is above {hi} {v[hi][r]:g}: a window's minimum <= mean <= maximum")
+
+
 def _lifetimes(vmt, vmt_path: Path) -> tuple[np.ndarray, np.ndarray]:
     created = _numbers(vmt, "vmcreated", vmt_path)
     deleted = _numbers(vmt, "vmdeleted", vmt_path)
@@ -176,7 +186,8 @@ def read_azure_trace(path: str | Path, *, statistic: str = "avgcpu", unknown_vms
     """Read an Azure Public Dataset folder (any subset) into an :class:`AzureTrace`; every cell checked first.
 
     ``limit`` keeps the first ``limit`` VMs of the vmtable (their readings; the others' are dropped, not
-    counted as unknown). Readings repeated for one VM and time are averaged.
+    counted as unknown). A reading repeated for one VM and time is kept once if it repeats the same
+    values and refused if it does not; every reading must have mincpu <= avgcpu <= maxcpu.
     """
     import polars as pl
 
@@ -225,8 +236,12 @@ def read_azure_trace(path: str | Path, *, statistic: str = "avgcpu", unknown_vms
             raise InputError(p, f"row {int(np.argmax(blank)) + 1}, column 'vmid'", "VM id is blank")
         t = _numbers(part, "timestamp", p)
         check_times(t, p, "timestamp", row_offset=1)
-        pct = _numbers(part, statistic, p)
-        check_values(pct, p, statistic, row_offset=1, hi=100.0, what="CPU %", implausible=False)
+        lo_hi = {}
+        for col in ("mincpu", "maxcpu", "avgcpu"):
+            lo_hi[col] = _numbers(part, col, p)
+            check_values(lo_hi[col], p, col, row_offset=1, hi=100.0, what="CPU %", implausible=False)
+        _check_min_avg_max(lo_hi, p)
+        pct = lo_hi[statistic]
         idx = pl.DataFrame({"vmid": vm}).join(id_map, on="vmid", how="left", maintain_order="left")["_idx"]
         miss = idx.is_null().to_numpy()
         if miss.any():
@@ -241,7 +256,9 @@ def read_azure_trace(path: str | Path, *, statistic: str = "avgcpu", unknown_vms
                 unknown.update(vm.filter(pl.Series(miss)).unique().to_list())
         vm_idx = idx.fill_null(-1).to_numpy()
         keep = (vm_idx >= 0) & (vm_idx < n_keep)
-        parts.append((vm_idx[keep].astype(np.int32), t[keep], pct[keep], np.flatnonzero(keep)))
+        parts.append((vm_idx[keep].astype(np.int32), t[keep], pct[keep], np.flatnonzero(keep),
+                      np.stack([lo_hi[c][keep] for c in READING_COLUMNS[2:]], axis=1)))
+        del lo_hi
         used.append(p)
     if not parts or sum(x[0].size for x in parts) == 0:
         where = reading_paths[0]
@@ -250,26 +267,41 @@ def read_azure_trace(path: str | Path, *, statistic: str = "avgcpu", unknown_vms
     r_vm = np.concatenate([x[0] for x in parts])
     r_t = np.concatenate([x[1] for x in parts])
     r_pct = np.concatenate([x[2] for x in parts])
+    offsets = np.cumsum([0] + [x[0].size for x in parts[:-1]])
+    file_rows = [x[3] for x in parts]  # the row in its file of every kept reading
+
+    def file_row(i: int) -> tuple[Path, int]:
+        """The readings file and its row (1-based, headerless) of kept reading ``i``."""
+        f = int(np.searchsorted(offsets, i, side="right")) - 1
+        return used[f], int(file_rows[f][i - offsets[f]]) + 1
+
     if len(parts) == 1:
         check_gaps(r_t, used[0], "timestamp", rows=parts[0][3] + 1)
     else:
-        offsets = np.cumsum([0] + [x[0].size for x in parts[:-1]])
         try:
             check_gaps(r_t, path, "timestamp", rows=np.arange(r_t.size))
         except InputError as exc:  # name the readings file and its row
-            i = int(exc.where.split(",")[0].split()[1])
-            f = int(np.searchsorted(offsets, i, side="right")) - 1
-            raise InputError(used[f], f"row {int(parts[f][3][i - offsets[f]]) + 1}, column 'timestamp'", exc.problem) from None
-    del parts
-    # sorted by VM then time; a reading repeated for one VM and time is averaged; each holds 300 s or
-    # until the VM's next reading
+            f_path, f_row = file_row(int(exc.where.split(",")[0].split()[1]))
+            raise InputError(f_path, f"row {f_row}, column 'timestamp'", exc.problem) from None
+    # sorted by VM then time; a reading repeated for one VM and time must repeat the same values (it is
+    # then kept once); each holds 300 s or until the VM's next reading
     order = np.lexsort((r_t, r_vm))
     r_vm, r_t, r_pct = r_vm[order], r_t[order], r_pct[order]
     new = np.r_[True, (r_vm[1:] != r_vm[:-1]) | (r_t[1:] != r_t[:-1])]
     if not new.all():
-        grp = np.cumsum(new) - 1
-        r_pct = np.bincount(grp, weights=r_pct) / np.bincount(grp)
-        r_vm, r_t = r_vm[new], r_t[new]
+        r_all = np.concatenate([x[4] for x in parts])[order]  # mincpu, maxcpu, avgcpu
+        differ = ~new[1:] & (r_all[1:] != r_all[:-1]).any(axis=1)
+        if differ.any():
+            k = int(np.argmax(differ))
+            # lexsort is stable: order[k] is the earlier of the two readings (by file, then row)
+            (fa, ra), (fb, rb) = file_row(int(order[k])), file_row(int(order[k + 1]))
+            also = f"row {ra}" + ("" if fa == fb else f" of {fa.name}")
+            raise InputError(fb, f"row {rb}, column 'vmid'",
+                             f"a second reading of VM {ids[int(r_vm[k])]!r} at timestamp {r_t[k]:g} that disagrees with {also} "
+                             f"(mincpu, maxcpu, avgcpu {', '.join(f'{x:g}' for x in r_all[k + 1])} vs {', '.join(f'{x:g}' for x in r_all[k])}): "
+                             "which one is right?")
+        r_vm, r_t, r_pct = r_vm[new], r_t[new], r_pct[new]
+    del parts
     same_next = np.r_[r_vm[1:] == r_vm[:-1], False]
     r_dur = np.full(r_t.size, STEP_S)
     r_dur[same_next] = np.minimum(STEP_S, r_t[1:][same_next[:-1]] - r_t[:-1][same_next[:-1]])

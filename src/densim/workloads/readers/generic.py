@@ -39,6 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
+from densim.csvsafe import safe_cell, unescape_cell
 from densim.errors import InputError
 from densim.workloads.readers._checks import (MAX_TIME_S, check_clock, check_gaps, check_memory_per_vcpu, check_times,
                                               check_values, check_vcpus, read_bytes, regular_file, text_of)
@@ -115,6 +116,17 @@ def _frame(path: Path):
     if not text.strip():
         raise InputError(path, "row 1", "empty file: no header row")
     try:
+        header = next(csv.reader([next((ln for ln in text.splitlines() if ln.strip()), "")]), [])
+    except csv.Error:  # a damaged header: the CSV reader below names the problem
+        header = []
+    seen: dict[str, int] = {}
+    for i, h in enumerate(header):
+        key = h.strip()
+        if key in seen:  # the CSV reader would rename the second one and drop it silently
+            raise InputError(path, f"row 1, column {i + 1} {key!r}", f"duplicate column name (also column {seen[key] + 1}): "
+                                                                    "which one holds the values?")
+        seen[key] = i
+    try:
         df = pl.read_csv(io.StringIO(text), infer_schema_length=0)
     except Exception as exc:  # noqa: BLE001
         first = text.splitlines()[0]
@@ -178,7 +190,7 @@ def read_generic(path: str | Path, *, step_s: float | None = None) -> Inventory:
     for r, v in enumerate(names_col):
         if v is None or str(v).strip() == "":
             raise InputError(path, f"row {line_of[r]}, column {found['vm'][0]!r}", "VM name is blank")
-    names_col = [str(v).strip() for v in names_col]
+    names_col = [unescape_cell(str(v).strip()) for v in names_col]  # "'=x" as written by write_generic is "=x"
     names, first_row, vm_idx = np.unique(np.array(names_col, dtype=object), return_index=True, return_inverse=True)
     order = np.argsort(first_row)  # VMs in order of first appearance
     rank = np.empty_like(order)
@@ -310,8 +322,9 @@ def write_generic(inv: Inventory, path: str | Path) -> Path:
     if inv.cpu_mhz is None:
         raise ValueError("the generic format needs a demand series")
     t, n = inv.cpu_mhz.shape
+    parquet = Path(path).suffix.lower() == ".parquet"  # a CSV's VM names are made safe for spreadsheets (densim.csvsafe)
     data = {
-        "vm": np.tile(inv.names.astype(str), t),
+        "vm": np.tile(np.array([str(x) if parquet else safe_cell(str(x)) for x in inv.names], dtype=object), t).astype(str),
         "time [s]": np.repeat(inv.start_s + inv.step_s * np.arange(t), n),
         "vcpus": np.tile(inv.vcpus, t),
         "vcpu_speed [MHz]": np.tile(inv.vcpu_mhz, t),

@@ -40,12 +40,16 @@ from densim.workloads.inventory import DEFAULT_VCPU_MHZ, HostInventory, Inventor
 SNAPSHOT_RULE = (
     "RVTools is a snapshot, not a time series: each VM gets a one-step demand series (one sample: nothing about peaks). "
     "CPU demand = the vCPU tab's 'Overall' MHz (usage at export time); without it, the VM's host "
-    "'CPU usage %' x the VM's configured MHz; without either, the configured size (vCPUs x host MHz per core). "
+    "'CPU usage %' x the VM's configured MHz; without either, the unknown CPU % (default 100 %: the configured "
+    "size, vCPUs x host MHz per core, busy on every vCPU; --unknown-cpu-pct sets it). A VM whose host is not in vHost "
+    "runs at the default clock (2,400 MHz); such VMs are counted in a warning. "
     "Memory in use = vMemory 'Active' (or vInfo 'Active Memory'); without it, the configured memory. "
     "Both are multiplied by the snapshot peak factor (default 1.0) and capped at the configured size. "
     "An export with no CPU usage at all (no vCPU tab, no vHost 'CPU usage %') gets no CPU series, one with no "
     "active memory at all no memory series: the plan then sizes by vCPUs and configured memory."
 )
+
+UNKNOWN_CPU_PCT = 100.0  # CPU % of a VM with no usage exported: busy on every vCPU (the safe side for a plan)
 
 SHEETS = ("vInfo", "vCPU", "vMemory", "vHost", "vDatastore")
 
@@ -63,6 +67,10 @@ VINFO_MEM = {"memory": "memory", "active": "activememory"}  # base key; unit suf
 VCPU = {"vm": ("vm", "vmname", "name"), "overall": ("overall", "overallmhz"), "max": ("max", "maxmhz")}
 VMEM = {"vm": ("vm", "vmname", "name")}
 VMEM_MEM = {"active": "active", "consumed": "consumed", "size": "size"}
+# measured CPU readiness per VM (vInfo 'Overall Cpu Readiness' in RVTools 4.x; 'CPU Ready %' and 'Co-Stop %'
+# in exports that add them), in % of time
+READINESS = {"ready": ("overallcpureadiness", "cpureadiness", "cpuready%", "cpuready", "readiness"),
+             "costop": ("costop%", "costop", "cpucostop%", "cpucostop")}
 VHOST = {
     "host": ("host", "name", "hostname"),
     "speed": ("speed", "cpumhz", "speedmhz"),
@@ -76,6 +84,11 @@ VHOST = {
     "model": ("model",),
     "cluster": ("cluster",),
 }
+# vSphere's host 'CPU usage %' is the MHz in use over cores x base clock: above 100 % when the cores run at turbo
+# clocks (113 % in a real 4.6.1.3 export). The all-core turbo of server CPUs is at most about 1.6 x base
+# (Xeon Platinum 8592+: 1.9 GHz base, 2.9 GHz all-core; single-core turbo reaches 2.05 x); 200 % is above any,
+# so a larger value is damaged. Values up to it are kept as exported.
+MAX_HOST_CPU_USAGE_PCT = 200.0
 HOST_MEMORY_BYTES_ABOVE = 2.0**32  # '# Memory' is MiB; a value above 2^32 (4 PiB in MiB) can only be bytes
 MIB = bytes_per_unit("rvtools", "memory", "MiB")
 
@@ -92,6 +105,7 @@ class _Sheet:
         self.rows = [r for r in rows if any(c not in (None, "") for c in r)]
         self.row_numbers = [first_row + i for i, r in enumerate(rows) if any(c not in (None, "") for c in r)]
         self.keys = [strip_prefix(norm(h), name) for h in self.header]
+        self._sheet_sep: str | None | bool = False  # the sheet's thousands separator, once looked for
 
     def where(self, row_idx: int | None, col: int | None) -> str:
         parts = [f"sheet {self.name}"]
@@ -114,33 +128,70 @@ class _Sheet:
     def find(self, aliases: tuple[str, ...]) -> int | None:
         for a in aliases:
             if a in self.keys:
-                return self.keys.index(a)
+                i = self.keys.index(a)
+                if a in self.keys[i + 1:]:  # two columns of one name: which one holds the values is unknown
+                    j = self.keys.index(a, i + 1)
+                    raise self.error(None, j, f"a second column named like {self.header[i]!r} (column {i + 1}; this is "
+                                              f"column {j + 1}): which one holds the values?")
+                return i
         return None
 
     def find_mem(self, base: str) -> tuple[int, float] | None:
-        """Column whose header is ``base`` + optional unit; returns (index, bytes per unit)."""
+        """Column whose header is ``base`` + optional unit; returns (index, bytes per unit). Two such columns
+        ('Memory' and 'Memory MiB', or one name twice) are refused: which one holds the values is unknown."""
+        found: list[tuple[int, float]] = []
         for i, k in enumerate(self.keys):
             if k == base:
-                return i, MEM_UNITS["mib"]  # RVTools memory columns without a unit are MiB
-            if k.startswith(base):
+                found.append((i, MEM_UNITS["mib"]))  # RVTools memory columns without a unit are MiB
+            elif k.startswith(base):
                 tok = k[len(base):]
                 if tok in MEM_UNITS:
-                    return i, MEM_UNITS[tok]
-                if tok in ("overhead", "reservationlockedtomax", "mhz") or not _UNIT_TOKEN.match(tok):
-                    continue
-                raise self.error(None, i, f"unknown memory unit {tok!r} in header (use MiB, MB, GiB, GB, KiB, KB)")
-        return None
+                    found.append((i, MEM_UNITS[tok]))
+                elif not found and not (tok in ("overhead", "reservationlockedtomax", "mhz") or not _UNIT_TOKEN.match(tok)):
+                    raise self.error(None, i, f"unknown memory unit {tok!r} in header (use MiB, MB, GiB, GB, KiB, KB)")
+            if len(found) == 2:
+                (a, _), (b, _) = found
+                raise self.error(None, b, f"a second column named like {self.header[a]!r} (column {a + 1}; this is "
+                                          f"column {b + 1}): which one holds the values?")
+        return found[0] if found else None
 
     def column(self, col: int) -> list:
         return [r[col] if col < len(r) else None for r in self.rows]
 
-    def numbers(self, col: int, what: str, *, unit_bytes: float | None = None, allow_blank: bool = False) -> np.ndarray:
+    def numbers(self, col: int, what: str, *, unit_bytes: float | None = None, allow_blank: bool = False,
+                whole: bool = True, percent: bool = False) -> np.ndarray:
+        """A column as float64 (blank: NaN if ``allow_blank``), text cells read by :data:`NUMBER_RULE`.
+
+        ``whole``: the column holds whole numbers (MiB, MHz, counts), so a text cell such as ``2.048`` or
+        ``2,048`` can only be 2,048; ``percent``: a trailing ``%`` is dropped."""
+        cells = self.column(col)
+        sep = self._thousands(col, cells, what)
         out = np.empty(len(self.rows), dtype=np.float64)
-        for i, v in enumerate(self.column(col)):
-            out[i] = self._number(v, i, col, what, unit_bytes, allow_blank)
+        for i, v in enumerate(cells):
+            out[i] = self._number(v, i, col, what, unit_bytes, allow_blank, sep, whole, percent)
         return out
 
-    def _number(self, v, i, col, what, unit_bytes, allow_blank) -> float:
+    def _thousands(self, col: int, cells: list, what: str) -> str | None:
+        """The thousands separator the column's text cells show ('.' or ','), else the one the sheet's other
+        number columns show, else None; a column whose cells show both is refused."""
+        own = _separator_evidence(cells)
+        if isinstance(own, tuple):
+            (i, a), (j, b) = own
+            raise self.error(j, col, f"{what} {str(cells[j]).strip()[:30]!r} uses {b!r} as the thousands separator but row "
+                                     f"{self.row_numbers[i]} ({str(cells[i]).strip()[:30]!r}) uses {a!r}: which convention is it?")
+        if own is not None:
+            return own
+        if self._sheet_sep is False:
+            found: set[str] = set()
+            for c, key in enumerate(self.keys):
+                if c != col and _is_number_column(key):
+                    e = _separator_evidence(self.column(c))
+                    if isinstance(e, str):
+                        found.add(e)
+            self._sheet_sep = found.pop() if len(found) == 1 else None
+        return self._sheet_sep
+
+    def _number(self, v, i, col, what, unit_bytes, allow_blank, sep, whole, percent) -> float:
         if v is None or (isinstance(v, str) and v.strip() == ""):
             if allow_blank:
                 return np.nan
@@ -150,19 +201,105 @@ class _Sheet:
         if isinstance(v, (int, float)):
             x = float(v)
             return x * unit_bytes if unit_bytes is not None else x
-        text = str(v).strip().replace(",", "")
-        try:
-            x = float(text)
+        text = str(v).strip()
+        if percent and text.endswith("%"):
+            text = text[:-1].rstrip()
+        m = _NUM_TEXT.match(text)
+        if m is None:
+            try:  # 'nan', 'inf', '1e5': the value checks downstream name what is wrong with them
+                x = float(text)
+            except ValueError:
+                raise self.error(i, col, f"{what} must be a number, got {text[:30]!r}") from None
             return x * unit_bytes if unit_bytes is not None else x
+        body, unit = m.group(1), m.group(2)
+        kind = _separator_kind(body)
+        if kind == "ambiguous":
+            mark = "." if "." in body else ","
+            if sep is None and not whole:
+                as_int, as_dec = body.replace(mark, ""), body.replace(",", ".")
+                raise self.error(i, col, f"{what} {text[:30]!r} is ambiguous: {as_int} ({mark!r} as a thousands separator) or "
+                                         f"{as_dec} (the decimal mark)? Nothing else in the sheet shows which; write it without "
+                                         "a thousands separator")
+            # a whole-number column: the thousands reading is the only whole one, unless the sheet says the
+            # mark is the decimal point (then the value is not whole, refused below)
+            sep = mark if sep is None else sep
+        if sep is not None and kind is not None:
+            dec = "," if sep == "." else "."
+            head = body.split(dec)[0].lstrip("+-")
+            if sep in head and not _GROUPED[sep].match(head):  # '1234.5' has none: fine; '12.34.5' is not grouped
+                raise self.error(i, col, f"{what} {text[:30]!r}: {sep!r} is this sheet's thousands separator but the digits are "
+                                         "not in groups of three")
+            body = body.replace(sep, "").replace(dec, ".")
+        elif kind is not None:
+            body = body.replace(",", ".") if body.count(",") == 1 and "." not in body else body
+        try:
+            x = float(body)
         except ValueError:
-            pass
-        if unit_bytes is not None:
-            m = re.match(r"^([-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)\s*([A-Za-z]+)$", text)
-            if m and m.group(2).lower() in MEM_UNITS:
-                return float(m.group(1)) * MEM_UNITS[m.group(2).lower()]
-            if m:
-                raise self.error(i, col, f"unknown memory unit {m.group(2)!r} in {text!r} (use MiB, MB, GiB, GB, KiB, KB)")
-        raise self.error(i, col, f"{what} must be a number, got {text[:30]!r}")
+            raise self.error(i, col, f"{what} must be a number, got {text[:30]!r}") from None
+        if unit:
+            if unit_bytes is None or unit.lower() not in MEM_UNITS:
+                if unit_bytes is not None:
+                    raise self.error(i, col, f"unknown memory unit {unit!r} in {text!r} (use MiB, MB, GiB, GB, KiB, KB)")
+                raise self.error(i, col, f"{what} must be a number, got {text[:30]!r}")
+            return x * MEM_UNITS[unit.lower()]
+        if whole and kind == "ambiguous" and x != round(x):  # '2.048' MiB where '.' is the decimal mark
+            raise self.error(i, col, f"{what} must be a whole number, got {text[:30]!r}"
+                                     + (f" (this sheet writes {'.' if sep == ',' else ','!r} as the decimal mark)" if sep else ""))
+        return x * unit_bytes if unit_bytes is not None else x
+
+
+NUMBER_RULE = (
+    "Numbers written as text (CSV exports, text cells) may use a thousands separator: '2,048' and '2.048' in a column "
+    "of whole numbers (MiB, MHz, counts) are 2,048; in a column that may hold fractions (CPU usage %, readiness %), "
+    "'1.234' is read by the convention the sheet's other numbers show ('1.234.567' or '0,5': '.' separates thousands; "
+    "'1,234,567' or '0.5': ',' does) and refused when nothing shows it. A column that mixes both conventions is refused."
+)
+_NUM_TEXT = re.compile(r"^([-+]?\d[\d.,]*)\s*([A-Za-z]*)$")
+_GROUPED = {s: re.compile(r"^\d{1,3}(?:" + re.escape(s) + r"\d{3})*$") for s in (".", ",")}
+
+
+def _separator_kind(body: str) -> str | None:
+    """How a number's '.'/',' read: None (none), 'ambiguous' (one mark, three digits after it: '2.048'),
+    '.'/',' (the thousands separator it shows: '1.234.567', '1.234,5', '0,5' -> '.')."""
+    dots, commas = body.count("."), body.count(",")
+    if not dots and not commas:
+        return None
+    if dots and commas:
+        return "." if body.rfind(".") < body.rfind(",") else ","
+    mark = "." if dots else ","
+    other = "," if mark == "." else "."
+    if dots + commas > 1:
+        return mark
+    head, tail = body.lstrip("+-").split(mark)
+    if len(tail) != 3 or head in ("", "0") or len(head) > 3:
+        return other  # the decimal mark: '12.5', '0.125', '1234.567'
+    return "ambiguous"
+
+
+def _separator_evidence(cells: list) -> str | tuple | None:
+    """The thousands separator the text cells show; ((row, sep), (row, sep)) when two cells disagree."""
+    first: tuple[int, str] | None = None
+    for i, v in enumerate(cells):
+        if not isinstance(v, str):
+            continue
+        m = _NUM_TEXT.match(v.strip().removesuffix("%").rstrip())
+        if m is None:
+            continue
+        k = _separator_kind(m.group(1))
+        if k in (".", ","):
+            if first is None:
+                first = (i, k)
+            elif first[1] != k:
+                return first, (i, k)
+    return None if first is None else first[1]
+
+
+def _is_number_column(key: str) -> bool:
+    """Header keys of the columns densim reads as numbers (the others, such as IP addresses, show nothing)."""
+    numeric = {a for table in (VINFO, VCPU, VHOST, READINESS) for k, al in table.items()
+               if k not in ("vm", "host", "powerstate", "template", "cluster", "server", "cpu_model", "vendor", "model")
+               for a in al}
+    return key in numeric or any(key.startswith(b) for b in (*VINFO_MEM.values(), *VMEM_MEM.values()))
 
 
 # ---------------------------------------------------------------------------------------- loading
@@ -196,10 +333,16 @@ def _xlsx_sheets(path: Path) -> dict[str, _Sheet]:
 def _csv_sheet(path: Path, tab: str) -> _Sheet:
     text = text_of(read_bytes(path, "RVTools CSV file"), path, "CSV file")
     first = text.splitlines()[0] if text.strip() else ""
-    delim = ";" if first.count(";") > first.count(",") else ","
+    # the delimiter the header uses most: ',' (RVTools), ';' (a European locale), tab (Excel's "Unicode text")
+    delim = max((",", ";", "\t"), key=first.count)
     rows = list(csv.reader(text.splitlines(), delimiter=delim))
     if not rows:
         return _Sheet(path, tab, [], [])
+    for r, row in enumerate(rows[1:], start=2):
+        if len(row) > len(rows[0]) and any(c.strip() for c in row[len(rows[0]):]):
+            # an unquoted '2,048' splits into two cells and shifts every later column
+            raise InputError(path, f"sheet {tab}, row {r}", f"{len(row)} fields where the header has {len(rows[0])} "
+                                                            f"(an unquoted {delim!r} inside a value, such as a thousands separator?)")
     return _Sheet(path, tab, rows[0], rows[1:])
 
 
@@ -298,8 +441,12 @@ def read_rvtools(
     include_powered_off: bool = False,
     snapshot_peak_factor: float = 1.0,
     default_vcpu_mhz: float = DEFAULT_VCPU_MHZ,
+    unknown_cpu_pct: float = UNKNOWN_CPU_PCT,
 ) -> Inventory:
-    """Read an RVTools export (xlsx, one tab CSV, or a folder of tab CSVs) into an :class:`Inventory`."""
+    """Read an RVTools export (xlsx, one tab CSV, or a folder of tab CSVs) into an :class:`Inventory`.
+
+    ``unknown_cpu_pct``: the CPU demand, in % of vCPUs x MHz, of a VM whose usage was not exported (no vCPU
+    'Overall' row and its host not in vHost) when other VMs' usage was; see :data:`SNAPSHOT_RULE`."""
     path = Path(path)
     if not path.exists():
         raise InputError(path, "", "inventory not found")
@@ -307,6 +454,9 @@ def read_rvtools(
     if not (np.isfinite(f) and 0 < f <= 100):
         raise InputError(None, "--snapshot-peak-factor", f"must be a number > 0 (and at most 100), got {snapshot_peak_factor!r}")
     check_clock(np.array([default_vcpu_mhz], dtype=float), "default_vcpu_mhz", "default_vcpu_mhz")
+    u = float(unknown_cpu_pct)
+    if not (np.isfinite(u) and 0 <= u <= 100):
+        raise InputError(None, "--unknown-cpu-pct", f"must be a number from 0 to 100, got {unknown_cpu_pct!r}")
     sheets = _xlsx_sheets(path) if path.suffix.lower() == ".xlsx" else _csv_sheets(path)
     if "vinfo" not in sheets:
         raise InputError(path, "sheet vInfo", f"missing (sheets found: {', '.join(s.name for s in sheets.values()) or 'none'})")
@@ -368,10 +518,13 @@ def read_rvtools(
     host_usage: dict[str, float] = {}
     notes: list[str] = []
     today = None
+    host_names: set[str] | None = None
     vh = sheets.get("vhost")
     if vh is not None and vh.header and vh.rows:
         today = _hosts(vh, notes)
         hc = vh.find(VHOST["host"])
+        if hc is not None:
+            host_names = {str(v).strip() for v in vh.column(hc) if v is not None and str(v).strip()}
         sc = vh.find(VHOST["speed"])
         uc = vh.find(VHOST["cpu_usage_pct"])
         if hc is not None:
@@ -380,13 +533,19 @@ def read_rvtools(
                 speeds = vh.numbers(sc, "Speed", allow_blank=True)
                 given = np.flatnonzero(~np.isnan(speeds))
                 vh.check(speeds[given], given, sc, check_clock)
-                for h, x in zip(hn, speeds):
+                first_row: dict[str, int] = {}
+                for i, (h, x) in enumerate(zip(hn, speeds)):
+                    j = first_row.setdefault(h, i)
+                    if j != i and not (speeds[j] == x or (np.isnan(speeds[j]) and np.isnan(x))):
+                        raise vh.error(i, sc, f"host {h!r} is listed twice with different speeds ({x:g} MHz here, {speeds[j]:g} MHz "
+                                              f"in row {vh.row_numbers[j]}): which one do its VMs run at?")
                     if x > 0:
                         host_mhz[h] = float(x)
             if uc is not None:
-                usage = vh.numbers(uc, "CPU usage %", allow_blank=True)
+                usage = vh.numbers(uc, "CPU usage %", allow_blank=True, whole=False, percent=True)
                 given = np.flatnonzero(~np.isnan(usage))
-                vh.check(usage[given], given, uc, lambda v, src, col, **kw: check_values(v, src, col, hi=100.0, what="CPU usage %", implausible=False, **kw))
+                vh.check(usage[given], given, uc, lambda v, src, col, **kw: check_values(
+                    v, src, col, hi=MAX_HOST_CPU_USAGE_PCT, what="CPU usage %", implausible=False, **kw))
                 for h, x in zip(hn, usage):
                     if x >= 0:
                         host_usage[h] = float(x)
@@ -416,8 +575,26 @@ def read_rvtools(
     if no_cpu:
         rules.append("no CPU usage exported: no CPU demand series")
     elif missing.any():
-        cpu_now = np.where(missing, capacity_mhz, cpu_now)
-        rules.append("CPU = configured size where no usage was exported")
+        cpu_now = np.where(missing, capacity_mhz * (u / 100.0), cpu_now)
+        rules.append(f"CPU = {u:g} % of the configured size where no usage was exported (unknown CPU %)")
+    # VMs whose host is not in vHost: no clock and no host CPU usage for them; counted and said
+    missing_host = 0
+    if host_names is not None:
+        absent = np.array([hosts[i] not in host_names for i in idx], dtype=bool)
+        missing_host = int(absent.sum())
+        if missing_host:
+            example = hosts[int(idx[np.argmax(absent)])]
+            short = {h.split(".")[0].lower(): h for h in host_names}
+            twin = short.get(example.split(".")[0].lower()) if example else None
+            hint = f"; vHost lists {twin!r}: the same host under another name? densim matches names exactly" if twin else ""
+            guessed = int((absent & missing[idx]).sum()) if not no_cpu else 0
+            notes.append(
+                f"warning: {missing_host:,} of {idx.size:,} VMs name a host that is not in vHost "
+                f"(e.g. {example!r}" + (")" if example else ", blank)")
+                + f": their vCPUs are taken at the default {default_vcpu_mhz:,.0f} MHz"
+                + (f", and {guessed:,} of them with no usage exported are sized at {u:g} % of vCPUs x MHz (the unknown "
+                   "CPU % rule; --unknown-cpu-pct changes it)" if guessed else "")
+                + hint + "; export vHost with every host to size them from their hosts")
     # memory in use snapshot
     mem_now = np.full(len(names), np.nan)
     vm_sheet = sheets.get("vmemory")
@@ -447,6 +624,31 @@ def read_rvtools(
         mem_now = np.where(miss, mem_bytes, mem_now)
         rules.append("memory = configured size where no active memory was exported")
 
+    # measured readiness per VM (% of time ready to run but not scheduled), kept as exported for the plan to compare
+    measured: dict[str, np.ndarray] = {}
+    for key, what in (("ready", "CPU readiness %"), ("costop", "co-stop %")):
+        for sheet in (vi, sheets.get("vcpu")):
+            if sheet is None or not sheet.header or not sheet.rows:
+                continue
+            c = sheet.find(READINESS[key])
+            if c is None:
+                continue
+            vals = sheet.numbers(c, what, allow_blank=True, whole=False, percent=True)
+            if sheet is vi:
+                rows_of = np.arange(len(names))
+            else:
+                nc = sheet.find(VCPU["vm"])
+                pos = {str(v).strip(): i for i, v in enumerate(sheet.column(nc))} if nc is not None else {}
+                rows_of = np.array([pos.get(n, -1) for n in names])
+            per_vm = np.where(rows_of >= 0, vals[np.maximum(rows_of, 0)], np.nan)
+            chk = np.intersect1d(np.flatnonzero(~np.isnan(per_vm)), kept)
+            sheet.check(per_vm[chk], rows_of[chk], c, lambda v, src, col, w=what, **kw: check_values(v, src, col, what=w, **kw))
+            over = per_vm[chk] > 100.0 * cpus[chk]  # vSphere sums the vCPUs' ready time: at most 100 % per vCPU
+            if over.any():
+                i = int(chk[np.argmax(over)])
+                raise sheet.error(int(rows_of[i]), c, f"{what} {per_vm[i]:g} is more than 100 % per vCPU ({int(cpus[i])} vCPUs)")
+            measured[key] = per_vm
+            break
     cpu_series = None if no_cpu else np.minimum(cpu_now * f, capacity_mhz)[None, :]
     mem_series = None if no_mem else np.minimum(mem_now * f, mem_bytes)[None, :]
     rule = SNAPSHOT_RULE + f" Applied here: {'; '.join(dict.fromkeys(rules))}; peak factor {f:g}."
@@ -468,4 +670,7 @@ def read_rvtools(
         tags=tags,
         hosts=today,
         notes=notes,
+        ready_pct=None if "ready" not in measured else measured["ready"][idx],
+        costop_pct=None if "costop" not in measured else measured["costop"][idx],
+        missing_host_vms=missing_host,
     )
