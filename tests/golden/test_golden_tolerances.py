@@ -86,16 +86,21 @@ def test_numbers_bools_and_strings():
 
 
 def _epyc(golden: dict) -> dict:
-    """The forecast figures as an AMD EPYC gave them (issue 29): smoothing_trend -7.8 %, AICc +0.3 %,
-    the simulated path bands ±0.004 %, everything else the same."""
+    """The forecast figures as issue 29 reported them (and as OpenBLAS's SkylakeX kernels give them here):
+    smoothing_trend -7.8 %, the vCPU fit's AICc +0.3 % and sigma +11 %, the level +3.8e-5, the
+    simulated path bands up to ±4e-5, everything else the same."""
     now = dict(golden)
     for key, v in golden.items():
-        if key.endswith("params.smoothing_trend"):
+        if key == "fits.cpu_mhz.params.smoothing_trend":
             now[key] = v * (1 - 0.078)
-        elif key.endswith(".aicc") or key.endswith(".aicc_other"):
-            now[key] = v * (1 - 0.003)  # AICc is negative here: +0.3 % in size
+        elif key == "fits.vcpus.aicc":
+            now[key] = v * (1 - 0.003)  # AICc is negative: +0.3 % in size
+        elif key == "fits.vcpus.params.sigma":
+            now[key] = v * 1.11
+        elif key == "fits.cpu_mhz.level":
+            now[key] = v * (1 + 3.8e-5)
         elif ".path_" in key and key.endswith((".sum", ".min", ".max")):
-            now[key] = v * (1 + (4e-5 if hash(key) % 2 else -4e-5))
+            now[key] = v * (1 + (4e-5 if len(key) % 2 else -4e-5))
     return now
 
 
@@ -118,8 +123,8 @@ def test_the_diff_table_shows_each_figure_s_tolerance_and_the_reason():
     now = golden | {"fits.cpu_mhz.aicc": golden["fits.cpu_mhz.aicc"] * 1.05, "history.periods": 183}
     table = format_diff("forecast-cluster-history", diff(golden, now, "forecast-cluster-history"))
     assert "2 figure(s) outside their tolerance" in table
-    assert "rel 2e-02 (ets-aicc)" in table and "rel 1e-09 (default)" in table
-    assert "rule ets-aicc: rel 2e-02: AICc at the optimiser's stopping point" in table
+    assert "rel 1e-03 (ets-aicc)" in table and "rel 1e-09 (default)" in table
+    assert "rule ets-aicc: rel 1e-03: AICc at the optimiser's stopping point" in table
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

@@ -89,44 +89,61 @@ _CL = r"clusters\[\d+\]"
 
 RULES: list[Rule] = [
     # ------------------------------------------------------------------ forecast (statsmodels ETS)
+    # Measured (tests/golden/variations.py): the snapshot is what OpenBLAS's Haswell/Zen kernels give;
+    # SkylakeX kernels (this machine's default) move 35 figures, 16 beyond 1e-6 (the issue's report:
+    # smoothing_trend -7.8 %, fits.vcpus.aicc +0.3 %), Prescott/Katmai kernels 35 (smoothing_trend -17 %).
     Rule("ets-smoothing", "forecast-.*", _FIT + r"\.params\.(smoothing_level|smoothing_trend|smoothing_seasonal|damping_trend)",
-         "raw ETS smoothing parameters are optimiser outputs on a flat likelihood (L-BFGS-B stops where the gradient is "
-         "small; another BLAS/CPU moved smoothing_trend 1.3e-5 -> 1.2e-5, -7.8 %, on an AMD EPYC); what they imply "
-         "(level, slope, sigma, paths, dates) is compared below", abs=0.1,
-         loose="a parameter near a bound (smoothing_level = 1e-4) or on a flat ridge has no identifiable relative "
-               "value; 0.1 on the [0, 1] scale still catches another model structure or a fit that went astray"),
+         "raw ETS smoothing parameters are optimiser outputs on a flat likelihood: L-BFGS-B stops where the gradient is "
+         "small, and another BLAS kernel moved smoothing_trend 1.31e-5 -> 1.21e-5 (-7.8 %, SkylakeX) or 1.08e-5 (-17 %, "
+         "Prescott) with the fit's level and slope the same to 4e-5; what they imply (level, slope, sigma, paths, "
+         "dates) is compared below", abs=0.05,
+         loose="a parameter near its bound (smoothing_trend 1e-5, smoothing_level 1e-4) or on a flat ridge has no "
+               "identifiable relative value; 0.05 on the [0, 1] scale (largest move seen: 2e-4) still catches another "
+               "model structure or a fit that went astray"),
+    Rule("ets-aicc-exact-series", "forecast-.*", r"fits\.vcpus\.aicc(_other)?",
+         "AICc of the exactly linear vCPU series is n log(sigma^2) with sigma^2 at rounding noise (1e-26): it moved "
+         "+0.3 % (SkylakeX) and -4.6 % (aicc_other, Prescott); the decision it makes (fits.vcpus.model) is compared "
+         "exactly", rel=0.25,
+         loose="log of rounding noise: a 4,000x change of a 1e-26 residual variance moves it by 25 %, and no figure a "
+               "user reads depends on it but the model choice, compared exactly"),
     Rule("ets-aicc", "forecast-.*", _FIT + r"\.aicc(_other)?",
-         "AICc at the optimiser's stopping point: +0.3 % on an AMD EPYC; the decision it makes (the model with or "
-         "without a season, fits.*.model) is compared exactly", rel=0.02),
+         "AICc at the optimiser's stopping point: second order in the parameters at an optimum (2.5e-6 seen with other "
+         "BLAS kernels); 1e-3 is 1-2 AICc units, the size that starts to matter for the model choice (compared exactly)",
+         rel=1e-3),
     Rule("ets-sigma-exact-series", "forecast-.*", r"fits\.vcpus\.params\.sigma",
-         "the vCPU history is an exact straight line: its residual sigma (4.6e-13 vCPUs) is rounding noise", abs=1e-6,
+         "the vCPU history is an exact straight line: its residual sigma (4.6e-13 vCPUs, +11 % with other kernels) is "
+         "rounding noise", abs=1e-6,
          loose="a sigma of rounding noise has no relative value; a millionth of a vCPU is still zero against a "
                "1,924-vCPU series, and a real residual would exceed it"),
     Rule("ets-sigma", "forecast-.*", _FIT + r"\.params\.sigma",
-         "residual standard deviation of the fit: well identified (it sets the width of the path bands), but at the "
-         "optimiser's stopping point", rel=0.01),
+         "residual standard deviation of the fit (sets the width of the path bands): second order at the optimum, "
+         "7.8e-6 seen", rel=1e-3),
     Rule("ets-level", "forecast-.*", _FIT + r"\.level",
-         "the last fitted level: pinned by the last observations whatever the smoothing parameters", rel=1e-3),
+         "the last fitted level, pinned by the last observations whatever the smoothing parameters: 3.8e-5 seen "
+         "(SkylakeX), 25x that", rel=1e-3),
     Rule("ets-slope", "forecast-.*", _FIT + r"\.slope_per_period",
-         "the last fitted slope (trend per day): identified by the whole history, but it moves with smoothing_trend", rel=0.01),
+         "the last fitted slope (trend per day), identified by the whole history: 2.2e-6 seen while smoothing_trend "
+         "moved 17 %", rel=1e-3),
     Rule("forecast-ready-paths", "forecast-.*", _CL + r"\.cpu_ready\.path_pct\.(lo|median|hi)\[\*\]\.(sum|min|max)",
-         "CPU Ready (%) of the simulated path bands: the paths follow the fit (±0.004 % on an AMD EPYC) and CPU Ready "
-         "is steep in demand (the Erlang-like tail), so a 1 % slope or sigma change shows here amplified", rel=0.03, abs=1e-3,
+         "CPU Ready (%) of the simulated path bands: the same seeded draws through the fitted model, and CPU Ready is "
+         "steep in demand (the binomial tail), so the fit's moves show here amplified: 1.4e-4 seen (Prescott), 70x that",
+         rel=0.01, abs=1e-3,
          loose="the 0.001 percentage-point floor is loose only for bands far below anything read against the 5 % "
                "bound (the first days' 0.0004 %), whose relative value is exponentially sensitive to demand"),
     Rule("forecast-paths", "forecast-.*", _CL + r"\.[a-z_]+\.path_[a-z]+\.(lo|median|hi)\[\*\]\.(sum|min|max)",
-         "memory in use (fraction) of the simulated path bands: the same draws (seeded) through the fitted model, so "
-         "they move with the level, slope and sigma (tolerances above)", rel=0.01),
+         "memory in use (fraction) of the simulated path bands: the same seeded draws through the fitted model, moving "
+         "with its level, slope and sigma (2.7e-7 seen)", rel=1e-3),
     Rule("forecast-p-cross", "forecast-.*", _CL + r"\.[a-z_]+\.p_cross",
          "share of the 400 paths that cross within the horizon: a path grazing the bound at the horizon flips with a "
          "tiny fit change; 5 paths of 400 (the binomial standard error at p = 0.5 is 10 paths)", abs=0.0125),
     Rule("forecast-periods", "forecast-.*", _CL + r"\.[a-z_]+\.periods_(lo|median|hi)",
          "crossing period (days from the history's end), a quantile over 400 paths of each path's first day above the "
-         "bound: a 1 % slope change (the slope's tolerance) moves a crossing ~300 days out by ~3 days", abs=3),
+         "bound: a path grazing the bound crosses a day earlier or later, and the quantile moves by the gap to its "
+         "neighbouring order statistic (a day or two)", abs=2),
     Rule("forecast-dates", "forecast-.*", _CL + r"\.[a-z_]+\.date_(lo|median|hi)",
-         "the crossing periods as dates: ±3 days as the periods", days=3),
+         "the crossing periods as dates: ±2 days as the periods", days=2),
     Rule("forecast-headlines", "forecast-.*", _CL + r"\.([a-z_]+\.text|headline)",
-         "the sentence quoting the crossing dates: the same words, the dates within ±3 days as the periods", days=3),
+         "the sentence quoting the crossing dates: the same words, the dates within ±2 days as the periods", days=2),
     # ------------------------------------------------------------------ iterations that stop at a tolerance
     Rule("tiles-utilisation", "tiles-.*", r"result\.(node_utilisation\[\d+\]\[\d+\]|mean_clock_mhz|cpu_package_power_w)",
          "the tile host's per-interval fixed point (Illinois) stops when |demand/capacity - utilisation| < "

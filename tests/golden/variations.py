@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -84,32 +85,40 @@ def _rel(g, n) -> float | None:
     return abs(n - g) / max(abs(g), abs(n))
 
 
+def _identical(a, b) -> bool:
+    return a == b or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b))
+
+
 def summarise(results: dict[str, dict]) -> str:
-    from tests.golden.cases import load_snapshot
-    from tests.golden.tolerances import compare
+    from tests.golden.cases import diff, load_snapshot
+    from tests.golden.tolerances import compare, rule_for
 
     lines = []
     for name, doc in results.items():
         moved_cases = []
         for case, figs in sorted(doc["figures"].items()):
             golden = load_snapshot(case) or {}
-            exact = [k for k in sorted(set(golden) | set(figs)) if golden.get(k, "(gone)") != figs.get(k, "(gone)")]
+            exact = [k for k in sorted(set(golden) | set(figs)) if not _identical(golden.get(k, "(gone)"), figs.get(k, "(gone)"))]
             if not exact:
                 continue
             fails = compare(case, golden, figs)
+            before = diff(golden, figs, rel=1e-6)  # the single tolerance the suite had before issue 29
             worst = max((r for k in exact if (r := _rel(golden.get(k), figs.get(k))) is not None), default=0.0)
-            moved_cases.append((case, exact, fails, worst))
+            moved_cases.append((case, exact, fails, worst, before))
         head = f"{name} (OpenBLAS {doc['corename']}, {sum(doc['seconds'].values()):.0f} s)"
         if doc["errors"]:
             head += f", errors: {doc['errors']}"
         lines.append(head + (": every figure identical to the snapshots" if not moved_cases else ""))
-        for case, exact, fails, worst in moved_cases:
+        for case, exact, fails, worst, before in moved_cases:
             lines.append(f"  {case}: {len(exact)} figure(s) differ, largest {worst:.3g} relative; "
-                         f"{'ALL WITHIN TOLERANCE' if not fails else f'{len(fails)} OUTSIDE TOLERANCE'}")
+                         f"{len(before)} outside the old 1e-6; "
+                         f"{'all within their rules' if not fails else f'{len(fails)} OUTSIDE THEIR RULES'}")
+            for k, g, n, r in fails:
+                lines.append(f"    outside {r.name if r else '-'}: {k}: {g!r} -> {n!r}")
             for k in exact[:12]:
                 g, n = load_snapshot(case).get(k), doc["figures"][case].get(k)
                 r = _rel(g, n)
-                lines.append(f"    {k}: {g!r} -> {n!r}" + (f" ({r:.3g})" if r is not None else ""))
+                lines.append(f"    {k}: {g!r} -> {n!r}" + (f" ({r:.3g}, rule {rule_for(case, k).name})" if r is not None else ""))
             if len(exact) > 12:
                 lines.append(f"    ... and {len(exact) - 12} more")
     return "\n".join(lines)
