@@ -12,7 +12,7 @@ any CPU and any BLAS build yet still catches a real change:
   figure amplifies it): another CPU may take one step more or less;
 * fitted results by what the fit identifies: an optimiser on a flat likelihood stops anywhere
   along the flat direction (statsmodels' ETS fit: ``smoothing_trend`` -7.8 % with SkylakeX kernels,
-  -17 % with SSE ones, while the fitted level and slope agree to 4e-5), so raw smoothing parameters
+  -17 to -20 % with SSE ones, while the fitted level and slope agree to 4e-5), so raw smoothing parameters
   are compared loosely and the fitted level, slope, noise, forecast paths and crossing dates at
   tolerances well above what was measured and within the fit's own uncertainty.
 

@@ -11,7 +11,7 @@ OpenBLAS kernel set (``Zen`` is what an AMD EPYC gets; ``Haswell`` the AVX2 kern
 ``Prescott`` SSE-only kernels with other blocking and summation orders), ``OPENBLAS_NUM_THREADS``
 and ``NUMBA_NUM_THREADS`` change how reductions are split. MKL is not used (numpy and scipy link
 OpenBLAS), so ``MKL_CBWR`` has nothing to vary. Slow: a full pass of the golden suite per
-variation (about 3-5 min each on 2 cores). Results are kept per variation in ``--out``
+variation (2-13 min each on a loaded 2-core machine). Results are kept per variation in ``--out``
 (``<variation>.json``), so a second call only summarises (``--rerun`` runs again).
 """
 
