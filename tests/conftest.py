@@ -7,6 +7,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import settings
+
+# No per-example wall-clock limit for property tests (hypothesis' default deadline is 200 ms): on a
+# loaded shared machine an example can take longer without anything being wrong. Tests that set
+# their own settings inherit this.
+settings.register_profile("densim", deadline=None)
+settings.load_profile("densim")
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"

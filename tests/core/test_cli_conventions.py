@@ -117,10 +117,10 @@ def test_version_prints_the_package_version():
 def test_shell_completion_is_on():
     # click's completion protocol: the shell sets _DENSIM_COMPLETE and the words typed so far
     env = dict(os.environ, _DENSIM_COMPLETE="complete_bash", COMP_WORDS="densim pl", COMP_CWORD="1")
-    r = subprocess.run([sys.executable, "-m", "densim.cli.main"], env=env, capture_output=True, text=True, timeout=60)
+    r = subprocess.run([sys.executable, "-m", "densim.cli.main"], env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and r.stdout.split() == ["plan"], r.stderr
     env.update(COMP_WORDS="densim plan --cand", COMP_CWORD="2")
-    r = subprocess.run([sys.executable, "-m", "densim.cli.main"], env=env, capture_output=True, text=True, timeout=60)
+    r = subprocess.run([sys.executable, "-m", "densim.cli.main"], env=env, capture_output=True, text=True, timeout=300)
     assert "--candidates" in r.stdout.split()
     assert "--install-completion" in runner.invoke(app, ["--help"]).stdout
 
@@ -324,7 +324,7 @@ def test_output_files_follow_the_process_umask(inputs, tmp_path):
 def test_piped_tables_are_full_width(inputs):
     # a real pipe, no COLUMNS: rich would lay the table out in 80 columns and wrap every long description
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-    r = subprocess.run([sys.executable, "-m", "densim.cli.main", "models"], env=env, capture_output=True, text=True, timeout=120)
+    r = subprocess.run([sys.executable, "-m", "densim.cli.main", "models"], env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0
     assert max(len(ln) for ln in r.stdout.splitlines()) > 120
     desc = "independent vCPUs runnable with p = mu/N"  # the binomial CPU model's description, unbroken
@@ -342,7 +342,7 @@ def _on_a_terminal(argv: list[str], tmp_path: Path) -> tuple[int, str, str]:
     os.close(slave)
     got = b""
     while True:
-        ready, _, _ = select.select([master], [], [], 60)
+        ready, _, _ = select.select([master], [], [], 300)  # a hang guard between two writes to the terminal
         if not ready:
             break
         try:
@@ -353,7 +353,7 @@ def _on_a_terminal(argv: list[str], tmp_path: Path) -> tuple[int, str, str]:
             break
         got += chunk
     out = p.stdout.read()
-    p.wait(timeout=120)
+    p.wait(timeout=300)
     os.close(master)
     return p.returncode, out.decode(), got.decode(errors="replace")
 

@@ -24,6 +24,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tests.golden.tolerances import ABS_TOL, Rule, compare
+
 REPO = Path(__file__).resolve().parents[2]
 TRACES = REPO.parent / "shared" / "traces"
 SNAPSHOTS = Path(__file__).resolve().parent / "snapshots"
@@ -35,8 +37,6 @@ SKIP_KEYS = {
     "demand_rule", "report", "out", "path", "store", "created", "started", "finished", "tolerance",
 }
 MAX_STRING = 80
-REL_TOL = 1e-6
-ABS_TOL = 1e-9
 
 
 # --------------------------------------------------------------------------- flattening
@@ -230,11 +230,6 @@ def _cases() -> dict[str, Callable[[Path], dict[str, Any]]]:
 
 CASES = _cases()
 
-# cases whose figures depend on a wall-clock limit or on randomness not fixed by a seed, with the
-# relative tolerance that applies to them (none today: every case is seeded and deterministic)
-TOLERANCES: dict[str, float] = {}
-
-
 # --------------------------------------------------------------------------- comparing
 def snapshot_path(case: str) -> Path:
     return SNAPSHOTS / f"{case}.json"
@@ -250,33 +245,31 @@ def write_snapshot(case: str, figures: dict[str, Any]) -> None:
     snapshot_path(case).write_text(json.dumps(figures, indent=1, sort_keys=True) + "\n")
 
 
-def _same(a: Any, b: Any, rel: float) -> bool:
-    if isinstance(a, bool) or isinstance(b, bool) or not isinstance(a, (int, float)) or not isinstance(b, (int, float)):
-        return a == b
-    if a == b or (math.isnan(a) and math.isnan(b)):  # equal infinities, or both NaN (column totals of runs with failures)
-        return True
-    return rel > 0 and abs(a - b) <= max(rel * max(abs(a), abs(b)), ABS_TOL)  # rel=0: the same floats only
+def diff(golden: dict[str, Any], now: dict[str, Any], case: str | None = None, *,
+         rel: float | None = None) -> list[tuple[str, Any, Any, str, Rule | None]]:
+    """Rows ``(figure, golden, now, change, rule)`` for every figure outside its tolerance, or that appeared or went.
+
+    The tolerance of a figure is its rule in :mod:`tests.golden.tolerances` for ``case``; ``rel``
+    instead compares every number at that one relative tolerance (``rel=0``: the same floats only)."""
+    if rel is not None:
+        uniform = Rule("uniform", ".*", ".*", "one tolerance for every figure", rel=rel, abs=ABS_TOL if rel else 0.0)
+        rows = [(k, g, n, uniform if r is not None else None) for k, g, n, r in compare("", golden, now, lambda c, k: uniform)]
+    else:
+        if case is None:
+            raise ValueError("diff needs the case (for its tolerance rules) or rel")
+        rows = compare(case, golden, now)
+    out = []
+    for key, g, n, r in rows:
+        change = ""
+        if (isinstance(g, (int, float)) and isinstance(n, (int, float)) and not isinstance(g, bool)
+                and not isinstance(n, bool) and g != 0):
+            change = f"{(n - g) / abs(g) * 100:+.4g} %"
+        out.append((key, g, n, change, r))
+    return out
 
 
-def diff(golden: dict[str, Any], now: dict[str, Any], rel: float = REL_TOL) -> list[tuple[str, Any, Any, str]]:
-    """Rows ``(figure, golden, now, change)`` for every figure that moved, appeared or went."""
-    rows = []
-    for key in sorted(set(golden) | set(now)):
-        if key not in now:
-            rows.append((key, golden[key], "(gone)", ""))
-        elif key not in golden:
-            rows.append((key, "(new)", now[key], ""))
-        elif not _same(golden[key], now[key], rel):
-            g, n = golden[key], now[key]
-            change = ""
-            if isinstance(g, (int, float)) and isinstance(n, (int, float)) and not isinstance(g, bool) and g != 0:
-                change = f"{(n - g) / abs(g) * 100:+.4g} %"
-            rows.append((key, g, n, change))
-    return rows
-
-
-def format_diff(case: str, rows: list[tuple[str, Any, Any, str]], limit: int = 60) -> str:
-    """A readable table of what moved."""
+def format_diff(case: str, rows: list[tuple[str, Any, Any, str, Rule | None]], limit: int = 60) -> str:
+    """A readable table of what moved: each figure with the tolerance it was held to, the rules' reasons below."""
     if not rows:
         return f"{case}: no change"
 
@@ -284,9 +277,16 @@ def format_diff(case: str, rows: list[tuple[str, Any, Any, str]], limit: int = 6
         return f"{v:.10g}" if isinstance(v, float) else str(v)
 
     w = min(70, max(len(r[0]) for r in rows))
-    lines = [f"{case}: {len(rows)} figure(s) moved", f"  {'figure':<{w}}  {'golden':>18}  {'now':>18}  change"]
-    for key, g, n, ch in rows[:limit]:
-        lines.append(f"  {key[:w]:<{w}}  {cell(g):>18}  {cell(n):>18}  {ch}")
+    lines = [f"{case}: {len(rows)} figure(s) outside their tolerance",
+             f"  {'figure':<{w}}  {'golden':>18}  {'now':>18}  {'change':>11}  tolerance (rule)"]
+    used: dict[str, Rule] = {}
+    for key, g, n, ch, r in rows[:limit]:
+        tol = f"{r.describe()} ({r.name})" if r is not None else "(appeared or went)"
+        if r is not None:
+            used[r.name] = r
+        lines.append(f"  {key[:w]:<{w}}  {cell(g):>18}  {cell(n):>18}  {ch:>11}  {tol}")
     if len(rows) > limit:
         lines.append(f"  ... and {len(rows) - limit} more")
+    for name, r in used.items():
+        lines.append(f"  rule {name}: {r.describe()}: {r.reason}")
     return "\n".join(lines)

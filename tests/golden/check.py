@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.golden.cases import CASES, REL_TOL, TOLERANCES, diff, format_diff, load_snapshot
+from tests.golden.cases import CASES, diff, format_diff, load_snapshot
 
 
 def cases_with(prefixes: tuple[str, ...]) -> list[str]:
@@ -22,5 +22,5 @@ def check_case(case: str, tmp_path: Path) -> None:
     golden = load_snapshot(case)
     assert golden is not None, f"no snapshot for {case}: run `make golden CASES={case}` and review it"
     now = CASES[case](tmp_path)
-    rows = diff(golden, now, TOLERANCES.get(case, REL_TOL))
+    rows = diff(golden, now, case)  # each figure at its rule's tolerance (tests/golden/tolerances.py)
     assert not rows, "\n" + format_diff(case, rows) + "\n(if the change is deliberate: `make golden`, and say why in the commit)"

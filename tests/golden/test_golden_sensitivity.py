@@ -24,15 +24,16 @@ def nudged_catalog():
 
 def test_one_percent_catalog_change_fails_the_golden_comparison(nudged_catalog, tmp_path):
     # the mail-server study's SSD configuration is 16 DC S3700s: its latencies must move
-    rows = diff(load_snapshot("study-mail-server"), CASES["study-mail-server"](tmp_path))
+    rows = diff(load_snapshot("study-mail-server"), CASES["study-mail-server"](tmp_path), "study-mail-server")
     moved = {r[0] for r in rows}
     assert any(k.startswith("configs.ssd_6000.") and "latency" in k for k in moved), moved
     # the hard-disk configuration does not use the part: none of its figures may move
     assert not any(k.startswith("configs.hdd_6000.") for k in moved), moved
     table = format_diff("study-mail-server", rows)
-    assert "figure(s) moved" in table and "golden" in table and "%" in table
+    assert "outside their tolerance" in table and "golden" in table and "%" in table
+    assert "rel 1e-09 (default)" in table and "rule default:" in table  # the tolerance and its reason
     print(table)
 
 
 def test_unchanged_catalog_reproduces_the_snapshot(tmp_path):
-    assert diff(load_snapshot("study-mail-server"), CASES["study-mail-server"](tmp_path)) == []
+    assert diff(load_snapshot("study-mail-server"), CASES["study-mail-server"](tmp_path), "study-mail-server") == []

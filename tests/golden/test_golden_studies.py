@@ -1,4 +1,4 @@
-"""Golden outputs of the studies: each case's figures equal its reviewed snapshot (rel. 1e-6)."""
+"""Golden outputs of the studies: each case's figures equal its reviewed snapshot (each at its tolerance rule, tests/golden/tolerances.py)."""
 
 import pytest
 

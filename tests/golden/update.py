@@ -24,7 +24,7 @@ def main(argv: list[str]) -> int:
         with tempfile.TemporaryDirectory() as tmp:
             now = CASES[name](Path(tmp))
         old = load_snapshot(name)
-        rows = diff(old or {}, now)
+        rows = diff(old or {}, now, name)
         if old is None:
             print(f"{name}: new snapshot ({len(now)} figures)")
         elif rows:
@@ -47,7 +47,7 @@ def main(argv: list[str]) -> int:
 def _largest(rows) -> float:
     """The largest relative move among ``diff`` rows of numbers."""
     out = 0.0
-    for _, g, n, _ch in rows:
+    for _, g, n, _ch, _rule in rows:
         if isinstance(g, (int, float)) and isinstance(n, (int, float)) and not isinstance(g, bool) and g != n:
             out = max(out, abs(n - g) / max(abs(g), abs(n)))
     return out

@@ -106,7 +106,7 @@ def test_worker_killed_from_outside_loses_nothing(tmp_path, toy_env):
     out = tmp_path / "pool"
     proc = subprocess.Popen([sys.executable, "-c", _POOL, str(path), str(out)], env=os.environ.copy())
     root = out / "toy"
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 180  # a hang guard only: the first result comes after a few seconds
     killed = None
     while time.monotonic() < deadline and proc.poll() is None:
         workers = [p for p in _children(proc.pid)]
@@ -116,7 +116,7 @@ def test_worker_killed_from_outside_loses_nothing(tmp_path, toy_env):
             break
         time.sleep(0.05)
     assert killed is not None
-    assert proc.wait(timeout=120) == 0
+    assert proc.wait(timeout=300) == 0  # a hang guard: 8 tasks of 0.4 s
     assert _assert_consistent(root) == 8
     assert store_files(root) == store_files(tmp_path / "ref" / "toy")
     assert ref.ok

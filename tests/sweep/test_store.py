@@ -69,7 +69,7 @@ def test_killed_sweep_resumes_to_the_same_store_file_for_file(tmp_path, toy_env)
     out = tmp_path / "killed"
     proc = subprocess.Popen([sys.executable, "-c", _DRIVER, str(path), str(out)], start_new_session=True, env=os.environ.copy())
     root = out / "toy"
-    deadline = time.monotonic() + 40
+    deadline = time.monotonic() + 180  # a hang guard only: 3 results come after ~5 s (12 tasks of 0.4 s, 2 workers)
     while len(list(root.glob("scenario=*/seed=*"))) < 3 and time.monotonic() < deadline:
         time.sleep(0.05)
     os.killpg(proc.pid, signal.SIGKILL)  # the driver and its pool workers, mid-sweep
