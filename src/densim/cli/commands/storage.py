@@ -85,6 +85,9 @@ def _print_calibration(out: dict[str, Any], pr: Printer) -> None:
     mape_l = out["mape_latency_pct"]
     pr.line(f"MAPE: IOPS {out['mape_iops_pct']:.2f} %, latency " + ("-" if mape_l is None else f"{mape_l:.2f} %")
             + f" over {len(out['points'])} points")
+    if out["mape_iops_pct"] > 10 or (mape_l is not None and mape_l > 10):
+        pr.line(f"the fit does not match these measurements: {out['device']}'s other figures (or the part itself) "
+                f"cannot reproduce them; look at the rows with the largest errors")
     if out["not_constrained"]:
         pr.line(f"not constrained by these points (catalog values kept): {', '.join(out['not_constrained'])}")
     for note in out["notes"]:

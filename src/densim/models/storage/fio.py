@@ -24,7 +24,7 @@ one I/O in flight per job whatever ``iodepth`` says, as fio's note warns. The jo
 share ``rw`` and ``bs`` (a group mixing them is refused: it is no single point of a profile). The
 latency is fio's total latency ``lat_ns`` (submission + completion), else ``slat_ns + clat_ns``
 when ``lat_ns`` is absent; the p99 is the ``lat_ns`` percentile, else the ``clat_ns`` one (fio's
-default). A point has no latency when fio measured none (``gtod_reduce``, ``disable_lat``).
+default; for a group of several jobs the largest of theirs, an upper bound). A point has no latency when fio measured none (``gtod_reduce``, ``disable_lat``).
 
 **Fitting** (:func:`fit_device`): the device model of :mod:`densim.models.devices` as the storage
 model solves it for a closed workload (one drive, no controller: :func:`~densim.models.storage.build_stations`
@@ -72,7 +72,7 @@ def looks_like_fio(path: str | Path) -> bool:
     except OSError:
         return False
     first = next((ln.strip() for ln in head.splitlines() if ln.strip()), "")
-    return bool(_PREAMBLE.match(first)) or (first.startswith("{") and '"fio version"' in head)
+    return bool(re.match(r"^fio-\d", first)) or ('"fio version"' in head and (first.startswith("{") or bool(_PREAMBLE.match(first))))
 
 
 def parse_size(text: Any) -> float:
