@@ -1,73 +1,83 @@
 # densim: two commands on a fresh clone.
-#   make demo   # creates .venv, installs densim, runs the built-in demo, prints the report path
-#   make test   # creates .venv, installs test tools and Chromium, checks the layers (lint), runs the whole test suite
+#   make demo   # creates .venv, installs densim (its own dependencies only), compiles its kernels, runs the built-in demo
+#   make test   # adds the optional extras, the test tools and Chromium, checks the layers (lint), runs the whole test suite
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.densim-installed
+# two install steps (scripts/bootstrap.sh), each with its stamp: `make demo` needs only the first
+STAMP      := $(VENV)/.densim-installed
+TEST_STAMP := $(VENV)/.densim-test-tools
 PYTEST_ARGS ?=
 
-.PHONY: lint golden demo test bench bench-placement bench-io bench-plan bench-outofcore bench-peers bench-lifetimes bench-failures bench-serve bench-distributed docs clean setup browser
+.PHONY: setup-test lint golden demo test bench bench-placement bench-io bench-plan bench-outofcore bench-peers bench-lifetimes bench-failures bench-serve bench-distributed docs clean setup browser
 
 setup: $(STAMP)
 
+setup-test: $(TEST_STAMP)
+
+# densim and its dependencies, then the numba kernels compiled into their cache (densim warmup)
 $(STAMP): pyproject.toml
-	@bash scripts/bootstrap.sh "$(PYTHON)" "$(VENV)"
+	@bash scripts/bootstrap.sh "$(PYTHON)" "$(VENV)" core
 	@touch $(STAMP)
+
+# the optional extras (ortools, dask) and the test tools (pytest, playwright, ruff, import-linter)
+$(TEST_STAMP): $(STAMP) pyproject.toml
+	@bash scripts/bootstrap.sh "$(PYTHON)" "$(VENV)" test
+	@touch $(TEST_STAMP)
 
 demo: $(STAMP)
 	$(BIN)/densim demo --out out/demo
 
-browser: $(STAMP)
+browser: $(TEST_STAMP)
 	@bash scripts/install-browser.sh
 
 # Layers (import-linter contracts in pyproject.toml) and ruff; `make test` runs it first.
-lint: $(STAMP)
+lint: $(TEST_STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/lint-imports --no-cache
 
-test: $(STAMP) browser lint
+test: $(TEST_STAMP) browser lint
 	$(BIN)/python -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
 
 # Rewrite the golden snapshots (tests/golden/snapshots) and print what moved; name cases with
 # `make golden CASES="study-mail-server run-planetlab"`. Say in the commit which figures moved and why.
-golden: $(STAMP)
+golden: $(TEST_STAMP)
 	$(BIN)/python -m tests.golden.update $(CASES)
 
-bench: $(STAMP)
+bench: $(TEST_STAMP)
 	$(BIN)/python benchmarks/ladder.py
 	$(BIN)/python benchmarks/ladder.py --rungs 100000 --section 'memory={"model": "vsphere-like"}'
 	$(BIN)/python benchmarks/ladder.py --rungs 100000 --section 'memory={"model": "vsphere-like"}' --overcommit 1.5
 	$(BIN)/python benchmarks/ladder.py --rungs 100000 --section 'memory={"model": "vsphere-like"}' --overcommit 3
 
-bench-placement: $(STAMP)
+bench-placement: $(TEST_STAMP)
 	$(BIN)/python benchmarks/placement_bench.py
 
-bench-io: $(STAMP)
+bench-io: $(TEST_STAMP)
 	$(BIN)/python benchmarks/io_bench.py
 
-bench-plan: $(STAMP)
+bench-plan: $(TEST_STAMP)
 	$(BIN)/python benchmarks/plan_bench.py
 
-bench-outofcore: $(STAMP)
+bench-outofcore: $(TEST_STAMP)
 	$(BIN)/python benchmarks/outofcore.py
 
-bench-lifetimes: $(STAMP)
+bench-lifetimes: $(TEST_STAMP)
 	$(BIN)/python benchmarks/lifetimes_bench.py
 
-bench-failures: $(STAMP)
+bench-failures: $(TEST_STAMP)
 	$(BIN)/python benchmarks/failures_bench.py
 
-bench-serve: $(STAMP) browser
+bench-serve: $(TEST_STAMP) browser
 	$(BIN)/python benchmarks/serve_bench.py
 
-bench-distributed: $(STAMP)
+bench-distributed: $(TEST_STAMP)
 	$(BIN)/python benchmarks/distributed_bench.py
 
-bench-peers: $(STAMP)
+bench-peers: $(TEST_STAMP)
 	$(MAKE) -C benchmarks/peers run PYTHON=$(abspath $(BIN)/python)
 
-docs: $(STAMP)
+docs: $(TEST_STAMP)
 	$(BIN)/python -m densim.tools.docgen docs/reference
 
 clean:

@@ -91,9 +91,11 @@ def test_every_report_extends_the_one_base_template(reports):
         assert f'<meta name="generator" content="densim {densim.__version__}">' in html, kind
         assert f'<body class="densim-report report-{kind}">' in html, kind
         assert html.count("<footer") == 1 and f"{kind} report" in html, kind
-        # plotly.js once in <head>, one Plotly.newPlot per figure placeholder
+        # plotly.js loaded once in <head> from plotly.min.js beside the report (not embedded: issue 31),
+        # one Plotly.newPlot per figure placeholder
         head = html[:html.index("</head>")]
-        assert head.count("plotly.js v") == html.count("plotly.js v") == 1, kind
+        assert head.count('<script src="plotly.min.js"></script>') == html.count("<script src=") == 1, kind
+        assert "plotly.js v" not in html, kind
         n_figs = len(re.findall(r'<div id="fig[^"]*" class="fig"></div>', html))
         assert n_figs > 0 and html.count("Plotly.newPlot(") == n_figs, kind
 

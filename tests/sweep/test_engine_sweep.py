@@ -31,11 +31,12 @@ def test_engine_sweep_through_the_cli(tmp_path):
     before = store_files(root)
     again = run_sweep(study, out=out, backend="inprocess")
     assert again.done == 0 and store_files(root) == before
-    # report: tables and plots, plotly.js embedded exactly once
+    # report: tables and plots, plotly.js loaded once from plotly.min.js beside it (issue 31)
     r = CliRunner().invoke(app, ["report", str(path), "--out", str(out), "-m", "vms_unplaced", "-m", "totals.energy_kwh"])
     assert r.exit_code == 0, r.output
     html = (root / "report.html").read_text()
-    assert html.count("plotly.js v") == 1
+    assert html.count('<script src="plotly.min.js">') == 1 and "plotly.js v" not in html
+    assert "plotly.js v" in (root / "plotly.min.js").read_text()
     assert html.count("Plotly.newPlot") == 2  # one figure per metric
     assert "vms_unplaced" in html and "placement.cpu_overcommit" in html
 

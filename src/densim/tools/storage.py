@@ -1,5 +1,6 @@
-"""The storage tools: ``densim io`` (solve a storage system under a workload) and ``densim size``
-(the cheapest drives x RAID x controllers x cores meeting a target). Both return plain dicts."""
+"""The storage tools: ``densim io`` (solve a storage system under a workload, or profile a fio
+result), ``densim calibrate`` (fit a catalog device to fio measurements) and ``densim size`` (the
+cheapest drives x RAID x controllers x cores meeting a target). All return plain dicts."""
 
 from __future__ import annotations
 
@@ -9,7 +10,14 @@ from typing import Any
 
 
 def run_io(path: str | Path) -> dict[str, Any]:
-    """Solve the storage-only scenario in ``path``; returns the result as a dict."""
+    """Solve the storage-only scenario in ``path``; returns the result as a dict.
+
+    A fio result (``fio --output-format=json``, with or without fio's text before the JSON) is
+    recognised and read as a device profile instead (:func:`run_fio_profile`)."""
+    from densim.models.storage.fio import looks_like_fio
+
+    if looks_like_fio(path):
+        return run_fio_profile(path)
     from densim.models.storage import IoPattern, arrays_power_w, build_stations, solve_closed, solve_open
     from densim.plant.storage import resolve_system
     from densim.spec.loader import load_spec
@@ -35,6 +43,30 @@ def run_io(path: str | Path) -> dict[str, Any]:
     out["enclosure_rack_units"] = sum(e.rack_units * n for e, n in encl)
     if w.mode == "closed":
         out["little_check"] = {"outstanding": res.outstanding, "x_times_r_plus_z": res.throughput_iops * (res.mean_latency_s + res.think_s)}
+    return out
+
+
+def run_fio_profile(path: str | Path) -> dict[str, Any]:
+    """The device profile of the fio result ``path``: IOPS, bandwidth and latency per rw mode, block size and depth."""
+    from densim.models.storage.fio import profile, read_fio
+
+    return profile(read_fio(path))
+
+
+def run_calibrate(path: str | Path, device: str) -> dict[str, Any]:
+    """Fit the catalog device ``device`` to the fio result ``path``; returns the fitted figures and the error per point."""
+    from densim.catalog.core import CatalogError, builtin_catalog
+    from densim.errors import InputError
+    from densim.models.devices import DeviceSpec
+    from densim.models.storage.fio import fit_device, read_fio
+
+    run = read_fio(path)
+    try:
+        dev = builtin_catalog().get("devices", device, DeviceSpec)
+    except CatalogError as exc:
+        raise InputError("--device", "", str(exc).strip("'\"")) from None
+    out = fit_device(dev, run.points, source=str(path))
+    out.update({"kind": "fio-calibration", "file": run.path, "fio_version": run.version, "notes": run.notes})
     return out
 
 

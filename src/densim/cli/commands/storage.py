@@ -1,7 +1,8 @@
-"""``densim io FILE`` (storage-only scenario) and ``densim size FILE`` (sizing solver).
+"""``densim io FILE`` (storage-only scenario, or a fio result as a device profile), ``densim calibrate
+FILE --device PART`` (a catalog device fitted to fio measurements) and ``densim size FILE`` (sizing solver).
 
-The command functions are thin: :func:`densim.tools.storage.run_io` and :func:`~densim.tools.storage.run_size`
-do the work and return plain dicts; the CLI prints them as tables or JSON.
+The command functions are thin: :func:`densim.tools.storage.run_io`, :func:`~densim.tools.storage.run_calibrate`
+and :func:`~densim.tools.storage.run_size` do the work and return plain dicts; the CLI prints them as tables or JSON.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import typer
 
 from densim.cli.common import CsvOpt, JsonOpt, NoProgressOpt, Printer, QuietOpt, status
 from densim.cli.common import run_guarded as _guard
-from densim.tools.storage import run_io, run_size
+from densim.tools.storage import run_calibrate, run_io, run_size
 
 
 def _fmt_s(x: float) -> str:
@@ -35,8 +36,71 @@ def _fmt_n(x: float) -> str:
 # densim io
 
 
+def _fmt_opt_s(x: float | None) -> str:
+    return "-" if x is None else _fmt_s(x)
+
+
+def _fmt_bs(b: float) -> str:
+    return f"{b / 1024:g} KiB" if b < 1024 * 1024 else f"{b / 1024 / 1024:g} MiB"
+
+
+def _print_fio_profile(out: dict[str, Any], pr: Printer) -> None:
+    from rich.table import Table
+
+    tab = Table(title=f"fio device profile: {out['file']} ({out['fio_version']}), one row per reporting group")
+    for col in ("rw", "block", "depth", "IOPS", "MB/s", "mean latency", "p99", "reads", "jobs"):
+        tab.add_column(col, justify="left" if col in ("rw", "jobs") else "right")
+    for p in out["points"]:
+        tab.add_row(p["rw"], _fmt_bs(p["block_bytes"]), str(p["depth"]), _fmt_n(p["iops"]), f"{p['bandwidth_bps'] / 1e6:,.1f}",
+                    _fmt_opt_s(p["mean_latency_s"]), _fmt_opt_s(p["p99_latency_s"]), f"{100 * p['read_fraction']:.0f} %",
+                    f"{p['job']} ({p['where']})")
+    pr.table(tab)
+    for note in out["notes"]:
+        pr.line(f"note: {note}")
+
+
+def _print_calibration(out: dict[str, Any], pr: Printer) -> None:
+    from rich.table import Table
+
+    tab = Table(title=f"{out['device']} fitted to {out['file']} (scipy least_squares on log IOPS and log latency)")
+    for col in ("figure", "catalog", "fitted", "unit", "fitted / catalog"):
+        tab.add_column(col, justify="left" if col in ("figure", "unit") else "right")
+    for q in out["parameters"]:
+        cat = q["catalog"]
+        tab.add_row(q["field"], "-" if cat is None else f"{cat:,.4g}",
+                    f"{q['fitted']:,.4g}" + ("" if q["fitted_to_data"] else " (not constrained: catalog value kept)"), q["unit"],
+                    "-" if not cat else f"{q['fitted'] / cat:.3f}")
+    for d, c in out["parallelism"].items():
+        tab.add_row(f"{d} parallelism (IOPS x QD1 latency)", "", f"{c:,.2f}", "servers", "")
+    pr.table(tab)
+    pts = Table(title="fit error per point")
+    for col in ("rw", "block", "depth", "IOPS", "model IOPS", "error", "latency", "model latency", "error"):
+        pts.add_column(col, justify="left" if col == "rw" else "right")
+    for p in out["points"]:
+        le = p["latency_error_pct"]
+        pts.add_row(p["rw"], _fmt_bs(p["block_bytes"]), str(p["depth"]), _fmt_n(p["iops"]), _fmt_n(p["model_iops"]),
+                    f"{p['iops_error_pct']:+.2f} %", _fmt_opt_s(p["mean_latency_s"]), _fmt_s(p["model_latency_s"]),
+                    "-" if le is None else f"{le:+.2f} %")
+    pr.table(pts)
+    mape_l = out["mape_latency_pct"]
+    pr.line(f"MAPE: IOPS {out['mape_iops_pct']:.2f} %, latency " + ("-" if mape_l is None else f"{mape_l:.2f} %")
+            + f" over {len(out['points'])} points")
+    if out["mape_iops_pct"] > 10 or (mape_l is not None and mape_l > 10):
+        pr.line(f"the fit does not match these measurements: {out['device']}'s other figures (or the part itself) "
+                f"cannot reproduce them; look at the rows with the largest errors")
+    if out["not_constrained"]:
+        pr.line(f"not constrained by these points (catalog values kept): {', '.join(out['not_constrained'])}")
+    for note in out["notes"]:
+        pr.line(f"note: {note}")
+    pr.line("as a part for a scenario's parts: devices: " + ", ".join(f"{k}: {v}" for k, v in out["fitted_part"].items()))
+
+
 def _print_io(out: dict[str, Any], pr: Printer) -> None:
     from rich.table import Table
+
+    if out.get("kind") == "fio-profile":
+        _print_fio_profile(out, pr)
+        return
 
     head = Table(title=f"densim io: {out['scenario']} ({out['mode']} workload)", show_header=False)
     head.add_row("throughput", f"{_fmt_n(out['throughput_iops'])} IOPS  ({out['bandwidth_bps'] / 1e6:,.1f} MB/s)")
@@ -121,17 +185,38 @@ def register(app: typer.Typer) -> None:
 
     @app.command("io")
     def io_cmd(
-        file: Annotated[Path, typer.Argument(help="storage-only scenario (system + workload)")],
+        file: Annotated[Path, typer.Argument(help="storage-only scenario (system + workload), or a fio result "
+                                                  "(fio --output-format=json) to print as a device profile")],
         json_out: JsonOpt = False,
         out: Annotated[Optional[Path], typer.Option("--out", "-o", help="also write the result to OUT/summary.json (a folder)")] = None,
         as_csv: CsvOpt = False,
         quiet: QuietOpt = False,
     ) -> None:
-        """Solve a storage system under an open or closed I/O workload: throughput, latency, bottleneck."""
+        """Solve a storage system under an open or closed I/O workload: throughput, latency, bottleneck.
+
+        Given fio's JSON output instead, print the device profile it measured (IOPS, bandwidth and latency
+        per rw mode, block size and queue depth)."""
         pr = Printer(as_json=json_out, as_csv=as_csv, quiet=quiet)
         _out_checked(out)
         res = _guard(run_io, file)
         _emit(res, pr, out, _print_io)
+
+    @app.command("calibrate")
+    def calibrate_cmd(
+        file: Annotated[Path, typer.Argument(help="fio result (fio --output-format=json; fio's text before the JSON is skipped)")],
+        device: Annotated[str, typer.Option("--device", "-d", help="catalog device to fit (densim models lists the catalog)")],
+        json_out: JsonOpt = False,
+        out: Annotated[Optional[Path], typer.Option("--out", "-o", help="also write the result to OUT/summary.json (a folder)")] = None,
+        as_csv: CsvOpt = False,
+        quiet: QuietOpt = False,
+        no_progress: NoProgressOpt = False,
+    ) -> None:
+        """Fit a catalog device's latency, IOPS and bandwidth to fio measurements; print the fit error per point."""
+        pr = Printer(as_json=json_out, as_csv=as_csv, quiet=quiet)
+        _out_checked(out)
+        with status(f"calibrate {device} to {file.name}: fitting", quiet=quiet, no_progress=no_progress):
+            res = _guard(run_calibrate, file, device)
+        _emit(res, pr, out, _print_calibration)
 
     @app.command("size")
     def size_cmd(
