@@ -435,6 +435,10 @@ def run_placed(ctx, *, progress: Callable[[int, int], None] | None = None, timin
 
         live = Liveness(sc, ctx.schedule, hosts, vms.vcpus)
         live.failures = ctx.failures  # host failures (engine/failures.py): hosts down draw no power
+        # what a host holds is what is alive on it at once, not every VM that ever ran there
+        vcpus_per_host = live.peak_per_host(vms.host, vms.vcpus, H)[0]
+        mem_per_host = live.peak_per_host(vms.host, vms.mem_bytes, H)[0]
+    ctx.liveness = live
     # a VM cannot use more than its vCPUs at its host's core speed
     vm_cap_mhz = (vms.vcpus * hosts.core_mhz[host_idx]).astype(np.float32)
 

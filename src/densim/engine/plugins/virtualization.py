@@ -92,8 +92,12 @@ class VirtualizationStage(BaseStage):
         self.add_mhz = np.zeros(V, dtype=np.float32)
         self.remote = np.zeros(V, dtype=np.float32)
         self.shadow_cyc = np.zeros(V, dtype=np.float32)  # shadow-sync cycles per 1,000 instructions
-        # VMs per host (placement is fixed for the run): the shadow-sync cost grows with it
-        vms_on_host = np.bincount(vms.host[placed], minlength=H)[np.where(placed, vms.host, 0)]
+        # VMs per host: the shadow-sync cost grows with it. Placement is fixed for the run; when VMs arrive
+        # and leave, the most VMs alive on the host at once (the engine's liveness), not every VM it ever ran
+        live = getattr(ctx, "liveness", None)
+        per_host = (np.bincount(vms.host[placed], minlength=H) if live is None
+                    else np.rint(live.peak_per_host(vms.host, np.ones(V), H)[0]).astype(np.int64))
+        vms_on_host = per_host[np.where(placed, vms.host, 0)]
         shadow = v.hypervisor.paging == "shadow"
         for gi_vm, g in enumerate(sc.vms):
             w = dict(WORKLOAD_DEFAULTS)
