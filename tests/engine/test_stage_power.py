@@ -62,3 +62,31 @@ def test_busy_drives_draw_more_in_proportion_to_their_busy_share():
     w_busy = busy.summary["storage"]["datastores"]["local@h-0"]["energy_kwh"] * 3.6e6 / 7200
     assert w_idle == pytest.approx(12.1)
     assert 12.1 < w_busy <= 4 * 6.0 + 9.5
+
+
+def test_a_down_host_draws_no_drive_power_and_a_shared_array_powers_the_hosts_up():
+    # 2 hosts of 2 cores; first-fit puts on-local and on-shared-0 on h-0, on-shared-1 and -2 on h-1
+    # (both hosts full: no HA restart finds room). A shared array (4 x 0.65 W + 9.5 W = 12.1 W) has one
+    # of its VMs on h-0 and two on h-1; the per-host array 'local' (12.1 W) only on h-0. h-0 fails for
+    # the second hour.
+    # Hour 1: h-0 = 12.1 (local) + 12.1 / 3 = 16.133 W, h-1 = 12.1 x 2/3 = 8.067 W.
+    # Hour 2: h-0 is down and draws nothing (its local drives are off); h-1 powers the whole shared array.
+    d = copy.deepcopy(BASE)
+    d["cluster"]["hosts"][0]["cpu"]["cores_per_socket"] = 2
+    d["vms"] = [dict(d["vms"][0], count=1, name="on-local", datastore="local"),
+                dict(d["vms"][0], count=3, name="on-shared", datastore="shared")]
+    d["storage"] = {"model": "queueing", "datastores": [
+        {"name": "shared", "device": "intel-dc-s3700-400gb", "drives": 4, "raid": "raid10", "controller": "lsi-9210-8i"},
+        {"name": "local", "scope": "per-host", "device": "intel-dc-s3700-400gb", "drives": 4, "raid": "raid10",
+         "controller": "lsi-9210-8i"}]}
+    d["failures"] = {"events": [{"time": "1 h", "target": "h-0", "duration": "5 h"}]}
+    d["output"] = {"host_timeseries": "on"}
+    r = simulate(resolve(scenario_from_dict(d)))
+    d.pop("storage")
+    for g in d["vms"]:
+        g.pop("datastore")
+    plain = simulate(resolve(scenario_from_dict(d)))
+    p = r.host_steps().sort(["step", "host"])["power_w"].to_numpy().reshape(2, 2)
+    q = plain.host_steps().sort(["step", "host"])["power_w"].to_numpy().reshape(2, 2)
+    assert (p - q)[0] == pytest.approx([12.1 + 12.1 / 3, 12.1 * 2 / 3], rel=1e-5)
+    assert (p - q)[1] == pytest.approx([0.0, 12.1], rel=1e-5)

@@ -212,6 +212,25 @@ class StorageStage(BaseStage):
         self.slot_to_host = np.divide(counts, tot, out=np.zeros_like(counts), where=tot > 0)
         self.energy_j = np.zeros(S)
 
+    def _host_power(self, ctx, chunk, slot_w: np.ndarray) -> np.ndarray:
+        """(steps, hosts) W of the slots' drives and controllers. A host that is down (failures) draws
+        none: its local (per-host) drives are off with it, and a shared array's power goes to the
+        hosts of its VMs that are up (to all of them when none is)."""
+        P = self.slot_to_host
+        fr = getattr(ctx, "failures", None)
+        if fr is None:
+            return slot_w @ P
+        up = 1.0 - fr.host_down_share(ctx.grid.edges_s(chunk.t0, chunk.t1), P.shape[1])  # (steps, hosts)
+        local = self.slot_host >= 0
+        out = (slot_w[:, local] @ P[local]) * up
+        if (~local).any():
+            Ps = P[~local]
+            w = slot_w[:, ~local]
+            denom = up @ Ps.T  # (steps, shared slots): the up share of each array's hosts
+            some = denom > 1e-12
+            out += ((w * some / np.where(some, denom, 1.0)) @ Ps) * up + (w * ~some) @ Ps
+        return out
+
     def _swap_datastores(self, ctx, own_ds, own_ok):
         """Datastore index of each VM's swap (``memory.swap_datastore``) and which VMs have one."""
         mem = ctx.scenario.memory
@@ -338,7 +357,7 @@ class StorageStage(BaseStage):
             add_saturation(ctx, "datastore", self.slot_names, util)  # busiest station's utilisation
             # drives and controllers draw power: into the hosts' power, energy and carbon
             self.energy_j += slot_w.sum(axis=0) * chunk.step_s
-            chunk.add_host_power(slot_w @ self.slot_to_host)
+            chunk.add_host_power(self._host_power(ctx, chunk, slot_w))
         vm_lat = np.zeros(total.shape, dtype=np.float32)
         vm_sat = np.zeros(total.shape, dtype=np.float32)
         okv = self.vm_ok
