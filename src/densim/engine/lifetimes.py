@@ -58,6 +58,8 @@ def plan_schedule(sc, source, hosts, lt: tuple[np.ndarray, np.ndarray]) -> Sched
         t0 = float(sim.start_s)
     elif finite.any():
         t0 = float(arrival[finite].min())
+        if span is not None:  # the traces' own start (trace.offset skips the start of every trace)
+            t0 = max(t0, float(span[0]))
     elif span is not None:
         t0 = float(span[0])
     else:
@@ -100,8 +102,56 @@ class Liveness:
         self.ever_on = np.zeros(hosts.n, dtype=bool)
         self.failures = None  # densim.engine.failures.FailureRun: hosts down draw no power
 
-    def alive(self, edges: np.ndarray) -> np.ndarray:
-        return alive_fraction(self.sch.start_s, self.sch.end_s, edges)
+    def alive(self, edges: np.ndarray, ids: np.ndarray | None = None) -> np.ndarray:
+        """(steps, VMs) float32: the share of each step each VM (or each of ``ids``) is alive."""
+        if ids is None:
+            return alive_fraction(self.sch.start_s, self.sch.end_s, edges)
+        return alive_fraction(self.sch.start_s[ids], self.sch.end_s[ids], edges)
+
+    def alive_mask(self, edges: np.ndarray, ids: np.ndarray | None = None) -> np.ndarray:
+        """(steps, VMs) bool: the VM is alive at some time in the step (it holds its memory, its host)."""
+        return self.alive(edges, ids) > 0
+
+    def lives_through(self, t_lo: float, t_hi: float) -> np.ndarray:
+        """(VMs,) bool: alive over the whole of ``[t_lo, t_hi)``."""
+        s, e = self.sch.start_s, self.sch.end_s
+        return (s <= t_lo) & (e >= t_hi)  # NaN (never started) compares False
+
+    def peak_per_host(self, host_of_vm: np.ndarray, weights: np.ndarray, n_hosts: int) -> np.ndarray:
+        """Per host, the rows of ``weights`` (k, VMs) summed over the VMs alive on it at the instant
+        where row 0's sum peaks: (k, hosts); 0 on a host no VM ever ran on.
+
+        Exact in continuous time (an event sweep over starts and ends, no time grid): a VM counts on
+        ``[start, end)``, so at an instant where one VM leaves and another arrives only one counts.
+        Vectorised over every VM (sort, cumulative sums, one maximum per host segment).
+        """
+        w = np.atleast_2d(np.asarray(weights, dtype=np.float64))
+        s, e = self.sch.start_s, self.sch.end_s
+        ok = np.flatnonzero((host_of_vm >= 0) & ~np.isnan(s))
+        out = np.zeros((w.shape[0], n_hosts))
+        if ok.size == 0:
+            return out
+        h = np.r_[host_of_vm[ok], host_of_vm[ok]].astype(np.int64)
+        t = np.r_[s[ok], np.where(np.isnan(e[ok]), np.inf, e[ok])]
+        kind = np.r_[np.ones(ok.size, np.int8), np.zeros(ok.size, np.int8)]  # at one instant, ends (0) before starts (1)
+        dw = np.concatenate([w[:, ok], -w[:, ok]], axis=1)
+        order = np.lexsort((kind, t, h))
+        h, dw = h[order], dw[:, order]
+        # cumulative sums restarted at each host: subtract the running total at the segment's start
+        cs = np.cumsum(dw, axis=1)
+        starts = np.flatnonzero(np.r_[True, h[1:] != h[:-1]])
+        before = np.where(starts > 0, cs[:, np.maximum(starts - 1, 0)], 0.0)
+        seg = np.repeat(np.arange(starts.size), np.diff(np.r_[starts, h.size]))
+        level = cs - before[:, seg]
+        level[np.abs(level) < 1e-9 * max(1.0, float(np.abs(w).max()))] = 0.0  # sums back to zero after a leave
+        # position of row 0's peak in each host segment
+        key = level[0]
+        top = np.maximum.reduceat(key, starts)
+        is_top = key == top[seg]
+        first = np.full(starts.size, h.size)
+        np.minimum.at(first, seg[is_top], np.flatnonzero(is_top))
+        out[:, h[starts]] = level[:, first]
+        return out
 
     def active_ids(self, t_lo: float, t_hi: float, host_of_vm: np.ndarray) -> np.ndarray:
         """The VMs alive at some time in ``[t_lo, t_hi)``, in host order (stable): a chunk steps only these."""

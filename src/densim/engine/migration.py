@@ -132,6 +132,7 @@ class MigrationPlanner:
         self.core_s = 0.0
         self.lost_mhz_s = 0.0
         self.evac: list[dict[str, Any]] = []
+        self._evac_of: dict[int, dict[str, Any]] = {}  # host -> its evacuation's entry in self.evac
         self.ever_on = np.zeros(self.H, dtype=bool)
         self._moved = False
 
@@ -155,9 +156,14 @@ class MigrationPlanner:
                 host[v] = dst
                 self.migrating[v] = False
             self._moved |= bool(done)
-        for st, h, at_s in self.maint:
-            if st == t0:
-                self._evacuate(t0, h, at_s)
+            # a VM that was on its way to a host put into maintenance meanwhile moves on when it lands
+            for h in sorted({dst for _, _, dst in done if self.in_maint[dst]}):
+                self._evacuate(t0, h, None)
+        due = [(h, at_s) for st, h, at_s in self.maint if st == t0]
+        for h, _ in due:  # hosts put into maintenance at one instant are no target for each other
+            self.in_maint[h] = True
+        for h, at_s in due:
+            self._evacuate(t0, h, at_s)
         if self.every and t0 > 0 and t0 % self.every == 0:
             self._balance(t0)
 
@@ -264,7 +270,10 @@ class MigrationPlanner:
         self.migrating[vms] = True
         return end
 
-    def _evacuate(self, t0: int, h: int, at_s: float) -> None:
+    def _evacuate(self, t0: int, h: int, at_s: float | None) -> None:
+        """Move every VM off host ``h`` (entering maintenance at ``at_s``; None: VMs that landed on it
+        since, added to its evacuation). A VM that fits on no other host up and not in maintenance is
+        stranded (counted); the host then never empties."""
         ctx = self.ctx
         self.in_maint[h] = True
         host, vm_mhz, dem, vcpus, mem, on = self._loads()
@@ -292,8 +301,20 @@ class MigrationPlanner:
         for w in range(0, cv.size, k):  # waves of max_concurrent migrations
             ends = self._start(t0, cv[w:w + k], np.full(min(k, cv.size - w), h), cd[w:w + k], last_end, "maintenance", vm_mhz)
             last_end = float(ends.max())
-        self.evac.append({"host": str(ctx.hosts.names[h]), "at_s": at_s, "started_s": start, "vms": int(cv.size),
-                          "stranded": stranded, "time_to_empty_s": (last_end - at_s) if stranded == 0 else None})
+        # VMs still on their way to h are evacuated when they land (advance): the host is not empty before
+        incoming = sum(1 for _, _, dst in self.pending if dst == h) - int(np.count_nonzero(cd == h))
+        if at_s is None:  # a follow-up: VMs that landed after the host entered maintenance
+            e = self._evac_of[h]
+            e["vms"] += int(cv.size)
+            e["stranded"] += stranded
+            e["_last_end"] = max(e["_last_end"], last_end)
+        else:
+            e = {"host": str(ctx.hosts.names[h]), "at_s": at_s, "started_s": start, "vms": int(cv.size),
+                 "stranded": stranded, "time_to_empty_s": None, "_last_end": last_end}
+            self._evac_of[h] = e
+            self.evac.append(e)
+        e["_incoming"] = incoming
+        e["time_to_empty_s"] = (e["_last_end"] - e["at_s"]) if e["stranded"] == 0 and incoming == 0 else None
 
     def _balance(self, t0: int) -> None:
         ctx, b = self.ctx, self.s.balance
@@ -400,7 +421,7 @@ class MigrationPlanner:
             "rejected_cost_benefit": self.rejected,
             "imbalance_first": self.imbalance[0] if self.imbalance else None,
             "imbalance_last": self.imbalance[-1] if self.imbalance else None,
-            "evacuations": self.evac,
+            "evacuations": [{k: v for k, v in e.items() if not k.startswith("_")} for e in self.evac],
             "log": rows[:LOG_ROWS],
         })
 

@@ -62,6 +62,8 @@ class PartResult:
     saturation_steps: np.ndarray
     timings: dict[str, float] = field(default_factory=dict)
     vm_steps: int = 0
+    # per stage that sums over hosts (``partition_sums``, e.g. carbon): its sums over this part's hosts
+    stage_sums: dict[str, dict[str, float]] = field(default_factory=dict)
 
     @property
     def nbytes(self) -> int:
@@ -80,6 +82,21 @@ def active_stages(ctx: EngineContext) -> list[str]:
     return [e.name for e in ordered_entries() if e.obj(ctx) is not None]
 
 
+def _split_stages(ctx: EngineContext) -> tuple[list[str], list[str]]:
+    """(stages a split run can sum over its parts, stages it cannot): a stage whose figures are sums over
+    hosts and steps (``partition_sums``: carbon's energy and gCO2) adds up part by part; a stage that
+    couples hosts or fixes each VM's host at the start does not."""
+    from densim.engine.stages import load_plugins, ordered_entries
+
+    load_plugins()
+    ok, bad = [], []
+    for e in ordered_entries():
+        st = e.obj(ctx)
+        if st is not None:
+            (ok if getattr(st, "partition_sums", None) else bad).append(e.name)
+    return ok, bad
+
+
 def plan_run(plant: Plant, seed: int | None = None) -> tuple[RunPlan, EngineContext, dict[str, float]]:
     """Build and place the whole run once; returns the plan for the parts, the placed context and timings."""
     from densim.engine.run import default_chunk_steps, keeps_vm_series, place_vms
@@ -87,7 +104,7 @@ def plan_run(plant: Plant, seed: int | None = None) -> tuple[RunPlan, EngineCont
     t0 = time.perf_counter()
     ctx = build_context(plant, seed)
     timings = {"build_s": time.perf_counter() - t0}
-    stages = active_stages(ctx)
+    _, stages = _split_stages(ctx)
     if stages:
         raise InputError(plant.spec.name, "", f"a run split by host partitions models CPU and power only; this scenario "
                                               f"switches on the stage(s) {', '.join(stages)} (run it in one process)")
@@ -166,7 +183,9 @@ def run_part(plan: RunPlan, h0: int, h1: int, *, threads: int | None = None) -> 
                       saturation_peak=sat["peak"] if sat else np.full(h, -np.inf),
                       saturation_steps=sat["steps"] if sat else np.zeros(h, dtype=np.int64),
                       timings={"build_s": build_s, **res.timings, "part_s": time.perf_counter() - t0},
-                      vm_steps=int(vm_idx.size) * sub.grid.n_steps)
+                      vm_steps=int(vm_idx.size) * sub.grid.n_steps,
+                      stage_sums={st.name: {k: getattr(st, k) for k in st.partition_sums}
+                                  for st in res.stages if getattr(st, "partition_sums", None)})
 
 
 def merge_parts(ctx: EngineContext, parts: list[PartResult], timings: dict[str, float] | None = None):
@@ -199,8 +218,18 @@ def merge_parts(ctx: EngineContext, parts: list[PartResult], timings: dict[str, 
     steps = np.concatenate([p.saturation_steps for p in parts])
     ctx.saturation.add_reduced("host CPU", ctx.hosts.names, peak, steps)
     ctx.stages = {}
+    stages = []
+    ok, _ = _split_stages(ctx)
+    from densim.engine.stages import STAGES
+
+    for name in ok:  # the whole run's stage, holding the sums of its parts
+        st = STAGES.entry(name).obj(ctx)
+        for k in st.partition_sums:
+            setattr(st, k, sum(p.stage_sums.get(name, {}).get(k, 0.0) for p in parts))
+        stages.append(st)
+        ctx.stages[name] = st
     vcpus_per_host, vms_per_host, mem_per_host, host_on = host_loads(ctx)
-    return Result(ctx=ctx, vm_acc=vm_acc, host_acc=host_acc, stages=[], host_on=host_on, vcpus_per_host=vcpus_per_host,
+    return Result(ctx=ctx, vm_acc=vm_acc, host_acc=host_acc, stages=stages, host_on=host_on, vcpus_per_host=vcpus_per_host,
                   vms_per_host=vms_per_host, mem_per_host=mem_per_host, timings=dict(timings or {}))
 
 

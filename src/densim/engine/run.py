@@ -53,6 +53,24 @@ class Chunk:
     # stage puts one there (see demand())
     demand_factors: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
+    # power (W) stages add per host and step beyond the CPU model's host power (drives, controllers):
+    # (steps, hosts) float64, summed into power_w, energy_j and the carbon stage's input (add_host_power)
+    host_power_w: np.ndarray | None = None
+
+    def add_host_power(self, watts: np.ndarray) -> None:
+        """Add ``watts`` ((steps, hosts) or a broadcast of it) to the hosts' power in this chunk.
+
+        Before the CPU step it is added when the CPU model's host power is known; after it, to
+        ``host["power_w"]`` at once, so that a stage running later (carbon) reads the total.
+        """
+        n = self.t1 - self.t0
+        w = np.asarray(watts, dtype=np.float64)
+        H = w.shape[-1]
+        w = np.broadcast_to(w, (n, H))
+        self.host_power_w = w.copy() if self.host_power_w is None else self.host_power_w + w
+        if "power_w" in self.host:
+            self.host["power_w"] = self.host["power_w"] + w
+
     def demand(self) -> np.ndarray:
         """``vm["cpu_demand_mhz"]``, expanded from ``demand_factors`` (and kept) if it is not there yet."""
         if "cpu_demand_mhz" not in self.vm:
@@ -435,6 +453,10 @@ def run_placed(ctx, *, progress: Callable[[int, int], None] | None = None, timin
 
         live = Liveness(sc, ctx.schedule, hosts, vms.vcpus)
         live.failures = ctx.failures  # host failures (engine/failures.py): hosts down draw no power
+        # what a host holds is what is alive on it at once, not every VM that ever ran there
+        vcpus_per_host = live.peak_per_host(vms.host, vms.vcpus, H)[0]
+        mem_per_host = live.peak_per_host(vms.host, vms.mem_bytes, H)[0]
+    ctx.liveness = live
     # a VM cannot use more than its vCPUs at its host's core speed
     vm_cap_mhz = (vms.vcpus * hosts.core_mhz[host_idx]).astype(np.float32)
 
@@ -524,8 +546,14 @@ def run_placed(ctx, *, progress: Callable[[int, int], None] | None = None, timin
             if host_reads:
                 chunk.host.update(cpu_demand_mhz=out.o_claim, cpu_delivered_mhz=out.o_del, utilisation=out.o_util,
                                   cpu_ready_s=out.o_rready, power_w=out.o_power)
+                if chunk.host_power_w is not None:  # power stages added before the CPU step
+                    chunk.host["power_w"] = out.o_power + chunk.host_power_w
             for st in stages:
                 st.after_cpu(ctx, chunk)
+            if chunk.host_power_w is not None:  # drives, controllers: into the hosts' power and energy
+                out.h_power = out.h_power + chunk.host_power_w.sum(axis=0)
+                if keep_host:
+                    host_acc.series_view("power_w", t0, n)[...] += chunk.host_power_w.astype(np.float32)
 
         vm_acc.add_reduced("cpu_demand_mhz", out.vm_dem)
         vm_acc.add_reduced("cpu_delivered_mhz", out.vm_del)

@@ -166,6 +166,9 @@ class EngineContext:
     stages: dict[str, Any] = field(default_factory=dict)  # active stages by name (set by the engine)
     schedule: Any = None  # densim.placement.online.Schedule when VMs arrive and leave (scheduling.lifetimes)
     failures: Any = None  # densim.engine.failures.FailureRun when the scenario has a failures: section
+    # densim.engine.lifetimes.Liveness when VMs arrive and leave (lifetimes or failures): THE one place a
+    # stage reads which VM is alive when (alive shares and masks per step, peaks per host); set by the engine
+    liveness: Any = None
 
     def __post_init__(self) -> None:
         if self.saturation is None:

@@ -47,6 +47,8 @@ class CarbonStage(BaseStage):
     reads_host_results = True  # each step's host power
     uses_vm_demand = False  # the run keeps its demand factored where the source allows
     summary_sections = {"carbon": CarbonSummary}
+    # its figures are sums over hosts and steps: a run split by host partitions adds up its parts'
+    partition_sums = ("it_j", "gj")
 
     def __init__(self, ctx) -> None:
         from densim.errors import InputError

@@ -47,12 +47,14 @@ class FabricStage(BaseStage):
         self.result = simulate_jobs(self.system)
         groups = list(ctx.vms.group_names)
         vm_of_flow = np.full(len(self.system.flows), -1, dtype=np.int64)
+        first_runs = _first_runs(ctx)
         for ti, ten in enumerate(ctx.scenario.fabric.tenants):
             g = groups.index(ten.vms)
-            engine_vms = np.flatnonzero(ctx.vms.group == g)
+            engine_vms = first_runs[ctx.vms.group[first_runs] == g]
             flows = self.system.tenants[ti].flows
             vm_of_flow[flows] = engine_vms[: len(flows)]
         self.vm_of_flow = vm_of_flow
+        self._check_lives(ctx)
         # saturation: the jobs model keeps each component's busy time over the job run, not per step,
         # so components enter as one operating point each (their mean utilisation over the job run)
         log = getattr(ctx, "saturation", None)
@@ -62,6 +64,35 @@ class FabricStage(BaseStage):
         ctx.declare("job_cpu_busy_vcpus", level="vm", agg="mean", unit="vCPUs", doc="vCPUs busy with batch-job work")
         ctx.declare("job_iowait_vcpus", level="vm", agg="mean", unit="vCPUs", doc="vCPUs idle while job tasks wait on block I/O")
         ctx.declare("job_storage_mb_per_s", level="vm", agg="mean", unit="MB/s", doc="batch-job storage throughput")
+
+    def _check_lives(self, ctx) -> None:
+        """Refuse a job VM that is not alive for the whole of its job (it arrives late, leaves early, or
+        its host fails during the job): the fluid job model runs each job once, before the engine, on
+        VMs that are there throughout; it cannot start a task on a VM not yet there, nor re-run the
+        tasks (and data) lost with a failed host, so the job's runtime would be wrong."""
+        live = getattr(ctx, "liveness", None)
+        if live is None:
+            return
+        from densim.errors import InputError
+
+        t0 = ctx.grid.start_s
+        for ti, ten in enumerate(self.system.tenants):
+            res = self.result.tenants[ti]
+            lo, hi = t0 + ten.start_s, t0 + ten.start_s + res["runtime_s"]
+            vms = self.vm_of_flow[ten.flows]
+            vms = vms[vms >= 0]
+            bad = vms[~live.lives_through(lo, hi)[vms]]
+            if bad.size:
+                v = int(bad[0])
+                st, en = live.sch.start_s[v], live.sch.end_s[v]
+                life = "never runs" if np.isnan(st) else f"is alive {st - t0:.0f}..{en - t0:.0f} s"
+                why = (" (its host fails during the job)" if getattr(ctx, "failures", None) is not None
+                       and np.isfinite(en) and en < hi else "")
+                raise InputError(ctx.scenario.name, f"fabric.tenants[{ti}].vms",
+                                 f"job VM {ctx.vms.names[v]} {life}{why} but its job runs {ten.start_s:.0f}.."
+                                 f"{ten.start_s + res['runtime_s']:.0f} s: the batch-job model runs a job once on VMs "
+                                 "that live through it (it cannot start tasks on a VM not yet there or re-run tasks "
+                                 "lost with a failed host)")
 
     def _means(self, ctx, chunk, name: str) -> np.ndarray:
         ev = self.result.events
@@ -100,6 +131,19 @@ class FabricStage(BaseStage):
             "hosts": self.result.hosts,
             "components": sorted(self.result.components, key=lambda c: -c["mean_utilisation"])[:20],
         })
+
+
+def _first_runs(ctx) -> np.ndarray:
+    """Engine rows that are a VM's first run, ascending by VM: every row, unless host failures made
+    rows VM instances (then the k-th VM of a group is its first instance, not the k-th row)."""
+    fr = getattr(ctx, "failures", None)
+    if fr is None:
+        return np.arange(ctx.vms.n)
+    vm_of = np.asarray(fr.vm_of, dtype=np.int64)
+    start = np.asarray(ctx.schedule.start_s, dtype=float)
+    order = np.lexsort((np.where(np.isnan(start), np.inf, start), vm_of))
+    first = np.r_[True, vm_of[order][1:] != vm_of[order][:-1]] if order.size else np.zeros(0, bool)
+    return order[first]
 
 
 @STAGES.register(

@@ -145,9 +145,14 @@ class MemoryStage(BaseStage):
             self.use_trace_mem = (has_mem & (mode == "on"))[g]
         placed = vms.host >= 0
         H = hosts.n
-        cfg_h = np.bincount(vms.host[placed], weights=vms.mem_bytes[placed], minlength=H)
-        n_h = np.bincount(vms.host[placed], minlength=H).astype(float)
         p = self.params
+        live = getattr(ctx, "liveness", None)
+        if live is None:
+            cfg_h = np.bincount(vms.host[placed], weights=vms.mem_bytes[placed], minlength=H)
+            n_h = np.bincount(vms.host[placed], minlength=H).astype(float)
+        else:  # VMs arrive and leave: a host holds the VMs alive on it at once, at the instant its need peaks
+            need, cfg_h, n_h = live.peak_per_host(
+                vms.host, np.stack([vms.mem_bytes + p.overhead_per_vm_bytes, vms.mem_bytes, np.ones(vms.n)]), H)
         ovh = n_h * p.overhead_per_vm_bytes
         self.capacity_h = M.guest_capacity_bytes(hosts.mem_bytes, n_h, p)
         self.deficit_h = np.maximum(cfg_h - self.capacity_h, 0.0)
@@ -223,14 +228,12 @@ class MemoryStage(BaseStage):
         if idx.size == 0:
             # no host is short of memory: constant rows, handed out as read-only broadcasts
             self._all_fit(chunk, cfg_all, T, V, H)
-            if getattr(ctx, "schedule", None) is not None:  # a VM holds memory only while it lives
-                from densim.workloads.tasks import alive_fraction
-
-                alive = alive_fraction(ctx.schedule.start_s, ctx.schedule.end_s, ctx.grid.edges_s(chunk.t0, chunk.t1)) > 0
+            if getattr(ctx, "liveness", None) is not None:  # a VM holds memory only while it lives
+                alive = ctx.liveness.alive_mask(ctx.grid.edges_s(chunk.t0, chunk.t1))
                 for name in ("mem_resident_gib", "mem_active_gib"):
                     chunk.vm_out[name] = (chunk.vm_out[name] * alive).astype(np.float32)
             return
-        if getattr(ctx, "schedule", None) is None and self._active_is_static(chunk):
+        if getattr(ctx, "liveness", None) is None and self._active_is_static(chunk):
             self._static(ctx, chunk, cfg_all, T, V, H)
             return
         out_vm = {k: np.zeros((T, V), dtype=np.float32) for k in VM_METRICS}
@@ -251,11 +254,8 @@ class MemoryStage(BaseStage):
         util_s = np.zeros((T, H), np.float32) if not self.coupled and self.cache is not None else None
         util_c = np.zeros((T, H), np.float32) if self.cache is not None else None
         swap_io = np.zeros((T, V), np.float32) if self.coupled else None
-        if getattr(ctx, "schedule", None) is not None:  # VMs arrive and leave: only those alive in a step hold memory
-            from densim.workloads.tasks import alive_fraction
-
-            edges = ctx.grid.edges_s(chunk.t0, chunk.t1)
-            alive = alive_fraction(ctx.schedule.start_s[idx], ctx.schedule.end_s[idx], edges) > 0
+        if getattr(ctx, "liveness", None) is not None:  # VMs arrive and leave: only those alive in a step hold memory
+            alive = ctx.liveness.alive_mask(ctx.grid.edges_s(chunk.t0, chunk.t1), idx)
             out_vm["mem_resident_gib"][:, idx] *= alive
             out_vm["mem_active_gib"][:, idx] *= alive
         for b0 in range(0, T, block):  # blocks of time steps only
@@ -263,7 +263,7 @@ class MemoryStage(BaseStage):
             n = b1 - b0
             seg = M.segments(host, H, n)
             util = np.clip((demand[b0:b1] if every else np.take(demand[b0:b1], idx, axis=1)) / cap_vm[None, :], 0.0, 1.0)
-            if getattr(ctx, "schedule", None) is None:
+            if getattr(ctx, "liveness", None) is None:
                 rec = self._reclaim(cfg, self._active(chunk, idx, cfg, b0, b1), host, H, n, idx)
             else:
                 live = alive[b0:b1]

@@ -34,6 +34,7 @@ from densim.engine.stages import STAGES, BaseStage, add_saturation
 
 
 class DatastoreSummary(TypedDict):
+    energy_kwh: float | None  # its drives and controllers (in the hosts' energy too); None: the device gives no power
     mean_iops: float
     peak_iops: float
     mean_latency_s: float
@@ -158,6 +159,7 @@ class StorageStage(BaseStage):
             (np.ones(int((host >= 0).sum())), (np.nonzero(host >= 0)[0], host[host >= 0])), shape=(V, H))
         self.n_ds = D
         self.grid = ctx.grid
+        self._power_setup(ctx, H)
         self._failures_setup(ctx, V)
         self.acc = {k: np.zeros(S) for k in ("iops_s", "lat_iops_s", "sat_steps", "steps")}
         self.peak_iops = np.zeros(S)
@@ -189,6 +191,45 @@ class StorageStage(BaseStage):
         self.fworst = {k: np.full(S, np.nan) for k in ("deg", "out", "boot")}
         self.vm_down_s = 0.0
         self.has_failures = fr is not None
+
+    def _power_setup(self, ctx, H: int) -> None:
+        """Drive and controller power per slot (idle + (active - idle) x the drives' busy share, plus the
+        controllers' power), handed to the hosts: a per-host datastore's to its host, a shared one's
+        to the hosts of the VMs on it in proportion to their number (its energy counts once)."""
+        idle, span, ctl, known = [], [], [], []
+        for d in ctx.plant.datastores:
+            dev = d.device
+            has = dev.idle_power_w is not None and dev.active_power_w is not None
+            known.append(has)  # a device without datasheet power: its drives add none, and its summary says so
+            idle.append(float(dev.idle_power_w) if has else 0.0)
+            span.append(float(dev.active_power_w) - float(dev.idle_power_w) if has else 0.0)
+            ctl.append(float(d.controller.power_w) * d.spec.controllers if d.controller is not None else 0.0)
+        self.p_idle, self.p_span, self.p_ctl = (np.asarray(x, dtype=np.float64) for x in (idle, span, ctl))
+        self.p_known = np.asarray(known, dtype=bool)
+        S = self.slot_ds.size
+        counts = np.asarray((self.M + self.M_swap).T.dot(self.host_onehot).todense(), dtype=np.float64).reshape(S, H)
+        tot = counts.sum(axis=1, keepdims=True)
+        self.slot_to_host = np.divide(counts, tot, out=np.zeros_like(counts), where=tot > 0)
+        self.energy_j = np.zeros(S)
+
+    def _host_power(self, ctx, chunk, slot_w: np.ndarray) -> np.ndarray:
+        """(steps, hosts) W of the slots' drives and controllers. A host that is down (failures) draws
+        none: its local (per-host) drives are off with it, and a shared array's power goes to the
+        hosts of its VMs that are up (to all of them when none is)."""
+        P = self.slot_to_host
+        fr = getattr(ctx, "failures", None)
+        if fr is None:
+            return slot_w @ P
+        up = 1.0 - fr.host_down_share(ctx.grid.edges_s(chunk.t0, chunk.t1), P.shape[1])  # (steps, hosts)
+        local = self.slot_host >= 0
+        out = (slot_w[:, local] @ P[local]) * up
+        if (~local).any():
+            Ps = P[~local]
+            w = slot_w[:, ~local]
+            denom = up @ Ps.T  # (steps, shared slots): the up share of each array's hosts
+            some = denom > 1e-12
+            out += ((w * some / np.where(some, denom, 1.0)) @ Ps) * up + (w * ~some) @ Ps
+        return out
 
     def _swap_datastores(self, ctx, own_ds, own_ok):
         """Datastore index of each VM's swap (``memory.swap_datastore``) and which VMs have one."""
@@ -263,7 +304,7 @@ class StorageStage(BaseStage):
                 chunk.vm["cpu_demand_mhz"].dtype)
 
     def after_cpu(self, ctx, chunk) -> None:
-        from densim.models.storage.vmio import datastore_latency_s
+        from densim.models.storage.vmio import _latency_parts, _plus
 
         read, write = self._vm_io(chunk)
         read[:, ~self.vm_ok] = 0.0
@@ -282,6 +323,7 @@ class StorageStage(BaseStage):
         lat = np.zeros((n, S))
         sat = np.zeros((n, S), dtype=bool)
         util = np.zeros((n, S))
+        slot_w = np.zeros((n, S))
         if S:
             slot_total = np.asarray(self.M.T.dot(total.T).T, dtype=np.float64)  # (steps, S)
             slot_read = np.asarray(self.M.T.dot(read.T).T, dtype=np.float64)
@@ -295,10 +337,13 @@ class StorageStage(BaseStage):
                 cols = np.nonzero(self.slot_ds == d)[0]
                 if cols.size == 0:
                     continue
-                ll, uu, ss = datastore_latency_s(model, slot_total[:, cols], rf[:, cols], self.settings.burstiness)
-                lat[:, cols] = ll
+                # as datastore_latency_s, keeping the drives' busy share for their power
+                ld, lc, uu, ss, udev = _latency_parts(model, slot_total[:, cols], rf[:, cols], self.settings.burstiness)
+                lat[:, cols] = _plus(ld, lc)
                 util[:, cols] = uu
                 sat[:, cols] = ss
+                slot_w[:, cols] = (model.drives * (self.p_idle[d] + self.p_span[d] * np.clip(udev, 0.0, 1.0))
+                                   + self.p_ctl[d])
             down = self._apply_faults(chunk, slot_total, rf, lat, util, sat) if self.faults else None
             if self.has_failures:
                 self._failure_sums(chunk, slot_total, lat, down)
@@ -310,6 +355,9 @@ class StorageStage(BaseStage):
             self.peak_iops = np.maximum(self.peak_iops, slot_total.max(axis=0))
             self.peak_util = np.maximum(self.peak_util, util.max(axis=0))
             add_saturation(ctx, "datastore", self.slot_names, util)  # busiest station's utilisation
+            # drives and controllers draw power: into the hosts' power, energy and carbon
+            self.energy_j += slot_w.sum(axis=0) * chunk.step_s
+            chunk.add_host_power(self._host_power(ctx, chunk, slot_w))
         vm_lat = np.zeros(total.shape, dtype=np.float32)
         vm_sat = np.zeros(total.shape, dtype=np.float32)
         okv = self.vm_ok
@@ -438,6 +486,7 @@ class StorageStage(BaseStage):
             steps = max(self.acc["steps"][k], 1)
             iops_s = self.acc["iops_s"][k]
             out[label] = {
+                "energy_kwh": float(self.energy_j[k] / 3.6e6) if self.p_known[self.slot_ds[k]] else None,
                 "mean_iops": float(iops_s / steps),
                 "peak_iops": float(self.peak_iops[k]),
                 "mean_latency_s": float(self.acc["lat_iops_s"][k] / iops_s) if iops_s > 0 else 0.0,

@@ -92,8 +92,12 @@ class VirtualizationStage(BaseStage):
         self.add_mhz = np.zeros(V, dtype=np.float32)
         self.remote = np.zeros(V, dtype=np.float32)
         self.shadow_cyc = np.zeros(V, dtype=np.float32)  # shadow-sync cycles per 1,000 instructions
-        # VMs per host (placement is fixed for the run): the shadow-sync cost grows with it
-        vms_on_host = np.bincount(vms.host[placed], minlength=H)[np.where(placed, vms.host, 0)]
+        # VMs per host: the shadow-sync cost grows with it. Placement is fixed for the run; when VMs arrive
+        # and leave, the most VMs alive on the host at once (the engine's liveness), not every VM it ever ran
+        live = getattr(ctx, "liveness", None)
+        per_host = (np.bincount(vms.host[placed], minlength=H) if live is None
+                    else np.rint(live.peak_per_host(vms.host, np.ones(V), H)[0]).astype(np.int64))
+        vms_on_host = per_host[np.where(placed, vms.host, 0)]
         shadow = v.hypervisor.paging == "shadow"
         for gi_vm, g in enumerate(sc.vms):
             w = dict(WORKLOAD_DEFAULTS)
@@ -140,7 +144,11 @@ class VirtualizationStage(BaseStage):
 
     def before_cpu(self, ctx, chunk) -> None:
         demand = chunk.vm["cpu_demand_mhz"]
-        new = demand * self.factor[None, :] + self.add_mhz[None, :]
+        add = self.add_mhz[None, :]
+        live = getattr(ctx, "liveness", None)
+        if live is not None:  # the I/O path's MHz only for the share of the step the VM is alive
+            add = add * live.alive(ctx.grid.edges_s(chunk.t0, chunk.t1))
+        new = demand * self.factor[None, :] + add
         self._added = (new - demand).astype(np.float32)
         chunk.vm["cpu_demand_mhz"] = new.astype(demand.dtype, copy=False)
         H = ctx.hosts.n
