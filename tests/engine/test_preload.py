@@ -47,8 +47,14 @@ def test_the_background_load_loads_every_kernel_of_a_run_without_error():
     # then preloads them: no error, and every kernel the run names loaded from the cache
     import json
 
+    from densim._jit import Prefaulted
+
     plant = _plant(True)
     simulate(plant)
+    # this small run's output arrays are under 1 MiB, so it never prefaults one: map a 2 MiB array so
+    # that _touch_pages is compiled and cached too (without it the test depended on another test
+    # having compiled it first, and failed on a fresh clone whose order differed)
+    Prefaulted((1 << 18,), np.float64).get()
     names = P.run_kernels(plant.spec)
     code = textwrap.dedent(f"""
         import json
