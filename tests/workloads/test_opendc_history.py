@@ -196,3 +196,26 @@ def test_task_asking_more_per_core_than_its_cores_run_at_is_a_note(tmp_path):
     # the plan's inventory carries the note (summary.json "notes")
     assert any("39,600 MHz per core" in n for n in load_inventory(d, "opendc").notes)
     assert np.isclose(src.trace.table.peak_cpu_mhz(), [39_600.0, 500.0]).all()
+
+
+def test_the_note_reaches_the_runs_summary(tmp_path):
+    # one 1-core 2.6 GHz host; task 1 (1 core, 2,600 MHz capacity) asks 39,600 MHz for 5 min: the run
+    # delivers 2,600 of it (6.6 %) and summary.json says why; a run without such a task has no "notes"
+    from densim.engine import simulate
+    from densim.plant import resolve
+    from densim.spec.loader import scenario_from_dict
+
+    def run(folder):
+        sc = scenario_from_dict({
+            "name": "over", "vms": [{"name": "t", "trace": {"format": "opendc", "path": str(folder)}}],
+            "cluster": {"hosts": [{"name": "h", "count": 1, "cpu": {"sockets": 1, "cores_per_socket": 2, "base_clock": "2.6 GHz"},
+                                   "memory": "4 GiB", "power": {"model": "linear", "idle": "100 W", "peak": "200 W"}}]},
+            "simulation": {"step": "5 min"},
+        })
+        return simulate(resolve(sc)).summary.to_dict()
+
+    s = run(v4_with(tmp_path / "o", usage=(39_600.0, 500.0)))
+    assert s["notes"] == ["1 task asks more CPU per core than the VMs of group 't' run at: the worst asks 39,600 MHz per core on "
+                          "2,600 MHz cores (15.2x; it can get 6.6 % of its demand); check the trace's cpu_usage units or the VM "
+                          "group's vcpu_speed"]
+    assert "notes" not in run(v4_with(tmp_path / "fine", usage=(2600.0, 500.0)))

@@ -236,6 +236,7 @@ class Result:
                 energy_kwh=energy_j / 3.6e6,
             ),
             scheduling=self._scheduling_info(),
+            notes=source_notes(c.source),
             qos=Qos(
                 cpu_ready_pct_mean=float(vm_ready_mean[placed].mean()) if placed.any() else 0.0,
                 cpu_ready_pct_worst_vm_mean=float(vm_ready_mean.max()) if c.vms.n else 0.0,
@@ -325,3 +326,18 @@ def _agg(acc, name: str, agg: str, T: int, step: float) -> np.ndarray:
         return acc.max[name]
     return acc.sum[name] / T
 
+
+def source_notes(source) -> list[str]:
+    """The warnings of a demand source and its parts (a reader's ``notes``: columns it ignored, demand above capacity)."""
+    out: list[str] = []
+    todo = [source]
+    while todo:
+        s = todo.pop(0)
+        if s is None:
+            continue
+        out.extend(n for n in getattr(s, "notes", ()) or () if n not in out)
+        todo.extend(getattr(s, "parts", ()) or ())
+        inner = getattr(s, "inner", None)
+        if inner is not None:
+            todo.append(inner)
+    return out
