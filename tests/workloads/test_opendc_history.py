@@ -184,8 +184,8 @@ def test_task_asking_more_per_core_than_its_cores_run_at_is_a_note(tmp_path):
     d = v4_with(tmp_path / "o", usage=(39_600.0, 500.0))
     t = read_opendc_tasks(d)
     assert len(t.notes) == 1 and t.notes[0].startswith(
-        "1 task asks more CPU per core than its cores run at (cpu_capacity / cpu_count in tasks.parquet): the worst asks 39,600")
-    src = OpenDcSource(open_trace("opendc", d), "g")
+        "1 task asks more CPU per core than the task's cores run at (cpu_capacity / cpu_count in tasks.parquet): the worst asks 39,600")
+    src = OpenDcSource(open_trace("opendc", d), "g")  # what densim plan's inventory notes say
     assert src.notes == ["1 task asks more CPU per core than the VMs of group 'g' run at: the worst asks 39,600 MHz per core on "
                          "2,600 MHz cores (15.2x; it can get 6.6 % of its demand); check the trace's cpu_usage units or the VM "
                          "group's vcpu_speed"]
@@ -199,23 +199,29 @@ def test_task_asking_more_per_core_than_its_cores_run_at_is_a_note(tmp_path):
 
 
 def test_the_note_reaches_the_runs_summary(tmp_path):
-    # one 1-core 2.6 GHz host; task 1 (1 core, 2,600 MHz capacity) asks 39,600 MHz for 5 min: the run
-    # delivers 2,600 of it (6.6 %) and summary.json says why; a run without such a task has no "notes"
+    # one host of 2 cores; task 1 (1 core, 2,600 MHz capacity) asks 39,600 MHz for 5 min. The engine caps
+    # a VM at its vCPUs x its host's core speed: on 2.6 GHz cores it gets 2,600 / 39,600 = 6.6 % (15.2x)
     from densim.engine import simulate
     from densim.plant import resolve
     from densim.spec.loader import scenario_from_dict
 
-    def run(folder):
+    def run(folder, clock="2.6 GHz"):
         sc = scenario_from_dict({
             "name": "over", "vms": [{"name": "t", "trace": {"format": "opendc", "path": str(folder)}}],
-            "cluster": {"hosts": [{"name": "h", "count": 1, "cpu": {"sockets": 1, "cores_per_socket": 2, "base_clock": "2.6 GHz"},
+            "cluster": {"hosts": [{"name": "h", "count": 1, "cpu": {"sockets": 1, "cores_per_socket": 2, "base_clock": clock},
                                    "memory": "4 GiB", "power": {"model": "linear", "idle": "100 W", "peak": "200 W"}}]},
             "simulation": {"step": "5 min"},
         })
         return simulate(resolve(sc)).summary.to_dict()
 
     s = run(v4_with(tmp_path / "o", usage=(39_600.0, 500.0)))
-    assert s["notes"] == ["1 task asks more CPU per core than the VMs of group 't' run at: the worst asks 39,600 MHz per core on "
-                          "2,600 MHz cores (15.2x; it can get 6.6 % of its demand); check the trace's cpu_usage units or the VM "
-                          "group's vcpu_speed"]
-    assert "notes" not in run(v4_with(tmp_path / "fine", usage=(2600.0, 500.0)))
+    assert s["notes"] == ["1 VM asks more CPU than its vCPUs at its host's core speed give: the worst, t-1, asks 39,600 MHz per "
+                          "vCPU on 2,600 MHz cores (15.2x; it gets at most 6.6 % of its demand); check the trace's CPU units "
+                          "or the hosts' clock"]
+    # 39,600 x 300 MHz s asked, 2,600 x 300 delivered (task 2's 500 MHz all delivered)
+    assert s["totals"]["cpu_unserved_mhz_s"] == pytest.approx((39_600 - 2_600) * 300.0, rel=1e-6)
+    fine = v4_with(tmp_path / "fine", usage=(2600.0, 500.0))
+    assert "notes" not in run(fine)
+    # the same task within its own capacity (2,600 MHz) but on 2 GHz cores: 1.3x, 76.9 %
+    assert run(fine, "2 GHz")["notes"][0].startswith("1 VM asks more CPU than its vCPUs at its host's core speed give: the worst, "
+                                                     "t-1, asks 2,600 MHz per vCPU on 2,000 MHz cores (1.3x; it gets at most 76.9 %")
