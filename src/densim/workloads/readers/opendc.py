@@ -12,7 +12,7 @@ atlarge-research/opendc-traces (``workload/schemas/workload_schema_v1.py`` ... `
 version   files                                tasks columns                                        fragments columns
 ========  ===================================  ===================================================  ====================
 ``v1``    ``meta.parquet`` + ``trace.parquet``  id (str), start_time, stop_time (timestamps),          id, timestamp, duration,
-          (or ``trace/meta.parquet`` ...)       cpu_count, cpu_capacity, mem_capacity                 cpu_count, cpu_usage
+          (or ``trace/meta.parquet`` ...)       cpu_count, [cpu_capacity], mem_capacity               cpu_count, cpu_usage
 ``2.0``   either pair                          id, submissionTime, duration *or* endTime, maxCores,  id, time, duration,
                                                requiredMemory (no CPU capacity)                      cores, cpuUsage
 ``v2``    ``tasks.parquet`` + ``fragments``     id (str), submission_time (timestamp), cpu_count,     id, duration, cpu_count,
@@ -24,11 +24,17 @@ version   files                                tasks columns                    
 
 Semantics, as OpenDC's loaders apply them:
 
-* tasks/fragments files (v2-v5, 2.0): fragments carry no usable time; they run back to back, in
+* tasks/fragments files (v2-v5, and 2.0 without a ``time`` column): fragments carry no usable time; they run back to back, in
   file order, from the moment the task runs (its submission time if it is placed at once); each lasts
   its ``duration`` (ms); ``cpu_usage`` is the task's total MHz, not per core (ComputeWorkloadLoader.kt,
   current); ``duration`` in the tasks file is metadata (v2 has none: the fragments' sum is used);
-* meta/trace files (v1, and 2.0 written that way): a fragment's ``timestamp`` (``time``) is the
+* 2.0 files with a ``time`` column, under either pair of names: ``time`` is the moment the fragment
+  *starts* (OpenDC's 2.0 trace converter writes ``time = fragment.tick``, the start of the sample;
+  ``submissionTime`` is the first tick and ``endTime`` the last tick + duration; rows are sorted by
+  (time, id) across VMs): it runs ``[time, time + duration)``, each task's fragments in time order,
+  gaps idle and overlaps clipped as below. (OpenDC's later readers map ``time`` to the same column as
+  v1's ``timestamp`` and so shift a 2.0 trace one fragment early; the 2.0 converter is the authority.)
+* v1 meta/trace files: a fragment's ``timestamp`` is the
   moment it *ends*: it runs ``[timestamp - duration, timestamp)``. A gap between fragments is idle
   time (OpenDC's loader of that era inserts a zero-usage fragment: "There is a gap between the previous
   and current fragment; fill the gap", ComputeWorkloadLoader.kt with ``SimTrace``); here the gap
@@ -37,7 +43,14 @@ Semantics, as OpenDC's loaders apply them:
   the Bitbrains v1 sample has 1,451 such 1-s overlaps); one that ends before its predecessor ends is
   an error;
 * ``mem_capacity`` (``requiredMemory``) is in KB, read as KiB (``densim.workloads.readers.conventions``);
-* 2.0 gives no CPU capacity: a VM group's ``vcpu_speed`` (or ``vcpu_mhz=``) must supply it.
+* 2.0 gives no CPU capacity, nor do some v1/2.1 ``meta.parquet`` files: a VM group's ``vcpu_speed``
+  (or ``vcpu_mhz=``) must supply it;
+* columns densim does not model (:func:`_column_notes`): GPU columns (``gpu_count``, ``gpu_capacity``,
+  ``gpu_usage``), workflow ``parents``/``children``, ``deferrable``/``nature`` are refused unless every
+  value is a default (zero, empty, false), then noted; ``deadline`` (used only by deferrable tasks) and
+  unknown columns are noted; a fragment's core count and 2.0's ``flops`` are redundant and skipped;
+* a task whose peak usage exceeds its cpu_capacity (or, in a run, its vCPUs x its host's core speed)
+  gets a note with the count and the worst ratio.
 
 :func:`read_opendc_tasks` returns the columnar :class:`OpenDCTasks` (numpy arrays, about 20 bytes per
 fragment, no per-task Python objects) that the engine's task source and :class:`OpenDcSource` share.
