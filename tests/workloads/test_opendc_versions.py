@@ -137,10 +137,11 @@ def test_v3_string_ids_and_v5(tmp_path):
                 {"id": pa.array(["t1"]), "duration": pa.array([60_000], pa.int64()), "cpu_count": pa.array([1], pa.int32()),
                  "cpu_usage": pa.array([500.0])})
     assert read_opendc_tasks(d3).version == "v3"
-    d5 = _write(tmp_path / "v5", {"id": pa.array([1], pa.int32()), **base, "deferrable": pa.array([True])},
+    d5 = _write(tmp_path / "v5", {"id": pa.array([1], pa.int32()), **base, "deferrable": pa.array([False])},
                 {"id": pa.array([1], pa.int32()), "duration": pa.array([60_000], pa.int64()), "cpu_usage": pa.array([500.0])})
     t5 = read_opendc_tasks(d5)
     assert t5.version == "v5" and t5.total_cpu_mhz_s() == 500.0 * 60
+    assert t5.notes == ("tasks.parquet: column 'deferrable' ignored (no task is deferrable)",)
 
 
 def test_schema_2_0_camel_case_needs_a_clock(tmp_path):
@@ -162,11 +163,12 @@ def test_schema_2_0_camel_case_needs_a_clock(tmp_path):
     assert OpenDcSource(open_trace("opendc", d), "g", vcpu_mhz=2100.0).sizes.vcpu_mhz[0] == 2100.0
 
 
-def test_schema_2_0_in_meta_files_with_end_times(tmp_path):
+def test_schema_2_0_in_meta_files_time_is_the_start(tmp_path):
+    # OpenDC's 2.0 converter writes 'time' = the fragment's start (submissionTime = the first one)
     d = _write(tmp_path / "m20", {
         "id": pa.array(["vm"]), "submissionTime": pa.array([T0], TS), "endTime": pa.array([T0 + 900_000], TS),
         "maxCores": pa.array([1], pa.int32()), "requiredMemory": pa.array([2048], pa.int64()),
-    }, {"id": pa.array(["vm", "vm"]), "time": pa.array([T0 + 300_000, T0 + 900_000], TS), "duration": pa.array([300_000, 300_000], pa.int64()),
+    }, {"id": pa.array(["vm", "vm"]), "time": pa.array([T0, T0 + 600_000], TS), "duration": pa.array([300_000, 300_000], pa.int64()),
         "cores": pa.array([1, 1], pa.int32()), "cpuUsage": pa.array([10.0, 20.0])}, names=("meta.parquet", "trace.parquet"))
     t = read_opendc_tasks(d, vcpu_mhz=2000.0)
     # [0, 300) 10 MHz, [300, 600) idle, [600, 900) 20 MHz

@@ -236,6 +236,7 @@ class Result:
                 energy_kwh=energy_j / 3.6e6,
             ),
             scheduling=self._scheduling_info(),
+            notes=source_notes(c.source) + _overspeed_notes(c),
             qos=Qos(
                 cpu_ready_pct_mean=float(vm_ready_mean[placed].mean()) if placed.any() else 0.0,
                 cpu_ready_pct_worst_vm_mean=float(vm_ready_mean.max()) if c.vms.n else 0.0,
@@ -325,3 +326,58 @@ def _agg(acc, name: str, agg: str, T: int, step: float) -> np.ndarray:
         return acc.max[name]
     return acc.sum[name] / T
 
+
+def _parts(source) -> list:
+    """The leaf demand sources of ``source`` (composite parts, scheduled wrappers unwrapped), in VM order."""
+    if source is None:
+        return []
+    parts = getattr(source, "parts", None)
+    if parts:
+        return [leaf for p in parts for leaf in _parts(p)]
+    inner = getattr(source, "inner", None)
+    return _parts(inner) if inner is not None else [source]
+
+
+def _overspeed_notes(ctx) -> list[str]:
+    """A note when placed VMs ask more CPU than their vCPUs at their host's core speed give (the engine's
+    cap): count, the worst ratio and the share of its demand it can get. Only sources that know each VM's
+    peak demand (``peak_mhz()``: OpenDC tasks) are checked."""
+    leaves = _parts(ctx.source)
+    if not any(hasattr(p, "peak_mhz") for p in leaves):
+        return []
+    peak = np.concatenate([np.asarray(p.peak_mhz(), dtype=np.float64) if hasattr(p, "peak_mhz") else np.zeros(p.n_vms)
+                           for p in leaves])
+    vms, hosts = ctx.vms, ctx.hosts
+    if peak.size != vms.n:
+        return []
+    placed = vms.host >= 0
+    core = np.where(placed, hosts.core_mhz[np.where(placed, vms.host, 0)], np.nan)
+    cap = vms.vcpus * core
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(placed & (cap > 0), peak / cap, 0.0)
+    over = ratio > 1.0 + 1e-9
+    if not over.any():
+        return []
+    k = int(np.argmax(ratio))
+    n = int(over.sum())
+    return [f"{n:,} VM{' asks' if n == 1 else 's ask'} more CPU than its vCPUs at its host's core speed give: the worst, "
+            f"{vms.names[k]}, asks {peak[k] / max(int(vms.vcpus[k]), 1):,.0f} MHz per vCPU on {core[k]:,.0f} MHz cores "
+            f"({ratio[k]:.1f}x; it gets at most {100.0 / ratio[k]:.1f} % of its demand); check the trace's CPU units "
+            "or the hosts' clock"]
+
+
+def source_notes(source) -> list[str]:
+    """The warnings of a demand source and its parts (a reader's ``column_notes``, else its ``notes``)."""
+    out: list[str] = []
+    todo = [source]
+    while todo:
+        s = todo.pop(0)
+        if s is None:
+            continue
+        got = getattr(s, "column_notes", None)
+        out.extend(n for n in (got if got is not None else getattr(s, "notes", ()) or ()) if n not in out)
+        todo.extend(getattr(s, "parts", ()) or ())
+        inner = getattr(s, "inner", None)
+        if inner is not None:
+            todo.append(inner)
+    return out

@@ -120,6 +120,7 @@ class Core:
     totals: Totals
     qos: Qos
     scheduling: SchedulingInfo | None = None  # written only when VMs arrive and leave
+    notes: list[str] = field(default_factory=list)  # warnings from the workload readers (written only when there are some)
 
 
 CORE_FIELDS = frozenset(Core.__dataclass_fields__) | {"saturation"}
@@ -167,6 +168,8 @@ class Summary(Mapping):
             out = asdict(self.core)
             if out["scheduling"] is None:
                 del out["scheduling"]
+            if not out["notes"]:
+                del out["notes"]
             out.update(self.sections)
             out["saturation"] = self.saturation
             self._dict = out

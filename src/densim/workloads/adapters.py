@@ -61,5 +61,5 @@ def read_via_foundation(fmt: str, path: str | Path, opener, *, step_s: float | N
     return build_inventory(
         names, sz.vcpus, sz.vcpu_mhz, sz.mem_bytes, cpu_mhz=chans["cpu_mhz"], mem_used_bytes=chans.get("mem_used_bytes"),
         disk_read_Bps=chans.get("disk_read_Bps"), disk_write_Bps=chans.get("disk_write_Bps"),
-        step_s=step, start_s=lo, source=str(path), fmt=fmt, demand_rule=RULES[fmt],
+        step_s=step, start_s=lo, source=str(path), fmt=fmt, demand_rule=RULES[fmt], notes=getattr(src, "notes", ()),
     )

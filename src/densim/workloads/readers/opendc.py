@@ -12,7 +12,7 @@ atlarge-research/opendc-traces (``workload/schemas/workload_schema_v1.py`` ... `
 version   files                                tasks columns                                        fragments columns
 ========  ===================================  ===================================================  ====================
 ``v1``    ``meta.parquet`` + ``trace.parquet``  id (str), start_time, stop_time (timestamps),          id, timestamp, duration,
-          (or ``trace/meta.parquet`` ...)       cpu_count, cpu_capacity, mem_capacity                 cpu_count, cpu_usage
+          (or ``trace/meta.parquet`` ...)       cpu_count, [cpu_capacity], mem_capacity               cpu_count, cpu_usage
 ``2.0``   either pair                          id, submissionTime, duration *or* endTime, maxCores,  id, time, duration,
                                                requiredMemory (no CPU capacity)                      cores, cpuUsage
 ``v2``    ``tasks.parquet`` + ``fragments``     id (str), submission_time (timestamp), cpu_count,     id, duration, cpu_count,
@@ -24,11 +24,17 @@ version   files                                tasks columns                    
 
 Semantics, as OpenDC's loaders apply them:
 
-* tasks/fragments files (v2-v5, 2.0): fragments carry no usable time; they run back to back, in
+* tasks/fragments files (v2-v5, and 2.0 without a ``time`` column): fragments carry no usable time; they run back to back, in
   file order, from the moment the task runs (its submission time if it is placed at once); each lasts
   its ``duration`` (ms); ``cpu_usage`` is the task's total MHz, not per core (ComputeWorkloadLoader.kt,
   current); ``duration`` in the tasks file is metadata (v2 has none: the fragments' sum is used);
-* meta/trace files (v1, and 2.0 written that way): a fragment's ``timestamp`` (``time``) is the
+* 2.0 files with a ``time`` column, under either pair of names: ``time`` is the moment the fragment
+  *starts* (OpenDC's 2.0 trace converter writes ``time = fragment.tick``, the start of the sample;
+  ``submissionTime`` is the first tick and ``endTime`` the last tick + duration; rows are sorted by
+  (time, id) across VMs): it runs ``[time, time + duration)``, each task's fragments in time order,
+  gaps idle and overlaps clipped as below. (OpenDC's later readers map ``time`` to the same column as
+  v1's ``timestamp`` and so shift a 2.0 trace one fragment early; the 2.0 converter is the authority.)
+* v1 meta/trace files: a fragment's ``timestamp`` is the
   moment it *ends*: it runs ``[timestamp - duration, timestamp)``. A gap between fragments is idle
   time (OpenDC's loader of that era inserts a zero-usage fragment: "There is a gap between the previous
   and current fragment; fill the gap", ComputeWorkloadLoader.kt with ``SimTrace``); here the gap
@@ -37,7 +43,14 @@ Semantics, as OpenDC's loaders apply them:
   the Bitbrains v1 sample has 1,451 such 1-s overlaps); one that ends before its predecessor ends is
   an error;
 * ``mem_capacity`` (``requiredMemory``) is in KB, read as KiB (``densim.workloads.readers.conventions``);
-* 2.0 gives no CPU capacity: a VM group's ``vcpu_speed`` (or ``vcpu_mhz=``) must supply it.
+* 2.0 gives no CPU capacity, nor do some v1/2.1 ``meta.parquet`` files: a VM group's ``vcpu_speed``
+  (or ``vcpu_mhz=``) must supply it;
+* columns densim does not model (:func:`_column_notes`): GPU columns (``gpu_count``, ``gpu_capacity``,
+  ``gpu_usage``), workflow ``parents``/``children``, ``deferrable``/``nature`` are refused unless every
+  value is a default (zero, empty, false), then noted; ``deadline`` (used only by deferrable tasks) and
+  unknown columns are noted; a fragment's core count and 2.0's ``flops`` are redundant and skipped;
+* a task whose peak usage exceeds its cpu_capacity (or, in a run, its vCPUs x its host's core speed)
+  gets a note with the count and the worst ratio.
 
 :func:`read_opendc_tasks` returns the columnar :class:`OpenDCTasks` (numpy arrays, about 20 bytes per
 fragment, no per-task Python objects) that the engine's task source and :class:`OpenDcSource` share.
@@ -46,7 +59,7 @@ fragment, no per-task Python objects) that the engine's task source and :class:`
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -98,6 +111,7 @@ class OpenDCTasks:
     gap_fragments: int = 0  # zero-usage fragments inserted for idle gaps (timestamped versions)
     clipped_fragments: int = 0  # fragments that overlapped their predecessor and were shortened
     clipped_mhz_s: float = 0.0  # demand those overlaps dropped
+    notes: tuple = ()  # what the reader ignored or warns about (columns not modelled, demand above capacity)
 
     @property
     def n_tasks(self) -> int:
@@ -130,6 +144,30 @@ class OpenDCTasks:
         """Sum over fragments of CPU usage x duration (MHz x s)."""
         return float(np.dot(self.frag_cpu_mhz, self.frag_duration_s))
 
+    def peak_cpu_mhz(self) -> np.ndarray:
+        """(n,) each task's highest fragment CPU usage (MHz, all cores together; 0 for a task without fragments)."""
+        out = np.zeros(self.n_tasks)
+        has = self.frag_offset[1:] > self.frag_offset[:-1]
+        if has.any():
+            out[has] = np.maximum.reduceat(self.frag_cpu_mhz, self.frag_offset[:-1][has])
+        return out
+
+
+def overspeed_note(peak_mhz: np.ndarray, vcpus: np.ndarray, vcpu_mhz: np.ndarray, where: str) -> str | None:
+    """A warning when some tasks ask more MHz per core than their cores run at: the engine caps a VM at
+    vCPUs x MHz per vCPU, so such a task gets only that share of its demand (None when none does)."""
+    cap = np.asarray(vcpus, dtype=np.float64) * np.asarray(vcpu_mhz, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(cap > 0, peak_mhz / cap, 0.0)
+    over = ratio > 1.0 + 1e-9
+    if not over.any():
+        return None
+    k = int(np.argmax(np.where(over, ratio, 0.0)))
+    n = int(over.sum())
+    return (f"{n:,} task{' asks' if n == 1 else 's ask'} more CPU per core than {where}: the worst asks "
+            f"{peak_mhz[k] / max(vcpus[k], 1):,.0f} MHz per core on {vcpu_mhz[k]:,.0f} MHz cores ({ratio[k]:.1f}x; it can get "
+            f"{100.0 / ratio[k]:.1f} % of its demand); check the trace's cpu_usage units or the VM group's vcpu_speed")
+
 
 # ------------------------------------------------------------------------------------ schema detection
 
@@ -141,7 +179,10 @@ class _Schema:
     fragments_path: Path
     cols: dict  # canonical name -> column name in the tasks file
     frag_cols: dict  # canonical name -> column name in the fragments file
-    timestamps: bool  # fragments' timestamps are their end times (meta/trace files)
+    timestamps: bool  # fragments are placed by their timestamps (meta/trace files; 2.0 with 'time')
+    stamp_is_start: bool = False  # the timestamp is the fragment's start (2.0), not its end (v1)
+    task_names: tuple = ()  # every column of the tasks file
+    frag_names: tuple = ()  # every column of the fragments file
 
 
 def _first(folder: Path, names: tuple[str, ...]) -> Path | None:
@@ -197,9 +238,12 @@ def detect_schema(path: str | Path) -> _Schema:
         return cols
 
     if "start_time" in ts or "stop_time" in ts:
+        # v1 (and OpenDC's 2.1 read schema); cpu_capacity is optional: without it the VM group's vcpu_speed gives it
         version = "v1"
-        cols = need(version, {"id": "id", "start": "start_time", "stop": "stop_time", "cpu_count": "cpu_count",
-                              "cpu_capacity": "cpu_capacity", "mem": "mem_capacity"})
+        cols = {"id": "id", "start": "start_time", "stop": "stop_time", "cpu_count": "cpu_count", "mem": "mem_capacity"}
+        if "cpu_capacity" in ts:
+            cols["cpu_capacity"] = "cpu_capacity"
+        need(version, cols)
     elif "submissionTime" in ts:
         version = "2.0"
         cols = {"id": "id", "start": "submissionTime", "cpu_count": "maxCores", "mem": "requiredMemory"}
@@ -225,12 +269,94 @@ def detect_schema(path: str | Path) -> _Schema:
         missing = next(c for c, ok in (("id", "id" in fs), ("duration", "duration" in fs), ("cpu_usage", usage is not None)) if not ok)
         raise InputError(frags, f"column {missing!r}", f"missing column (an OpenDC {version} fragments file)")
     fcols["usage"] = usage
-    if timestamps:
+    stamp_is_start = False
+    if version == "2.0" and "time" in fs:
+        # 2.0 (Capelin): 'time' is the fragment's START whatever the files are called (OpenDC's 2.0 converter
+        # writes record["time"] = fragment.tick, the start of the 5-min sample, submissionTime = the first tick,
+        # endTime = max(tick + duration); rows sorted by (time, id) across VMs)
+        timestamps, stamp_is_start = True, True
+        fcols["stamp"] = "time"
+    elif timestamps:
         stamp = next((c for c in ("timestamp", "time") if c in fs), None)
         if stamp is None:
             raise InputError(frags, "column 'timestamp'", f"missing column (an OpenDC {version} trace.parquet gives each fragment's end time)")
         fcols["stamp"] = stamp
-    return _Schema(version, tasks, frags, cols, fcols, timestamps)
+    return _Schema(version, tasks, frags, cols, fcols, timestamps, stamp_is_start, tuple(tn), tuple(fn))
+
+
+# ------------------------------------------------------------------------------------ columns densim does not model
+
+# read by OpenDC but redundant here: a fragment's core count (usage is the task's total MHz), its
+# FLOPs (usage x duration, 2.0), a task's duration when its stop time is given
+_REDUNDANT = {"tasks": {"duration", "endTime", "stop_time"}, "fragments": {"cpu_count", "cores", "flops", "time", "timestamp"}}
+_GPU = ("gpu_count", "gpu_capacity", "gpu_usage")
+_WORKFLOW = ("parents", "children")
+_DEFERRAL = ("deferrable", "nature", "deadline")
+
+
+def _nonempty(col: pa.ChunkedArray) -> np.ndarray:
+    """Per row: whether the value is set to something other than its default (null, false, 0, '', [])."""
+    col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    t = col.type
+    if pa.types.is_struct(t):
+        out = np.zeros(len(col), dtype=bool)
+        for i in range(t.num_fields):
+            out |= _nonempty(col.field(i))
+        return out & ~np.asarray(col.is_null())
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        v = pc.list_value_length(col).fill_null(0)
+    elif pa.types.is_string(t) or pa.types.is_large_string(t):
+        v = pc.utf8_length(pc.utf8_trim_whitespace(col)).fill_null(0)
+    elif pa.types.is_boolean(t):
+        v = col.fill_null(False)
+    else:
+        try:
+            v = pc.not_equal(col.cast(pa.float64()), 0.0).fill_null(False)
+        except (pa.ArrowException, TypeError):
+            return ~np.asarray(col.is_null())
+    return np.asarray(v.to_numpy(zero_copy_only=False)).astype(bool)
+
+
+def _column_notes(sch: _Schema) -> list[str]:
+    """The columns densim reads no value from: refused (one line) when they would change the simulation,
+    else one note each (GPU columns all zero, no workflow dependencies, no deferrable task, unknown names)."""
+    notes: list[str] = []
+    used_t = set(sch.cols.values()) | _REDUNDANT["tasks"]
+    used_f = set(sch.frag_cols.values()) | _REDUNDANT["fragments"]
+    files = ((sch.tasks_path, [c for c in sch.task_names if c not in used_t], "tasks"),
+             (sch.fragments_path, [c for c in sch.frag_names if c not in used_f], "fragments"))
+    for path, extra, what in files:
+        if not extra:
+            continue
+        table = _read_table(_open(path), path, extra)
+        unknown = []
+        for c in extra:
+            if c not in _GPU + _WORKFLOW + _DEFERRAL:
+                unknown.append(c)
+                continue
+            n = int(_nonempty(table.column(c)).sum())
+            if c in _GPU:
+                if n:
+                    raise InputError(path, f"column {c!r}", f"GPUs are not modelled ({n:,} {what} with a non-zero {c}); densim would "
+                                                            "simulate their CPU only: drop the column or remove those tasks")
+                notes.append(f"{path.name}: column '{c}' read as no GPU (all values zero or empty; GPUs are not modelled)")
+            elif c in _WORKFLOW:
+                if n:
+                    who = "dependent tasks would start together" if c == "parents" else "tasks with children would not hold them back"
+                    raise InputError(path, f"column {c!r}", f"workflow dependencies are not modelled ({n:,} {who}, each at its own "
+                                                            "submission time); drop the column to run them independently")
+                notes.append(f"{path.name}: column '{c}' ignored (empty for every task: no workflow dependencies)")
+            elif c == "deferrable" or c == "nature":
+                if n:
+                    raise InputError(path, f"column {c!r}", f"deferrable tasks are not modelled ({n:,} tasks marked {c}; densim "
+                                                            "runs every task at its submission time, never shifts it): drop the "
+                                                            "column to run them undeferred")
+                notes.append(f"{path.name}: column '{c}' ignored (no task is deferrable)")
+            else:  # deadline: OpenDC uses it only to defer deferrable tasks
+                notes.append(f"{path.name}: column 'deadline' ignored (only deferrable tasks use it, and none is)")
+        if unknown:
+            notes.append(f"{path.name}: column{'s' if len(unknown) > 1 else ''} not read: {', '.join(unknown)[:160]}")
+    return notes
 
 
 # ------------------------------------------------------------------------------------ reading
@@ -351,6 +477,7 @@ def read_opendc_tasks(path: str | Path, *, limit: int | None = None, vcpu_mhz: f
     """
     sch = detect_schema(path)
     tp, fp = sch.tasks_path, sch.fragments_path
+    notes = _column_notes(sch)
     tf = _open(tp)
     c = sch.cols
     table = _read_table(tf, tp, list(c.values()))
@@ -437,7 +564,7 @@ def read_opendc_tasks(path: str | Path, *, limit: int | None = None, vcpu_mhz: f
             end = _numeric(batch.column(fc["stamp"]), fp, fc["stamp"], row0)
             check_values(end / 1000.0, fp, fc["stamp"], row_offset=row0 + 1, hi=MAX_TIME_S, what="time (s)")
             f_dur_ms[sl] = dur[keep].astype(np.int64)
-            f_end[sl] = end[keep].astype(np.int64)
+            f_end[sl] = end[keep].astype(np.int64) + (f_dur_ms[sl] if sch.stamp_is_start else 0)
             f_row[sl] = np.flatnonzero(keep) + row0
         else:
             f_dur_ms[sl] = dur[keep]
@@ -449,14 +576,19 @@ def read_opendc_tasks(path: str | Path, *, limit: int | None = None, vcpu_mhz: f
     clipped_mhz_s = 0.0
     if sch.timestamps:
         f_end, f_row = f_end[:k], f_row[:k]
-        order = np.argsort(f_task, kind="stable")  # file order inside a task, as OpenDC reads them
+        if sch.stamp_is_start:  # 2.0: rows sorted by time across VMs; each task's fragments in time order
+            order = np.lexsort((f_end - f_dur_ms, f_task))
+        else:
+            order = np.argsort(f_task, kind="stable")  # file order inside a task, as OpenDC reads them
         f_task, f_dur_ms, f_use, f_end, f_row = f_task[order], f_dur_ms[order], f_use[order], f_end[order], f_row[order]
         del order
         cnt, gaps, clipped, bad_i = _timeline(f_task, f_end, f_dur_ms, sub_ms, f_task[:0], f_dur_ms[:0], f_row[:0], False)
         if bad_i >= 0:
             raise InputError(fp, f"row {int(f_row[bad_i]) + 1}, column {fc['stamp']!r}",
-                             f"fragment of task {id_np[f_task[bad_i]].item()!r} ends before the task's previous fragment ends "
-                             f"(or before the task starts): a row out of order or repeated")
+                             f"fragment of task {id_np[f_task[bad_i]].item()!r} "
+                             + ("(its 'time' is its start, as OpenDC 2.0 writes it) lies inside the task's previous fragment "
+                                "or starts before the task's submissionTime: a repeated or damaged row" if sch.stamp_is_start else
+                                "ends before the task's previous fragment ends (or before the task starts): a row out of order or repeated"))
         o_task = np.empty(cnt, dtype=np.int32)
         o_dur = np.empty(cnt, dtype=np.int64)
         o_src = np.empty(cnt, dtype=np.int64)
@@ -487,9 +619,15 @@ def read_opendc_tasks(path: str | Path, *, limit: int | None = None, vcpu_mhz: f
         cpu_count=num["cpu_count"][:n].astype(np.int32), cpu_capacity_mhz=np.asarray(capacity[:n], dtype=np.float64),
         mem_bytes=num["mem"][:n] * KB, frag_task=f_task, frag_duration_s=np.asarray(f_dur_s, dtype=np.float64),
         frag_cpu_mhz=f_use, frag_offset=offset, version=sch.version, tasks_path=tp, fragments_path=fp,
-        gap_fragments=int(gaps), clipped_fragments=int(clipped), clipped_mhz_s=clipped_mhz_s,
+        gap_fragments=int(gaps), clipped_fragments=int(clipped), clipped_mhz_s=clipped_mhz_s, notes=tuple(notes),
     )
     _check_gaps(out)
+    has_cap = np.isfinite(out.cpu_capacity_mhz)
+    if has_cap.any():
+        note = overspeed_note(out.peak_cpu_mhz()[has_cap], out.cpu_count[has_cap], (out.cpu_capacity_mhz / np.maximum(out.cpu_count, 1))[has_cap],
+                              f"the task's cores run at (cpu_capacity / cpu_count in {tp.name})")
+        if note:
+            out = replace(out, notes=out.notes + (note,))
     return out
 
 
@@ -530,6 +668,7 @@ class OpenDcTrace:
         self.cpu_capacity_mhz = t.cpu_capacity_mhz
         self.mem_bytes = t.mem_bytes
         self.frag_start_s = t.frag_start_s()
+        self.notes = list(t.notes)
 
     @property
     def n_tasks(self) -> int:
@@ -566,6 +705,18 @@ class OpenDcSource(DemandSource):
             vcpu_mhz=(np.full(count, vcpu_mhz) if vcpu_mhz else per_core[self.vm_task]).astype(np.float64),
             mem_bytes=(np.full(count, mem_bytes) if mem_bytes else np.maximum(trace.mem_bytes[self.vm_task], 1.0)).astype(np.float64),
         )
+        # what the reader ignored (a run's summary.json lists these; the engine checks demand against the
+        # host's core speed itself, see densim.engine.result.source_notes)
+        self.column_notes = [n for n in trace.notes if "cpu_capacity / cpu_count in" not in n]
+        # an inventory (densim plan) sizes VMs by vCPUs x vcpu_speed: demand above that is checked here
+        self.notes = list(self.column_notes)
+        note = overspeed_note(self.peak_mhz(), self.sizes.vcpus, self.sizes.vcpu_mhz, f"the VMs of group {name!r} run at")
+        if note:
+            self.notes.append(note)
+
+    def peak_mhz(self) -> np.ndarray:
+        """(VMs,) each VM's highest CPU demand (MHz, all vCPUs together) in the trace."""
+        return self.trace.table.peak_cpu_mhz()[self.vm_task]
 
     def span_s(self):
         t = self.trace
