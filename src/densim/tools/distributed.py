@@ -20,6 +20,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+CONNECT_TIMEOUT_S = 5.0  # seconds to reach a Dask scheduler (--scheduler) before giving up
+
 
 @dataclass
 class PartInfo:
@@ -51,6 +53,20 @@ class DistributedInfo:
                 "parts": [p.__dict__ for p in self.parts]}
 
 
+def connect(address: str, timeout: float | None = None):
+    """A Dask ``Client`` of the scheduler at ``address``, or ``OSError`` naming the address after
+    ``timeout`` seconds (:data:`CONNECT_TIMEOUT_S`) when nothing answers there (a closed port, a host
+    that drops packets, a server that accepts but never speaks Dask)."""
+    from distributed import Client
+
+    timeout = CONNECT_TIMEOUT_S if timeout is None else timeout
+    try:
+        return Client(address, timeout=f"{timeout}s")
+    except (OSError, TimeoutError) as exc:
+        raise OSError(f"no Dask scheduler answered at {address} within {timeout:g} s "
+                      f"({type(exc).__name__})") from None
+
+
 def _run_part_task(plan, h0: int, h1: int, threads: int | None, delay_s: float):
     """The task a worker runs (module-level, so it pickles by reference)."""
     from densim.engine.partition import run_part
@@ -78,7 +94,7 @@ def simulate_distributed(plant, *, workers: int = 2, scheduler: str | None = Non
     total)`` is called as parts finish; ``on_submitted(client, futures)`` right after submitting (tests).
     """
     try:
-        from distributed import Client, LocalCluster, as_completed
+        from distributed import Client, LocalCluster, as_completed  # noqa: F401 - Client: the local cluster's
     except ImportError as exc:  # pragma: no cover - depends on the environment
         from densim.errors import InputError
 
@@ -92,11 +108,11 @@ def simulate_distributed(plant, *, workers: int = 2, scheduler: str | None = Non
     cluster = None
     if scheduler:
         try:
-            client = Client(scheduler, timeout="10s")
-        except (OSError, TimeoutError, ValueError) as exc:
+            client = connect(scheduler)
+        except (OSError, ValueError) as exc:
             from densim.errors import InputError
 
-            raise InputError("--scheduler", scheduler, f"cannot reach the Dask scheduler: {exc}") from None
+            raise InputError(None, "--scheduler", " ".join(str(exc).split())) from None
     else:
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
         client = Client(cluster)
