@@ -55,16 +55,37 @@ class DistributedInfo:
 
 def connect(address: str, timeout: float | None = None):
     """A Dask ``Client`` of the scheduler at ``address``, or ``OSError`` naming the address after
-    ``timeout`` seconds (:data:`CONNECT_TIMEOUT_S`) when nothing answers there (a closed port, a host
-    that drops packets, a server that accepts but never speaks Dask)."""
+    ``timeout`` seconds (:data:`CONNECT_TIMEOUT_S`) when nothing answers there: a closed port, a host
+    that drops packets, or a server that accepts the connection and never speaks (there Dask's own
+    ``Client(timeout=...)`` waits for ever, so the client is built in a thread we stop waiting for;
+    the abandoned attempt ends with the process)."""
+    import threading
+
     from distributed import Client
 
     timeout = CONNECT_TIMEOUT_S if timeout is None else timeout
-    try:
-        return Client(address, timeout=f"{timeout}s")
-    except (OSError, TimeoutError) as exc:
-        raise OSError(f"no Dask scheduler answered at {address} within {timeout:g} s "
-                      f"({type(exc).__name__})") from None
+    box: dict = {}
+
+    def attempt() -> None:
+        try:
+            box["client"] = Client(address, timeout=f"{timeout}s")
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller below
+            box["error"] = exc
+        if box.get("late"):  # the caller gave up on us: do not leave a connected client behind
+            client = box.pop("client", None)
+            if client is not None:
+                client.close()
+
+    t = threading.Thread(target=attempt, name=f"densim-connect-{address}", daemon=True)
+    t.start()
+    t.join(timeout + 1.0)  # Dask's own timeout first, where it keeps it; one second of grace
+    if "client" in box:
+        return box["client"]
+    box["late"] = True
+    err = box.get("error")
+    if err is not None and not isinstance(err, (OSError, TimeoutError)):
+        raise err
+    raise OSError(f"cannot reach the Dask scheduler at {address}: no answer within {timeout:g} s")
 
 
 def _run_part_task(plan, h0: int, h1: int, threads: int | None, delay_s: float):
