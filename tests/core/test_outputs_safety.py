@@ -18,7 +18,6 @@ import re
 import subprocess
 import sys
 import textwrap
-import uuid
 from pathlib import Path
 
 import pytest
