@@ -244,6 +244,30 @@ def output_lock(out: str | Path) -> Iterator[Path]:
                 _release(held)
 
 
+def check_replaceable(out: str | Path) -> Path:
+    """``out`` may be replaced whole by :func:`output_folder`: new, empty, or a densim result (it has
+    ``summary.json``); not the current folder or one holding it, not a file, not a folder of other files
+    (:class:`~densim.errors.InputError` naming ``--out``). Commands call it before their work, so a
+    refusal comes before minutes of computing, not after."""
+    out = Path(out)
+    target = _target(out)
+    cwd = Path(os.getcwd())
+    if target == cwd or target in cwd.parents:
+        raise InputError(f"--out {out}", "", "is the current folder or holds it: the results replace the whole "
+                                             "folder, so give a folder of their own")
+    try:
+        if target.exists():
+            if not target.is_dir():
+                raise InputError(f"--out {out}", "", "exists and is not a folder; results go to a folder")
+            if not _is_result_folder(target):
+                raise InputError(f"--out {out}", "", "holds files but no summary.json, so it is not a densim result "
+                                                     "that a new one may replace: give a new or empty folder")
+    except OSError as exc:
+        problem = os_problem(exc)
+        raise OutputError(out, problem[1] if problem else str(exc), problem[0] if problem else None, verb="read") from None
+    return target
+
+
 def _is_result_folder(folder: Path) -> bool:
     """A folder :func:`output_folder` may replace: empty, or a densim result (it has ``summary.json``)."""
     try:
@@ -284,19 +308,12 @@ def output_folder(out: str | Path) -> Iterator[Path]:
     naming the file under ``out``.
     """
     out = Path(out)
-    cwd = Path(os.getcwd())
+    check_replaceable(out)  # before the lock: nothing is created beside a folder that is refused
     with output_lock(out) as target:
-        if target == cwd or target in cwd.parents:
-            raise InputError(f"--out {out}", "", "is the current folder or holds it: the results replace the whole "
-                                                 "folder, so give a folder of their own")
         try:
             _tidy(target)
+            check_replaceable(out)  # again, under the lock (_tidy may have put a previous result back)
             if target.exists():
-                if not target.is_dir():
-                    raise InputError(f"--out {out}", "", "exists and is not a folder; results go to a folder")
-                if not _is_result_folder(target):
-                    raise InputError(f"--out {out}", "", "holds files but no summary.json, so it is not a densim result "
-                                                         "that a new one may replace: give a new or empty folder")
                 mode = target.stat().st_mode & 0o7777
             else:
                 mode = 0o777 & ~_process_umask()

@@ -398,3 +398,22 @@ def test_one_bad_point_fails_alone_under_the_process_backend(tmp_path):
     assert len(errors) == 1 and "BrokenProcessPool" not in r.stderr
     assert errors[0].endswith("InputError: tiny:carbon.embodied.nope: no host group of that name; host groups: custom")
     assert "ran 1, already done 0, retried 0, failed 1" in r.stdout
+
+
+def test_a_folder_of_other_files_is_refused_before_the_work(tmp_path, capsys, monkeypatch):
+    """plan and forecast write at the end: the refusal must come first, not after the computing."""
+    from tests.planning.test_forecast import _linear_history, _spec_file, _write_history
+
+    import densim.tools.plan.forecast as F
+
+    def worked(*a, **k):
+        raise AssertionError("the forecast ran before --out was checked")
+
+    monkeypatch.setattr(F, "time_remaining", worked)
+    hist = _write_history(tmp_path / "h.csv", _linear_history())
+    spec = _spec_file(tmp_path)
+    code, _, err = _run(["forecast", str(hist), "--spec", str(spec), "--out", str(tmp_path), "--quiet"], capsys)
+    assert code == 1
+    assert err.strip().splitlines() == [f"densim: error: --out {tmp_path}: holds files but no summary.json, so it is not "
+                                        "a densim result that a new one may replace: give a new or empty folder"]
+    assert (tmp_path / "h.csv").exists()

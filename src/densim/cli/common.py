@@ -78,11 +78,15 @@ def os_error_line(exc: BaseException) -> str:
 # --out: always a folder
 
 
-def out_folder(out: Path, option: str = "--out") -> Path:
+def out_folder(out: Path, option: str = "--out", *, whole: bool = False) -> Path:
     """``out`` must be a folder or not exist yet (a file, /dev/null or a name the file system refuses is an error).
 
     A new name ending in ``.json`` is refused too: it is the old form of ``--out`` (a result file) of
-    ``io``, ``size`` and ``bench tiles``; the result now goes to ``OUT/summary.json``."""
+    ``io``, ``size`` and ``bench tiles``; the result now goes to ``OUT/summary.json``.
+
+    ``whole``: the command replaces the folder whole (:func:`densim.atomic.output_folder`: run, demo,
+    study, plan, forecast), so it must be new, empty or a densim result
+    (:func:`densim.atomic.check_replaceable`), checked now, before the work."""
     try:
         if out.exists() and not out.is_dir():
             raise InputError(f"{option} {out}", "", "exists and is not a folder; results go to a folder")
@@ -96,6 +100,10 @@ def out_folder(out: Path, option: str = "--out") -> Path:
                 break
     except OSError as exc:
         raise InputError(f"{option} {out}", "", f"not a usable folder name: {exc.strerror}") from None
+    if whole:
+        from densim.atomic import check_replaceable
+
+        check_replaceable(out)
     _claim(out)
     return out
 

@@ -82,7 +82,7 @@ def _simulate_and_write(path: Path, out: Path, seed: Optional[int], no_progress:
     from densim.tools.run import run_file
     from densim.workloads.readers._checks import memory_budget
 
-    out_folder(out)
+    out_folder(out, whole=True)
     t0 = time.perf_counter()
     check = None if max_memory is None else (lambda plant: check_run_memory(plant.spec, path, max_memory))
     with memory_budget(max_memory), _progress_runner(no_progress)(f"simulating {Path(path).name}") as cb:
@@ -361,7 +361,7 @@ def study(
     if name not in found:
         fail(f"unknown study {name!r}; built-in studies: {', '.join(found) or '(none)'}")
     out = out or Path("out") / name
-    run_guarded(out_folder, out)
+    run_guarded(out_folder, out, whole=True)
     with status(f"study {name}", quiet=quiet, no_progress=no_progress):
         summary = run_guarded(_run_study_into, run_study, found[name], out, seed)
     pr.json(summary)

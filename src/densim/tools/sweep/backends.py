@@ -15,8 +15,8 @@ Workers die with the driver: each process-pool worker asks Linux for SIGKILL whe
 behind; a driver stopped by Ctrl-C or SIGTERM terminates its workers as it unwinds instead of waiting
 for the tasks they are running.
 
-A scheduler address (``--scheduler``) that does not answer fails after :data:`CONNECT_TIMEOUT_S`
-seconds (:func:`densim.tools.distributed.connect`), naming the address, instead of Dask's default 30 s.
+A scheduler address (``--scheduler``) that does not answer fails after a few seconds
+(:data:`densim.tools.distributed.CONNECT_TIMEOUT_S`, :func:`densim.tools.distributed.connect`), naming the address, instead of Dask's default 30 s.
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
-from densim.tools.distributed import CONNECT_TIMEOUT_S, connect  # noqa: F401 - CONNECT_TIMEOUT_S re-exported
+from densim.tools.distributed import connect
+
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
@@ -121,11 +122,6 @@ class ProcessPoolBackend(Backend):
             self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=self._ctx, initializer=die_with_parent,
                                              initargs=(os.getpid(),))
         return self._pool
-
-    def worker_pids(self) -> list[int]:
-        """The pool's live worker processes (tests, and :meth:`terminate`)."""
-        procs = getattr(self._pool, "_processes", None) or {}
-        return [p.pid for p in list(procs.values()) if p.is_alive()]
 
     def terminate(self) -> None:
         """Stop the pool now: kill its workers (their tasks are lost; the store never sees half a task)."""
