@@ -1,8 +1,22 @@
-"""One error type for bad input, rendered as one line: ``FILE:WHERE: problem``."""
+"""One error type for bad input, rendered as one line: ``FILE:WHERE: problem``.
+
+Every class here survives pickling (``pickle.loads(pickle.dumps(e))`` gives an equal error with the
+same attributes): a sweep task's error crosses from a worker process to the driver, and an error
+that cannot be rebuilt there would break the whole process pool instead of failing one task.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
+
+def _rebuild(cls: type, args: tuple, state: dict[str, Any]) -> BaseException:
+    """Unpickle a densim error without calling its ``__init__`` (whose signature differs from ``args``)."""
+    exc = cls.__new__(cls)
+    exc.args = args
+    exc.__dict__.update(state)
+    return exc
 
 
 class InputError(ValueError):
@@ -23,6 +37,11 @@ class InputError(ValueError):
         self.where = where
         self.problem = problem
         super().__init__(self.one_line())
+
+    def __reduce__(self) -> tuple:
+        # the default (cls(*self.args)) calls __init__ with the one-line text alone: a TypeError when
+        # unpickling, which breaks a ProcessPoolExecutor for every task (issue 29)
+        return _rebuild, (type(self), self.args, dict(self.__dict__))
 
     def one_line(self) -> str:
         parts = [p for p in (self.source, self.where) if p]
@@ -53,3 +72,26 @@ class PartError(InputError):
 
     def __init__(self, problem: str) -> None:
         super().__init__(None, "", problem)
+
+
+class OutputError(InputError):
+    """A result that cannot be written: the file (as the user will find it, never a temporary name) and
+    the operating system's reason, e.g. ``cannot write out/x/hosts.parquet: No space left on device``.
+
+    ``errno`` is the operating system's error number when there is one (``errno.ENOSPC``, ...)."""
+
+    def __init__(self, path: str | Path, problem: str, errno: int | None = None, *, verb: str = "write") -> None:
+        self.path = str(path)
+        self.errno = errno
+        self.verb = verb
+        super().__init__(None, "", f"cannot {verb} {path}: {problem}")
+
+
+class OutputBusy(InputError):
+    """Another densim process holds the lock of an output folder (it is writing it now)."""
+
+    def __init__(self, path: str | Path, pid: int | None) -> None:
+        self.path = str(path)
+        self.pid = pid
+        who = f" (pid {pid})" if pid else ""
+        super().__init__(None, "", f"{path} is being written by another densim process{who}")

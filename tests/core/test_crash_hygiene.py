@@ -56,7 +56,9 @@ def test_interrupt_exits_130_with_one_line(monkeypatch, capsys, repo):
     assert code == 130 and len(err.strip().splitlines()) == 1 and "interrupted" in err
 
 
-def test_failed_run_leaves_no_older_result_looking_like_its_own(tmp_path, write_yaml, capsys):
+def test_failed_run_leaves_the_previous_result_whole(tmp_path, write_yaml, capsys):
+    """A failed run changes nothing in --out: the previous complete result stays, every file of it
+    (issue 29: it used to remove the old summary.json and leave the old tables beside nothing)."""
     out = tmp_path / "out"
     good = {"cluster": {"hosts": [{"count": 1, "cpu": {"cores_per_socket": 4, "base_clock": "2 GHz"}, "memory": "16 GiB",
                                    "power": {"model": "linear", "idle": "100 W", "peak": "200 W"}}]},
@@ -64,10 +66,12 @@ def test_failed_run_leaves_no_older_result_looking_like_its_own(tmp_path, write_
             "simulation": {"step": "5 min", "horizon": "1 h"}}
     code, _, _ = _run(["run", str(write_yaml(good, "good.yaml")), "--out", str(out), "--no-progress", "--no-report"], capsys)
     assert code == 0 and (out / "summary.json").exists()
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
     bad = dict(good, vms=[{"name": "v", "count": 2, "vcpus": 1, "memory": "1 GiB", "trace": {"format": "planetlab", "path": str(tmp_path / "missing")}}])
     code, _, err = _run(["run", str(write_yaml(bad, "bad.yaml")), "--out", str(out), "--no-progress", "--no-report"], capsys)
     assert code == 1 and len(err.strip().splitlines()) == 1
-    assert not (out / "summary.json").exists()
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.")] == []  # no staging folder or lock left
 
 
 def test_files_follow_the_umask_not_0600(tmp_path):

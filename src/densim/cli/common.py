@@ -8,6 +8,9 @@ The conventions (docs/background/cli-conventions.md) in code:
 * tables are full width when stdout is not a terminal (never wrapped at 80 columns);
 * progress goes to stderr, only when stderr is a terminal and not ``--quiet``;
 * ``--out`` is always a folder; a command with one result document writes it as ``OUT/summary.json``;
+  its lock is taken when the option is checked (:func:`out_folder`), so a second densim process writing
+  the same folder fails at once, and the folder is written whole (:func:`densim.atomic.output_folder`);
+* an operating-system error (no space, read-only, permission) is one line naming the file, exit 1;
 * ``--seed`` defaults to :data:`densim.rng.DEFAULT_SEED` everywhere.
 """
 
@@ -56,17 +59,34 @@ def run_guarded(fn, *args, **kwargs):
         fail(exc.one_line())
     except KeyError as exc:  # unknown registry names
         fail(str(exc).strip("'\""))
+    except OSError as exc:  # reading or writing a file: the file and the reason, one line
+        fail(os_error_line(exc))
+
+
+def os_error_line(exc: BaseException) -> str:
+    """One line for an operating-system error: the file(s) it names and the reason (``out/x: No space left on device``)."""
+    from densim.atomic import os_problem, shown_path
+
+    problem = os_problem(exc)
+    if problem is None:
+        return " ".join(str(exc).split()) or type(exc).__name__
+    names = [str(shown_path(n)) for n in (getattr(exc, "filename", None), getattr(exc, "filename2", None)) if n is not None]
+    return f"{' -> '.join(names)}: {problem[1]}" if names else " ".join(str(exc).split())
 
 
 # --------------------------------------------------------------------------------------------
 # --out: always a folder
 
 
-def out_folder(out: Path, option: str = "--out") -> Path:
+def out_folder(out: Path, option: str = "--out", *, whole: bool = False) -> Path:
     """``out`` must be a folder or not exist yet (a file, /dev/null or a name the file system refuses is an error).
 
     A new name ending in ``.json`` is refused too: it is the old form of ``--out`` (a result file) of
-    ``io``, ``size`` and ``bench tiles``; the result now goes to ``OUT/summary.json``."""
+    ``io``, ``size`` and ``bench tiles``; the result now goes to ``OUT/summary.json``.
+
+    ``whole``: the command replaces the folder whole (:func:`densim.atomic.output_folder`: run, demo,
+    study, plan, forecast), so it must be new, empty or a densim result
+    (:func:`densim.atomic.check_replaceable`), checked now, before the work."""
     try:
         if out.exists() and not out.is_dir():
             raise InputError(f"{option} {out}", "", "exists and is not a folder; results go to a folder")
@@ -80,7 +100,34 @@ def out_folder(out: Path, option: str = "--out") -> Path:
                 break
     except OSError as exc:
         raise InputError(f"{option} {out}", "", f"not a usable folder name: {exc.strerror}") from None
+    if whole:
+        from densim.atomic import check_replaceable
+
+        check_replaceable(out)
+    _claim(out)
     return out
+
+
+def _claim(out: Path) -> None:
+    """Inside a command: hold the lock of output folder ``out`` until the command ends, so a second densim
+    process writing it fails now (:class:`~densim.errors.OutputBusy`), not after its work. Outside a
+    command (a library call) nothing is held; the writer takes the lock itself."""
+    import click
+
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return
+    from contextlib import ExitStack
+
+    from densim.atomic import output_lock
+    from densim.errors import OutputError
+
+    stack = ExitStack()
+    try:
+        stack.enter_context(output_lock(out))
+    except OutputError:
+        return  # e.g. a read-only parent folder: the writer reports it, naming the file
+    ctx.call_on_close(stack.close)
 
 
 def out_file(out: Path, option: str = "--out") -> Path:
@@ -228,5 +275,5 @@ def bar(label: str, total: int, *, quiet: bool = False, no_progress: bool = Fals
         yield advance
 
 
-__all__ = ["DEFAULT_SEED", "RESULT_FILE", "Printer", "bar", "console", "fail", "out_file", "out_folder", "run_guarded",
+__all__ = ["DEFAULT_SEED", "RESULT_FILE", "Printer", "bar", "console", "fail", "os_error_line", "out_file", "out_folder", "run_guarded",
            "status", "table_csv", "write_result"]

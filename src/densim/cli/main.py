@@ -82,7 +82,7 @@ def _simulate_and_write(path: Path, out: Path, seed: Optional[int], no_progress:
     from densim.tools.run import run_file
     from densim.workloads.readers._checks import memory_budget
 
-    out_folder(out)
+    out_folder(out, whole=True)
     t0 = time.perf_counter()
     check = None if max_memory is None else (lambda plant: check_run_memory(plant.spec, path, max_memory))
     with memory_budget(max_memory), _progress_runner(no_progress)(f"simulating {Path(path).name}") as cb:
@@ -368,9 +368,9 @@ def study(
     if name not in found:
         fail(f"unknown study {name!r}; built-in studies: {', '.join(found) or '(none)'}")
     out = out or Path("out") / name
-    run_guarded(out_folder, out)
+    run_guarded(out_folder, out, whole=True)
     with status(f"study {name}", quiet=quiet, no_progress=no_progress):
-        summary = run_guarded(run_study, found[name], out, seed)
+        summary = run_guarded(_run_study_into, run_study, found[name], out, seed)
     pr.json(summary)
     from rich.table import Table
 
@@ -389,6 +389,14 @@ def study(
     pr.line(f"roles: {counts}; predictions: {summary['predictions_passed']}/{summary['predictions_total']} pass (validation); "
             f"saturated resources: {len(summary.get('saturation', []))}; seed {seed}")
     pr.line(f"report: {out / 'report.html'}")
+
+
+def _run_study_into(run_study, st, out: Path, seed: int) -> dict:
+    """A study written whole into ``out`` (:func:`densim.atomic.output_folder`)."""
+    from densim.atomic import output_folder
+
+    with output_folder(out) as staging:
+        return run_study(st, staging, seed)
 
 
 @app.command()
@@ -435,12 +443,39 @@ _discover()
 def main(argv: list[str] | None = None) -> None:
     """The ``densim`` entry point: every failure is one line on stderr, never a traceback.
 
-    Exit status: 0 done, 1 bad input or an unexpected error (one line, with a pointer to
-    ``--debug`` for the traceback), 2 bad usage, 130 interrupted (Ctrl-C).
+    Exit status: 0 done, 1 bad input, an operating-system error (no space, read-only, permission:
+    one line naming the file) or an unexpected error (one line, with a pointer to ``--debug`` for the
+    traceback), 2 bad usage, 130 interrupted (Ctrl-C, SIGINT), 143 terminated (SIGTERM). SIGTERM is
+    handled as Ctrl-C: finished work is kept, worker processes are stopped, one line.
     """
     import atexit
     import gc
     import os
+    import signal
+
+    from densim.atomic import os_problem
+    from densim.cli.common import os_error_line
+
+    got: dict[str, int] = {}
+
+    def _terminate(signum, frame):  # SIGTERM: unwind as Ctrl-C does (finally blocks stop pools, remove staging)
+        got["signal"] = signum
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, _terminate)
+    except ValueError:  # not the main thread (an embedding caller): leave its handlers alone
+        previous = None
+
+    def interrupted() -> int:
+        signum = got.get("signal")
+        if signum is None:
+            print("densim: interrupted; work finished before it is kept, nothing half-written looks complete",
+                  file=sys.stderr)
+            return 130
+        print(f"densim: terminated ({signal.Signals(signum).name}); work finished before it is kept, nothing "
+              "half-written looks complete", file=sys.stderr)
+        return 128 + signum
 
     # at exit the interpreter's last garbage collection walks every object of the run (0.1 s after a
     # 100k-VM run); frozen objects are left alone, and the operating system reclaims the memory.
@@ -454,21 +489,26 @@ def main(argv: list[str] | None = None) -> None:
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except (KeyboardInterrupt, typer.Abort):
-        print("densim: interrupted; no complete result was written by this run", file=sys.stderr)
-        sys.exit(130)
+        sys.exit(interrupted())
     except typer.TyperException as exc:  # usage errors: click's own message, exit 2
         exc.show()
         sys.exit(getattr(exc, "exit_code", 2))
     except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, not a traceback
         if debug:
             raise
+        if os_problem(exc) is not None:  # a file that cannot be read or written: the file and the reason
+            print(f"densim: error: {os_error_line(exc)[:500]}", file=sys.stderr)
+            sys.exit(1)
         text = " ".join(str(exc).split())[:300] or type(exc).__name__
         print(f"densim: error: unexpected {type(exc).__name__}: {text} (run again with --debug for the traceback)",
               file=sys.stderr)
         sys.exit(1)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     code = rv if isinstance(rv, int) else 0
     if code == 130:  # typer turns Ctrl-C into a silent exit 130 before it reaches us
-        print("densim: interrupted; no complete result was written by this run", file=sys.stderr)
+        code = interrupted()
     sys.exit(code)
 
 

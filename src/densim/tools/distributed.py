@@ -20,6 +20,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+CONNECT_TIMEOUT_S = 5.0  # seconds to reach a Dask scheduler (--scheduler) before giving up
+
 
 @dataclass
 class PartInfo:
@@ -51,6 +53,41 @@ class DistributedInfo:
                 "parts": [p.__dict__ for p in self.parts]}
 
 
+def connect(address: str, timeout: float | None = None):
+    """A Dask ``Client`` of the scheduler at ``address``, or ``OSError`` naming the address after
+    ``timeout`` seconds (:data:`CONNECT_TIMEOUT_S`) when nothing answers there: a closed port, a host
+    that drops packets, or a server that accepts the connection and never speaks (there Dask's own
+    ``Client(timeout=...)`` waits for ever, so the client is built in a thread we stop waiting for;
+    the abandoned attempt ends with the process)."""
+    import threading
+
+    from distributed import Client
+
+    timeout = CONNECT_TIMEOUT_S if timeout is None else timeout
+    box: dict = {}
+
+    def attempt() -> None:
+        try:
+            box["client"] = Client(address, timeout=f"{timeout}s")
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller below
+            box["error"] = exc
+        if box.get("late"):  # the caller gave up on us: do not leave a connected client behind
+            client = box.pop("client", None)
+            if client is not None:
+                client.close()
+
+    t = threading.Thread(target=attempt, name=f"densim-connect-{address}", daemon=True)
+    t.start()
+    t.join(timeout + 1.0)  # Dask's own timeout first, where it keeps it; one second of grace
+    if "client" in box:
+        return box["client"]
+    box["late"] = True
+    err = box.get("error")
+    if err is not None and not isinstance(err, (OSError, TimeoutError)):
+        raise err
+    raise OSError(f"cannot reach the Dask scheduler at {address}: no answer within {timeout:g} s")
+
+
 def _run_part_task(plan, h0: int, h1: int, threads: int | None, delay_s: float):
     """The task a worker runs (module-level, so it pickles by reference)."""
     from densim.engine.partition import run_part
@@ -78,7 +115,7 @@ def simulate_distributed(plant, *, workers: int = 2, scheduler: str | None = Non
     total)`` is called as parts finish; ``on_submitted(client, futures)`` right after submitting (tests).
     """
     try:
-        from distributed import Client, LocalCluster, as_completed
+        from distributed import Client, LocalCluster, as_completed  # noqa: F401 - Client: the local cluster's
     except ImportError as exc:  # pragma: no cover - depends on the environment
         from densim.errors import InputError
 
@@ -92,11 +129,11 @@ def simulate_distributed(plant, *, workers: int = 2, scheduler: str | None = Non
     cluster = None
     if scheduler:
         try:
-            client = Client(scheduler, timeout="10s")
-        except (OSError, TimeoutError, ValueError) as exc:
+            client = connect(scheduler)
+        except (OSError, ValueError) as exc:
             from densim.errors import InputError
 
-            raise InputError("--scheduler", scheduler, f"cannot reach the Dask scheduler: {exc}") from None
+            raise InputError(None, "--scheduler", " ".join(str(exc).split())) from None
     else:
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
         client = Client(cluster)

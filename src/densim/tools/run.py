@@ -23,26 +23,27 @@ def run_file(path: str | Path, out: str | Path, *, seed: int | None = None, repo
              workers: int | None = None, scheduler: str | None = None):
     """Load, resolve and simulate the scenario file ``path``; write its results to ``out``.
 
-    A run that fails leaves no complete-looking result: an older ``summary.json`` in ``out`` is
-    removed before anything else. ``check(plant)`` runs after resolving and before the engine
+    ``out`` is written all at once (:func:`densim.atomic.output_folder`): its lock is taken before the
+    scenario is read, so a second run writing the same folder fails at once; the results go to a
+    temporary sibling that replaces ``out`` when they are all written. A run that fails or is killed
+    leaves the previous complete result (or nothing). ``check(plant)`` runs after resolving and before the engine
     (the CLI's up-front memory estimate). ``workers`` (a local Dask cluster of that many worker
     processes) or ``scheduler`` (the address of a running one) split the run by host partitions
     (:mod:`densim.tools.distributed`); the result is the same as in one process.
     """
+    from densim.atomic import output_folder
     from densim.engine import simulate
     from densim.plant import load_plant
 
-    out = Path(out)
-    if out.is_dir():
-        (out / "summary.json").unlink(missing_ok=True)
-    plant = load_plant(path)
-    if check is not None:
-        check(plant)
-    if workers or scheduler:
-        from densim.tools.distributed import simulate_distributed
+    with output_folder(out) as staging:
+        plant = load_plant(path)
+        if check is not None:
+            check(plant)
+        if workers or scheduler:
+            from densim.tools.distributed import simulate_distributed
 
-        res, _info = simulate_distributed(plant, workers=workers or 2, scheduler=scheduler, seed=seed, progress=progress)
-    else:
-        res = simulate(plant, seed=seed, progress=progress)
-    write_run(res, out, report=report)
+            res, _info = simulate_distributed(plant, workers=workers or 2, scheduler=scheduler, seed=seed, progress=progress)
+        else:
+            res = simulate(plant, seed=seed, progress=progress)
+        write_run(res, staging, report=report)
     return res

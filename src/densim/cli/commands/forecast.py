@@ -54,7 +54,7 @@ def forecast_command(
     try:
         from densim.cli.common import out_folder
 
-        out_folder(out)
+        out_folder(out, whole=True)  # replaced whole at the end: refuse a folder of other files now
         cpu_ready = 5.0
         if spec_file is None:
             spec = ForecastSpec()

@@ -65,7 +65,7 @@ def plan_command(
     if unknown_vms not in ("skip", "error"):
         fail(f"--unknown-vms: must be skip or error, got {unknown_vms!r}", code=2)
     try:
-        out_folder(out)
+        out_folder(out, whole=True)  # replaced whole at the end: refuse a folder of other files now
         spec = load_plan_spec(candidates)
         upd = {}
         if policy is not None:

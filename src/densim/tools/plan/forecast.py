@@ -603,14 +603,13 @@ def figures(tr: dict) -> list[dict]:
 
 
 def write_outputs(tr: dict, out_dir: str | Path) -> Path:
-    """``summary.json`` and ``report.html`` in ``out_dir``."""
-    from densim.atomic import write_json_atomic
+    """``summary.json`` and ``report.html`` in ``out_dir``, replacing it whole (:func:`densim.atomic.output_folder`)."""
+    from densim.atomic import output_folder, write_json_atomic
     from densim.reports import write_report
 
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     figs = {f"fig{i}": f for i, f in enumerate(figures(tr))}
-    write_report(out / "report.html", "forecast.html.j2", figures=figs, title="Time remaining", seed=tr["seed"],
-                 time_remaining=tr, figure_ids=list(figs))
-    write_json_atomic(out / "summary.json", tr)
-    return out
+    with output_folder(out_dir) as out:
+        write_report(out / "report.html", "forecast.html.j2", figures=figs, title="Time remaining", seed=tr["seed"],
+                     time_remaining=tr, figure_ids=list(figs))
+        write_json_atomic(out / "summary.json", tr)
+    return Path(out_dir)

@@ -497,13 +497,16 @@ def write_report(res: PlanResult, summary: dict, path: str | Path) -> Path:
 
 
 def write_outputs(res: PlanResult, out_dir: str | Path, seed: int | None = None) -> dict:
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    """summary.json, ranking.csv, placement.csv, rightsizing.csv (with right-sizing) and report.html,
+    replacing ``out_dir`` whole (:func:`densim.atomic.output_folder`: no file of an older plan stays)."""
+    from densim.atomic import output_folder
+
     summary = summary_dict(res, seed)
-    write_text_atomic(out / "placement.csv", placement_csv(res))
-    write_text_atomic(out / "ranking.csv", ranking_csv(res))
-    if res.rightsizing is not None:
-        write_text_atomic(out / "rightsizing.csv", rightsizing_csv(res))
-    write_report(res, summary, out / "report.html")
-    write_json_atomic(out / "summary.json", summary)
+    with output_folder(out_dir) as out:
+        write_text_atomic(out / "placement.csv", placement_csv(res))
+        write_text_atomic(out / "ranking.csv", ranking_csv(res))
+        if res.rightsizing is not None:
+            write_text_atomic(out / "rightsizing.csv", rightsizing_csv(res))
+        write_report(res, summary, out / "report.html")
+        write_json_atomic(out / "summary.json", summary)
     return summary

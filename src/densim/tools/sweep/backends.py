@@ -9,15 +9,52 @@ Losing a worker: a process pool whose worker dies raises ``BrokenProcessPool`` f
 flight; the backend then builds a new pool and the driver resubmits those tasks. Dask
 reschedules the tasks of a dead worker by itself and raises ``KilledWorker`` only when a task has
 taken down several workers; the driver then resubmits it too, up to ``retries`` times.
+
+Workers die with the driver: each process-pool worker asks Linux for SIGKILL when its parent dies
+(``prctl(PR_SET_PDEATHSIG)``), so a driver killed outright (SIGKILL, out of memory) leaves no worker
+behind; a driver stopped by Ctrl-C or SIGTERM terminates its workers as it unwinds instead of waiting
+for the tasks they are running.
+
+A scheduler address (``--scheduler``) that does not answer fails after a few seconds
+(:data:`densim.tools.distributed.CONNECT_TIMEOUT_S`, :func:`densim.tools.distributed.connect`), naming the address, instead of Dask's default 30 s.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
+import sys
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
+
+from densim.tools.distributed import connect
+
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def die_with_parent(parent: int) -> None:
+    """Worker initializer: on Linux, have the kernel send SIGKILL to this process when its parent dies;
+    exit at once if the parent is already gone (it died before the request was made)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        except (OSError, AttributeError):  # pragma: no cover - a libc without prctl
+            pass
+    if os.getppid() != parent:
+        os._exit(1)
+    # Ctrl-C reaches the whole process group: the driver stops the workers, a worker need not print a traceback
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _unwinding_interrupt() -> bool:
+    """Called from a ``finally`` block: is a Ctrl-C or SIGTERM (raised as KeyboardInterrupt) unwinding?"""
+    exc = sys.exc_info()[1]
+    return isinstance(exc, (KeyboardInterrupt, SystemExit))
 
 
 class InProcessExecutor(Executor):
@@ -82,8 +119,25 @@ class ProcessPoolBackend(Backend):
 
     def executor(self) -> Executor:
         if self._pool is None:
-            self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=self._ctx)
+            self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=self._ctx, initializer=die_with_parent,
+                                             initargs=(os.getpid(),))
         return self._pool
+
+    def terminate(self) -> None:
+        """Stop the pool now: kill its workers (their tasks are lost; the store never sees half a task)."""
+        if self._pool is None:
+            return
+        procs = list((getattr(self._pool, "_processes", None) or {}).values())
+        for p in procs:
+            if p.is_alive():
+                p.terminate()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        for p in procs:
+            p.join(timeout=5)
+            if p.is_alive():
+                p.kill()
+                p.join(timeout=5)
+        self._pool = None
 
     def is_worker_loss(self, exc: BaseException) -> bool:
         return isinstance(exc, BrokenProcessPool)
@@ -95,6 +149,9 @@ class ProcessPoolBackend(Backend):
 
     def close(self) -> None:
         if self._pool is not None:
+            if _unwinding_interrupt():  # Ctrl-C or SIGTERM: do not wait for the running tasks
+                self.terminate()
+                return
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
 
@@ -109,7 +166,7 @@ class DaskBackend(Backend):
             raise RuntimeError("the dask backend needs the 'cluster' extra: pip install 'densim[cluster]'") from exc
         self._cluster = None
         if scheduler:
-            self._client = Client(scheduler)
+            self._client = connect(scheduler)
             self.address = scheduler
         else:
             n = max(1, local_workers or 1)

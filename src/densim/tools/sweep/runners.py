@@ -131,7 +131,29 @@ def resolve_runner(name: str, *, source: Any = None):
 def execute(runner_name: str, mapping: dict[str, Any], seed: int) -> dict[str, bytes]:
     """Worker entry point: resolve the runner by name (nothing but strings cross the wire) and run it."""
     fn = resolve_runner(runner_name)
-    files = fn(mapping, seed)
+    try:
+        files = fn(mapping, seed)
+    except Exception as exc:
+        raise _portable(exc) from None
     if not isinstance(files, dict) or not all(isinstance(k, str) and isinstance(v, bytes) for k, v in files.items()):
         raise TypeError(f"runner {runner_name!r} must return dict[str, bytes]")
     return files
+
+
+class TaskError(RuntimeError):
+    """A runner's error that could not cross to the driver as itself (it does not pickle): its type and text."""
+
+
+def _portable(exc: Exception) -> Exception:
+    """``exc`` if it survives pickling, else a :class:`TaskError` with the same one-line text. An error
+    that fails to unpickle in the driver breaks the whole process pool: every task in flight would fail
+    with ``BrokenProcessPool`` and the real error would never be shown."""
+    import pickle
+
+    try:
+        back = pickle.loads(pickle.dumps(exc))
+        if type(back) is type(exc) and str(back) == str(exc):
+            return exc
+    except Exception:  # noqa: BLE001 - anything that stops the round trip
+        pass
+    return TaskError(f"{type(exc).__name__}: {' '.join(str(exc).split())}")
