@@ -225,3 +225,29 @@ def test_the_note_reaches_the_runs_summary(tmp_path):
     # the same task within its own capacity (2,600 MHz) but on 2 GHz cores: 1.3x, 76.9 %
     assert run(fine, "2 GHz")["notes"][0].startswith("1 VM asks more CPU than its vCPUs at its host's core speed give: the worst, "
                                                      "t-1, asks 2,600 MHz per vCPU on 2,000 MHz cores (1.3x; it gets at most 76.9 %")
+
+
+def test_densim_run_prints_the_notes_on_stderr(tmp_path):
+    # the same over-speed task as above, through the CLI: the note is in summary.json and on stderr
+    import json
+
+    import yaml
+
+    from densim.cli.main import main
+
+    folder = v4_with(tmp_path / "o", usage=(39_600.0, 500.0))
+    spec = {"name": "over", "vms": [{"name": "t", "trace": {"format": "opendc", "path": str(folder)}}],
+            "cluster": {"hosts": [{"name": "h", "count": 1, "cpu": {"sockets": 1, "cores_per_socket": 2, "base_clock": "2.6 GHz"},
+                                   "memory": "4 GiB", "power": {"model": "linear", "idle": "100 W", "peak": "200 W"}}]},
+            "simulation": {"step": "5 min"}}
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    import contextlib
+    import io
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()), pytest.raises(SystemExit) as ex:
+        main(["run", str(path), "--out", str(tmp_path / "out"), "--no-report", "--no-progress"])
+    assert ex.value.code == 0
+    notes = json.loads((tmp_path / "out" / "summary.json").read_text())["notes"]
+    assert f"densim: note: {notes[0]}" in err.getvalue()

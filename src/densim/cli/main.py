@@ -141,6 +141,8 @@ def run(
     res, wall = run_guarded(_simulate_and_write, scenario, out, seed, no_progress or quiet, not no_report, limit, workers, scheduler)
     pr.json(res.summary.to_dict())
     _print_run(res, out, wall, pr)
+    for note in res.summary.get("notes", []):  # what the readers and the run noticed (also in summary.json)
+        typer.echo(f"densim: note: {note}", err=True)
 
 
 @app.command()
