@@ -103,12 +103,13 @@ def test_plots_have_readable_axes_legends_and_mark_infeasible_points():
     fig = figures(DATA)[0]
     assert fig.layout.xaxis.title.text == "CPU over-commit"
     assert fig.layout.yaxis.title.text == "energy (kWh)"
-    line = fig.data[0]
+    line, mark = fig.data
     assert line.name == "hosts (group 0) = 12"
-    assert list(line.marker.symbol) == ["x", "circle", "circle"]
-    assert line.hovertext[0] == "infeasible: 54 VMs unplaced"
-    assert any(t.name.startswith("✕ infeasible") for t in fig.data)
-    assert [a.text for a in fig.layout.annotations] == ["infeasible"]
+    # the line leaves out over-commit 1.0 (54 VMs unplaced): it never dips to its 100 kWh
+    assert list(line.x) == ["1.0", "1.5", "2.0"] and list(line.y) == [None, 130.0, 120.0]
+    assert mark.name == "✕ infeasible: leaves VMs unplaced" and mark.marker.symbol == "x"
+    assert list(mark.x) == ["1.0"] and list(mark.y) == [100.0] and list(mark.text) == ["infeasible"]
+    assert list(mark.hovertext) == ["hosts (group 0) = 12: infeasible: 54 VMs unplaced"]
 
 
 # ---------------------------------------------------------------------------------------------

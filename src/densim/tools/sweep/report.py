@@ -209,11 +209,11 @@ def answer(data: dict[str, Any]) -> dict[str, Any]:
 
 def figures(data: dict[str, Any]) -> list[dict[str, Any]]:
     """One figure per metric: x = first axis, one line per combination of the other axes. A point that
-    leaves VMs unplaced is drawn as a red cross, its hover text says so, and the legend names the mark."""
+    leaves VMs unplaced is not on its line (a gap: the line never dips to it); it is drawn as a red cross
+    labelled 'infeasible', its hover text says how many VMs it left out, and the legend names the mark."""
     import plotly.graph_objects as go
 
     axes, points = data["axes"], data["points"]
-    any_bad = any(p.get("feasible") is False for p in points)
     figs = []
     for m in data["metrics"]:
         fig = go.Figure()
@@ -225,23 +225,21 @@ def figures(data: dict[str, Any]) -> list[dict[str, Any]]:
                 key = ", ".join(f"{field_label(a)} = {_label(p['values'][a])}" for a in others) or mlabel
                 groups.setdefault(key, []).append(p)
             for key, ps in groups.items():
-                xs = [_label(p["values"][x_axis]) for p in ps]
-                ys = [p["stats"][m][0] for p in ps]
-                es = [p["stats"][m][1] for p in ps]
-                bad = [p.get("feasible") is False for p in ps]
+                ok = [p.get("feasible") is not False for p in ps]
                 fig.add_trace(go.Scatter(
-                    x=xs, y=ys, name=key, mode="lines+markers",
-                    error_y={"type": "data", "array": es, "visible": True},
-                    marker={"symbol": ["x" if b else "circle" for b in bad], "size": [12 if b else 7 for b in bad],
-                            "line": {"width": 0}},
-                    hovertext=[infeasible_mark(p) or "places every VM" if data.get("checked") else "" for p in ps]))
-            if any_bad:  # the mark's legend entry (no data of its own)
-                fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name="✕ infeasible: leaves VMs unplaced",
-                                         marker={"symbol": "x", "size": 12, "color": "#c0392b"}))
-                for p in points:
-                    if p.get("feasible") is False:
-                        fig.add_annotation(x=_label(p["values"][x_axis]), y=p["stats"][m][0], text="infeasible",
-                                           showarrow=True, arrowhead=0, ax=0, ay=-24, font={"color": "#c0392b", "size": 11})
+                    x=[_label(p["values"][x_axis]) for p in ps], y=[p["stats"][m][0] if f else None for p, f in zip(ps, ok)],
+                    name=key, mode="lines+markers", connectgaps=False,
+                    error_y={"type": "data", "array": [p["stats"][m][1] if f else None for p, f in zip(ps, ok)], "visible": True},
+                    hovertext=["places every VM" if data.get("checked") else "" for _ in ps]))
+            bad = [p for p in points if p.get("feasible") is False]
+            if bad:
+                fig.add_trace(go.Scatter(
+                    x=[_label(p["values"][x_axis]) for p in bad], y=[p["stats"][m][0] for p in bad],
+                    name="✕ infeasible: leaves VMs unplaced", mode="markers+text", text=["infeasible"] * len(bad),
+                    textposition="bottom center", textfont={"color": "#c0392b", "size": 11},
+                    marker={"symbol": "x", "size": 12, "color": "#c0392b"},
+                    error_y={"type": "data", "array": [p["stats"][m][1] for p in bad], "visible": True, "color": "#c0392b"},
+                    hovertext=[f"{_setting(p, others) + ': ' if others else ''}{infeasible_mark(p)}" for p in bad]))
             fig.update_layout(xaxis_title=field_label(x_axis), xaxis_type="category")
         else:
             p = points[0]
