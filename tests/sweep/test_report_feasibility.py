@@ -73,7 +73,8 @@ def test_answer_is_the_best_feasible_point_never_one_that_leaves_vms_out():
     a = answer(DATA)
     assert a["best"] == "p3"
     assert a["text"].startswith("Lowest energy (kWh) among the settings that place every VM: 120 ± 0.5 at "
-                                "CPU over-commit = 2.0, hosts (group 0) = 12")
+                                "CPU over-commit = 2.0, hosts (group 0) = 12 (scenario p3). There: hosts used 12. "
+                                "The study sets no QoS bounds")
     assert a["excluded"] == [{"id": "p1", "setting": "CPU over-commit = 1.0, hosts (group 0) = 12",
                               "mark": "infeasible: 54 VMs unplaced"}]
 

@@ -204,6 +204,9 @@ def answer(data: dict[str, Any]) -> dict[str, Any]:
     scope = "among the settings that place every VM" if data.get("checked") else \
         "(not checked for unplaced VMs: the runner's summary has no vms_unplaced)"
     text = f"{which} {label} {scope}: {value} at {_setting(best, axes) or 'the base scenario'} (scenario {best['id']})."
+    others = [f"{field_label(o)} {best['stats'][o][0]:,.4g}" for o in metrics[1:] if o != UNPLACED and best["stats"][o][2] > 0]
+    if others:  # a sweep states no QoS bounds: the answer's other figures, to check before choosing it
+        text += f" There: {'; '.join(others)}. The study sets no QoS bounds: check these before choosing it."
     return {"text": text, "best": best["id"], "metric": label, "excluded": excluded}
 
 
