@@ -140,7 +140,9 @@ def test_plan_with_no_feasible_candidate_says_so_first(tmp_path):
 def test_figure_json_cannot_close_the_script_element():
     fig = {"data": [{"type": "bar", "x": ["</script><b>x</b>"], "y": [1]}], "layout": {"title": {"text": EVIL}}}
     html = render("sweep.html.j2", figures={"fig-0": fig}, title="t", n_scenarios=0, replications=1, n_tasks=0,
-                  done=0, root_seed=0, seeds="[]", axes=[], metrics=[], points=[], marginals=[], figure_ids=["fig-0"])
+                  done=0, root_seed=0, seeds="[]", axes=[], metrics=[], points=[], marginals=[], figure_ids=["fig-0"],
+                  answer={"text": "", "best": None, "excluded": []}, checked=True, n_infeasible=0, axis_labels=[],
+                  metric_labels=[])
     body = html[html.index("</head>"):]
     assert "</script><b>" not in body and EVIL not in body
     assert body.count("<script>") == 1 and "Plotly.newPlot(\"fig-0\"" in body

@@ -38,7 +38,10 @@ def test_engine_sweep_through_the_cli(tmp_path):
     assert html.count('<script src="plotly.min.js">') == 1 and "plotly.js v" not in html
     assert "plotly.js v" in (root / "plotly.min.js").read_text()
     assert html.count("Plotly.newPlot") == 2  # one figure per metric
-    assert "vms_unplaced" in html and "placement.cpu_overcommit" in html
+    # readable labels, the field names (for densim query) as the headers' titles
+    assert '<th title="vms_unplaced">VMs unplaced</th>' in html
+    assert '<th title="placement.cpu_overcommit">CPU over-commit</th>' in html
+    assert "infeasible: 2 VMs unplaced" in html  # over-commit 0.5
 
 
 def test_bad_study_is_one_line_and_exit_1(tmp_path):

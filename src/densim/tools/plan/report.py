@@ -440,6 +440,16 @@ def ranking_columns(summary: dict) -> list[tuple[str, str, str, str]]:
     return cols
 
 
+def feasibility_mark(row: dict, unplaced: int = 0) -> str:
+    """The ranking's "Meets every bound" cell: 'yes', or why not: 'infeasible: 54 VMs unplaced' for a
+    candidate on which VMs fit no host, else 'infeasible: ' and the reason (a QoS bound it breaks)."""
+    if row["feasible"]:
+        return "yes"
+    if unplaced:
+        return f"infeasible: {unplaced:,} VM{'s' if unplaced != 1 else ''} unplaced"
+    return f"infeasible: {row['reason']}" if row.get("reason") else "infeasible"
+
+
 def _cell(v, fmt: str, feasible: bool) -> str:
     if fmt == "text":
         return "" if v is None else str(v)
@@ -454,9 +464,12 @@ def _cell(v, fmt: str, feasible: bool) -> str:
     return f"{v:,.{int(fmt)}f}"
 
 
-def report_context(summary: dict, figure_ids: list[str]) -> dict:
+def report_context(summary: dict, figure_ids: list[str], unplaced: dict[str, int] | None = None) -> dict:
     """Plain data for ``plan.html.j2``: the answer first, then today against proposed, the chosen
-    candidate over time, the ranking, the trade-off, and the inputs."""
+    candidate over time, the ranking, the trade-off, and the inputs. ``unplaced``: candidate name ->
+    VMs that fit none of its hosts (the ranking marks such a candidate 'infeasible: N VMs unplaced';
+    infeasible candidates rank after every feasible one and are never the answer)."""
+    unplaced = unplaced or {}
     ranking = summary["ranking"]
     mem = summary.get("memory")
     cols = ranking_columns(summary)
@@ -481,7 +494,8 @@ def report_context(summary: dict, figure_ids: list[str]) -> dict:
         "hosts_today": summary.get("hosts_today"),
         "columns": [(h, u) for _k, h, u, _f in cols],
         "rows": [{"feasible": r["feasible"], "best": r["candidate"] == summary.get("best"),
-                  "cells": [(f, _cell(r.get(k), f, r["feasible"] or k in ("candidate", "feasible", "host_capex_usd")))
+                  "cells": [(f, feasibility_mark(r, unplaced.get(r["candidate"], 0)) if k == "feasible" else
+                             _cell(r.get(k), f, r["feasible"] or k in ("candidate", "host_capex_usd")))
                             for k, _h, _u, f in cols],
                   "notes": r.get("notes") or ""} for r in ranking],
         "figure_ids": figure_ids,
@@ -493,7 +507,8 @@ def write_report(res: PlanResult, summary: dict, path: str | Path) -> Path:
     from densim.reports import write_report as write
 
     figs = figures(res)
-    return write(path, "plan.html.j2", figures=figs, **report_context(summary, list(figs)))
+    unplaced = {r.name: r.unplaced_vms for r in res.results if not r.feasible}
+    return write(path, "plan.html.j2", figures=figs, **report_context(summary, list(figs), unplaced))
 
 
 def write_outputs(res: PlanResult, out_dir: str | Path, seed: int | None = None) -> dict:

@@ -10,7 +10,8 @@ Routes (all JSON unless said otherwise):
 * ``GET /api/runs/{key}``: state, progress and, when done, headline, plots and tables;
 * ``GET /api/runs/{key}/scenario.yaml``: the scenario on screen; ``GET /api/runs/{key}/files/{name}``:
   its ``summary.json``, Parquet tables and ``report.html`` (written to the output folder on first request);
-* ``GET /api/diff?a=KEY&b=KEY``: the fields and headline figures in which two runs differ.
+* ``GET /api/diff?a=KEY&b=KEY``: the fields and headline figures in which two runs differ, and a warning
+  when either run leaves VMs unplaced (:func:`densim.tools.serve.view.compare`).
 
 Every request passes :class:`~densim.tools.serve.guard.LocalOnly` first (a foreign ``Host`` answers
 421, a cross-site POST 403). A request the API cannot read, a control value out of bounds and a run
@@ -204,15 +205,12 @@ def create_app(sources: Sources, out: str | Path, *, runs: Runs | None = None, c
         ja, jb = job_or_404(a), job_or_404(b)
         fa, fb = _flatten({k: v for k, v in ja.mapping.items() if k != "imports"}), _flatten({k: v for k, v in jb.mapping.items() if k != "imports"})
         fields = [{"path": p, "a": fa.get(p), "b": fb.get(p)} for p in sorted(set(fa) | set(fb)) if fa.get(p) != fb.get(p)]
-        heads = []
+        cmp = {"headline": [], "warning": None}
         if ja.state == "done" and jb.state == "done":
-            hb = {h["key"]: h for h in jb.view["headline"]}
-            for h in ja.view["headline"]:
-                if h["key"] in hb:
-                    va, vb = h["value"], hb[h["key"]]["value"]
-                    heads.append({"key": h["key"], "label": h["label"], "a": h["text"], "b": hb[h["key"]]["text"],
-                                  "delta": None if va is None or vb is None else vb - va})  # None: a figure one run lacks
-        return {"fields": fields, "headline": heads}
+            from densim.tools.serve.view import compare
+
+            cmp = compare(ja.view, jb.view)  # a run that leaves VMs unplaced: a warning, not a bold improvement
+        return {"fields": fields, **cmp}
 
     return app
 

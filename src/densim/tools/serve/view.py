@@ -113,3 +113,31 @@ def view(res) -> dict[str, Any]:
     return {"scenario": s["scenario"], "headline": headline(s), "unplaced": s["unplaced_vms"][:50],
             "subtitle": f"{c.grid.n_steps} steps of {step:g} s; placement {s['placement']['policy']}; CPU model {s['models']['cpu_contention']}",
             "plots": [{**p, "layout": styled(p["layout"])} for p in plots], "tables": tables}
+
+
+def compare(view_a: dict[str, Any], view_b: dict[str, Any]) -> dict[str, Any]:
+    """The headline figures of two runs side by side, B - A, for the page's comparison.
+
+    A run that leaves VMs unplaced is not comparable figure for figure: its energy, hosts and CPU
+    figures cover fewer VMs, so a lower energy is what it left out, not an improvement. Then
+    ``warning`` says which run leaves how many VMs out and every row is ``comparable: False`` (the
+    page shows it without the bold of a change), except the VMs-unplaced row itself.
+    Rows: ``{key, label, a, b, delta, comparable}``; ``delta`` None for a figure one run lacks."""
+    hb = {h["key"]: h for h in view_b["headline"]}
+    ua = next((h["value"] for h in view_a["headline"] if h["key"] == "vms_unplaced"), None)
+    ub = hb.get("vms_unplaced", {}).get("value")
+    if ua is None or ub is None:  # every view's headline carries it (see headline); a missing one is a bug, not 0
+        raise KeyError("vms_unplaced missing from a run's headline")
+    left_out = [f"{name} leaves {n:,} VM{'s' if n != 1 else ''} unplaced" for name, n in (("A", ua), ("B", ub)) if n]
+    warning = None
+    if left_out:
+        warning = (" and ".join(left_out) + ": infeasible, so B - A is not a like-for-like comparison "
+                   "(energy, hosts and CPU figures cover only the VMs each run placed).")
+    rows = []
+    for h in view_a["headline"]:
+        if h["key"] in hb:
+            va, vb = h["value"], hb[h["key"]]["value"]
+            rows.append({"key": h["key"], "label": h["label"], "a": h["text"], "b": hb[h["key"]]["text"],
+                         "delta": None if va is None or vb is None else vb - va,
+                         "comparable": warning is None or h["key"] == "vms_unplaced"})
+    return {"headline": rows, "warning": warning}

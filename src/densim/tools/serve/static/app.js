@@ -180,12 +180,14 @@ async function updateDiff() {
         el("td", { text: f.b === null || f.b === undefined ? "(default)" : JSON.stringify(f.b) })))))
     : el("p", { class: "note", text: "The two configurations are the same scenario." });
   const sign = (x) => (x === null ? "-" : x === 0 ? "=" : (x > 0 ? "+" : "") + Number(x.toPrecision(4)).toLocaleString());
-  const headRows = d.headline.map((h) => el("tr", { class: h.delta === 0 ? "same" : "moved" },
+  // a run that leaves VMs unplaced: its lower energy is the VMs it left out; no bold "improvement", a warning instead
+  const headRows = d.headline.map((h) => el("tr", { class: h.delta === 0 ? "same" : h.comparable ? "moved" : "not-comparable" },
     el("td", { text: h.label }), el("td", { text: h.a }), el("td", { text: h.b }), el("td", { text: sign(h.delta) })));
   const heads = el("table", { class: "diff-headline" },
     el("thead", {}, el("tr", {}, ...["figure", "A", "B", "B - A"].map((t) => el("th", { text: t })))),
     el("tbody", {}, ...headRows));
-  body.replaceChildren(fields, heads);
+  const warn = d.warning ? [el("p", { class: "diff-warning", role: "alert", text: `Warning: ${d.warning}` })] : [];
+  body.replaceChildren(...warn, fields, heads);
 }
 
 async function loadSource(sid) {
