@@ -15,7 +15,8 @@ from ..browser import open_report
 from .helpers import const_vms, host, scenario
 
 SWEEP_CTX = dict(title="t", n_scenarios=0, replications=1, n_tasks=0, done=0, root_seed=0, seeds="[]", axes=[], metrics=[],
-                 points=[], marginals=[], figure_ids=["fig-0"])
+                 points=[], marginals=[], figure_ids=["fig-0"], answer={"text": "", "best": None, "excluded": []},
+                 checked=True, n_infeasible=0, axis_labels=[], metric_labels=[])
 FIG = {"data": [{"type": "bar", "x": ["a", "b"], "y": [1, 2]}], "layout": {}}
 
 

@@ -263,7 +263,7 @@ def test_real_server_checks_the_socket_address(served):
     port = int(served.rsplit(":", 1)[1])
 
     def get(host: str) -> int:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
         conn.request("GET", "/api/sources", headers={"Host": host})
         status = conn.getresponse().status
         conn.close()
