@@ -218,3 +218,12 @@ def test_builtin_catalog_power_tables_do_not_fall_with_load():
         p = ServerSpec.model_validate(cat.raw("servers", name)).power
         if p.points_w is not None:
             assert np.all(np.diff(p.points_w) >= 0), name
+
+
+def test_a_file_with_no_scenario_section_is_not_echoed(tmp_path):
+    """`densim validate /etc/shadow` used to print one 'unknown field' line per line of the file."""
+    f = tmp_path / "shadow"
+    f.write_text("root:$6$secrethash:20228:0:99999:7:::\ndaemon:*:20228:0:99999:7:::\n")
+    code, err = _validate(f)
+    assert code == 1 and err == [f"densim: error: {f}: not a scenario file: none of its 2 top-level keys is a section "
+                                 "of this kind of file"], err

@@ -90,6 +90,10 @@ def load_mapping(path: str | Path, _seen: tuple[Path, ...] = (), *, sections: fr
     if path in state.done:
         return state.done[path]
     data = _resolve_paths(_read_mapping(path), path.parent)
+    if _state is None and data and not any(isinstance(k, str) and k in state.sections for k in data):
+        # not one known section: some other file (never list its keys: they may be its content)
+        raise ScenarioInvalid(path, [("", f"not a scenario file: none of its {len(data):,} top-level keys is a "
+                                          "section of this kind of file")])
     imports = data.get("imports") or []
     if not isinstance(imports, list):
         raise ScenarioInvalid(path, [("imports", "must be a list of file paths")])
