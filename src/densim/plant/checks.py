@@ -27,7 +27,6 @@ from densim.errors import InputError
 from densim.spec.scenario import MAX_CORES, MAX_SOCKETS
 
 if TYPE_CHECKING:
-    from densim.plant.core import DatastorePlant
     from densim.plant.hosts import HostGroupPlant
     from densim.spec.scenario import Scenario
 
@@ -132,7 +131,8 @@ def vm_group_issues(sc: Scenario) -> Issues:
             if not ok:
                 rng = "a number >= 0" if hi == math.inf else f"a number from {lo:g} to {hi:g}"
                 issues.append((f"vms[{i}].workload.{key}", f"must be {rng}, got {v!r}"))
-    if sc.simulation.horizon_s is None and all(g.trace is None for g in sc.vms):
+    # (VMs that arrive and leave end the run when the last one leaves)
+    if sc.simulation.horizon_s is None and all(g.trace is None and g.arrivals is None for g in sc.vms):
         issues.append(("simulation.horizon", "required when no VM group is driven by a trace"))
     return issues
 
@@ -167,7 +167,7 @@ def migration_issues(sc: Scenario, groups: tuple[HostGroupPlant, ...]) -> Issues
     return issues
 
 
-def failure_issues(sc: Scenario, groups: tuple[HostGroupPlant, ...], datastores: tuple[DatastorePlant, ...],
+def failure_issues(sc: Scenario, groups: tuple[HostGroupPlant, ...], datastores: tuple[Any, ...],
                    src: str) -> Issues:
     """The failure section against the hosts, datastores and VM groups; a bad failure trace raises its own error."""
     from densim.placement.online import ONLINE_POLICIES
@@ -254,7 +254,7 @@ def placement_issues(sc: Scenario) -> Issues:
     return []
 
 
-def scenario_issues(sc: Scenario, groups: tuple[HostGroupPlant, ...] | None, datastores: tuple[DatastorePlant, ...],
+def scenario_issues(sc: Scenario, groups: tuple[HostGroupPlant, ...] | None, datastores: tuple[Any, ...],
                     src: str) -> Issues:
     """Every check of this module (those that need the host groups only when they resolved)."""
     issues = switched_off_issues(sc) + vm_group_issues(sc) + placement_issues(sc)
