@@ -88,7 +88,7 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool
 
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
-MAX_INT_DIGITS = 30  # a YAML integer with more digits is refused (Python refuses to convert 4,300 or more)
+MAX_INT_DIGITS = 100  # a YAML integer with more digits is refused (Python refuses to convert 4,300 or more)
 
 
 def _construct_int(loader: _StrictLoader, node: yaml.ScalarNode) -> int:
