@@ -88,6 +88,30 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool
 
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
+MAX_INT_DIGITS = 100  # a YAML integer with more digits is refused (Python refuses to convert 4,300 or more)
+
+
+def _construct_int(loader: _StrictLoader, node: yaml.ScalarNode) -> int:
+    """An integer, with the YAML 1.1 forms that read as something else than they look refused:
+    ``014`` (octal: 12), ``1:30`` (base 60: 90); and integers too long to be a real figure."""
+    text = str(node.value).replace("_", "")
+    body = text.lstrip("+-")
+    if len(body) > 1 and body[0] == "0" and body[1].isdigit():
+        raise yaml.constructor.ConstructorError(
+            None, None, f"{node.value} has a leading zero, which YAML 1.1 reads as an octal number ({text} = "
+            f"{loader.construct_yaml_int(node)}); write it without the leading zero, or quote it", node.start_mark)
+    if ":" in body:
+        raise yaml.constructor.ConstructorError(
+            None, None, f"{node.value} is a base-60 number in YAML 1.1 ({loader.construct_yaml_int(node)}); write the "
+            "number out, or quote it", node.start_mark)
+    if len(body) > MAX_INT_DIGITS:
+        raise yaml.constructor.ConstructorError(
+            None, None, f"an integer of {len(body):,} digits is too large (at most {MAX_INT_DIGITS})", node.start_mark)
+    return loader.construct_yaml_int(node)
+
+
+_StrictLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+
 
 def _expanded_size(root: yaml.Node) -> int:
     """Nodes the document has once every alias is expanded (memoised, so a bomb is cheap to size)."""

@@ -29,10 +29,21 @@ CANONICAL = {
     "per_s": "1/s",
 }
 
-_NUMBER = re.compile(r"^\s*[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?\s*$")
+# ASCII digits only (re.ASCII): Python's \d also matches Arabic-Indic, full-width and other digits
+_NUMBER = re.compile(r"^\s*[-+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?\s*$", re.ASCII)
 # a quantity string starts with its number: "256 GiB", "2.3GHz", "1e3 IOPS" (not "GiB", "% ", "inf W")
-_LEADING_NUMBER = re.compile(r"^\s*[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?")
+_LEADING_NUMBER = re.compile(r"^\s*[-+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?", re.ASCII)
+# The whole grammar of a quantity: one number (ASCII digits; commas only as thousands separators),
+# then a unit made of unit names joined by "/", "*" or spaces ("GiB", "Gbit/s", "kW h"). No
+# arithmetic ("2*3 GiB", "1 GiB + 2 GiB"), no trailing characters ("2.3 GHz;", "5 W # note").
+_UNIT_WORD = r"[A-Za-z_%\u00b0\u00b5\u03bc\u03a9]+"
+_QUANTITY = re.compile(
+    r"^\s*[-+]?(?:(?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?"
+    rf"\s*{_UNIT_WORD}(?:\s*[/*]\s*{_UNIT_WORD}|\s+{_UNIT_WORD})*\s*$")
 MAX_QUANTITY_CHARS = 64
+# the largest magnitude a quantity may have in its canonical unit (bytes, MHz, W, s, J, ...): far
+# beyond any real part (1e24 bytes is a yottabyte), small enough that sums and float32 copies stay finite
+MAX_MAGNITUDE = 1e24
 
 
 def _import_pint():
@@ -88,7 +99,7 @@ _FAST_FACTORS: dict[str, dict[str, float]] = {
                "kbit/s": 125, "Mbit/s": 125_000, "Gbit/s": 125_000_000},
 }
 # a number, at least one space, a unit name ("1e3J" is not a quantity for pint: no space, no fast path)
-_SIMPLE_QUANTITY = re.compile(r"^\s*([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s+([A-Za-z]+(?:/s)?)\s*$")
+_SIMPLE_QUANTITY = re.compile(r"^\s*([-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)\s+([A-Za-z]+(?:/s)?)\s*$", re.ASCII)
 
 
 def _fast_quantity(text: str, unit: str) -> float | None:
@@ -108,6 +119,8 @@ def _parse_str(text: str, unit: str) -> float:
     fast = _fast_quantity(text, unit) if len(text) <= MAX_QUANTITY_CHARS else None
     if fast is not None:
         return _finite(fast, text)
+    if any(ch.isdigit() and not ch.isascii() for ch in text):
+        raise UnitError(_grammar_problem(text, unit))
     cleaned = text.strip().replace(",", "")
     if len(cleaned) > MAX_QUANTITY_CHARS:
         raise UnitError(f"a quantity is a number and a unit, not {len(cleaned)} characters")
@@ -116,6 +129,8 @@ def _parse_str(text: str, unit: str) -> float:
     if "**" in cleaned or "^" in cleaned:
         # pint evaluates powers with Python integers: "10**10**10 W" would never finish
         raise UnitError(f"{text!r}: powers are not allowed in a quantity; write the number out (e.g. 1e9)")
+    if not _QUANTITY.match(text):
+        raise UnitError(_grammar_problem(text, unit))
     # "1.5k" style counts are not units; let pint report them
     ureg = _registry()
     try:
@@ -138,9 +153,19 @@ def _parse_str(text: str, unit: str) -> float:
         raise UnitError(f"{text!r} is not convertible to {unit}") from None
 
 
+def _grammar_problem(text: str, unit: str) -> str:
+    """Why ``text`` is not one number followed by a unit."""
+    if any(ch.isdigit() and not ch.isascii() for ch in text):
+        return f"{text!r}: digits must be ASCII 0-9"
+    return (f"{text!r} is not a number followed by a unit (e.g. '2 {unit}'): arithmetic, several numbers "
+            "and characters after the unit are not accepted")
+
+
 def _finite(x: float, text: Any) -> float:
     if not math.isfinite(x):
         raise UnitError(f"{text!r} is not a finite quantity")
+    if abs(x) > MAX_MAGNITUDE:
+        raise UnitError(f"{text!r} is too large (more than {MAX_MAGNITUDE:g} in the canonical unit)")
     return x
 
 
@@ -155,6 +180,8 @@ def parse(value: Any, unit: str) -> float:
             raise UnitError(f"{value!r} is too large") from None
         if math.isinf(x):
             raise UnitError(f"expected a finite quantity in {unit}, got {value!r}")
+        if abs(x) > MAX_MAGNITUDE:
+            raise UnitError(f"{value!r} is too large (more than {MAX_MAGNITUDE:g} {unit})")
         return x
     if isinstance(value, str):
         return _parse_str(value, unit)

@@ -147,6 +147,10 @@ def resolve(sc: Scenario, *, source: str | Path | None = None) -> Plant:
     datastores = _datastores(sc, catalog, issues) if sc.storage.model != "none" else ()
     memory = _memory(sc, catalog, issues, src) if sc.memory.model != "none" else None
     virt = _virtualization(sc, catalog, hosts, issues) if sc.virtualization.model == "kvm" and hosts is not None else None
+    if not issues:
+        from densim.plant.checks import scenario_issues
+
+        issues += scenario_issues(sc, hosts, datastores, src)
     fabric = None
     if not issues and sc.fabric.model != "none":
         from densim.plant.fabric import build_system

@@ -60,13 +60,40 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def load_mapping(path: str | Path, _seen: tuple[Path, ...] = ()) -> dict[str, Any]:
-    """Read a scenario file and its ``imports`` into one merged mapping (paths made absolute)."""
+MAX_IMPORT_DEPTH = 16  # files importing files importing files ...
+MAX_IMPORT_FILES = 256  # distinct files one scenario reads through its imports
+
+
+class _ImportState:
+    """One top-level load: every file read once (by resolved path), the count of files read."""
+
+    def __init__(self, sections: frozenset[str] | None) -> None:
+        self.done: dict[Path, dict[str, Any]] = {}
+        self.sections = sections
+
+
+def load_mapping(path: str | Path, _seen: tuple[Path, ...] = (), *, sections: frozenset[str] | None = None,
+                 _state: _ImportState | None = None) -> dict[str, Any]:
+    """Read a scenario file and its ``imports`` into one merged mapping (paths made absolute).
+
+    Each file is read and merged once, however often it is imported (a file imported twice by
+    each of 40 files is read once, not 2**40 times); imports nest at most ``MAX_IMPORT_DEPTH``
+    levels and name at most ``MAX_IMPORT_FILES`` files. ``sections`` (the top-level keys the
+    schema knows) makes an imported file with any other top-level key an error that names the file
+    and says it is no scenario fragment, without repeating its content (default: the scenario's sections).
+    """
+    state = _state if _state is not None else _ImportState(sections or schema_sections(Scenario))
     path = Path(path).resolve()
     if path in _seen:
         chain = " -> ".join(p.name for p in (*_seen, path))
         raise ScenarioInvalid(path, [("imports", f"import cycle: {chain}")])
+    if path in state.done:
+        return state.done[path]
     data = _resolve_paths(_read_mapping(path), path.parent)
+    if _state is None and data and not any(isinstance(k, str) and k in state.sections for k in data):
+        # not one known section: some other file (never list its keys: they may be its content)
+        raise ScenarioInvalid(path, [("", f"not a scenario file: none of its {len(data):,} top-level keys is a "
+                                          "section of this kind of file")])
     imports = data.get("imports") or []
     if not isinstance(imports, list):
         raise ScenarioInvalid(path, [("imports", "must be a list of file paths")])
@@ -75,12 +102,34 @@ def load_mapping(path: str | Path, _seen: tuple[Path, ...] = ()) -> dict[str, An
         if not isinstance(imp, str):
             raise ScenarioInvalid(path, [(f"imports[{i}]", "must be a file path")])
         target = (path.parent / imp).resolve()
-        if not target.exists():
+        if not target.is_file():
             raise ScenarioInvalid(path, [(f"imports[{i}]", f"imported file not found: {imp}")])
-        merged = _merge(merged, load_mapping(target, (*_seen, path)))
+        if len(_seen) + 1 >= MAX_IMPORT_DEPTH:
+            raise ScenarioInvalid(path, [(f"imports[{i}]", f"imports nest more than {MAX_IMPORT_DEPTH} files deep")])
+        if target not in state.done and len(state.done) >= MAX_IMPORT_FILES:
+            raise ScenarioInvalid(path, [(f"imports[{i}]", f"imports read more than {MAX_IMPORT_FILES} files")])
+        part = load_mapping(target, (*_seen, path), _state=state)
+        if state.sections is not None:
+            foreign = [k for k in part if not isinstance(k, str) or k not in state.sections]
+            if foreign:
+                # name the file, never its content: an imported file may be anything (/etc/shadow)
+                raise ScenarioInvalid(path, [(f"imports[{i}]", f"{target} is not a valid scenario fragment: "
+                                              f"{len(foreign)} of its top-level keys are not scenario sections")])
+        merged = _merge(merged, part)
     merged = _merge(merged, data)
     merged["imports"] = [str((path.parent / i).resolve()) for i in imports]
+    state.done[path] = merged
     return merged
+
+
+def schema_sections(schema: type[BaseModel]) -> frozenset[str]:
+    """The top-level keys a file of ``schema`` may have (field names and their aliases)."""
+    out = {"imports"}
+    for name, f in schema.model_fields.items():
+        out.add(name)
+        if f.alias:
+            out.add(f.alias)
+    return frozenset(out)
 
 
 def format_loc(loc: tuple[Any, ...]) -> str:
@@ -139,7 +188,7 @@ def load_spec(path: str | Path, schema: type[M], *, what: str = "scenario file",
     """
     path = Path(path)
     if imports:
-        data = load_mapping(path)
+        data = load_mapping(path, sections=schema_sections(schema))
     else:
         data = _read_mapping(path, what) or {}
         if resolve_paths:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from densim.models.carbon import CarbonInputs
 from densim.spec.fabric import FabricSettings
@@ -30,6 +30,11 @@ MAX_HOSTS = 10_000_000
 MAX_VMS = 100_000_000
 MAX_STEPS = 100_000_000
 MAX_SEED = 2**64 - 1
+MAX_VCPUS = 4096  # vCPUs of one VM (the largest hypervisors allow 768)
+MAX_SOCKETS = 64  # sockets of one host
+MAX_CORES = 4096  # cores of one socket
+# a step must stay above float64's spacing at the run's times by this factor, so every step edge is distinct
+STEP_RESOLUTION = 1000.0
 
 TRACE_FORMATS = ("planetlab", "bitbrains", "opendc", "azure", "generic")
 
@@ -113,7 +118,7 @@ class VmGroup(BaseModel):
 
     name: str
     count: int | None = Field(default=None, gt=0, le=MAX_VMS, strict=True)
-    vcpus: int | None = Field(default=None, gt=0)
+    vcpus: int | None = Field(default=None, gt=0, le=MAX_VCPUS)
     vcpu_mhz: PosMHz | None = Field(default=None, alias="vcpu_speed")
     memory_bytes: PosBytes | None = Field(default=None, alias="memory")
     trace: TraceRef | None = None
@@ -220,6 +225,24 @@ class SimulationSpec(BaseModel):
     )
     chunk_steps: int | None = Field(default=None, gt=0, description="time steps per engine chunk (default: by memory)")
 
+    @field_validator("start_s")
+    @classmethod
+    def _start(cls, v: float | None, info: ValidationInfo) -> float | None:
+        """A finite start at which float64 still resolves the step (located at ``simulation.start``)."""
+        if v is None:
+            return v
+        if not math.isfinite(v):
+            raise ValueError("start must be a finite time (Unix seconds)")
+        step, horizon = info.data.get("step_s"), info.data.get("horizon_s")
+        if step is None:
+            return v  # the step is invalid: reported there
+        spacing = math.ulp(abs(v) + (horizon or 0.0))
+        if spacing * STEP_RESOLUTION > step:
+            raise ValueError(f"start {v:g} s is so large that float64 times near it are {spacing:g} s apart, more than a "
+                             f"thousandth of the {step:g} s step: step times would be inexact or not distinct; use Unix "
+                             f"seconds (about 1.7e9 today) or a start closer to 0")
+        return v
+
     @model_validator(mode="after")
     def _steps(self) -> "SimulationSpec":
         if self.horizon_s is not None:
@@ -229,8 +252,6 @@ class SimulationSpec(BaseModel):
             if n > MAX_STEPS:
                 raise ValueError(f"horizon / step = {n:.3g} time steps, more than {MAX_STEPS:,}: use a longer step "
                                  "or a shorter horizon")
-        if self.start_s is not None and not math.isfinite(self.start_s):
-            raise ValueError("start must be a finite time (Unix seconds)")
         return self
 
 

@@ -55,7 +55,52 @@ def load_plan_spec(path: str | Path) -> PlanSpec:
     if gs is not None and not Path(gs.file).is_absolute():  # relative to the candidates file, as scenario paths are
         carbon = spec.carbon.model_copy(update={"grid_series": gs.model_copy(update={"file": str(Path(path).resolve().parent / gs.file)})})
         spec = spec.model_copy(update={"carbon": carbon})
+    issues = plan_spec_issues(spec)
+    if issues:
+        from densim.errors import ScenarioInvalid
+
+        raise ScenarioInvalid(path, issues)
     return spec
+
+
+def plan_spec_issues(spec: PlanSpec) -> list[tuple[str, str]]:
+    """Names in a plan file checked against the catalog and the registries, each with its field path:
+    candidate names unique, CPU models, bill-of-materials parts, the placement prefab."""
+    from pydantic import ValidationError
+
+    from densim.catalog.core import CatalogError
+    from densim.models.cost import BomPart
+    from densim.placement.prefabs import recipe
+    from densim.plant import resolve_cpu
+
+    cat = builtin_catalog()
+    issues: list[tuple[str, str]] = []
+    seen: dict[str, int] = {}
+    for i, c in enumerate(spec.candidates):
+        if c.name in seen:
+            issues.append((f"candidates[{i}].name", f"candidate {c.name!r} is also candidates[{seen[c.name]}]: give each "
+                           "candidate its own name"))
+        seen.setdefault(c.name, i)
+    for section, items in (("candidates", spec.candidates), ("current", spec.current or [])):
+        for i, c in enumerate(items):
+            try:
+                resolve_cpu(c.cpu, cat)
+            except (CatalogError, ValidationError, KeyError) as exc:
+                field = "cpu.model" if isinstance(exc, CatalogError) else "cpu"
+                text = str(exc.args[0]).strip("'\"") if isinstance(exc, (CatalogError, KeyError)) else str(exc).splitlines()[0]
+                issues.append((f"{section}[{i}].{field}", text))
+    for i, c in enumerate(spec.candidates):
+        for k, line in enumerate(c.bom or []):
+            try:
+                cat.get("bom_parts", line.part, BomPart)
+            except (CatalogError, ValidationError) as exc:
+                issues.append((f"candidates[{i}].bom[{k}].part", str(exc.args[0]).strip("'\"") if isinstance(exc, CatalogError)
+                               else str(exc).splitlines()[0]))
+    try:
+        recipe(spec.policy)
+    except KeyError as exc:
+        issues.append(("policy", str(exc.args[0]).strip("'\"")))
+    return issues
 
 
 @dataclass
