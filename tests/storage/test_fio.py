@@ -232,3 +232,15 @@ def test_unknown_device_is_one_line(tmp_path):
 def test_reader_errors_are_input_errors():
     with pytest.raises(InputError):
         read_fio(FIX / "does-not-exist.json")
+
+
+def test_a_fifo_is_not_opened_to_look_for_fio(tmp_path):
+    # opening a FIFO for reading blocks until a writer comes: the sniffing must not open it (the fuzz
+    # harness found `densim io FIFO` hanging); the loader then refuses it in one line
+    import os
+
+    from densim.models.storage.fio import looks_like_fio
+
+    fifo = tmp_path / "io.yaml"
+    os.mkfifo(fifo)
+    assert looks_like_fio(fifo) is False

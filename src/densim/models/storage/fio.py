@@ -65,8 +65,15 @@ _PREAMBLE = re.compile(r"^(fio-\d|note:|warning:|fio:)", re.I)
 
 
 def looks_like_fio(path: str | Path) -> bool:
-    """Whether ``path`` holds fio JSON output (fio's preamble lines, or a JSON object with ``"fio version"``)."""
+    """Whether ``path`` holds fio JSON output (fio's preamble lines, or a JSON object with ``"fio version"``).
+
+    Only a regular file is opened to look: a FIFO would block the read for ever and a device could
+    be endless, so those are left to the loader, which refuses them in one line."""
+    import os
+
     try:
+        if not os.path.isfile(path):
+            return False
         with open(path, encoding="utf-8", errors="replace") as fh:
             head = fh.read(65536)
     except OSError:
