@@ -219,6 +219,37 @@ def quantity(unit: str, example: str, *, positive: bool = False):
 
 Bytes = quantity("byte", "256 GiB")
 PosBytes = quantity("byte", "256 GiB", positive=True)
+
+# A decimal byte prefix in a RAM size: VMware, RVTools and most hypervisor tools write "GB" for 2^30
+# bytes, SI says 10^9, and the two differ by 7.4 % at GB (10 % at TB) -- enough to make a 124.4 GiB VM
+# not fit a host written "128 GB". A memory size must say which it means (issue 31).
+_DECIMAL_BYTES = re.compile(r"^\s*[-+]?[0-9.,eE+-]+\s*([kKMGTPE])B\s*$", re.ASCII)
+
+
+def _memory_validator(*, positive: bool):
+    check = _validator("byte", positive=positive)
+
+    def memory(v: Any) -> float:
+        if isinstance(v, str) and (m := _DECIMAL_BYTES.match(v)):
+            binary = {"k": "KiB", "K": "KiB"}.get(m.group(1), m.group(1) + "iB")
+            raise ValueError(f"{v.strip()!r} is ambiguous for a memory size: VMware and RVTools mean {binary} "
+                             f"by {m.group(1)}B, SI means 10^n bytes; write '{v.strip()[:-2].strip()} {binary}', "
+                             "or the number of bytes")
+        return check(v)
+
+    return memory
+
+
+def memory_quantity(*, positive: bool = False):
+    """A RAM size (host or VM memory): as :func:`quantity` in bytes, but a decimal byte prefix
+    (``KB``, ``MB``, ``GB``, ``TB``) is refused as ambiguous with a hint; IEC (``GiB``) or a number
+    of bytes is accepted."""
+    return Annotated[float, BeforeValidator(_memory_validator(positive=positive)),
+                     WithJsonSchema(_schema("byte", "256 GiB (binary prefixes only: GB is ambiguous for memory)"))]
+
+
+MemBytes = memory_quantity()
+PosMemBytes = memory_quantity(positive=True)
 MHz = quantity("MHz", "2.3 GHz")
 PosMHz = quantity("MHz", "2.3 GHz", positive=True)
 Watts = quantity("W", "95 W")

@@ -227,3 +227,41 @@ def test_a_file_with_no_scenario_section_is_not_echoed(tmp_path):
     code, err = _validate(f)
     assert code == 1 and err == [f"densim: error: {f}: not a scenario file: none of its 2 top-level keys is a section "
                                  "of this kind of file"], err
+
+
+# ------------------------------------------------------------------ memory sizes: GB is ambiguous (issue 31)
+@pytest.mark.parametrize("text, hint", [("128 GB", "128 GiB"), ("64GB", "64 GiB"), ("1.5 TB", "1.5 TiB"),
+                                        ("512 MB", "512 MiB"), ("4096 KB", "4096 KiB")])
+def test_a_decimal_prefix_in_a_memory_size_is_refused_with_the_binary_hint(text, hint):
+    # the README's bitbrains example had hosts of '128 GB' (128e9 B = 119.2 GiB): 5.2 GiB short of the
+    # 124.4 GiB VM, which then waited 718 h. VMware and RVTools mean 2^30 by GB; SI means 10^9.
+    from pydantic import TypeAdapter, ValidationError
+
+    from densim.units import PosMemBytes
+
+    with pytest.raises(ValidationError, match="ambiguous for a memory size") as e:
+        TypeAdapter(PosMemBytes).validate_python(text)
+    assert f"'{hint}'" in str(e.value)
+
+
+def test_binary_prefixes_and_byte_counts_are_memory_sizes_and_disks_keep_si():
+    from pydantic import TypeAdapter
+
+    from densim.units import PosBytes, PosMemBytes
+
+    mem = TypeAdapter(PosMemBytes)
+    assert mem.validate_python("128 GiB") == 128 * 2**30
+    assert mem.validate_python(128e9) == 128e9  # a plain number of bytes says what it means
+    assert TypeAdapter(PosBytes).validate_python("375 GB") == 375e9  # a drive's capacity: SI, as datasheets
+
+
+def test_a_scenario_with_gb_memory_names_the_field(tmp_path):
+    from densim.plant import validate_file
+
+    p = tmp_path / "s.yaml"
+    p.write_text("cluster:\n  hosts:\n    - {name: h, count: 1, cpu: {cores_per_socket: 4, base_clock: 2 GHz}, memory: 128 GB,\n"
+                 "       power: {model: linear, idle: 100 W, peak: 200 W}}\n"
+                 "vms:\n  - {name: v, count: 1, vcpus: 1, vcpu_speed: 1 GHz, memory: 2 GiB, profile: {kind: constant, mean: 0.5}}\n"
+                 "simulation: {step: 5 min, horizon: 1 h}\n")
+    problems = validate_file(p)
+    assert len(problems) == 1 and "cluster.hosts[0].memory" in problems[0] and "128 GiB" in problems[0]

@@ -33,7 +33,7 @@ from densim.spec.loader import load_scenario, scenario_from_dict
 BASE = {
     "name": "compose",
     "cluster": {"hosts": [{"name": "cluster-a", "count": 3, "server": "dual-platinum-8180-768g"}]},
-    "vms": [{"name": "datanodes-a", "count": 12, "vcpus": 16, "memory": "112 GB",
+    "vms": [{"name": "datanodes-a", "count": 12, "vcpus": 16, "memory": "112 GiB",
              "profile": {"kind": "constant", "mean": 0.3}, "workload": {"iops": 50}}],
     "placement": {"policy": "first-fit", "cpu_overcommit": 1.75},
     "simulation": {"step": "1 min", "horizon": "1 h", "seed": 1},
@@ -68,7 +68,7 @@ FEATURES = {
 PAIRS = list(itertools.combinations(FEATURES, 2))
 
 # pair -> the pinned one-line message (a regular expression) and, in the comment, the physical reason
-_MIG_STAGE = r"^scenario:migration: live migration is not yet combined with the stage\(s\) {} \(they fix each VM's host at the start\)$"
+_MIG_STAGE = r"^compose:migration: live migration is not yet combined with the stage\(s\) {} \(they fix each VM's host at the start\)$"
 _PART_STAGE = (r"^compose: a run split by host partitions models CPU and power only; this scenario switches on the "
                r"stage\(s\) {} \(run it in one process\)$")
 _PART_LIVE = (r"^compose:scheduling.lifetimes: a run split by host partitions does not yet follow VMs that arrive and "
@@ -95,11 +95,11 @@ REFUSED = {
                               r"it \(it cannot start tasks on a VM not yet there or re-run tasks lost with a failed host\)$"),
     # VMs that arrive and leave are placed online: a migration could target a host whose room a VM
     # arriving meanwhile has taken (the online placer and the planner keep separate books)
-    ("lifetimes", "migration"): (r"^scenario:migration: live migration is not yet combined with VMs that arrive and "
+    ("lifetimes", "migration"): (r"^compose:migration: live migration is not yet combined with VMs that arrive and "
                                  r"leave \(scheduling.lifetimes\)$"),
     ("lifetimes", "partition"): _PART_LIVE,
     # a failed host must cancel the migrations in flight to or from it, and HA restarts start new runs
-    ("failures", "migration"): (r"^scenario:migration: live migration is not yet combined with failures: \(HA restarts "
+    ("failures", "migration"): (r"^compose:migration: live migration is not yet combined with failures: \(HA restarts "
                                 r"start new VM runs; a failed host would have to cancel migrations in flight\)$"),
     # HA restarts move VMs between hosts of different parts
     ("failures", "partition"): _PART_LIVE,

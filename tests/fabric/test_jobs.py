@@ -68,7 +68,7 @@ def _scenario(tenants=1, *, stage=None, slots=4, vcpus=4, vms=1, hosts=1, storag
         {
             "parts": {"batch_profiles": [profile], "storage_targets": [target]},
             "cluster": {"hosts": [{"name": f"h-{x}", "count": hosts, "server": "dual-platinum-8180-768g"} for x in letters]},
-            "vms": [{"name": f"v-{x}", "count": vms * hosts, "vcpus": vcpus, "memory": "8 GB",
+            "vms": [{"name": f"v-{x}", "count": vms * hosts, "vcpus": vcpus, "memory": "8 GiB",
                      "profile": {"kind": "constant", "mean": 0.0}} for x in letters],
             "fabric": fabric,
         }
@@ -293,7 +293,7 @@ def test_guest_cpu_counts_both_ends_of_every_transfer():
     sc = scenario_from_dict({
         "parts": {"batch_profiles": [profile]},
         "cluster": {"hosts": [{"name": "h", "count": 2, "server": "dual-platinum-8180-768g"}]},
-        "vms": [{"name": "v", "count": 4, "vcpus": 4, "memory": "8 GB", "profile": {"kind": "constant", "mean": 0.0}}],
+        "vms": [{"name": "v", "count": 4, "vcpus": 4, "memory": "8 GiB", "profile": {"kind": "constant", "mean": 0.0}}],
         "fabric": {"model": "fluid", "local_storage": {"device": "intel-dc-p4600-1.6tb", "count": 1},
                    "tenants": [{"name": "t", "hosts": "h", "vms": "v", "job": "toy", "storage": "local",
                                 "transport": "local-nvme"}]},

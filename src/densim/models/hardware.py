@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from densim.units import PosBytes, PosMHz, Watts
+from densim.units import PosMHz, Watts, PosMemBytes
 
 _CFG = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
@@ -89,7 +89,7 @@ class ServerSpec(BaseModel):
 
     name: str = "custom"
     cpu: HostCpu
-    memory_bytes: PosBytes = Field(alias="memory")
+    memory_bytes: PosMemBytes = Field(alias="memory")
     rack_units: float = Field(default=1.0, gt=0)
     power: PowerSpec
     price_usd: float | None = Field(default=None, ge=0)

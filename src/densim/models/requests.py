@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from densim.models.numa import NumaSpec, cycles_per_instruction
 from densim.models.queueing import MvaResult, erlang_c, mva
 from densim.models.virtualization import ExitCosts, IoPath, Paging, ShadowPaging, TlbSpec, io_path_cycles, shadow_sync_cycles_per_kinstr, tlb_walk_cycles_per_kinstr
-from densim.units import PosBytes, PosSeconds
+from densim.units import PosSeconds, PosMemBytes
 
 _CFG = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
@@ -38,7 +38,7 @@ class VmRole(BaseModel):
     model_config = _CFG
     name: str
     vcpus: int = Field(gt=0)
-    memory_bytes: PosBytes = Field(alias="memory")
+    memory_bytes: PosMemBytes = Field(alias="memory")
 
 
 class Visit(BaseModel):

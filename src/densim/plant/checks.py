@@ -147,7 +147,9 @@ def migration_issues(sc: Scenario, groups: tuple[HostGroupPlant, ...]) -> Issues
     s = sc.migration
     if s.model == "none":
         return []
-    stages = [name for name, on in (("memory", sc.memory.model != "none"), ("storage", sc.storage.model != "none"),
+    # in the engine's stage order (fabric, memory, storage, virtualization): the same line as the engine's
+    stages = [name for name, on in (("fabric", sc.fabric.model != "none"), ("memory", sc.memory.model != "none"),
+                                    ("storage", sc.storage.model != "none"),
                                     ("virtualization", sc.virtualization.model != "none")) if on]
     if stages:
         return [("migration", "live migration is not yet combined with the stage(s) "

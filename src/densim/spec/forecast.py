@@ -14,7 +14,7 @@ from densim.rng import DEFAULT_SEED
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from densim.models.hardware import HostCpu
-from densim.units import Bytes, PosBytes
+from densim.units import Bytes, PosMemBytes, MemBytes
 
 _CFG = ConfigDict(allow_inf_nan=False, frozen=True, extra="forbid", populate_by_name=True)
 
@@ -61,8 +61,8 @@ class CurrentHosts(BaseModel):
     name: str = "current"
     hosts: int = Field(ge=1)
     cpu: HostCpu
-    memory_bytes: PosBytes = Field(alias="memory")
-    hypervisor_memory_bytes: Bytes = Field(default=0.0, alias="hypervisor_memory", description="memory the hypervisor keeps")
+    memory_bytes: PosMemBytes = Field(alias="memory")
+    hypervisor_memory_bytes: MemBytes = Field(default=0.0, alias="hypervisor_memory", description="memory the hypervisor keeps")
 
 
 class ForecastSpec(BaseModel):

@@ -9,7 +9,7 @@ from densim.models.cost import BomLine, CostInputs
 from densim.models.hardware import HostCpu, PowerSpec
 from densim.spec.forecast import ForecastSpec
 from densim.spec.memory import MemorySettings
-from densim.units import Bytes, PosBytes
+from densim.units import PosBytes, PosMemBytes, MemBytes
 
 _LOCAL_CFG = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
@@ -48,8 +48,8 @@ class Candidate(BaseModel):
 
     name: str
     cpu: HostCpu
-    memory_bytes: PosBytes = Field(alias="memory")
-    hypervisor_memory_bytes: Bytes = Field(default=0.0, alias="hypervisor_memory", description="memory the hypervisor keeps")
+    memory_bytes: PosMemBytes = Field(alias="memory")
+    hypervisor_memory_bytes: MemBytes = Field(default=0.0, alias="hypervisor_memory", description="memory the hypervisor keeps")
     power: PowerSpec
     bom: list[BomLine] | None = Field(default=None, description="parts from catalog/bom.yaml (capex = their sum)")
     price_usd: float | None = Field(default=None, ge=0, description="capex per host when there is no bom")
@@ -66,7 +66,7 @@ class CurrentHosts(BaseModel):
     name: str
     count: int = Field(ge=1, description="hosts of this configuration today")
     cpu: HostCpu
-    memory_bytes: PosBytes = Field(alias="memory")
+    memory_bytes: PosMemBytes = Field(alias="memory")
     power: PowerSpec | None = Field(default=None, description="power model: today's mean power is estimated from it")
     rack_units: float | None = Field(default=None, gt=0)
 

@@ -20,7 +20,7 @@ from densim.spec.migration import MigrationSettings
 from densim.spec.storage import StorageSettings
 from densim.spec.virtualization import VirtualizationSettings
 from densim.rng import DEFAULT_SEED
-from densim.units import Joules, PosBytes, PosMHz, PosSeconds, Seconds
+from densim.units import Joules, PosMHz, PosSeconds, Seconds, PosMemBytes
 
 _CFG = ConfigDict(allow_inf_nan=False, frozen=True, extra="forbid", populate_by_name=True)
 
@@ -120,7 +120,7 @@ class VmGroup(BaseModel):
     count: int | None = Field(default=None, gt=0, le=MAX_VMS, strict=True)
     vcpus: int | None = Field(default=None, gt=0, le=MAX_VCPUS)
     vcpu_mhz: PosMHz | None = Field(default=None, alias="vcpu_speed")
-    memory_bytes: PosBytes | None = Field(default=None, alias="memory")
+    memory_bytes: PosMemBytes | None = Field(default=None, alias="memory")
     trace: TraceRef | None = None
     profile: ProfileSpec | None = None
     arrivals: ArrivalSpec | None = Field(default=None, description="synthetic VMs arrive and leave (profile groups only)")
@@ -152,7 +152,7 @@ class HostGroup(BaseModel):
     count: int = Field(default=1, gt=0, le=MAX_HOSTS, strict=True)
     server: str | None = Field(default=None, description="name of a server in the catalog or in parts.servers")
     cpu: HostCpu | None = None
-    memory_bytes: PosBytes | None = Field(default=None, alias="memory")
+    memory_bytes: PosMemBytes | None = Field(default=None, alias="memory")
     power: PowerSpec | None = None
     rack_units: float | None = Field(default=None, gt=0)
 

@@ -72,7 +72,8 @@ def _model_md(model, title: str, schema_file: str, intro: str, top: str) -> str:
     lines = [f"# {title}", "", f"Generated from code by `make docs`; do not edit. The JSON Schema is in "
              f"[{schema_file}]({schema_file}){intro}; point your editor's YAML plugin at it for completion.", "",
              "Quantities accept unit strings (`\"256 GiB\"`, `\"2.3 GHz\"`, `\"95 W\"`, `\"5 min\"`) or numbers in the canonical unit. "
-             "Prefixes follow SI and IEC: `GB` is 10^9 bytes and `GiB` 2^30 bytes (`256 GB` = 238.4 GiB); what traces and "
+             "Prefixes follow SI and IEC: `GB` is 10^9 bytes and `GiB` 2^30 bytes (`256 GB` = 238.4 GiB), except that a memory "
+             "size (`memory`, `hypervisor_memory`) must use a binary prefix (`GB` there is refused as ambiguous); what traces and "
              "inventories mean by `KB`/`MB`/`GB` is listed per format in [units](units.md).", ""]
     defs = schema.get("$defs", {})
 

@@ -68,7 +68,7 @@ def scenario_dict(variant: str, tenants: int, job: str = JOB) -> dict[str, Any]:
     letters = "abcdefgh"[:tenants]
     hosts = [{"name": f"cluster-{x}", "count": 4, "server": "dual-platinum-8180-768g"} for x in letters]
     vms = [
-        {"name": f"datanodes-{x}", "count": 24, "vcpus": 16, "memory": "112 GB", "profile": {"kind": "constant", "mean": 0.0}}
+        {"name": f"datanodes-{x}", "count": 24, "vcpus": 16, "memory": "112 GiB", "profile": {"kind": "constant", "mean": 0.0}}
         for x in letters
     ]
     ten = []

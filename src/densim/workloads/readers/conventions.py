@@ -110,7 +110,10 @@ def reference_md() -> str:
         if c.quantity == "throughput":
             meaning = meaning.replace("bytes", "bytes/s")
         lines.append(f"| `{c.fmt}` | {c.quantity} | {c.written} | {meaning} ({c.basis}) | {c.why} |")
-    lines += ["", "So in a scenario or candidates file `memory: 256 GB` is 256 x 10^9 bytes = 238.4 GiB; write "
-              "`256 GiB` for 2^38 bytes. `planetlab` traces carry no byte quantities (memory comes from the "
+    lines += ["", "In a scenario, candidates or forecast file a memory size (host or VM `memory`, "
+              "`hypervisor_memory`) must use a binary prefix: `memory: 256 GB` is refused as ambiguous (VMware and "
+              "RVTools mean 2^30 bytes by GB, SI means 10^9: 7.4 % apart) with the hint to write `256 GiB`. Other "
+              "byte quantities (disk capacities, volumes, bandwidths) follow SI: `375 GB` is 375 x 10^9 bytes, as "
+              "drive datasheets mean it. `planetlab` traces carry no byte quantities (memory comes from the "
               "scenario or the reader's `mem_bytes` option).", ""]
     return "\n".join(lines)
