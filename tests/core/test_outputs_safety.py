@@ -384,19 +384,26 @@ STUDY_BASE = SCENARIO.replace("simulation:", "carbon: {lifetime_years: 4, grid_g
 
 
 def test_one_bad_point_fails_alone_under_the_process_backend(tmp_path):
-    """Point 2 names a host group that does not exist, found only when the engine runs it (an
-    InputError in the worker). Old code: the error did not unpickle in the driver, the pool broke,
-    both tasks failed with BrokenProcessPool after 3 retries each, and the real error was never shown."""
-    (tmp_path / "base.yaml").write_text(STUDY_BASE)
+    """Point 2 reads a PlanetLab trace whose line 7 is not a number, found only when the worker reads
+    it (an InputError in the worker; the driver checks each point's scenario, not its trace files'
+    contents). Old code: the error did not unpickle in the driver, the pool broke, both tasks failed
+    with BrokenProcessPool after 3 retries each, and the real error was never shown."""
+    base = SCENARIO.replace("memory: 1 GiB, profile: {kind: constant, mean: 0.5}}",
+                            "memory: 1 GiB, vcpu_speed: 1 GHz, trace: {format: planetlab, path: good}}")
+    (tmp_path / "base.yaml").write_text(base)
+    for name in ("good", "bad"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "vm1").write_text("".join(f"{5 * i}\n" if (name, i) != ("bad", 7) else "abc\n"
+                                                     for i in range(1, 13)))
     (tmp_path / "study.yaml").write_text("name: bad\nscenario: base.yaml\nseed: 7\nreplications: 1\n"
-                                         "axes:\n  carbon.embodied: [{}, {nope: 1000}]\n")
+                                         f"axes:\n  vms[0].trace.path: [{tmp_path / 'good'}, {tmp_path / 'bad'}]\n")
     r = subprocess.run([sys.executable, "-m", "densim.cli.main", "sweep", str(tmp_path / "study.yaml"), "--out",
                         str(tmp_path / "res"), "--workers", "2", "--no-progress"],
                        capture_output=True, text=True, env=_env(), timeout=900)
     assert r.returncode == 1
     errors = [ln for ln in r.stderr.splitlines() if ln.startswith("densim: error:")]
     assert len(errors) == 1 and "BrokenProcessPool" not in r.stderr
-    assert errors[0].endswith("InputError: tiny:carbon.embodied.nope: no host group of that name; host groups: custom")
+    assert errors[0].endswith(f"InputError: {tmp_path / 'bad' / 'vm1'}:line 7: not a number: 'abc'")
     assert "ran 1, already done 0, retried 0, failed 1" in r.stdout
 
 

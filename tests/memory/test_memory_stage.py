@@ -131,9 +131,14 @@ def test_bitbrains_example_reports_which_hosts_would_swap():
     res = simulate(resolve(scenario_from_dict(data, base_dir=ROOT / "examples")))
     mem = res.summary["memory"]
     ratios = mem["oversubscription_by_host"]
-    # first-fit at 2x memory over-commit packs the 256 GB host to ~1.96x; at an active fraction
-    # of 0.85, 0.85 x 1.96 > 1 so it must swap; a host at ~1.06x keeps its active memory (0.9 < 1)
-    assert set(mem["hosts_swapping"]) == {h for h, r in ratios.items() if 0.85 * r > 1.0}
+    # first-fit at 2x memory over-commit packs the 256 GiB host to ~2.03x; at an active fraction
+    # of 0.85, 0.85 x 2.03 > 1 so it must swap. The hypervisor's own 1.5 GiB (catalog vsphere-like)
+    # and 50 MiB per VM come on top of the VMs' active memory: on the 64 GiB host at 1.155x, active
+    # memory is 0.85 x 1.155 = 0.98 of the host, and 0.98 + 1.5/64 (0.023) > 1, so it swaps too. A host
+    # whose active share stays under 0.95 keeps it all (the overheads are under 5 % on these hosts).
+    must = {h for h, r in ratios.items() if 0.85 * r > 1.0}
+    may = {h for h, r in ratios.items() if 0.85 * r > 0.95}
+    assert must <= set(mem["hosts_swapping"]) <= may
     assert mem["hosts_swapping"], "some host must swap at 2x over-commit"
     assert set(mem["hosts_short_of_memory"]) >= set(mem["hosts_swapping"])
     hosts = res.hosts
