@@ -385,3 +385,28 @@ def test_unplaced_count_counts_every_vm_not_the_listed_names(tmp_path):
     assert "1,200 placed nowhere; summary.json lists the first 1,000" in r.stdout
     html = (out / "report.html").read_text()
     assert "1,200 VM(s) fit nowhere" in html and "1000 VM(s)" not in html
+
+
+@pytest.mark.parametrize("argv", [["plan", "--help"], ["run", "--help"], ["sweep", "--help"], ["bench", "tiles", "--help"]])
+def test_help_is_readable_at_80_columns(argv):
+    # issue 31: rich's boxed help cut option names ("--snapshot-pea…", "--rightsize-sn…") at 80 columns
+    import re
+
+    from densim.cli.main import app
+
+    res = CliRunner().invoke(app, argv, env={"COLUMNS": "80"}, terminal_width=80)
+    assert res.exit_code == 0
+    lines = res.stdout.splitlines()
+    assert lines and max(len(ln) for ln in lines) <= 80
+    assert "…" not in res.stdout
+    # every option the command has is printed whole
+    cmd = app
+    import typer.main
+
+    click_cmd = typer.main.get_command(cmd)
+    for name in argv[:-1]:
+        click_cmd = click_cmd.commands[name]
+    for param in click_cmd.params:
+        for opt in param.opts:
+            if opt.startswith("--"):
+                assert re.search(rf"(^|[\s,/]){re.escape(opt)}($|[\s,=/\[])", res.stdout, re.M), opt

@@ -27,6 +27,8 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=True,
+    # click's plain help: rich's boxed tables cut long option names ("--snapshot-pea…") at 80 columns
+    rich_markup_mode=None,
 )
 
 

@@ -16,7 +16,8 @@ def _result_path(p: Path) -> Path:
 
 
 def register(app: typer.Typer) -> None:
-    bench = typer.Typer(help="Consolidation benchmark in tiles (web, NFS, Java app, DB, IMAP mail, idle VM).", no_args_is_help=True)
+    bench = typer.Typer(help="Consolidation benchmark in tiles (web, NFS, Java app, DB, IMAP mail, idle VM).", no_args_is_help=True,
+                        rich_markup_mode=None)
 
     @bench.command("tiles")
     def tiles(
