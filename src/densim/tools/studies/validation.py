@@ -367,8 +367,8 @@ MISS_NOTES: dict[str, str] = {
 COVERAGE = (
     "Validation cases built on public measurements now cover power (SPECpower), storage (NVMe, SPDK), memory "
     "(page sharing: VMware 4.1 guide, KSM 2009), CPU/virtualization (nested paging and PV drivers for an Oracle "
-    "OLTP guest, Red Hat 2007) and the cluster level (live-migration downtime, Clark et al. 2005, predicted by "
-    "the pre-copy model since issue 16). The older studies' predictions (roles in study-roles.md) are in the table with the "
+    "OLTP guest, Red Hat 2007); the cluster level's live-migration downtimes (Clark et al. 2005) are calibration "
+    "since issue 30 (inputs set with the published downtimes known), so no cluster row is a prediction now. The older studies' predictions (roles in study-roles.md) are in the table with the "
     "new ones. Sources still not usable: VMware's ESX 4.0/4.1 memory papers and the EPT and RVI evaluations give "
     "their per-benchmark numbers only in figures that were not readable as text, and their summaries ('up to "
     "48 %' for EPT, 'up to 42 %' for RVI, 'performance unchanged' with ballooning, swap to host cache '30 % "
