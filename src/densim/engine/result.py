@@ -327,15 +327,20 @@ def _agg(acc, name: str, agg: str, T: int, step: float) -> np.ndarray:
     return acc.sum[name] / T
 
 
+def _nodes(source):
+    """Every demand source in ``source``'s tree, depth first in VM order: composite ``parts`` and the
+    ``inner`` source of a scheduled wrapper."""
+    if source is None:
+        return
+    yield source
+    for p in getattr(source, "parts", None) or ():
+        yield from _nodes(p)
+    yield from _nodes(getattr(source, "inner", None))
+
+
 def _parts(source) -> list:
     """The leaf demand sources of ``source`` (composite parts, scheduled wrappers unwrapped), in VM order."""
-    if source is None:
-        return []
-    parts = getattr(source, "parts", None)
-    if parts:
-        return [leaf for p in parts for leaf in _parts(p)]
-    inner = getattr(source, "inner", None)
-    return _parts(inner) if inner is not None else [source]
+    return [s for s in _nodes(source) if not getattr(s, "parts", None) and getattr(s, "inner", None) is None]
 
 
 def _overspeed_notes(ctx) -> list[str]:
@@ -369,15 +374,7 @@ def _overspeed_notes(ctx) -> list[str]:
 def source_notes(source) -> list[str]:
     """The warnings of a demand source and its parts (a reader's ``column_notes``, else its ``notes``)."""
     out: list[str] = []
-    todo = [source]
-    while todo:
-        s = todo.pop(0)
-        if s is None:
-            continue
+    for s in _nodes(source):
         got = getattr(s, "column_notes", None)
         out.extend(n for n in (got if got is not None else getattr(s, "notes", ()) or ()) if n not in out)
-        todo.extend(getattr(s, "parts", ()) or ())
-        inner = getattr(s, "inner", None)
-        if inner is not None:
-            todo.append(inner)
     return out

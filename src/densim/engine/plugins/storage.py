@@ -304,7 +304,7 @@ class StorageStage(BaseStage):
                 chunk.vm["cpu_demand_mhz"].dtype)
 
     def after_cpu(self, ctx, chunk) -> None:
-        from densim.models.storage.vmio import _latency_parts, _plus
+        from densim.models.storage.vmio import datastore_operating_point
 
         read, write = self._vm_io(chunk)
         read[:, ~self.vm_ok] = 0.0
@@ -337,9 +337,9 @@ class StorageStage(BaseStage):
                 cols = np.nonzero(self.slot_ds == d)[0]
                 if cols.size == 0:
                     continue
-                # as datastore_latency_s, keeping the drives' busy share for their power
-                ld, lc, uu, ss, udev = _latency_parts(model, slot_total[:, cols], rf[:, cols], self.settings.burstiness)
-                lat[:, cols] = _plus(ld, lc)
+                # latency as datastore_latency_s, and the drives' busy share for their power
+                ll, uu, ss, udev = datastore_operating_point(model, slot_total[:, cols], rf[:, cols], self.settings.burstiness)
+                lat[:, cols] = ll
                 util[:, cols] = uu
                 sat[:, cols] = ss
                 slot_w[:, cols] = (model.drives * (self.p_idle[d] + self.p_span[d] * np.clip(udev, 0.0, 1.0))

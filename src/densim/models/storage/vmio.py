@@ -72,8 +72,14 @@ def datastore_latency_s(ds: DatastoreModel, iops, read_fraction, burstiness: flo
     ``iops`` and ``read_fraction`` broadcast together (e.g. steps x 1). Saturated steps are
     evaluated at :data:`SATURATION` utilisation so the latency stays finite (and flagged).
     """
-    lat_d, lat_c, util, sat, _ = _latency_parts(ds, iops, read_fraction, burstiness)
-    return _plus(lat_d, lat_c), util, sat
+    return datastore_operating_point(ds, iops, read_fraction, burstiness)[:3]
+
+
+def datastore_operating_point(ds: DatastoreModel, iops, read_fraction, burstiness: float = 1.0):
+    """:func:`datastore_latency_s`'s (latency, busiest utilisation, saturated) and the drives' own busy
+    share (0-1, what their power follows: idle + (active - idle) x busy)."""
+    lat_d, lat_c, util, sat, u_dev = _latency_parts(ds, iops, read_fraction, burstiness)
+    return _plus(lat_d, lat_c), util, sat, u_dev
 
 
 def _latency_parts(ds: DatastoreModel, iops, read_fraction, burstiness: float = 1.0, read_ios=None, rebuilt=None,
