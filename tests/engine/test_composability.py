@@ -68,20 +68,11 @@ FEATURES = {
 PAIRS = list(itertools.combinations(FEATURES, 2))
 
 # pair -> the pinned one-line message (a regular expression) and, in the comment, the physical reason
-_MIG_STAGE = r"^compose:migration: live migration is not yet combined with the stage\(s\) {} \(they fix each VM's host at the start\)$"
 _PART_STAGE = (r"^compose: a run split by host partitions models CPU and power only; this scenario switches on the "
                r"stage\(s\) {} \(run it in one process\)$")
 _PART_LIVE = (r"^compose:scheduling.lifetimes: a run split by host partitions does not yet follow VMs that arrive and "
               r"leave \(run it in one process, or set scheduling.lifetimes: off\)$")
 REFUSED = {
-    # the stage computes per-host figures once from the placement at the start (memory: hosts short of
-    # memory and what each VM keeps resident; storage: each VM's datastore slot, a per-host datastore
-    # being the host's own disks; fabric: the job model's placement of its VMs; virtualization: each
-    # VM's platform figures by host group): a moved VM would keep its old host's figures
-    ("memory", "migration"): _MIG_STAGE.format("memory"),
-    ("storage", "migration"): _MIG_STAGE.format("storage"),
-    ("fabric", "migration"): _MIG_STAGE.format("fabric"),
-    ("virtualization", "migration"): _MIG_STAGE.format("virtualization"),
     # these stages couple hosts (a shared datastore, the jobs' shared fabric, memory swap on a shared
     # datastore) or are not split-aware yet: a part would see only its hosts' share of a shared device
     ("memory", "partition"): _PART_STAGE.format("memory"),
@@ -93,14 +84,7 @@ REFUSED = {
     ("fabric", "lifetimes"): (r"^compose:fabric.tenants\[0\].vms: job VM datanodes-a-\d+ is alive \d+\.\.\d+ s but "
                               r"its job runs 0\.\.\d+ s: the batch-job model runs a job once on VMs that live through "
                               r"it \(it cannot start tasks on a VM not yet there or re-run tasks lost with a failed host\)$"),
-    # VMs that arrive and leave are placed online: a migration could target a host whose room a VM
-    # arriving meanwhile has taken (the online placer and the planner keep separate books)
-    ("lifetimes", "migration"): (r"^compose:migration: live migration is not yet combined with VMs that arrive and "
-                                 r"leave \(scheduling.lifetimes\)$"),
     ("lifetimes", "partition"): _PART_LIVE,
-    # a failed host must cancel the migrations in flight to or from it, and HA restarts start new runs
-    ("failures", "migration"): (r"^compose:migration: live migration is not yet combined with failures: \(HA restarts "
-                                r"start new VM runs; a failed host would have to cancel migrations in flight\)$"),
     # HA restarts move VMs between hosts of different parts
     ("failures", "partition"): _PART_LIVE,
     # a part cannot move VMs into another part's hosts
@@ -141,6 +125,15 @@ def check_invariants(r, features) -> None:
     assert r.summary["totals"]["energy_j"] >= power.sum() * ctx.grid.step_s * (1 - 1e-6)  # float32 series
     if ctx.scenario.placement.cpu_overcommit <= 1.0:
         assert np.asarray(r.host_acc.series["utilisation"]).max() <= 1.0 + 1e-5
+    moves = getattr(ctx, "moves", None)
+    if moves is not None and moves.mig.size:  # every migration lands on a host that is up (the event loop's records)
+        from densim.placement import timeline as TL
+
+        mig = moves.mig[moves.mig[:, TL.M_STATUS] == TL.M_LANDED]
+        if ctx.failures is not None:
+            f = ctx.failures
+            for dst, t in zip(mig[:, TL.M_DST].astype(int), mig[:, TL.M_END]):
+                assert not np.any((f.down_host == dst) & (f.down_start_s <= t) & (t < f.down_end_s))
     if "migration" in features:
         m = r.summary["migration"]
         maint = {e["host"]: e["at_s"] for e in m["evacuations"]}

@@ -305,10 +305,48 @@ def _restart_policy(sc) -> str:
     return pol
 
 
+def wants_timeline(sc) -> bool:
+    """The run's VMs are placed by the one event loop with instances as engine rows: host failures,
+    or maintenance evacuations by live migration (without the in-run balancer, which moves rows itself)."""
+    m = sc.migration
+    return sc.failures is not None or (m.model != "none" and bool(m.maintenance) and m.balance is None)
+
+
+def _maintenance(sc, source, hosts, grid, n: int):
+    """The scenario's maintenance events for the event loop (:class:`densim.placement.failover.Maintenance`)."""
+    from densim.placement.failover import Maintenance
+
+    m = sc.migration
+    if m.model == "none" or not m.maintenance:
+        return None
+    names = {str(h): i for i, h in enumerate(hosts.names)}
+    for i, e in enumerate(m.maintenance):
+        if e.host not in names:
+            shown = ", ".join(list(names)[:5]) + (", ..." if len(names) > 5 else "")
+            raise InputError(sc.name, f"migration.maintenance[{i}].host", f"no host named {e.host!r}; hosts: {shown}")
+    at = np.array([e.at_s for e in m.maintenance], dtype=np.float64)
+    order = np.argsort(at, kind="stable")
+    host = np.array([names[m.maintenance[i].host] for i in order], dtype=np.int64)
+    at = at[order]
+    # each VM's CPU demand over the 5 minutes (at least one step) before each evacuation: its dirty rate
+    per = max(1, int(round(300.0 / grid.step_s)))
+    demand = np.zeros((max(at.size, 1), n))
+    for k, a in enumerate(at):
+        s1 = min(max(1, int(math.ceil(a / grid.step_s - 1e-9))), grid.n_steps)
+        s0 = max(0, s1 - per)
+        demand[k] = source.window(grid, s0, s1, ("cpu_mhz",))["cpu_mhz"].mean(axis=0, dtype=np.float64)
+    return Maintenance(host=host, at_s=at + grid.start_s, demand_mhz=np.ascontiguousarray(demand),
+                       link_bps=m.bandwidth_bps * (1.0 - m.storage_share), dirty_rate_bps=m.dirty_rate_bps,
+                       wws_fraction=m.wws_fraction, downtime_target_s=m.downtime_target_s, resume_s=m.resume_s,
+                       max_rounds=m.max_rounds, max_concurrent=m.max_concurrent)
+
+
 def plan_failures(sc, source, hosts, seed: int, group: np.ndarray, build_grid, datastores=()):
-    """(instance source, grid, instance schedule, instance -> VM, :class:`FailureRun`) for a scenario with ``failures:``;
-    ``build_grid(sc, source)`` is the grid of a run without lifetimes (:func:`densim.engine.state.build_grid`);
-    ``datastores`` (the plant's, storage model on) adds their drives and controllers as failure targets."""
+    """(instance source, grid, instance schedule, instance -> VM, :class:`FailureRun` or None, the event
+    loop's :class:`~densim.placement.failover.Failover`) for a scenario with ``failures:`` or maintenance
+    evacuations (:func:`wants_timeline`); ``build_grid(sc, source)`` is the grid of a run without
+    lifetimes (:func:`densim.engine.state.build_grid`); ``datastores`` (the plant's, storage model on) adds
+    their drives and controllers as failure targets."""
     from densim.engine.lifetimes import plan_schedule, wants_lifetimes
     from densim.placement import place
     from densim.placement.failover import failover, reserve
@@ -316,7 +354,6 @@ def plan_failures(sc, source, hosts, seed: int, group: np.ndarray, build_grid, d
     from densim.workloads.failures import StorageParts, failure_events, host_down_intervals, targets_of
 
     fs = sc.failures
-    ha = fs.ha
     pl = sc.placement
     cpu_cap = hosts.cores * pl.cpu_overcommit
     mem_cap = hosts.mem_bytes * pl.memory_overcommit
@@ -337,36 +374,48 @@ def plan_failures(sc, source, hosts, seed: int, group: np.ndarray, build_grid, d
         arrival = np.full(n, t0)
         run = np.full(n, np.inf)
         initial = place(pl.policy, sizes.vcpus.astype(np.float64), sizes.mem_bytes, cpu_cap, mem_cap, rng=make_rng(seed), **pl.params)
-        policy = _restart_policy(sc)
+        # restarts follow the HA policy; without failures nothing is placed after the start (maintenance
+        # picks its destinations by worst-fit), so the online policy is never used
+        policy = _restart_policy(sc) if fs is not None else "first-fit"
     until = t0 + grid.horizon_s
-    rng = np.random.default_rng(np.random.SeedSequence([int(seed), 16]))
-    parts = StorageParts.of(datastores, [str(h) for h in hosts.names]) if datastores else None
-    ev = failure_events(fs, sc.name, sc.base_dir, hosts.names, hosts.server_names, hosts.group, grid.horizon_s, rng, parts)
-    d_host, d_start, d_end, d_event = host_down_intervals(ev)
-    d_start, d_end = d_start + t0, d_end + t0
-    # admission control: the reserve kept free for failover
+    if not math.isfinite(until):
+        raise InputError(sc.name, "simulation.horizon", "a run with failures or maintenance needs a finite horizon")
+    maint = _maintenance(sc, source, hosts, grid, n)
     res_c = res_m = share = 0.0
-    if ha.admission == "n_plus_k":
-        res_c, res_m = reserve(cpu_cap, mem_cap, ha.host_failures)
-    elif ha.admission == "percent":
-        share = ha.percent / 100.0
-    if ha.per_domain is not None:
-        names, members, kinds = targets_of(fs, hosts.names, hosts.server_names, hosts.group, sc.name)
-        doms = [m for m, k in zip(members[hosts.n:], kinds[hosts.n:]) if k == ha.per_domain]
-        if not doms:
-            raise InputError(sc.name, "failures.ha.per_domain", f"no failure domain of kind {ha.per_domain!r}")
-        dc, dm = reserve(cpu_cap, mem_cap, 0, doms)
-        res_c, res_m = max(res_c, dc), max(res_m, dm)
-    admission = ha.admission != "off" or ha.per_domain is not None
-    unknown = sorted(set(ha.restart_priority) - {g.name for g in sc.vms})
-    if unknown:
-        raise InputError(sc.name, f"failures.ha.restart_priority.{unknown[0]}", "no VM group of that name")
-    prio_of_group = np.array([PRIORITIES[ha.restart_priority.get(g.name, "medium")] for g in sc.vms], dtype=np.int64)
-    prio = prio_of_group[group] if prio_of_group.size else np.zeros(n, dtype=np.int64)
+    admission = False
+    prio = np.zeros(n, dtype=np.int64)
+    z = np.zeros(0, dtype=np.int64)
+    d_host, d_start, d_end, d_event, ev = z, np.zeros(0), np.zeros(0), z, None
+    if fs is not None:
+        ha = fs.ha
+        rng = np.random.default_rng(np.random.SeedSequence([int(seed), 16]))
+        parts = StorageParts.of(datastores, [str(h) for h in hosts.names]) if datastores else None
+        ev = failure_events(fs, sc.name, sc.base_dir, hosts.names, hosts.server_names, hosts.group, grid.horizon_s, rng, parts)
+        d_host, d_start, d_end, d_event = host_down_intervals(ev)
+        d_start, d_end = d_start + t0, d_end + t0
+        # admission control: the reserve kept free for failover
+        if ha.admission == "n_plus_k":
+            res_c, res_m = reserve(cpu_cap, mem_cap, ha.host_failures)
+        elif ha.admission == "percent":
+            share = ha.percent / 100.0
+        if ha.per_domain is not None:
+            names, members, kinds = targets_of(fs, hosts.names, hosts.server_names, hosts.group, sc.name)
+            doms = [m for m, k in zip(members[hosts.n:], kinds[hosts.n:]) if k == ha.per_domain]
+            if not doms:
+                raise InputError(sc.name, "failures.ha.per_domain", f"no failure domain of kind {ha.per_domain!r}")
+            dc, dm = reserve(cpu_cap, mem_cap, 0, doms)
+            res_c, res_m = max(res_c, dc), max(res_m, dm)
+        admission = ha.admission != "off" or ha.per_domain is not None
+        unknown = sorted(set(ha.restart_priority) - {g.name for g in sc.vms})
+        if unknown:
+            raise InputError(sc.name, f"failures.ha.restart_priority.{unknown[0]}", "no VM group of that name")
+        prio_of_group = np.array([PRIORITIES[ha.restart_priority.get(g.name, "medium")] for g in sc.vms], dtype=np.int64)
+        prio = prio_of_group[group] if prio_of_group.size else prio
     fo = failover(arrival, run, sizes.vcpus, sizes.mem_bytes, cpu_cap, mem_cap, down_host=d_host, down_start_s=d_start,
                   down_end_s=d_end, priority=prio, initial=initial, policy=policy, discipline=sc.scheduling.queue,
-                  until=until, detection_s=ha.detection_s, boot_s=ha.boot_delay_s, admission=admission,
-                  reserve_cpu=res_c, reserve_mem=res_m, reserve_share=share)
+                  until=until, detection_s=fs.ha.detection_s if fs else 0.0, boot_s=fs.ha.boot_delay_s if fs else 0.0,
+                  admission=admission, reserve_cpu=res_c, reserve_mem=res_m, reserve_share=share, maintenance=maint,
+                  core_mhz=hosts.core_mhz)
     # engine rows: every instance, then one row for each VM that never started
     never = np.flatnonzero(np.isnan(fo.first_start_s))
     vm_of = np.r_[fo.inst_vm, never].astype(np.int64)
@@ -389,13 +438,15 @@ def plan_failures(sc, source, hosts, seed: int, group: np.ndarray, build_grid, d
     inner = scheduled_source(source, fo.first_start_s, fo.end_s)
     # boot reads go to the storage stage's datastore queues (every VM, trace- or profile-driven), not to a channel
     src = InstanceSource(inner, vm_of, start, end, names, orig=source if lt is None else None)
-    if ha.boot_read_Bps > 0 and sc.storage.model == "none":
-        raise InputError(sc.name, "failures.ha.boot_read", "boot reads land on datastores: set storage: {model: queueing}")
-    run_ = FailureRun(events=ev, down_host=d_host, down_start_s=d_start, down_end_s=d_end, down_event=d_event, fo=fo,
-                      vm_names=sizes.names, vm_of=vm_of, admission=ha.admission if ha.admission != "off" else ("per_domain" if admission else "off"),
-                      reserve=(max(res_c, share * float(cpu_cap.sum())), max(res_m, share * float(mem_cap.sum()))),
-                      detection_s=float(ha.detection_s), boot_s=float(ha.boot_delay_s), t0=float(t0), until=float(until),
-                      boot_from_s=placed_at, up_s=start, boot_read_Bps=float(ha.boot_read_Bps), with_lifetimes=lt is not None)
-    if not math.isfinite(until):
-        raise InputError(sc.name, "simulation.horizon", "a run with failures needs a finite horizon")
-    return src, grid, sch, vm_of, run_
+    run_ = None
+    if fs is not None:
+        ha = fs.ha
+        if ha.boot_read_Bps > 0 and sc.storage.model == "none":
+            raise InputError(sc.name, "failures.ha.boot_read", "boot reads land on datastores: set storage: {model: queueing}")
+        run_ = FailureRun(events=ev, down_host=d_host, down_start_s=d_start, down_end_s=d_end, down_event=d_event, fo=fo,
+                          vm_names=sizes.names, vm_of=vm_of,
+                          admission=ha.admission if ha.admission != "off" else ("per_domain" if admission else "off"),
+                          reserve=(max(res_c, share * float(cpu_cap.sum())), max(res_m, share * float(mem_cap.sum()))),
+                          detection_s=float(ha.detection_s), boot_s=float(ha.boot_delay_s), t0=float(t0), until=float(until),
+                          boot_from_s=placed_at, up_s=start, boot_read_Bps=float(ha.boot_read_Bps), with_lifetimes=lt is not None)
+    return src, grid, sch, vm_of, run_, fo

@@ -90,16 +90,21 @@ class MigrationPlanner:
     def __init__(self, ctx, stages, live) -> None:
         sc = ctx.scenario
         self.s = s = sc.migration
-        stages = [st for st in stages if getattr(st, "uses_vm_demand", True)]  # carbon only reads host power
-        if stages:
-            raise InputError("scenario", "migration", "live migration is not yet combined with the stage(s) "
-                             f"{', '.join(st.name for st in stages)} (they fix each VM's host at the start)")
-        if getattr(sc, "failures", None) is not None:
-            raise InputError("scenario", "migration", "live migration is not yet combined with failures: (HA restarts "
-                             "start new VM runs; a failed host would have to cancel migrations in flight)")
-        if live is not None:
-            raise InputError("scenario", "migration", "live migration is not yet combined with VMs that arrive and leave "
-                             "(scheduling.lifetimes)")
+        self.timeline = getattr(ctx, "moves", None) is not None and s.balance is None
+        if not self.timeline:  # the balancer moves engine rows during the run, from the CPU it measures
+            stages = [st for st in stages if getattr(st, "uses_vm_demand", True)]  # carbon only reads host power
+            if stages:
+                raise InputError("scenario", "migration.balance", "the load balancer is not yet combined with the "
+                                 f"stage(s) {', '.join(st.name for st in stages)} (it moves VMs from the CPU measured "
+                                 "during the run, and they fix each VM's host at the start); maintenance alone combines")
+            if getattr(sc, "failures", None) is not None:
+                raise InputError("scenario", "migration.balance", "the load balancer is not yet combined with failures "
+                                 "(it moves VMs from the CPU measured during the run, while HA restarts are placed "
+                                 "before it); maintenance alone combines")
+            if live is not None:
+                raise InputError("scenario", "migration.balance", "the load balancer is not yet combined with VMs that "
+                                 "arrive and leave (scheduling.lifetimes: they are placed before the run, the balancer "
+                                 "moves VMs during it); maintenance alone combines")
         self.ctx = ctx
         hosts, vms, grid = ctx.hosts, ctx.vms, ctx.grid
         self.H, self.V, self.step_s, self.T = hosts.n, vms.n, float(grid.step_s), grid.n_steps
@@ -135,6 +140,44 @@ class MigrationPlanner:
         self._evac_of: dict[int, dict[str, Any]] = {}  # host -> its evacuation's entry in self.evac
         self.ever_on = np.zeros(self.H, dtype=bool)
         self._moved = False
+        if self.timeline:  # maintenance decided by the event loop (placement/timeline.py): charge its migrations
+            self.maint = []
+            self._from_timeline(ctx.moves)
+
+    def _from_timeline(self, fo) -> None:
+        """The flights, summary rows and evacuations of the migrations the event loop scheduled."""
+        from densim.placement import timeline as TL
+
+        ctx, s = self.ctx, self.s
+        t0 = ctx.grid.start_s
+        m = fo.mig
+        row = m[:, TL.M_INST_SRC].astype(np.int64)  # the engine row of the VM's run on the source
+        mem = ctx.vms.mem_bytes[row].astype(np.float64)
+        res = precopy(mem, self.link_bps / m[:, TL.M_SHARE], m[:, TL.M_DIRTY], wws_bytes=s.wws_fraction * mem,
+                      max_rounds=s.max_rounds, downtime_target_s=s.downtime_target_s, resume_s=s.resume_s)
+        start = m[:, TL.M_START] - t0
+        end = np.minimum(m[:, TL.M_END] - t0, self.T * self.step_s)  # cancelled: when; in flight at the end: the end
+        live_end = np.minimum(start + m[:, TL.M_LIVE], end)
+        rate = res.bytes_sent / np.maximum(res.total_s, 1e-12)
+        src, dst = m[:, TL.M_SRC].astype(np.int64), m[:, TL.M_DST].astype(np.int64)
+        self.flight = np.column_stack([start, live_end, end, src, dst, row, rate])
+        names, hn = ctx.vms.names, ctx.hosts.names
+        status = ("in flight", "landed", "cancelled")
+        for k in range(m.shape[0]):
+            self.rows.append({"vm": str(names[row[k]]).split("~")[0], "from": str(hn[src[k]]), "to": str(hn[dst[k]]),
+                              "reason": "maintenance", "start_s": float(start[k]), "time_s": float(res.total_s[k]),
+                              "downtime_s": float(res.downtime_s[k]), "bytes": float(res.bytes_sent[k]),
+                              "rounds": int(res.rounds[k]), "converged": bool(res.converged[k]),
+                              "status": status[int(m[k, TL.M_STATUS])]})
+        ev = np.argsort([e.at_s for e in s.maintenance], kind="stable")
+        for k, i in enumerate(ev):
+            e = s.maintenance[i]
+            mine = m[:, TL.M_EVENT] == k
+            vms, stranded = int(fo.evac[k, 0]), int(fo.evac[k, 1])
+            done = bool(np.all(m[mine, TL.M_STATUS] == TL.M_LANDED)) and stranded == 0
+            last = float(m[mine, TL.M_END].max() - t0) if mine.any() else float(e.at_s)
+            self.evac.append({"host": e.host, "at_s": float(e.at_s), "started_s": float(e.at_s), "vms": vms,
+                              "stranded": stranded, "time_to_empty_s": (last - float(e.at_s)) if done else None})
 
     # ---- windows ----------------------------------------------------------------------------
     def window_end(self, t0: int, t1: int) -> int:
@@ -205,6 +248,10 @@ class MigrationPlanner:
             down = _overlap(edges, f[:, 1], f[:, 2]).sum(axis=0)  # seconds stopped
             vm = f[:, 5].astype(np.int64)
             mean_mhz = out.vm_del[vm] / n
+            if self.timeline:  # a row runs part of the window (it ends at its landing): its mean while it runs
+                sch, g0 = self.ctx.schedule, self.ctx.grid.start_s
+                ran = (np.minimum(sch.end_s[vm] - g0, edges[-1]) - np.maximum(sch.start_s[vm] - g0, edges[0]))
+                mean_mhz = np.where(ran > 0, out.vm_del[vm] * self.step_s / np.maximum(ran, 1e-12), 0.0)
             lost = mean_mhz * (self.s.slowdown * live + down)  # MHz x s
             lost = np.minimum(lost, out.vm_del[vm] * self.step_s)
             np.subtract.at(out.vm_del, vm, lost / self.step_s)
@@ -218,6 +265,11 @@ class MigrationPlanner:
         """Per host at the end (``host_loads``: :func:`densim.engine.run.host_loads`): vCPUs, VMs and
         memory placed, and whether it drew power at some time."""
         vcpus, nvms, mem, on = host_loads(self.ctx)
+        live = getattr(self.ctx, "liveness", None)
+        if self.timeline and live is not None:  # rows are VM runs: what a host holds at once, not every run it had
+            vms, H = self.ctx.vms, self.H
+            vcpus = live.peak_per_host(vms.host, vms.vcpus, H)[0]
+            mem = live.peak_per_host(vms.host, vms.mem_bytes, H)[0]
         return vcpus, nvms, mem, on | self.ever_on | host_on
 
     # ---- decisions --------------------------------------------------------------------------

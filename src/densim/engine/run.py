@@ -497,7 +497,7 @@ def run_placed(ctx, *, progress: Callable[[int, int], None] | None = None, timin
     factored_stages = (bool(demand_stages) and not keep_vm and set(ctx.source.channels) <= {"cpu_mhz"}
                        and all(getattr(st, "accepts_factored_demand", False) for st in demand_stages))
     # VMs that arrive and leave: a lean run without stages steps only the VMs alive in each chunk
-    active = live is not None and lean and not stages
+    active = live is not None and lean and not stages and mig is None
     if active and not sc.simulation.chunk_steps:
         chunk_steps = live.chunk_steps(T, step_s, ELEMENTS_PER_CHUNK // 4)  # its arrays are float64 (alive shares)
     factors = getattr(ctx.source, "window_factors", None) if (lean or factored_stages) and not active else None

@@ -169,6 +169,9 @@ class EngineContext:
     # densim.engine.lifetimes.Liveness when VMs arrive and leave (lifetimes or failures): THE one place a
     # stage reads which VM is alive when (alive shares and masks per step, peaks per host); set by the engine
     liveness: Any = None
+    # densim.placement.failover.Failover when the one event loop placed the VMs (failures or maintenance):
+    # its migrations (``.mig``, engine rows in columns M_INST_SRC/M_INST_DST) are charged by engine/migration.py
+    moves: Any = None
 
     def __post_init__(self) -> None:
         if self.saturation is None:
@@ -289,16 +292,20 @@ def build_context(plant: Plant, seed: int | None = None, source: DemandSource | 
     sc = plant.spec
     seed = sc.simulation.seed if seed is None else int(seed)
     hosts = build_hosts(plant)
-    sched = frun = fsched = None
+    sched = frun = fsched = moves = None
     if source is None:
         from densim.engine.lifetimes import plan_schedule, wants_lifetimes
 
         source, group_names, group = build_source(sc, seed)
-        lt = wants_lifetimes(sc, source) if sc.failures is None else None
-        if sc.failures is not None:  # host failures and HA restarts: rows are VM instances (engine/failures.py)
+        from densim.engine.failures import wants_timeline
+
+        timeline = wants_timeline(sc)
+        lt = wants_lifetimes(sc, source) if not timeline else None
+        if timeline:  # host failures, HA restarts, maintenance evacuations: rows are VM instances (engine/failures.py)
             from densim.engine.failures import plan_failures
 
-            source, grid, fsched, vm_of, frun = plan_failures(sc, source, hosts, seed, group, build_grid, plant.datastores)
+            source, grid, fsched, vm_of, frun, moves = plan_failures(sc, source, hosts, seed, group, build_grid,
+                                                                     plant.datastores)
             group = group[vm_of]
         elif lt is not None:
             sched = plan_schedule(sc, source, hosts, lt)
@@ -314,8 +321,9 @@ def build_context(plant: Plant, seed: int | None = None, source: DemandSource | 
     if sched is not None:
         ctx.schedule = sched.schedule
         vms.host = sched.schedule.host
-    if frun is not None:
+    if fsched is not None:
         ctx.schedule = fsched
-        ctx.failures = frun
+        ctx.failures = frun  # None without a failures: section (maintenance only)
+        ctx.moves = moves  # the event loop's migrations (densim.placement.failover.Failover.mig), read by the planner
         vms.host = fsched.host
     return ctx

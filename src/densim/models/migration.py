@@ -36,6 +36,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from densim._jit import njit
+
 DEFAULT_DOWNTIME_TARGET_S = 0.3  # QEMU's default downtime-limit (300 ms)
 DEFAULT_MAX_ROUNDS = 30  # estimate: Xen's pre-copy gives up after about 30 iterations
 
@@ -52,9 +54,42 @@ class Precopy:
     live_s: np.ndarray  # time the VM ran while being copied (total - downtime)
 
 
-def _round_col(a: np.ndarray, i: int) -> np.ndarray:
-    """Column ``i`` of a per-round array (the last column for later rounds)."""
-    return a[..., min(i, a.shape[-1] - 1)]
+@njit(inline="always")
+def precopy_one(mem, bw_r, dr_r, cap, target, resume, stop_bw, max_rounds):
+    """One migration (scalars; ``bw_r``/``dr_r`` per round, the last entry holding for later rounds;
+    ``stop_bw`` <= 0: the last round's bandwidth). Returns ``(total_s, downtime_s, bytes_sent, rounds,
+    converged, live_s)``: the module docstring's recurrence, one round at a time."""
+    v = mem
+    total = 0.0
+    sent = 0.0
+    rounds = 0
+    converged = False
+    nb = bw_r.size
+    nd = dr_r.size
+    last_bw = bw_r[0]
+    for i in range(max_rounds):
+        b = bw_r[min(i, nb - 1)]
+        t = v / b
+        total += t
+        sent += v
+        rounds += 1
+        last_bw = b
+        nxt = min(dr_r[min(i, nd - 1)] * t, cap)
+        fits = nxt / bw_r[min(i + 1, nb - 1)] <= target
+        stuck = nxt >= v  # no progress: the VM dirties as fast as the link sends
+        converged = converged or fits
+        v = nxt
+        if fits or stuck:
+            break
+    down = v / (last_bw if stop_bw <= 0.0 else stop_bw) + resume
+    return total + down, down, sent + v, rounds, converged, total
+
+
+@njit
+def _precopy_all(mem, bw, dr, cap, target, resume, stop_bw, max_rounds, total, down, sent, rounds, converged, live):
+    for k in range(mem.size):
+        total[k], down[k], sent[k], rounds[k], converged[k], live[k] = precopy_one(
+            mem[k], bw[k], dr[k], cap[k], target[k], resume[k], stop_bw[k], max_rounds)
 
 
 def precopy(memory_bytes, bandwidth_bps, dirty_rate_bps=0.0, *, wws_bytes=None,
@@ -66,7 +101,8 @@ def precopy(memory_bytes, bandwidth_bps, dirty_rate_bps=0.0, *, wws_bytes=None,
     broadcast over migrations; so do ``bandwidth_bps`` and ``dirty_rate_bps``, which with
     ``per_round=True`` carry one more (last) axis of rounds (size 1: the same every round; the last
     column holds for later rounds). ``wws_bytes`` None: no working-set bound (only ``M``). The stop-and-copy
-    runs at ``stop_bandwidth_bps`` (default: the last round's bandwidth).
+    runs at ``stop_bandwidth_bps`` (default: the last round's bandwidth). One migration is
+    :func:`precopy_one` (the engine's event loop calls it for the migrations it schedules).
     """
     if max_rounds < 1:
         raise ValueError(f"max_rounds must be >= 1, got {max_rounds}")
@@ -80,39 +116,23 @@ def precopy(memory_bytes, bandwidth_bps, dirty_rate_bps=0.0, *, wws_bytes=None,
         raise ValueError("migration bandwidth must be > 0")
     if np.any(dr_r < 0) or np.any(mem < 0):
         raise ValueError("memory and dirty rate must be >= 0")
-    cap = np.broadcast_to(mem, shape).astype(np.float64)
-    if wws_bytes is not None:
-        cap = np.minimum(cap, np.broadcast_to(np.asarray(wws_bytes, dtype=np.float64), shape))
-    target = np.broadcast_to(np.asarray(downtime_target_s, dtype=np.float64), shape)
-    v = np.broadcast_to(mem, shape).astype(np.float64).copy()  # bytes the current round sends
-    total = np.zeros(shape)
-    sent = np.zeros(shape)
-    rounds = np.zeros(shape, dtype=np.int64)
-    converged = np.zeros(shape, dtype=bool)
-    active = np.ones(shape, dtype=bool)
-    last_bw = np.broadcast_to(_round_col(bw_r, 0), shape).astype(np.float64).copy()
-    for i in range(max_rounds):
-        b = np.broadcast_to(_round_col(bw_r, i), shape)
-        d = np.broadcast_to(_round_col(dr_r, i), shape)
-        t = v / b
-        total = np.where(active, total + t, total)
-        sent = np.where(active, sent + v, sent)
-        rounds = rounds + active
-        last_bw = np.where(active, b, last_bw)
-        nxt = np.minimum(d * t, cap)
-        b_next = np.broadcast_to(_round_col(bw_r, i + 1), shape)
-        fits = nxt / b_next <= target
-        stuck = nxt >= v  # no progress: the VM dirties as fast as the link sends
-        stop = active & (fits | stuck | (i + 1 == max_rounds))
-        converged = converged | (active & fits)
-        v = np.where(active, nxt, v)
-        active = active & ~stop
-        if not active.any():
-            break
-    b_stop = last_bw if stop_bandwidth_bps is None else np.broadcast_to(np.asarray(stop_bandwidth_bps, dtype=np.float64), shape)
-    down = v / b_stop + np.broadcast_to(np.asarray(resume_s, dtype=np.float64), shape)
-    return Precopy(total_s=total + down, downtime_s=down, bytes_sent=sent + v, rounds=rounds,
-                   converged=converged, live_s=total)
+    if stop_bandwidth_bps is not None and np.any(np.asarray(stop_bandwidth_bps) <= 0):
+        raise ValueError("stop-and-copy bandwidth must be > 0")
+    flat = lambda a: np.ascontiguousarray(np.broadcast_to(np.asarray(a, dtype=np.float64), shape)).ravel()  # noqa: E731
+    rows = lambda a: np.ascontiguousarray(np.broadcast_to(a, (*shape, a.shape[-1]))).reshape(-1, a.shape[-1])  # noqa: E731
+    m = flat(mem)
+    cap = m.copy() if wws_bytes is None else np.minimum(m, flat(wws_bytes))
+    n = m.size
+    out = [np.empty(n) for _ in range(3)]
+    rounds = np.empty(n, dtype=np.int64)
+    converged = np.empty(n, dtype=np.bool_)
+    live = np.empty(n)
+    _precopy_all(m, rows(bw_r), rows(dr_r), cap, flat(downtime_target_s), flat(resume_s),
+                 flat(0.0 if stop_bandwidth_bps is None else stop_bandwidth_bps), int(max_rounds),
+                 out[0], out[1], out[2], rounds, converged, live)
+    r = lambda a: a.reshape(shape)  # noqa: E731
+    return Precopy(total_s=r(out[0]), downtime_s=r(out[1]), bytes_sent=r(out[2]), rounds=r(rounds),
+                   converged=r(converged), live_s=r(live))
 
 
 def geometric_total_s(memory_bytes: float, bandwidth_bps: float, dirty_rate_bps: float, rounds: int) -> float:

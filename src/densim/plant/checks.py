@@ -151,14 +151,18 @@ def migration_issues(sc: Scenario, groups: tuple[HostGroupPlant, ...]) -> Issues
     stages = [name for name, on in (("fabric", sc.fabric.model != "none"), ("memory", sc.memory.model != "none"),
                                     ("storage", sc.storage.model != "none"),
                                     ("virtualization", sc.virtualization.model != "none")) if on]
-    if stages:
-        return [("migration", "live migration is not yet combined with the stage(s) "
-                 f"{', '.join(stages)} (they fix each VM's host at the start)")]
-    if sc.failures is not None:
-        return [("migration", "live migration is not yet combined with failures: (HA restarts start new VM runs; a "
-                 "failed host would have to cancel migrations in flight)")]
-    if _lifetimes_for_sure(sc):
-        return [("migration", "live migration is not yet combined with VMs that arrive and leave (scheduling.lifetimes)")]
+    if s.balance is not None:  # maintenance alone is an event of the placement timeline and combines with all
+        if stages:
+            return [("migration.balance", "the load balancer is not yet combined with the stage(s) "
+                     f"{', '.join(stages)} (it moves VMs from the CPU measured during the run, and they fix each VM's "
+                     "host at the start); maintenance alone combines")]
+        if sc.failures is not None:
+            return [("migration.balance", "the load balancer is not yet combined with failures (it moves VMs from the "
+                     "CPU measured during the run, while HA restarts are placed before it); maintenance alone combines")]
+        if _lifetimes_for_sure(sc):
+            return [("migration.balance", "the load balancer is not yet combined with VMs that arrive and leave "
+                     "(scheduling.lifetimes: they are placed before the run, the balancer moves VMs during it); "
+                     "maintenance alone combines")]
     names = set(host_names(groups))
     issues: Issues = []
     for i, m in enumerate(s.maintenance):

@@ -86,8 +86,12 @@ class FabricStage(BaseStage):
                 v = int(bad[0])
                 st, en = live.sch.start_s[v], live.sch.end_s[v]
                 life = "never runs" if np.isnan(st) else f"is alive {st - t0:.0f}..{en - t0:.0f} s"
-                why = (" (its host fails during the job)" if getattr(ctx, "failures", None) is not None
-                       and np.isfinite(en) and en < hi else "")
+                cut = np.isfinite(en) and en < hi  # its run ends inside the job: a failure, or a migration landing
+                why = ""
+                if cut and getattr(ctx, "moves", None) is not None and getattr(ctx, "failures", None) is None:
+                    why = " (it is live-migrated during the job)"
+                elif cut and getattr(ctx, "failures", None) is not None:
+                    why = " (its host fails or it is live-migrated during the job)"
                 raise InputError(ctx.scenario.name, f"fabric.tenants[{ti}].vms",
                                  f"job VM {ctx.vms.names[v]} {life}{why} but its job runs {ten.start_s:.0f}.."
                                  f"{ten.start_s + res['runtime_s']:.0f} s: the batch-job model runs a job once on VMs "
@@ -134,12 +138,13 @@ class FabricStage(BaseStage):
 
 
 def _first_runs(ctx) -> np.ndarray:
-    """Engine rows that are a VM's first run, ascending by VM: every row, unless host failures made
-    rows VM instances (then the k-th VM of a group is its first instance, not the k-th row)."""
-    fr = getattr(ctx, "failures", None)
-    if fr is None:
+    """Engine rows that are a VM's first run, ascending by VM: every row, unless host failures or
+    maintenance migrations made rows VM instances (then the k-th VM of a group is its first instance,
+    not the k-th row)."""
+    vm_of = getattr(ctx.source, "vm_of", None)  # densim.engine.failures.InstanceSource
+    if vm_of is None or getattr(ctx, "schedule", None) is None:
         return np.arange(ctx.vms.n)
-    vm_of = np.asarray(fr.vm_of, dtype=np.int64)
+    vm_of = np.asarray(vm_of, dtype=np.int64)
     start = np.asarray(ctx.schedule.start_s, dtype=float)
     order = np.lexsort((np.where(np.isnan(start), np.inf, start), vm_of))
     first = np.r_[True, vm_of[order][1:] != vm_of[order][:-1]] if order.size else np.zeros(0, bool)

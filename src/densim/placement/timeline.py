@@ -1,0 +1,692 @@
+"""The one event loop of placement: arrivals, departures, host failures and repairs, HA restarts,
+maintenance evacuations and the landings of their live migrations.
+
+Every placement that changes over time is this loop (numba), with deterministic priorities at one
+instant, as SimPy's ``(time, priority, id)`` heap:
+
+1. hosts repaired, 2. departures (a VM's lifetime ends), 3. migration landings, 4. host failures,
+5. hosts entering maintenance, 6. restarts released (detection delay over) and the restart queue,
+7. the arrival queue (when capacity freed), then 8. arrivals, one at a time, in arrival order.
+
+Within a kind, ties go by VM (or migration, or interval) index. Static placement is "every VM
+arrives at the start, placed where ``initial`` says"; online placement (:func:`densim.placement.online.schedule`)
+is this loop with no failures and no maintenance; failover (:func:`densim.placement.failover.failover`)
+is it with host-down intervals.
+
+**Room.** A host's room is its capacity (vCPUs against cores x CPU over-commit, configured memory
+against memory x memory over-commit, the placement's reservations) less what its VMs reserve; a
+host that is down or in maintenance has room -1 (no policy picks it). One fit test, :func:`fits`.
+
+**Maintenance.** At ``maint_at_s[e]`` host ``maint_host[e]`` enters maintenance: it takes no VM
+from then on (nor after a repair) and its capacity leaves the admission-control pool; every VM
+on it is live-migrated, largest memory first, to the host with the most room left (worst-fit: the
+placement's reservations, not measured load), its room reserved on the destination from the
+decision. At most ``max_concurrent`` migrations leave the host at once, in waves (a wave starts when
+the previous one's longest migration lands); the ``k`` migrations of a wave share the host's link
+equally, so each copies at ``link / k`` with :func:`densim.models.migration.precopy_one` (dirty
+rate = ``dirty_rate x`` the VM's CPU utilisation given for that evacuation). A VM that fits nowhere
+stays (*stranded*). At its landing the VM's run on the source ends and a new run (instance) starts
+on the destination: the VM is on one host in each instance. A VM landing on a host put into
+maintenance meanwhile is migrated on at once.
+
+**Cancellations.** A VM whose lifetime ends during its migration leaves (the destination's room
+is freed); a source failing during a migration stops the VM (HA restarts it; the destination's
+room is freed); a destination failing cancels the migration, and the VM (still running on the
+source, in maintenance) is migrated elsewhere at once.
+
+Outputs are arrays of records: *instances* (one run of a VM on one host), *outages* (a VM stopped
+by a host failure) and *migrations*; :mod:`densim.placement.failover` names them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from densim._jit import njit
+from densim.models.migration import precopy_one
+from densim.placement.heuristics import _tree_update as _set_leaf
+
+FIT_EPS = 1e-9  # relative tolerance of the fit test: absorbs float sums, never a whole vCPU or byte of 1 TB
+
+# instance record columns
+I_VM, I_HOST, I_PLACE, I_START, I_END = range(5)
+# outage record columns
+O_VM, O_INTERVAL, O_FAIL, O_PLACE, O_HOST = range(5)
+# migration record columns and status codes
+M_VM, M_SRC, M_DST, M_START, M_END, M_SHARE, M_STATUS, M_EVENT, M_LIVE, M_INST_SRC, M_INST_DST, M_DIRTY = range(12)
+M_FLIGHT, M_LANDED, M_CANCELLED = 0, 1, 2
+# VM status codes (online.STATUS_NAMES); 5 = down, waiting for its restart
+DONE, RUNNING, WAITING, FAILED, NOT_ARRIVED, DOWN = 0, 1, 2, 3, 4, 5
+# scalar state slots: capacity reserved by running VMs and capacity of the hosts up (admission control)
+USED_CPU, USED_MEM, UP_CPU, UP_MEM = range(4)
+# counters: records written, heap sizes, queue pointers
+N_INST, N_OUT, N_MIG, N_DEP, N_LAND, Q_HEAD, Q_TAIL, R_HEAD, R_TAIL, N_RQ = range(10)
+
+
+@njit(inline="always")
+def fits(cpu_free, mem_free, c, m):
+    """The one fit test: ``c`` vCPUs and ``m`` bytes fit in the room left (a relative tolerance)."""
+    return cpu_free + FIT_EPS * max(1.0, c) >= c and mem_free + FIT_EPS * max(1.0, m) >= m
+
+
+@njit
+def _heap_push(ht, hv, n, t, v):
+    i = n
+    ht[i] = t
+    hv[i] = v
+    while i > 0:
+        p = (i - 1) // 2
+        if ht[p] < ht[i] or (ht[p] == ht[i] and hv[p] <= hv[i]):
+            break
+        ht[p], ht[i] = ht[i], ht[p]
+        hv[p], hv[i] = hv[i], hv[p]
+        i = p
+    return n + 1
+
+
+@njit
+def _heap_pop(ht, hv, n):
+    n -= 1
+    ht[0] = ht[n]
+    hv[0] = hv[n]
+    i = 0
+    while True:
+        a = 2 * i + 1
+        b = a + 1
+        s = i
+        if a < n and (ht[a] < ht[s] or (ht[a] == ht[s] and hv[a] < hv[s])):
+            s = a
+        if b < n and (ht[b] < ht[s] or (ht[b] == ht[s] and hv[b] < hv[s])):
+            s = b
+        if s == i:
+            break
+        ht[s], ht[i] = ht[i], ht[s]
+        hv[s], hv[i] = hv[i], hv[s]
+        i = s
+    return n
+
+
+@njit
+def _grow(a, n):
+    """``a`` with room for at least ``n + 1`` rows (first axis)."""
+    if n < a.shape[0]:
+        return a
+    shape = (max(2 * a.shape[0], n + 16),) + a.shape[1:]
+    b = np.empty(shape, dtype=a.dtype)
+    b[: a.shape[0]] = a
+    return b
+
+
+@njit
+def _find(policy, c, m, cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size):
+    """The host the policy picks for ``c`` vCPUs and ``m`` bytes (-1: none has room).
+    0 first-fit (leftmost leaf of the segment tree with room), 1 best-fit, 2 worst-fit (least /
+    most room left, summed over both resources as shares of capacity)."""
+    if policy == 0:
+        if not fits(tc[1], tm[1], c, m):
+            return -1
+        stack = np.empty(128, dtype=np.int64)
+        top = 1
+        stack[0] = 1
+        while top > 0:
+            top -= 1
+            node = stack[top]
+            if not fits(tc[node], tm[node], c, m):
+                continue
+            if node >= size:
+                return node - size
+            stack[top] = 2 * node + 1
+            stack[top + 1] = 2 * node
+            top += 2
+        return -1
+    chosen = -1
+    best = 0.0
+    for h in range(cpu_free.size):
+        if fits(cpu_free[h], mem_free[h], c, m):
+            s = (cpu_free[h] - c) / cpu_cap[h] + (mem_free[h] - m) / mem_cap[h]
+            if chosen < 0 or (policy == 1 and s < best) or (policy == 2 and s > best):
+                chosen = h
+                best = s
+    return chosen
+
+
+@njit
+def _room(h, d, cpu_free, mem_free, tc, tm, size, c, m):
+    """Host ``h``'s room changes by ``d`` x (``c``, ``m``) (d = +1 frees, -1 takes); the tree follows."""
+    cpu_free[h] += d * c
+    mem_free[h] += d * m
+    _set_leaf(tc, tm, size, h, cpu_free[h], mem_free[h])
+
+
+@njit
+def _link(head, nxt, prv, h, v):
+    nxt[v] = head[h]
+    prv[v] = -1
+    if head[h] >= 0:
+        prv[head[h]] = v
+    head[h] = v
+
+
+@njit
+def _unlink(head, nxt, prv, h, v):
+    if prv[v] >= 0:
+        nxt[prv[v]] = nxt[v]
+    else:
+        head[h] = nxt[v]
+    if nxt[v] >= 0:
+        prv[nxt[v]] = prv[v]
+    nxt[v] = -1
+    prv[v] = -1
+
+
+@njit
+def _add_instance(inst, cnt, v, h, place, start, end):
+    inst = _grow(inst, cnt[N_INST])
+    k = cnt[N_INST]
+    inst[k, I_VM] = v
+    inst[k, I_HOST] = h
+    inst[k, I_PLACE] = place
+    inst[k, I_START] = start
+    inst[k, I_END] = end
+    cnt[N_INST] = k + 1
+    return inst, k
+
+
+@njit
+def _admits(admission, sc, c, m, res):
+    """Admission control: ``used + vm <= up - reserve`` in vCPUs and memory (res: fixed cpu, fixed mem, share)."""
+    if not admission:
+        return True
+    res_c = max(res[0], res[2] * sc[UP_CPU])
+    res_m = max(res[1], res[2] * sc[UP_MEM])
+    return fits(sc[UP_CPU] - res_c - sc[USED_CPU], sc[UP_MEM] - res_m - sc[USED_MEM], c, m)
+
+
+@njit
+def _run_on(v, h, t, start, vi, st, vf, inst, cnt, cpu_free, mem_free, tc, tm, size, head, nxt, prv, sc, vm_cpu, vm_mem):
+    """VM ``v`` runs on host ``h`` from ``t`` (up from ``start``): room taken, listed on the host, an instance."""
+    vi[v, 0] = h
+    st[v] = RUNNING
+    _room(h, -1.0, cpu_free, mem_free, tc, tm, size, vm_cpu[v], vm_mem[v])
+    _link(head, nxt, prv, h, v)
+    sc[USED_CPU] += vm_cpu[v]
+    sc[USED_MEM] += vm_mem[v]
+    end = vf[v, 1] if vf[v, 1] == vf[v, 1] else np.inf
+    inst, k = _add_instance(inst, cnt, v, h, t, start, end)
+    vi[v, 1] = k
+    return inst
+
+
+@njit
+def _leave(v, h, vi, cpu_free, mem_free, tc, tm, size, head, nxt, prv, sc, vm_cpu, vm_mem, blocked):
+    """VM ``v`` leaves host ``h`` (not down): off its list, its room back unless the host takes no VM."""
+    _unlink(head, nxt, prv, h, v)
+    if not blocked[h]:
+        _room(h, 1.0, cpu_free, mem_free, tc, tm, size, vm_cpu[v], vm_mem[v])
+    sc[USED_CPU] -= vm_cpu[v]
+    sc[USED_MEM] -= vm_mem[v]
+    vi[v, 0] = -1
+
+
+@njit
+def _cancel(v, t, vi, migs, cpu_free, mem_free, tc, tm, size, vm_cpu, vm_mem, blocked):
+    """Cancel VM ``v``'s migration in flight (if any) at ``t``: its destination's room back."""
+    r = vi[v, 3]
+    if r < 0:
+        return
+    d = int(migs[r, M_DST])
+    if not blocked[d]:
+        _room(d, 1.0, cpu_free, mem_free, tc, tm, size, vm_cpu[v], vm_mem[v])
+    migs[r, M_STATUS] = M_CANCELLED
+    migs[r, M_END] = t
+    vi[v, 3] = -1
+
+
+@njit
+def _migrate(vs, nv, src, t, e, vi, migs, cnt, lt, lv, cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size,
+             vm_cpu, vm_mem, util, core_mhz, mig_par, evac):
+    """Migrate VMs ``vs[:nv]`` (largest memory first) off ``src`` from ``t`` for evacuation ``e``: destinations
+    by worst-fit, room reserved there now; waves of ``max_concurrent`` sharing the link. Returns records."""
+    link, dirty, wws, target, resume, max_rounds, kmax = (mig_par[0], mig_par[1], mig_par[2], mig_par[3],
+                                                         mig_par[4], int(mig_par[5]), int(mig_par[6]))
+    order = np.argsort(-vm_mem[vs[:nv]], kind="mergesort")
+    chosen_v = np.empty(nv, dtype=np.int64)
+    chosen_d = np.empty(nv, dtype=np.int64)
+    nc = 0
+    for j in range(nv):
+        v = vs[order[j]]
+        d = _find(2, vm_cpu[v], vm_mem[v], cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size)
+        if d < 0:
+            evac[e, 1] += 1  # stranded
+            continue
+        _room(d, -1.0, cpu_free, mem_free, tc, tm, size, vm_cpu[v], vm_mem[v])
+        chosen_v[nc] = v
+        chosen_d[nc] = d
+        nc += 1
+    evac[e, 0] += nc
+    bw = np.empty(1)
+    dr = np.empty(1)
+    start = t
+    w = 0
+    while w < nc:
+        k = min(kmax, nc - w)
+        bw[0] = link / k
+        wave_end = start
+        for j in range(w, w + k):
+            v = chosen_v[j]
+            u = min(max(util[e, v] / max(vm_cpu[v] * core_mhz[src], 1e-9), 0.0), 1.0)
+            dr[0] = dirty * u
+            total, down, sent, rounds, conv, live = precopy_one(vm_mem[v], bw, dr, wws * vm_mem[v], target, resume,
+                                                                -1.0, max_rounds)
+            migs = _grow(migs, cnt[N_MIG])
+            r = cnt[N_MIG]
+            cnt[N_MIG] = r + 1
+            migs[r, M_VM] = v
+            migs[r, M_SRC] = src
+            migs[r, M_DST] = chosen_d[j]
+            migs[r, M_START] = start
+            migs[r, M_END] = start + total
+            migs[r, M_SHARE] = k
+            migs[r, M_STATUS] = M_FLIGHT
+            migs[r, M_EVENT] = e
+            migs[r, M_LIVE] = live
+            migs[r, M_INST_SRC] = vi[v, 1]
+            migs[r, M_INST_DST] = -1
+            migs[r, M_DIRTY] = dr[0]
+            vi[v, 3] = r
+            cnt[N_LAND] = _heap_push(lt, lv, cnt[N_LAND], start + total, r)
+            wave_end = max(wave_end, start + total)
+        start = wave_end
+        w += k
+    evac[e, 2] = max(evac[e, 2], start)
+    return migs
+
+
+@njit
+def _land(r, t, vi, st, vf, migs, inst, cnt, head, nxt, prv, cpu_free, mem_free, tc, tm, size, vm_cpu, vm_mem, blocked):
+    """Migration ``r`` lands at ``t``: the VM's run on the source ends, one on the destination starts."""
+    v = int(migs[r, M_VM])
+    src = int(migs[r, M_SRC])
+    d = int(migs[r, M_DST])
+    _unlink(head, nxt, prv, src, v)
+    if not blocked[src]:
+        _room(src, 1.0, cpu_free, mem_free, tc, tm, size, vm_cpu[v], vm_mem[v])
+    k = vi[v, 1]
+    inst[k, I_END] = t
+    if inst[k, I_START] > t:
+        inst[k, I_START] = t
+    _link(head, nxt, prv, d, v)
+    vi[v, 0] = d
+    end = vf[v, 1] if vf[v, 1] == vf[v, 1] else np.inf
+    inst, k2 = _add_instance(inst, cnt, v, d, t, t, end)
+    vi[v, 1] = k2
+    vi[v, 3] = -1
+    migs[r, M_STATUS] = M_LANDED
+    migs[r, M_INST_DST] = k2
+    return inst
+
+
+@njit
+def _fail(h, t, di, detect_s, vi, st, inst, outs, migs, cnt, rel_t, rel_v, head, nxt, prv, cpu_free, mem_free, tc, tm,
+          size, vm_cpu, vm_mem, sc, blocked):
+    """Host ``h`` fails at ``t`` (interval ``di``): its VMs stop and are released for restart after the
+    detection delay; their migrations are cancelled. Returns the records and release queue."""
+    v = head[h]
+    while v >= 0:
+        w = nxt[v]
+        _cancel(v, t, vi, migs, cpu_free, mem_free, tc, tm, size, vm_cpu, vm_mem, blocked)
+        sc[USED_CPU] -= vm_cpu[v]
+        sc[USED_MEM] -= vm_mem[v]
+        nxt[v] = -1
+        prv[v] = -1
+        k = vi[v, 1]
+        if inst[k, I_END] > t:
+            inst[k, I_END] = t
+        if inst[k, I_START] > t:
+            inst[k, I_START] = t
+        vi[v, 0] = -1
+        st[v] = DOWN
+        outs = _grow(outs, cnt[N_OUT])
+        o = cnt[N_OUT]
+        cnt[N_OUT] = o + 1
+        outs[o, O_VM] = v
+        outs[o, O_INTERVAL] = di
+        outs[o, O_FAIL] = t
+        outs[o, O_PLACE] = np.nan
+        outs[o, O_HOST] = -1
+        vi[v, 2] = o
+        rel_t = _grow(rel_t, cnt[R_TAIL])
+        rel_v = _grow(rel_v, cnt[R_TAIL])
+        rel_t[cnt[R_TAIL]] = t + detect_s
+        rel_v[cnt[R_TAIL]] = v
+        cnt[R_TAIL] += 1
+        v = w
+    head[h] = -1
+    cpu_free[h] = -1.0  # down: no policy picks it (every VM on it left: room = capacity at repair)
+    mem_free[h] = -1.0
+    _set_leaf(tc, tm, size, h, -1.0, -1.0)
+    return outs, rel_t, rel_v
+
+
+@njit
+def _inbound(h, migs, cnt):
+    """Migrations in flight to host ``h``."""
+    out = np.empty(cnt[N_MIG], dtype=np.int64)
+    n = 0
+    for r in range(cnt[N_MIG]):
+        if migs[r, M_STATUS] == M_FLIGHT and int(migs[r, M_DST]) == h:
+            out[n] = r
+            n += 1
+    return out[:n]
+
+
+@njit
+def _release(t, prio, st, rel_t, rel_v, rq, rq_t, cnt):
+    """Restarts released at ``t`` join the restart queue in priority order; returns whether any did."""
+    released = False
+    while cnt[R_HEAD] < cnt[R_TAIL] and rel_t[cnt[R_HEAD]] == t:
+        v = rel_v[cnt[R_HEAD]]
+        cnt[R_HEAD] += 1
+        if st[v] != DOWN:
+            continue
+        rq = _grow(rq, cnt[N_RQ])
+        rq_t = _grow(rq_t, cnt[N_RQ])
+        j = cnt[N_RQ]
+        while j > 0 and (prio[rq[j - 1]] < prio[v] or (prio[rq[j - 1]] == prio[v] and rq_t[j - 1] == t and rq[j - 1] > v)):
+            rq[j] = rq[j - 1]
+            rq_t[j] = rq_t[j - 1]
+            j -= 1
+        rq[j] = v
+        rq_t[j] = t
+        cnt[N_RQ] += 1
+        released = True
+    return released, rq, rq_t
+
+
+@njit
+def _event_loop(arrival, run, vm_cpu, vm_mem, prio, initial, cpu_cap, mem_cap, d_host, d_start, d_end, policy,
+                discipline, until, detect_s, boot_s, admission, res, m_host, m_at, util, core_mhz, mig_par):
+    n = arrival.size
+    H = cpu_cap.size
+    E = m_host.size
+    vi = np.full((n, 4), -1, dtype=np.int64)  # host, current instance, current outage, migration in flight
+    st = np.full(n, NOT_ARRIVED, dtype=np.int8)
+    refused = np.zeros(n, dtype=np.bool_)
+    vf = np.full((n, 2), np.nan)  # first start, end (first start + run)
+    cpu_free = cpu_cap.copy()
+    mem_free = mem_cap.copy()
+    down = np.zeros(H, dtype=np.int64)
+    maint = np.zeros(H, dtype=np.bool_)
+    blocked = np.zeros(H, dtype=np.bool_)  # down or in maintenance: takes no VM
+    evac_of = np.full(H, -1, dtype=np.int64)
+    evac = np.zeros((max(E, 1), 3))  # per maintenance event: VMs migrated, stranded, last landing planned
+    sc = np.array([0.0, 0.0, cpu_cap.sum(), mem_cap.sum()])
+    head = np.full(H, -1, dtype=np.int64)
+    nxt = np.full(n, -1, dtype=np.int64)
+    prv = np.full(n, -1, dtype=np.int64)
+    size = 1
+    while size < max(H, 1):
+        size *= 2
+    tc = np.full(2 * size, -1.0)
+    tm = np.full(2 * size, -1.0)
+    for h in range(H):
+        _set_leaf(tc, tm, size, h, cpu_free[h], mem_free[h])
+    cnt = np.zeros(10, dtype=np.int64)
+    inst = np.empty((n + 16, 5))
+    outs = np.empty((16, 5))
+    migs = np.empty((16, 12))
+    ht = np.empty(n + 1)  # departures
+    hv = np.empty(n + 1, dtype=np.int64)
+    lt = np.empty(16)  # landings (migration rows)
+    lv = np.empty(16, dtype=np.int64)
+    queue = np.empty(n, dtype=np.int64)
+    rel_t = np.empty(16)
+    rel_v = np.empty(16, dtype=np.int64)
+    rq = np.empty(16, dtype=np.int64)
+    rq_t = np.empty(16)
+    vs = np.empty(n, dtype=np.int64)
+    up_order = np.argsort(d_end, kind="mergesort")
+    di = 0
+    ui = 0
+    mi = 0
+    nd = d_host.size
+
+    # VMs placed at the start (a run without lifetimes): power-on in VM order, admission permitting
+    static = False
+    for v in range(n):
+        if initial[v] == -2:
+            continue
+        static = True
+        h = initial[v]
+        if h < 0:
+            st[v] = FAILED
+            continue
+        if not _admits(admission, sc, vm_cpu[v], vm_mem[v], res):
+            st[v] = FAILED
+            refused[v] = True
+            continue
+        vf[v, 0] = arrival[v]
+        vf[v, 1] = arrival[v] + run[v]
+        inst = _run_on(v, h, arrival[v], arrival[v], vi, st, vf, inst, cnt, cpu_free, mem_free, tc, tm, size, head, nxt,
+                       prv, sc, vm_cpu, vm_mem)
+        if run[v] < np.inf:
+            cnt[N_DEP] = _heap_push(ht, hv, cnt[N_DEP], vf[v, 1], v)
+    order = np.argsort(arrival, kind="mergesort")
+    i = n if static else 0  # a static run has no arrivals: every VM was placed (or not) at the start
+    while True:
+        next_arr = arrival[order[i]] if i < n else np.inf
+        t = np.inf
+        if cnt[N_DEP] > 0:
+            t = ht[0]
+        if cnt[N_LAND] > 0:
+            t = min(t, lt[0])
+        if ui < nd:
+            t = min(t, d_end[up_order[ui]])
+        if di < nd:
+            t = min(t, d_start[di])
+        if mi < E:
+            t = min(t, m_at[mi])
+        if cnt[R_HEAD] < cnt[R_TAIL]:
+            t = min(t, rel_t[cnt[R_HEAD]])
+        if t == np.inf and next_arr == np.inf:
+            break
+        if t > next_arr:  # one arrival
+            t = next_arr
+            if t > until:
+                break
+            v = order[i]
+            i += 1
+            inst = _arrive(v, t, st, refused, vi, vf, inst, cnt, queue, ht, hv, policy, discipline, admission, res, sc,
+                           run, vm_cpu, vm_mem, cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size, head, nxt, prv)
+            continue
+        if t > until:
+            break
+        freed = False
+        while ui < nd and d_end[up_order[ui]] == t:  # 1. hosts repaired
+            h = d_host[up_order[ui]]
+            ui += 1
+            down[h] -= 1
+            if down[h] == 0 and not maint[h]:
+                blocked[h] = False
+                cpu_free[h] = cpu_cap[h]
+                mem_free[h] = mem_cap[h]
+                sc[UP_CPU] += cpu_cap[h]
+                sc[UP_MEM] += mem_cap[h]
+                _set_leaf(tc, tm, size, h, cpu_free[h], mem_free[h])
+                freed = True
+        while cnt[N_DEP] > 0 and ht[0] == t:  # 2. departures
+            v = hv[0]
+            cnt[N_DEP] = _heap_pop(ht, hv, cnt[N_DEP])
+            if st[v] == RUNNING:
+                _cancel(v, t, vi, migs, cpu_free, mem_free, tc, tm, size, vm_cpu, vm_mem, blocked)
+                _leave(v, vi[v, 0], vi, cpu_free, mem_free, tc, tm, size, head, nxt, prv, sc, vm_cpu, vm_mem, blocked)
+                freed = True
+            st[v] = DONE  # done (also a VM down at its end: it is not restarted)
+            vi[v, 2] = -1
+        while cnt[N_LAND] > 0 and lt[0] == t:  # 3. migration landings
+            r = lv[0]
+            cnt[N_LAND] = _heap_pop(lt, lv, cnt[N_LAND])
+            if migs[r, M_STATUS] != M_FLIGHT:
+                continue
+            inst = _land(r, t, vi, st, vf, migs, inst, cnt, head, nxt, prv, cpu_free, mem_free, tc, tm, size, vm_cpu,
+                         vm_mem, blocked)
+            d = int(migs[r, M_DST])
+            if maint[d]:  # landed on a host put into maintenance meanwhile: on at once
+                vs[0] = int(migs[r, M_VM])
+                lt, lv = _grow(lt, cnt[N_LAND] + 1), _grow(lv, cnt[N_LAND] + 1)
+                migs = _migrate(vs, 1, d, t, evac_of[d], vi, migs, cnt, lt, lv, cpu_free, mem_free, cpu_cap, mem_cap, tc,
+                                tm, size, vm_cpu, vm_mem, util, core_mhz, mig_par, evac)
+            freed = True
+        while di < nd and d_start[di] == t:  # 4. host failures
+            h = d_host[di]
+            down[h] += 1
+            if down[h] == 1:
+                if not maint[h]:
+                    sc[UP_CPU] -= cpu_cap[h]
+                    sc[UP_MEM] -= mem_cap[h]
+                blocked[h] = True
+                outs, rel_t, rel_v = _fail(h, t, di, detect_s, vi, st, inst, outs, migs, cnt, rel_t, rel_v, head, nxt,
+                                           prv, cpu_free, mem_free, tc, tm, size, vm_cpu, vm_mem, sc, blocked)
+                for r in _inbound(h, migs, cnt):  # migrations to it are cancelled; their VMs move elsewhere
+                    v = int(migs[r, M_VM])
+                    src = int(migs[r, M_SRC])
+                    _cancel(v, t, vi, migs, cpu_free, mem_free, tc, tm, size, vm_cpu, vm_mem, blocked)
+                    if maint[src] and vi[v, 0] == src:
+                        vs[0] = v
+                        lt, lv = _grow(lt, cnt[N_LAND] + 1), _grow(lv, cnt[N_LAND] + 1)
+                        migs = _migrate(vs, 1, src, t, evac_of[src], vi, migs, cnt, lt, lv, cpu_free, mem_free, cpu_cap,
+                                        mem_cap, tc, tm, size, vm_cpu, vm_mem, util, core_mhz, mig_par, evac)
+            di += 1
+        while mi < E and m_at[mi] == t:  # 5. hosts entering maintenance
+            h = m_host[mi]
+            if not maint[h]:
+                maint[h] = True
+                evac_of[h] = mi
+                if not blocked[h]:
+                    sc[UP_CPU] -= cpu_cap[h]
+                    sc[UP_MEM] -= mem_cap[h]
+                    blocked[h] = True
+                    cpu_free[h] = -1.0
+                    mem_free[h] = -1.0
+                    _set_leaf(tc, tm, size, h, -1.0, -1.0)
+                nv = 0
+                v = head[h]
+                while v >= 0:
+                    if vi[v, 3] < 0:
+                        vs[nv] = v
+                        nv += 1
+                    v = nxt[v]
+                lt, lv = _grow(lt, cnt[N_LAND] + nv), _grow(lv, cnt[N_LAND] + nv)
+                migs = _migrate(vs, nv, h, t, mi, vi, migs, cnt, lt, lv, cpu_free, mem_free, cpu_cap, mem_cap, tc, tm,
+                                size, vm_cpu, vm_mem, util, core_mhz, mig_par, evac)
+            mi += 1
+        released, rq, rq_t = _release(t, prio, st, rel_t, rel_v, rq, rq_t, cnt)  # 6. restarts
+        if (released or freed) and cnt[N_RQ] > 0:
+            inst, outs = _serve_restarts(t, boot_s, policy, rq, rq_t, cnt, st, vi, vf, inst, outs, cpu_free, mem_free,
+                                         cpu_cap, mem_cap, tc, tm, size, head, nxt, prv, sc, vm_cpu, vm_mem)
+        if freed and cnt[Q_TAIL] > cnt[Q_HEAD]:  # 7. the arrival queue
+            inst = _serve_queue(t, queue, cnt, st, vi, vf, inst, ht, hv, policy, discipline, admission, res, sc, run,
+                                vm_cpu, vm_mem, cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size, head, nxt, prv)
+    return (st, refused, vf, inst[: cnt[N_INST]], outs[: cnt[N_OUT]], migs[: cnt[N_MIG]], evac[:E])
+
+
+@njit
+def _start_new(v, h, t, st, vi, vf, inst, cnt, ht, hv, run, vm_cpu, vm_mem, cpu_free, mem_free, tc, tm, size, head,
+               nxt, prv, sc):
+    """VM ``v``'s first start, on ``h`` at ``t``: its end is fixed (start + run) and scheduled."""
+    vf[v, 0] = t
+    vf[v, 1] = t + run[v]
+    inst = _run_on(v, h, t, t, vi, st, vf, inst, cnt, cpu_free, mem_free, tc, tm, size, head, nxt, prv, sc, vm_cpu, vm_mem)
+    if run[v] < np.inf:
+        cnt[N_DEP] = _heap_push(ht, hv, cnt[N_DEP], vf[v, 1], v)
+    return inst
+
+
+@njit
+def _arrive(v, t, st, refused, vi, vf, inst, cnt, queue, ht, hv, policy, discipline, admission, res, sc, run, vm_cpu,
+            vm_mem, cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size, head, nxt, prv):
+    """VM ``v`` arrives at ``t``: fails if no empty host could hold it; waits behind a fifo queue; else
+    placed (admission permitting), queued, or refused (``reject``)."""
+    ever = False
+    for h in range(cpu_cap.size):
+        if fits(cpu_cap[h], mem_cap[h], vm_cpu[v], vm_mem[v]):
+            ever = True
+            break
+    if not ever:
+        st[v] = FAILED
+        return inst
+    if discipline == 0 and cnt[Q_TAIL] > cnt[Q_HEAD]:
+        queue[cnt[Q_TAIL]] = v
+        cnt[Q_TAIL] += 1
+        st[v] = WAITING
+        return inst
+    ok = _admits(admission, sc, vm_cpu[v], vm_mem[v], res)
+    h = _find(policy, vm_cpu[v], vm_mem[v], cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size) if ok else -1
+    if h < 0:
+        refused[v] = not ok
+        if discipline == 2:
+            st[v] = FAILED
+        else:
+            queue[cnt[Q_TAIL]] = v
+            cnt[Q_TAIL] += 1
+            st[v] = WAITING
+        return inst
+    return _start_new(v, h, t, st, vi, vf, inst, cnt, ht, hv, run, vm_cpu, vm_mem, cpu_free, mem_free, tc, tm, size,
+                      head, nxt, prv, sc)
+
+
+@njit
+def _serve_queue(t, queue, cnt, st, vi, vf, inst, ht, hv, policy, discipline, admission, res, sc, run, vm_cpu, vm_mem,
+                 cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size, head, nxt, prv):
+    """Capacity freed at ``t``: the arrival queue in order (fifo: the head blocks the rest; backfill: every VM that fits)."""
+    k = cnt[Q_HEAD]
+    w = cnt[Q_HEAD]
+    while k < cnt[Q_TAIL]:
+        v = queue[k]
+        ok = _admits(admission, sc, vm_cpu[v], vm_mem[v], res)
+        h = _find(policy, vm_cpu[v], vm_mem[v], cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size) if ok else -1
+        if h < 0:
+            if discipline == 0:
+                break
+            queue[w] = v
+            w += 1
+            k += 1
+            continue
+        inst = _start_new(v, h, t, st, vi, vf, inst, cnt, ht, hv, run, vm_cpu, vm_mem, cpu_free, mem_free, tc, tm, size,
+                          head, nxt, prv, sc)
+        k += 1
+    if discipline == 0:
+        cnt[Q_HEAD] = k
+    else:
+        while k < cnt[Q_TAIL]:
+            queue[w] = queue[k]
+            w += 1
+            k += 1
+        cnt[Q_TAIL] = w
+    return inst
+
+
+@njit
+def _serve_restarts(t, boot_s, policy, rq, rq_t, cnt, st, vi, vf, inst, outs, cpu_free, mem_free, cpu_cap, mem_cap, tc,
+                    tm, size, head, nxt, prv, sc, vm_cpu, vm_mem):
+    """The restart queue in priority order: each VM down is placed where the policy finds room, up ``boot_s`` later."""
+    w = 0
+    for k in range(cnt[N_RQ]):
+        v = rq[k]
+        if st[v] != DOWN:
+            continue
+        h = _find(policy, vm_cpu[v], vm_mem[v], cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size)
+        if h < 0:
+            rq[w] = v
+            rq_t[w] = rq_t[k]
+            w += 1
+            continue
+        up = min(t + boot_s, vf[v, 1]) if vf[v, 1] == vf[v, 1] else t + boot_s
+        inst = _run_on(v, h, t, up, vi, st, vf, inst, cnt, cpu_free, mem_free, tc, tm, size, head, nxt, prv, sc, vm_cpu,
+                       vm_mem)
+        o = vi[v, 2]
+        outs[o, O_PLACE] = t
+        outs[o, O_HOST] = h
+        vi[v, 2] = -1
+    cnt[N_RQ] = w
+    return inst, outs
