@@ -121,7 +121,7 @@ def _flip_plan(licensing=None, carbon=None, cost_licences=()):
                 "memory": "256 GiB", "power": {"model": "linear", "idle": "100 W", "peak": "300 W"}, "price_usd": price}
 
     spec = PlanSpec.model_validate({
-        "qos": {"cpu_overcommit": 1.0},
+        "qos": {"vcpus_per_core": 1.0},
         "cost": {"years": 4, "pue": 1.0, "price_per_kwh_usd": 0.0, "licences": list(cost_licences)},
         "candidates": [cand("hi 2x16", 16, 20_000), cand("lo 2x6", 6, 6_000)],
         "licensing": licensing, "carbon": carbon,

@@ -30,7 +30,7 @@ def inventory(n=8, steps=12, active_gib=6.0, cfg_gib=8.0, util=0.5, disk_MBps=No
 
 
 def spec(**over):
-    d = {"policy": "first-fit-decreasing", "windows": 12, "qos": {"cpu_ready_pct": 50, "cpu_overcommit": 8, "memory_overcommit": 1.0},
+    d = {"policy": "first-fit-decreasing", "windows": 12, "qos": {"cpu_ready_pct": 50, "vcpus_per_core": 8, "memory_overcommit": 1.0},
          "candidates": [HOST]}
     for k, v in over.items():
         if isinstance(v, dict) and isinstance(d.get(k), dict):
@@ -121,8 +121,8 @@ def test_plan_lowers_memory_overcommit_until_the_slowdown_bound_holds():
     # slows by more than 2 %; with a loose bound it keeps 2x.
     inv = inventory(n=16, active_gib=7.95)
     mem = {"model": "vsphere-like", "swap_device": "fc-san-lun"}
-    loose = plan(inv, spec(qos={"memory_overcommit": 2.0, "memory_slowdown": 100.0, "cpu_overcommit": 2}, memory=mem)).results[0]
-    tight = plan(inv, spec(qos={"memory_overcommit": 2.0, "memory_slowdown": 1.02, "cpu_overcommit": 2}, memory=mem)).results[0]
+    loose = plan(inv, spec(qos={"memory_overcommit": 2.0, "memory_slowdown": 100.0, "vcpus_per_core": 2}, memory=mem)).results[0]
+    tight = plan(inv, spec(qos={"memory_overcommit": 2.0, "memory_slowdown": 1.02, "vcpus_per_core": 2}, memory=mem)).results[0]
     assert loose.feasible and tight.feasible
     assert loose.memory_overcommit_used == 2.0 and loose.mem_slowdown_worst > 1.02
     assert tight.memory_overcommit_used < 2.0 and tight.mem_slowdown_worst <= 1.02

@@ -27,7 +27,7 @@ def test_cheap_candidate_that_places_no_vm_ranks_last_marked_and_is_not_best(tmp
     #                                      however cheap its hosts are
     inv = build_inventory([f"v{i}" for i in range(4)], [2] * 4, [2000.0] * 4, [8 * 2**30] * 4,
                           cpu_mhz=np.full((4, 4), 1000.0))
-    spec = PlanSpec.model_validate({"qos": {"cpu_ready_pct": 5.0, "cpu_overcommit": 1.0},
+    spec = PlanSpec.model_validate({"qos": {"cpu_ready_pct": 5.0, "vcpus_per_core": 1.0},
                                     "candidates": [_candidate("one-core", 1, 500), _candidate("four-core", 4, 5000)]})
     summary = write_outputs(plan(inv, spec), tmp_path)
     assert summary["best"] == "four-core"

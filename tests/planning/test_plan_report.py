@@ -22,7 +22,7 @@ POWER_NEW = {"model": "linear", "idle": "100 W", "peak": "300 W"}
 
 def _spec(overcommit: float = 1.0, cores: int = 4, **extra) -> PlanSpec:
     # one candidate: 4 cores at 2 GHz (no SMT), 32 GiB, by default no over-commit of vCPUs (1 per core)
-    doc = {"qos": {"cpu_ready_pct": 5.0, "cpu_overcommit": overcommit},
+    doc = {"qos": {"cpu_ready_pct": 5.0, "vcpus_per_core": overcommit},
            "candidates": [{"name": "new", "cpu": {"sockets": 1, "cores_per_socket": cores, "base_clock": "2 GHz"},
                            "memory": "32 GiB", "power": POWER_NEW, "price_usd": 5000}]}
     return PlanSpec.model_validate(doc | extra)
@@ -37,7 +37,7 @@ def _four_vms(steps: int = 4):
 def test_limiting_resource_and_bounds_are_the_hand_figures():
     s = summary_dict(plan(_four_vms(), _spec()))
     a = s["answer"]
-    # 8 vCPUs on 4 cores at 1 vCPU per core -> 2 hosts of 2 VMs; per host 4 vCPUs / 4 logical CPUs = 1.0 of 1.0:
+    # 8 vCPUs on 4 cores at 1 vCPU per core -> 2 hosts of 2 VMs; per host 4 vCPUs / 4 physical cores = 1.0 of 1.0:
     # vCPU slots bind (0 % headroom). Memory: 2 x 8 GiB / 32 GiB = 0.5 of 1.0. CPU demand: 2,000 / 8,000 MHz = 25 %.
     assert a["hosts"] == 2 and a["limiting"] == "vcpus"
     b = {x["key"]: x for x in a["bounds"]}
@@ -47,7 +47,7 @@ def test_limiting_resource_and_bounds_are_the_hand_figures():
     assert b["cpu_ready"]["value"] <= 5.0
     text = headline(s)
     assert text.splitlines()[0].startswith("Buy 2 x new")
-    assert "Limiting resource: vCPUs per logical CPU" in text and "0 % headroom" in text
+    assert "Limiting resource: vCPUs per physical core" in text and "0 % headroom" in text
 
 
 def test_today_from_the_current_section_is_arithmetic_on_the_same_demand():

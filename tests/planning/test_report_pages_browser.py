@@ -60,7 +60,7 @@ def test_plan_report_in_a_browser_answers_first_and_fits_1400_px(tmp_path):
 
     # an RVTools export (vInfo, vCPU, vMemory, vHost) of 6 VMs over 50 steps' first sample
     inv = load_inventory(write_rvtools_xlsx(tmp_path / "e.xlsx", small_workload(6, 50)))
-    spec = PlanSpec.model_validate({"qos": {"cpu_overcommit": 4.0, "ha_spare_hosts": 1}, "candidates": [
+    spec = PlanSpec.model_validate({"qos": {"vcpus_per_core": 4.0, "ha_spare_hosts": 1}, "candidates": [
         {"name": f"{n}-core host with a rather long candidate name", "cpu": {"sockets": 2, "cores_per_socket": n, "base_clock": "2.4 GHz"},
          "memory": "128 GiB", "power": {"model": "linear", "idle": "120 W", "peak": "350 W"}, "price_usd": 900.0 * n}
         for n in (8, 16, 24)]})

@@ -58,7 +58,7 @@ def test_vinfo_only_has_no_made_up_demand(tmp_path):
     ok = [r for r in res.results if r.feasible]
     assert ok, [r.reason for r in res.results]
     big = next(r for r in res.results if r.name.startswith("2x E5-2698v3 768G"))
-    # 38 vCPUs and 76 GiB on one host (64 logical CPUs x 8, 760 GiB usable) plus one HA spare
+    # 38 vCPUs and 76 GiB on one host (32 physical cores x 16 vCPUs per core = 512 vCPUs, 760 GiB usable) plus one HA spare
     assert big.feasible and big.n_hosts == 2
     assert np.isnan(big.ready_pct_worst) and big.row()["ready_pct_worst"] is None
     assert any("CPU Ready not checked" in n for n in res.notes)

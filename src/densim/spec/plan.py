@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from densim.models.carbon import CarbonInputs
@@ -77,7 +79,9 @@ class QosSpec(BaseModel):
     model_config = _CFG
 
     cpu_ready_pct: float = Field(default=5.0, gt=0, description="worst VM's CPU Ready % per vCPU, every step")
-    cpu_overcommit: float = Field(default=8.0, gt=0, description="max vCPUs per logical CPU")
+    vcpus_per_core: float = Field(default=16.0, gt=0, description="max vCPUs per physical core, threads not counted "
+                                  "(the vCPU:pCore ratio; the rule of a scenario's placement.cpu_overcommit). 16 = the "
+                                  "old qos.cpu_overcommit default of 8 per logical CPU on SMT-2 hosts")
     memory_overcommit: float = Field(default=1.0, gt=0, description="max configured memory / host memory")
     max_cpu_utilisation: float = Field(default=1.0, gt=0, le=1.0, description="cap on summed demand / host MHz")
     ha_spare_hosts: int = Field(default=0, ge=0, description="N+k: k spare hosts")
@@ -89,6 +93,32 @@ class QosSpec(BaseModel):
                                    "(checked when the plan has a memory section)")
     io_latency_ms: float = Field(default=20.0, gt=0, description="worst host's mean I/O latency, every step "
                                  "(checked when a candidate has storage and the inventory disk series)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_cpu_overcommit(cls, data: object) -> object:
+        # qos.cpu_overcommit counted vCPUs per LOGICAL CPU: read as per core it would halve every SMT-2 host's
+        # vCPU capacity without a word, so an old file is refused with the translation, never re-interpreted
+        if isinstance(data, dict) and "cpu_overcommit" in data:
+            from pydantic_core import InitErrorDetails, PydanticCustomError, ValidationError
+
+            old = data["cpu_overcommit"]
+            raise ValidationError.from_exception_data(cls.__name__, [InitErrorDetails(
+                type=PydanticCustomError("field_renamed", "{why}", {"why": old_cpu_overcommit_message(old)}), loc=("cpu_overcommit",),
+                input=old)])
+        return data
+
+
+def old_cpu_overcommit_message(old: object) -> str:
+    """Why ``qos.cpu_overcommit`` is refused and what to write instead, with the file's value ``old`` translated."""
+    try:
+        v = float(old)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        v = math.nan
+    ex = (f"here {v:g} per logical CPU on SMT-2 hosts = qos.vcpus_per_core: {2 * v:g}; without SMT {v:g}"
+          if math.isfinite(v) and v > 0 else "e.g. 8 per logical CPU on SMT-2 hosts = qos.vcpus_per_core: 16")
+    return ("no longer read: it counted vCPUs per logical CPU; write qos.vcpus_per_core instead (vCPUs per physical "
+            f"core, as a scenario's placement.cpu_overcommit counts them) = the old value x threads per core ({ex})")
 
 
 class RightsizeSpec(BaseModel):

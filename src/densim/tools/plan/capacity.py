@@ -22,7 +22,7 @@ Per candidate:
    utilisation x PUE x $/kWh, space, licences, maintenance (:mod:`densim.models.cost`).
 
 An inventory without a CPU demand series (an RVTools export with only vInfo) is placed by vCPUs
-(``qos.cpu_overcommit`` per logical CPU) and memory only: CPU Ready is not checked (reported as
+(``qos.vcpus_per_core`` per physical core, :func:`vcpu_capacity`) and memory only: CPU Ready is not checked (reported as
 null, with a note) and energy is computed with every vCPU busy, an upper bound. An inventory with one
 sample per VM is not right-sized unless ``rightsizing.from_snapshot`` asks for it. When no candidate
 is feasible, :func:`closest` names the one that came nearest and why it failed.
@@ -185,6 +185,13 @@ def host_type_of(c: Candidate):
     )
 
 
+def vcpu_capacity(host, q: QosSpec) -> float:
+    """vCPUs one host may hold: ``qos.vcpus_per_core`` x physical cores (SMT threads not counted), the vCPU:pCore
+    ratio of vSphere sizing and the very rule of a scenario's ``placement.cpu_overcommit`` (the engine's
+    ``hosts.cores x cpu_overcommit``), so a plan's answer replayed with ``densim run`` has the same vCPU room."""
+    return q.vcpus_per_core * host.cores
+
+
 def plan_candidate(inv: Inventory, spec: PlanSpec, c: Candidate, *, vcpus=None, mem_bytes=None) -> CandidateResult:
     from densim.placement.prefabs import lower_bound_hosts, place
     from densim.placement.tspack import build_problem, host_metrics
@@ -218,9 +225,10 @@ def plan_candidate(inv: Inventory, spec: PlanSpec, c: Candidate, *, vcpus=None, 
         return res
     bound = q.cpu_ready_pct
     mem_oc = q.memory_overcommit
+    oc_logical = vcpu_capacity(host, q) / host.logical_cpus  # the placement library counts per logical CPU
     for _attempt in range(10):
         p = build_problem(
-            vcpus, mem_bytes, cpu if has_cpu else None, inv.mem_used_bytes, host, n_windows=spec.windows, cpu_overcommit=q.cpu_overcommit,
+            vcpus, mem_bytes, cpu if has_cpu else None, inv.mem_used_bytes, host, n_windows=spec.windows, cpu_overcommit=oc_logical,
             memory_overcommit=mem_oc, max_cpu_utilisation=q.max_cpu_utilisation, ready_bound_pct=bound,
             anti_affinity=anti, affinity=aff, io_iops=qos.io_iops, io_cap_iops=qos.io_cap,
         )
@@ -298,7 +306,7 @@ def plan_candidate(inv: Inventory, spec: PlanSpec, c: Candidate, *, vcpus=None, 
 
 
 _FILTER_WORDS = {
-    "capacity": "more vCPUs than qos.cpu_overcommit x the host's logical CPUs, or more configured memory than "
+    "capacity": "more vCPUs than qos.vcpus_per_core x the host's physical cores, or more configured memory than "
                 "qos.memory_overcommit x its usable memory",
     "numa_fit": "wider than one socket (vCPUs or memory)",
     "ready": "CPU Ready above qos.cpu_ready_pct even alone on a host",
@@ -443,7 +451,7 @@ def _optimise(inv, spec: PlanSpec, host, vcpus, mem_bytes, cpu, heuristic_host_o
     o = spec.optimise
     base = np.stack([np.asarray(vcpus, dtype=np.float64), np.ceil(np.asarray(mem_bytes) / 2**20)], axis=1)
     # the memory over-commit the heuristic ended with (lowered when the memory QoS check needed it)
-    base_cap = np.array([np.floor(q.cpu_overcommit * host.logical_cpus), np.floor(memory_overcommit * host.usable_mem_bytes / 2**20)])
+    base_cap = np.array([np.floor(vcpu_capacity(host, q) + 1e-9), np.floor(memory_overcommit * host.usable_mem_bytes / 2**20)])
     cw_f = window_max(cpu, spec.windows)  # (W, N) MHz, as the heuristic saw them
     cw = np.ceil(cw_f)  # integer sizes for CP-SAT, rounded up (conservative)
     cap_f = host.capacity_mhz * q.max_cpu_utilisation
@@ -526,7 +534,7 @@ def plan(inv: Inventory, spec: PlanSpec, progress=None) -> PlanResult:
     rs = None
     notes = list(inv.notes)
     if inv.cpu_mhz is None:
-        notes.append(NO_CPU_NOTE.format(oc=spec.qos.cpu_overcommit))
+        notes.append(NO_CPU_NOTE.format(oc=spec.qos.vcpus_per_core))
     if inv.fmt == "opendc" or inv.vm_start_s is not None:
         notes.append(tasks_note(inv))
     r = spec.rightsizing
@@ -571,8 +579,8 @@ def tasks_note(inv: Inventory) -> str:
             "sweep on cluster.hosts[0].count, and read summary.scheduling (docs/howto/tasks-that-arrive-and-leave.md)")
 
 
-NO_CPU_NOTE = ("no CPU demand series in the inventory (no CPU usage exported): VMs placed by vCPUs (qos.cpu_overcommit = "
-               "{oc:g} per logical CPU) and memory only; CPU Ready not checked; energy with every host fully busy (an upper bound)")
+NO_CPU_NOTE = ("no CPU demand series in the inventory (no CPU usage exported): VMs placed by vCPUs (qos.vcpus_per_core = "
+               "{oc:g} per physical core) and memory only; CPU Ready not checked; energy with every host fully busy (an upper bound)")
 SNAPSHOT_SKIP = ("right-sizing skipped: the inventory has one sample per VM (a snapshot, such as an RVTools export), and one "
                  "sample says nothing about peaks; set rightsizing.from_snapshot: true (or --rightsize-snapshot) to right-size "
                  "from it anyway")

@@ -135,7 +135,7 @@ def bounds_held(res: PlanResult, r: CandidateResult) -> list[dict]:
     host_mem = np.bincount(r.host_of_vm, weights=mem, minlength=n)
     out: list[dict] = []
 
-    short = {"cpu_ready": "CPU Ready", "cpu_demand": "CPU demand", "vcpus": "vCPUs per logical CPU", "memory_configured":
+    short = {"cpu_ready": "CPU Ready", "cpu_demand": "CPU demand", "vcpus": "vCPUs per physical core", "memory_configured":
              "configured memory", "memory_in_use": "memory in use", "memory_slowdown": "memory slowdown", "io_latency": "I/O latency"}
 
     def add(key: str, label: str, value: float, limit: float, unit: str, share: float | None = None) -> None:
@@ -148,8 +148,8 @@ def bounds_held(res: PlanResult, r: CandidateResult) -> list[dict]:
         add("cpu_ready", "CPU Ready of the worst VM at its worst step", r.ready_pct_worst, q.cpu_ready_pct, "%")
         add("cpu_demand", "CPU demand of the busiest host at its busiest step", 100 * r.cpu_util_peak,
             100 * q.max_cpu_utilisation, "%")
-    add("vcpus", "vCPUs per logical CPU on the fullest host", float(host_vcpus.max()) / host.logical_cpus,
-        q.cpu_overcommit, ":1")
+    add("vcpus", "vCPUs per physical core on the fullest host", float(host_vcpus.max()) / host.cores,
+        q.vcpus_per_core, ":1")
     add("memory_configured", "configured memory per byte of usable host memory on the fullest host",
         float(host_mem.max()) / host.usable_mem_bytes, r.memory_overcommit_used, "x")
     if inv.mem_used_bytes is not None:
