@@ -69,7 +69,7 @@ def fits(cpu_free, mem_free, c, m):
     return cpu_free + FIT_EPS * max(1.0, c) >= c and mem_free + FIT_EPS * max(1.0, m) >= m
 
 
-@njit
+@njit(inline="always")
 def _heap_push(ht, hv, n, t, v):
     i = n
     ht[i] = t
@@ -84,7 +84,7 @@ def _heap_push(ht, hv, n, t, v):
     return n + 1
 
 
-@njit
+@njit(inline="always")
 def _heap_pop(ht, hv, n):
     n -= 1
     ht[0] = ht[n]
@@ -106,7 +106,7 @@ def _heap_pop(ht, hv, n):
     return n
 
 
-@njit
+@njit(inline="always")
 def _grow(a, n):
     """``a`` with room for at least ``n + 1`` rows (first axis)."""
     if n < a.shape[0]:
@@ -117,7 +117,7 @@ def _grow(a, n):
     return b
 
 
-@njit
+@njit(inline="always")
 def _find(policy, c, m, cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size):
     """The host the policy picks for ``c`` vCPUs and ``m`` bytes (-1: none has room).
     0 first-fit (leftmost leaf of the segment tree with room), 1 best-fit, 2 worst-fit (least /
@@ -150,7 +150,7 @@ def _find(policy, c, m, cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size):
     return chosen
 
 
-@njit
+@njit(inline="always")
 def _room(h, d, cpu_free, mem_free, tc, tm, size, c, m):
     """Host ``h``'s room changes by ``d`` x (``c``, ``m``) (d = +1 frees, -1 takes); the tree follows."""
     cpu_free[h] += d * c
@@ -158,7 +158,7 @@ def _room(h, d, cpu_free, mem_free, tc, tm, size, c, m):
     _set_leaf(tc, tm, size, h, cpu_free[h], mem_free[h])
 
 
-@njit
+@njit(inline="always")
 def _link(head, nxt, prv, h, v):
     nxt[v] = head[h]
     prv[v] = -1
@@ -167,7 +167,7 @@ def _link(head, nxt, prv, h, v):
     head[h] = v
 
 
-@njit
+@njit(inline="always")
 def _unlink(head, nxt, prv, h, v):
     if prv[v] >= 0:
         nxt[prv[v]] = nxt[v]
@@ -179,7 +179,7 @@ def _unlink(head, nxt, prv, h, v):
     prv[v] = -1
 
 
-@njit
+@njit(inline="always")
 def _add_instance(inst, cnt, v, h, place, start, end):
     inst = _grow(inst, cnt[N_INST])
     k = cnt[N_INST]
@@ -192,7 +192,7 @@ def _add_instance(inst, cnt, v, h, place, start, end):
     return inst, k
 
 
-@njit
+@njit(inline="always")
 def _admits(admission, sc, c, m, res):
     """Admission control: ``used + vm <= up - reserve`` in vCPUs and memory (res: fixed cpu, fixed mem, share)."""
     if not admission:
@@ -202,7 +202,7 @@ def _admits(admission, sc, c, m, res):
     return fits(sc[UP_CPU] - res_c - sc[USED_CPU], sc[UP_MEM] - res_m - sc[USED_MEM], c, m)
 
 
-@njit
+@njit(inline="always")
 def _run_on(v, h, t, start, vi, st, vf, inst, cnt, cpu_free, mem_free, tc, tm, size, head, nxt, prv, sc, vm_cpu, vm_mem):
     """VM ``v`` runs on host ``h`` from ``t`` (up from ``start``): room taken, listed on the host, an instance."""
     vi[v, 0] = h
@@ -217,7 +217,7 @@ def _run_on(v, h, t, start, vi, st, vf, inst, cnt, cpu_free, mem_free, tc, tm, s
     return inst
 
 
-@njit
+@njit(inline="always")
 def _leave(v, h, vi, cpu_free, mem_free, tc, tm, size, head, nxt, prv, sc, vm_cpu, vm_mem, blocked):
     """VM ``v`` leaves host ``h`` (not down): off its list, its room back unless the host takes no VM."""
     _unlink(head, nxt, prv, h, v)
@@ -228,7 +228,7 @@ def _leave(v, h, vi, cpu_free, mem_free, tc, tm, size, head, nxt, prv, sc, vm_cp
     vi[v, 0] = -1
 
 
-@njit
+@njit(inline="always")
 def _cancel(v, t, vi, migs, cpu_free, mem_free, tc, tm, size, vm_cpu, vm_mem, blocked):
     """Cancel VM ``v``'s migration in flight (if any) at ``t``: its destination's room back."""
     r = vi[v, 3]
@@ -580,7 +580,9 @@ def _event_loop(arrival, run, vm_cpu, vm_mem, prio, initial, cpu_cap, mem_cap, d
                 migs = _migrate(vs, nv, h, t, mi, vi, migs, cnt, lt, lv, cpu_free, mem_free, cpu_cap, mem_cap, tc, tm,
                                 size, vm_cpu, vm_mem, util, core_mhz, mig_par, evac)
             mi += 1
-        released, rq, rq_t = _release(t, prio, st, rel_t, rel_v, rq, rq_t, cnt)  # 6. restarts
+        released = False
+        if cnt[R_HEAD] < cnt[R_TAIL] and rel_t[cnt[R_HEAD]] == t:  # 6. restarts
+            released, rq, rq_t = _release(t, prio, st, rel_t, rel_v, rq, rq_t, cnt)
         if (released or freed) and cnt[N_RQ] > 0:
             inst, outs = _serve_restarts(t, boot_s, policy, rq, rq_t, cnt, st, vi, vf, inst, outs, cpu_free, mem_free,
                                          cpu_cap, mem_cap, tc, tm, size, head, nxt, prv, sc, vm_cpu, vm_mem)
@@ -590,7 +592,7 @@ def _event_loop(arrival, run, vm_cpu, vm_mem, prio, initial, cpu_cap, mem_cap, d
     return (st, refused, vf, inst[: cnt[N_INST]], outs[: cnt[N_OUT]], migs[: cnt[N_MIG]], evac[:E])
 
 
-@njit
+@njit(inline="always")
 def _start_new(v, h, t, st, vi, vf, inst, cnt, ht, hv, run, vm_cpu, vm_mem, cpu_free, mem_free, tc, tm, size, head,
                nxt, prv, sc):
     """VM ``v``'s first start, on ``h`` at ``t``: its end is fixed (start + run) and scheduled."""
@@ -602,7 +604,7 @@ def _start_new(v, h, t, st, vi, vf, inst, cnt, ht, hv, run, vm_cpu, vm_mem, cpu_
     return inst
 
 
-@njit
+@njit(inline="always")
 def _arrive(v, t, st, refused, vi, vf, inst, cnt, queue, ht, hv, policy, discipline, admission, res, sc, run, vm_cpu,
             vm_mem, cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size, head, nxt, prv):
     """VM ``v`` arrives at ``t``: fails if no empty host could hold it; waits behind a fifo queue; else
