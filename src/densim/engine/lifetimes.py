@@ -86,7 +86,25 @@ def plan_schedule(sc, source, hosts, lt: tuple[np.ndarray, np.ndarray]) -> Sched
 
 
 class Liveness:
-    """Per chunk: alive shares, vCPUs alive per host, and the hosts' on/off state with boot energy."""
+    """Which VM row is alive when, and which hosts draw power: THE one place the engine and the stages read it.
+
+    Built by :func:`densim.engine.run.run_placed` when ``ctx.schedule`` is set (VMs arrive and leave,
+    ``scheduling.lifetimes``; or VM instances of a run with ``failures:``) and kept as ``ctx.liveness``
+    (None otherwise: every row alive at every step). A row is alive on ``[start_s, end_s)`` of the
+    schedule (seconds on the trace clock; NaN start: never started, never alive), on its host
+    ``ctx.vms.host``. Read by the engine per chunk (:meth:`chunk`: vCPUs alive per host, hosts on,
+    boot power; :meth:`active_ids`, :meth:`chunk_steps`), by the stages (:meth:`alive`,
+    :meth:`alive_mask`, :meth:`lives_through`, :meth:`peak_per_host`) and by the failures summary.
+
+    Shapes: ``edges`` are the chunk's step edges (steps + 1,) in seconds (``ctx.grid.edges_s(t0,
+    t1)``); per-row results are (steps, VMs), per-host ones (steps, hosts).
+
+    State: under ``scheduling.idle_hosts: off`` a host is on while some row is alive on it and for
+    ``off_after`` seconds after; :meth:`power_mask` carries that from chunk to chunk (``last_busy``,
+    ``was_on``) and counts power-ons (``boots``) and hosts ever on (``ever_on``: under that policy the run's
+    ``powered_on``), so chunks must be asked for in time order, each once. ``failures`` (set by the
+    engine) takes hosts down for at least half a step off power.
+    """
 
     def __init__(self, sc, sch: Schedule, hosts, vcpus: np.ndarray) -> None:
         self.sch = sch

@@ -61,6 +61,7 @@ class Preload:
             self.error = exc
 
     def join(self) -> None:
+        """Wait for the background loading to end (a failure is kept in ``error``, not raised)."""
         self._thread.join()
 
 

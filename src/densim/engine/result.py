@@ -78,20 +78,41 @@ HOST_STEP_COLUMNS = {
 
 @dataclass
 class Result:
+    """One finished run: its context, per-row totals and series, and the tables and summary built from them.
+
+    Built once at the end of :func:`densim.engine.run.run_placed` (or by
+    :func:`densim.engine.partition.merge_parts` for a distributed run) and not changed afterwards;
+    read by the run tool, studies, sweeps, the report and ``densim serve``. The tables
+    (:attr:`vms`, :attr:`hosts`, :meth:`host_steps`, :meth:`vm_steps`, :meth:`schedule_steps`) and
+    :attr:`summary` are computed on first use; :meth:`write` writes them all.
+
+    ``vm_acc``/``host_acc`` are the run's :class:`densim.engine.run.Accumulator` s over the VM rows
+    (V) and hosts (H): sums over steps of per-step rates (MHz, W, %, ...), so a total in MHz x s or J
+    is the sum times ``ctx.grid.step_s`` and a mean is the sum / T; maxima per row; (T, V)/(T, H)
+    float32 series when kept. The per-host arrays, all (H,): ``host_on`` (drew power at some time),
+    ``vcpus_per_host``/``vms_per_host``/``mem_per_host`` (vCPUs, VM rows, configured memory in bytes placed
+    on the host; when VMs arrive and leave, vCPUs and memory are the peak alive at once and VM rows
+    every row that ever ran there; with migration, the placement at the end).
+    ``stages`` are the active stages in run order (the migration planner last, when there is one);
+    each adds its sections to the summary. ``timings`` are wall-clock seconds by phase.
+    """
+
     ctx: EngineContext
-    vm_acc: Any
-    host_acc: Any
+    vm_acc: Any  # densim.engine.run.Accumulator over the VM rows
+    host_acc: Any  # densim.engine.run.Accumulator over the hosts
     stages: list
-    host_on: np.ndarray
-    vcpus_per_host: np.ndarray
-    vms_per_host: np.ndarray
-    mem_per_host: np.ndarray
+    host_on: np.ndarray  # (H,) bool
+    vcpus_per_host: np.ndarray  # (H,) float64
+    vms_per_host: np.ndarray  # (H,) int64
+    mem_per_host: np.ndarray  # (H,) float64 bytes
     timings: dict[str, float] = field(default_factory=dict)
     liveness: Any = None  # densim.engine.lifetimes.Liveness when VMs arrive and leave
 
     # ---- tables ----------------------------------------------------------------------------
     @cached_property
     def vms(self):
+        """``vms.parquet`` as a polars DataFrame: one row per VM row of the run (:data:`VM_COLUMNS`, then
+        :data:`SCHEDULE_VM_COLUMNS` when VMs arrive and leave, then ``<metric>_<agg>`` per declared VM metric)."""
         import polars as pl
 
         c, v, step = self.ctx, self.vm_acc, self.ctx.grid.step_s
@@ -125,6 +146,8 @@ class Result:
 
     @cached_property
     def hosts(self):
+        """``hosts.parquet`` as a polars DataFrame: one row per host (:data:`HOST_COLUMNS`, then
+        ``<metric>_<agg>`` per declared host metric)."""
         import polars as pl
 
         c, h, step = self.ctx, self.host_acc, self.ctx.grid.step_s
@@ -183,6 +206,7 @@ class Result:
         return pl.DataFrame({"step": np.arange(t.size, dtype=np.int32), "time_s": t, "running": running, "waiting": waiting})
 
     def vm_steps(self):
+        """Long table (step x VM row) of the per-step VM metrics, or None when the run kept no VM series."""
         import polars as pl
 
         v = self.vm_acc

@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -30,7 +31,30 @@ ELEMENTS_PER_CHUNK = 40_000_000  # (steps x VMs) float32 per array: 160 MB
 
 @dataclass
 class Chunk:
-    """One window of steps ``[t0, t1)``; arrays are (steps, VMs) or (steps, hosts)."""
+    """One window of steps ``[t0, t1)`` of a run, handed to every stage hook; arrays are (steps, VMs) or (steps, hosts).
+
+    ``steps`` is :attr:`n_steps` = ``t1 - t0``, VMs are the rows of ``ctx.vms`` (all of them: a run
+    whose chunks step only the VMs alive in them has no stages and builds no Chunk), hosts the rows of
+    ``ctx.hosts``. Times are step indices on ``ctx.grid``; ``step_s`` is its step (s).
+
+    Who writes and reads what, in the order of one chunk (:func:`run_placed`):
+
+    * the engine puts the VMs' demand in ``vm`` (``"cpu_demand_mhz"``, (steps, VMs) MHz, plus the
+      source's other channels by name), or only ``demand_factors`` when every stage takes the demand
+      factored (:meth:`demand` expands it on first use); and the hosts' capacity in
+      ``host_capacity_mhz`` ((steps, hosts) MHz, a read-only broadcast of one row);
+    * ``before_cpu`` may change ``vm["cpu_demand_mhz"]`` (overheads), assign a new
+      ``host_capacity_mhz``, or :meth:`add_host_power`;
+    * the CPU kernel runs; the engine puts its per-VM results in ``vm`` (``cpu_claim_mhz``,
+      ``cpu_delivered_mhz``, ``cpu_ready_s``) only for a stage with ``reads_cpu_results``, its
+      per-host results in ``host`` (``cpu_demand_mhz``, ``cpu_delivered_mhz``, ``utilisation``,
+      ``cpu_ready_s``, ``power_w``) only for a stage with ``reads_cpu_results`` or ``reads_host_results``;
+    * ``after_cpu`` writes its declared metrics to ``vm_out`` / ``host_out`` (or ``vm_reduced``);
+      the engine then adds them to the run's :class:`Accumulator` s and drops the chunk.
+
+    Invariant: every (steps, ...) array has ``n_steps`` rows; an array in ``vm_out``/``host_out``
+    is not written into after it is handed over.
+    """
 
     t0: int
     t1: int
@@ -83,11 +107,26 @@ class Chunk:
 
     @property
     def n_steps(self) -> int:
+        """Steps in the chunk: ``t1 - t0``."""
         return self.t1 - self.t0
 
 
 class Accumulator:
-    """Time-weighted totals and optional time series of every metric."""
+    """A run's per-row totals of every metric, for one level: VMs (``n`` = V) or hosts (``n`` = H).
+
+    ``sum[name]`` is the (n,) float64 sum over the run's steps of the metric's per-step value (a
+    rate such as MHz or W: times ``step_s`` it is MHz x s or J), ``max[name]`` the (n,) float64
+    worst step, kept for the CPU Ready and utilisation figures and for metrics declared with
+    ``agg="max"``; with ``keep_series``, ``series[name]`` is the (n_steps, n) float32 time series
+    (``host_steps.parquet``, ``vm_steps.parquet``). Nothing else of the size of the run is kept.
+
+    Written chunk by chunk, in time order, by :func:`run_placed` (the CPU results and every stage's
+    ``vm_out``/``vm_reduced``/``host_out``), by :meth:`densim.engine.migration.MigrationPlanner.observe`
+    (its per-host link traffic) and, for a distributed run, by :func:`densim.engine.partition.merge_parts`;
+    read by :class:`densim.engine.result.Result` for the tables and the summary.
+    Invariant: the sums of a metric cover every chunk once (a chunk's steps ``[t0, t1)`` are
+    added once); the dict order is the order metrics first arrived (the tables' column order).
+    """
 
     def __init__(self, n_steps: int, n: int, keep_series: bool) -> None:
         self.n_steps = n_steps
@@ -106,6 +145,8 @@ class Accumulator:
             self.series.setdefault(name, np.zeros((self.n_steps, self.n), dtype=np.float32))[t0 : t0 + arr.shape[0]] = arr
 
     def add_zeros(self, name: str, t0: int, n_steps: int, want_max: bool = False) -> None:
+        """Make sure ``name`` exists (zero sums, zero maxima with ``want_max``, a zero series when kept)
+        without adding anything: a chunk in which the metric is zero everywhere."""
         self.sum.setdefault(name, np.zeros(self.n))
         if want_max:
             self.max.setdefault(name, np.zeros(self.n))
@@ -136,6 +177,10 @@ class Accumulator:
             self.series_view(name, t0, arr.shape[0])[...] = arr
 
     def add(self, name: str, t0: int, arr: np.ndarray, want_max: bool = False) -> None:
+        """Add the chunk starting at step ``t0`` of ``name``: ``arr`` is (steps, n); its sums over the
+        steps (float64) go to ``sum``, its maxima to ``max`` with ``want_max``, and it is kept as
+        the series' rows ``[t0, t0 + steps)`` when series are kept (as it is, without a copy, when
+        it is the whole run)."""
         a = np.asarray(arr)
         if a.ndim == 2 and a.strides[0] == 0 and 0 < a.shape[0] < 2**29 and a.dtype == np.float32:
             # one row repeated (a stage's read-only broadcast): n x row is the sum, exactly (a float32
@@ -428,39 +473,70 @@ def keeps_vm_series(ctx) -> bool:
     return mode == "on" or (mode == "auto" and ctx.vms.n * ctx.grid.n_steps <= 5_000_000)
 
 
-def run_placed(ctx, *, progress: Callable[[int, int], None] | None = None, timings: dict[str, float] | None = None,
-               chunk_steps: int | None = None, keep_vm: bool | None = None):
-    """The time-stepped part of a run whose VMs are placed (``ctx.vms.host``); returns a Result.
+@dataclass
+class _Demand:
+    """How a run's chunks get the VMs' CPU demand, and which CPU results the stages read; chosen once per run.
 
-    ``chunk_steps`` and ``keep_vm`` default to :func:`default_chunk_steps` and :func:`keeps_vm_series`
-    of ``ctx``; a part of a run (:mod:`densim.engine.partition`) passes the whole run's values, so
-    its sums are taken over the same chunks as the whole run's.
+    ``lean``: no stage uses the VMs' demand and no per-VM series is kept, so only the CPU channel is
+    read and it may stay factored; ``factored_stages``: the stages that use the demand all take it
+    factored (the memory stage), so no (steps x VMs) window is built unless one of them expands it;
+    ``active``: VMs arrive and leave and the run is lean without stages, so each chunk steps only the
+    VMs alive in it (:func:`_active_chunk`). ``factors`` is the source's ``window_factors`` when the
+    demand may stay factored, else None; ``channels`` are the source channels a window reads.
     """
-    from densim.engine.result import Result
 
-    wall0 = time.perf_counter()
-    timings = {} if timings is None else timings
-    sc = ctx.scenario
-    vms, hosts, grid = ctx.vms, ctx.hosts, ctx.grid
-    V, H, T = vms.n, hosts.n, grid.n_steps
-    perm, starts, hosts_with = _host_segments(vms.host)
-    placed = vms.host >= 0
-    host_idx = np.where(placed, vms.host, 0)
-    vcpus_per_host, vms_per_host, mem_per_host, host_on = host_loads(ctx)
+    stage_reads: bool  # a stage reads the per-VM CPU arrays (claims, delivered, ready)
+    host_reads: bool  # a stage reads the per-host CPU arrays (claims, delivered, utilisation, ready, power)
+    lean: bool
+    factored_stages: bool
+    active: bool
+    chunk_steps: int
+    factors: Callable | None
+    channels: tuple[str, ...]
+
+
+@dataclass
+class _Run:
+    """What stays fixed over the chunks of one run (:func:`run_placed`): the chunk helpers read it."""
+
+    ctx: Any
+    stages: list
+    mig: Any  # densim.engine.migration.MigrationPlanner or None
+    live: Any  # densim.engine.lifetimes.Liveness or None
+    demand: _Demand
+    vm_acc: Accumulator
+    host_acc: Accumulator
+    keep_vm: bool
+    keep_host: bool
+    cap0: np.ndarray  # (hosts,) float32 CPU capacity before any stage scales it
+    segments: tuple[np.ndarray, np.ndarray, np.ndarray]  # the initial placement's (perm, starts, hosts_with)
+
+
+def _start_liveness(ctx, vcpus_per_host: np.ndarray, mem_per_host: np.ndarray):
+    """``ctx.liveness`` (None unless VMs arrive and leave), and the vCPUs and memory each host holds.
+
+    With VMs that arrive and leave, what a host holds is the peak of what is alive on it at once,
+    not every VM that ever ran there.
+    """
     live = None
     if ctx.schedule is not None:  # VMs arrive and leave: vCPUs alive and hosts on change by step
         from densim.engine.lifetimes import Liveness
 
-        live = Liveness(sc, ctx.schedule, hosts, vms.vcpus)
+        vms, hosts = ctx.vms, ctx.hosts
+        live = Liveness(ctx.scenario, ctx.schedule, hosts, vms.vcpus)
         live.failures = ctx.failures  # host failures (engine/failures.py): hosts down draw no power
-        # what a host holds is what is alive on it at once, not every VM that ever ran there
-        vcpus_per_host = live.peak_per_host(vms.host, vms.vcpus, H)[0]
-        mem_per_host = live.peak_per_host(vms.host, vms.mem_bytes, H)[0]
+        vcpus_per_host = live.peak_per_host(vms.host, vms.vcpus, hosts.n)[0]
+        mem_per_host = live.peak_per_host(vms.host, vms.mem_bytes, hosts.n)[0]
     ctx.liveness = live
-    # a VM cannot use more than its vCPUs at its host's core speed
-    vm_cap_mhz = (vms.vcpus * hosts.core_mhz[host_idx]).astype(np.float32)
+    return live, vcpus_per_host, mem_per_host
 
-    # ---- stages ----------------------------------------------------------------------------
+
+def _start_stages(ctx) -> list:
+    """The active stages in dependency order (:func:`densim.engine.stages.ordered_entries`), prepared.
+
+    Sets ``ctx.stages``; every stage is built before any is prepared, so that a stage's
+    :meth:`~densim.engine.stages.Stage.prepare` may look another up.
+    """
     load_plugins()
     stages = []
     ctx.stages = {}
@@ -471,20 +547,12 @@ def run_placed(ctx, *, progress: Callable[[int, int], None] | None = None, timin
             ctx.stages[st.name] = st
     for st in stages:  # prepare once every active stage is known (a stage may look another up)
         st.prepare(ctx)
-    from densim.engine.migration import planner_for, windows
+    return stages
 
-    mig = planner_for(ctx, stages, live)  # VMs moved during the run (migration section), or None
 
-    from densim.engine import cpu_kernel as K
-
-    keep_vm = keeps_vm_series(ctx) if keep_vm is None else keep_vm
-    keep_host = sc.output.host_timeseries == "on"
-    vm_acc = Accumulator(T, V, keep_vm)
-    host_acc = Accumulator(T, H, keep_host)
-    chunk_steps = chunk_steps or default_chunk_steps(ctx)
-    t_engine = time.perf_counter()
-    step_s = grid.step_s
-    cpu = _CpuSetup(ctx, perm, starts, hosts_with, placed, host_on, vcpus_per_host, vm_cap_mhz, K)
+def _choose_demand(ctx, stages: list, live, keep_vm: bool, chunk_steps: int) -> _Demand:
+    """The run's demand mode (lean, factored or active; see :class:`_Demand`) and its chunk length."""
+    sc, T = ctx.scenario, ctx.grid.n_steps
     # the CPU kernel writes per-VM and per-host step arrays only for a stage that reads them
     stage_reads = any(getattr(st, "reads_cpu_results", False) for st in stages)
     host_reads = stage_reads or any(getattr(st, "reads_host_results", False) for st in stages)
@@ -499,83 +567,165 @@ def run_placed(ctx, *, progress: Callable[[int, int], None] | None = None, timin
     # VMs that arrive and leave: a lean run without stages steps only the VMs alive in each chunk
     active = live is not None and lean and not stages and mig is None
     if active and not sc.simulation.chunk_steps:
-        chunk_steps = live.chunk_steps(T, step_s, ELEMENTS_PER_CHUNK // 4)  # its arrays are float64 (alive shares)
+        chunk_steps = live.chunk_steps(T, ctx.grid.step_s, ELEMENTS_PER_CHUNK // 4)  # its arrays are float64 (alive shares)
     factors = getattr(ctx.source, "window_factors", None) if (lean or factored_stages) and not active else None
     channels = ("cpu_mhz",) if lean else tuple(ctx.source.channels)
-    cap0 = hosts.capacity_mhz.astype(np.float32)
+    return _Demand(stage_reads, host_reads, lean, factored_stages, active, chunk_steps, factors, channels)
 
-    for t0, t1 in windows(T, chunk_steps, mig):
-        n = t1 - t0
+
+def _new_chunk(r: _Run, t0: int, t1: int) -> tuple[Chunk, Any]:
+    """The chunk ``[t0, t1)`` with its demand: the source's factors (returned, and handed to the stages
+    when there are any), or a window of the source's channels in ``chunk.vm``."""
+    ctx = r.ctx
+    chunk = Chunk(t0=t0, t1=t1, step_s=ctx.grid.step_s, keep_vm_series=r.keep_vm)
+    fac = r.demand.factors(ctx.grid, t0, t1) if r.demand.factors is not None else None
+    if fac is not None and r.stages:
+        chunk.demand_factors = fac
+    if fac is None:
+        win = ctx.source.window(ctx.grid, t0, t1, r.demand.channels)
+        chunk.vm["cpu_demand_mhz"] = win.pop("cpu_mhz")
+        chunk.vm.update(win)
+        if getattr(ctx.source, "fresh_windows", False):
+            chunk.owned.add("cpu_demand_mhz")
+    return chunk, fac
+
+
+def _before_cpu(r: _Run, chunk: Chunk) -> np.ndarray:
+    """Every stage's ``before_cpu``; returns the hosts' CPU capacity for the chunk, (steps, hosts) or (1, hosts)."""
+    if not r.stages:
+        return r.cap0[None, :]
+    # read-only: a stage that scales it assigns a new array
+    chunk.host_capacity_mhz = np.broadcast_to(r.cap0, (chunk.n_steps, r.ctx.hosts.n))
+    for st in r.stages:
+        st.before_cpu(r.ctx, chunk)
+    cap_h = chunk.host_capacity_mhz
+    if cap_h.ndim == 2 and cap_h.strides[0] == 0:  # no stage changed it: one row serves every step
+        cap_h = cap_h[:1]
+    return cap_h
+
+
+def _after_cpu(r: _Run, chunk: Chunk, out: _CpuOut) -> None:
+    """Hand the CPU results the stages read to ``chunk``, run every stage's ``after_cpu``, and add the
+    power stages put on the hosts (drives, controllers) to the hosts' power and energy."""
+    if not r.stages:
+        return
+    if r.demand.stage_reads:
+        chunk.vm.update(cpu_claim_mhz=out.v_claim, cpu_delivered_mhz=out.v_del, cpu_ready_s=out.v_ready)
+    if r.demand.host_reads:
+        chunk.host.update(cpu_demand_mhz=out.o_claim, cpu_delivered_mhz=out.o_del, utilisation=out.o_util,
+                          cpu_ready_s=out.o_rready, power_w=out.o_power)
+        if chunk.host_power_w is not None:  # power stages added before the CPU step
+            chunk.host["power_w"] = out.o_power + chunk.host_power_w
+    for st in r.stages:
+        st.after_cpu(r.ctx, chunk)
+    if chunk.host_power_w is not None:  # drives, controllers: into the hosts' power and energy
+        out.h_power = out.h_power + chunk.host_power_w.sum(axis=0)
+        if r.keep_host:
+            r.host_acc.series_view("power_w", chunk.t0, chunk.n_steps)[...] += chunk.host_power_w.astype(np.float32)
+
+
+def _accumulate(r: _Run, chunk: Chunk, out: _CpuOut, ready_factor: np.ndarray) -> None:
+    """Add the chunk's CPU results and the stages' metrics (``chunk.vm_out``, ``vm_reduced``, ``host_out``)
+    to the run's sums, maxima and kept time series."""
+    ctx, vm_acc, host_acc, t0 = r.ctx, r.vm_acc, r.host_acc, chunk.t0
+    vm_acc.add_reduced("cpu_demand_mhz", out.vm_dem)
+    vm_acc.add_reduced("cpu_delivered_mhz", out.vm_del)
+    vm_acc.add_reduced("cpu_ready_pct", out.vm_rdy, out.vm_rdy_max)
+    if r.keep_vm:
+        demand = chunk.vm["cpu_demand_mhz"]
+        vm_acc.store("cpu_demand_mhz", t0, demand)
+        vm_acc.store("cpu_delivered_mhz", t0, out.v_del)
+        vm_acc.add("cpu_unserved_mhz", t0, demand - out.v_del)
+        vm_acc.store("cpu_ready_pct", t0, out.v_ready * ready_factor[None, :])
+    host_acc.add_reduced("cpu_demand_mhz", out.h_claim)
+    host_acc.add_reduced("cpu_delivered_mhz", out.h_del)
+    host_acc.add_reduced("utilisation", out.h_util, out.h_util_max)
+    ctx.saturation.add_reduced("host CPU", ctx.hosts.names, out.sat_peak, out.sat_count)  # per host, per step
+    host_acc.add_reduced("cpu_ready_pct", out.h_rpct, out.h_rpct_max)
+    host_acc.add_reduced("power_w", out.h_power)
+    for name, arr in chunk.vm_out.items():
+        vm_acc.add(name, t0, arr, want_max=_by_max(ctx, name))
+    for name, (s, m) in chunk.vm_reduced.items():
+        vm_acc.add_reduced(name, s, m)
+    for name, arr in chunk.host_out.items():
+        host_acc.add(name, t0, arr, want_max=_by_max(ctx, name))
+
+
+def _by_max(ctx, name: str) -> bool:
+    """Whether metric ``name`` is declared with ``agg="max"`` (its maxima are kept)."""
+    return ctx.metrics.get(name) is not None and ctx.metrics[name].agg == "max"
+
+
+def _placed_chunk(r: _Run, cpu: _CpuSetup, t0: int, t1: int) -> None:
+    """One chunk ``[t0, t1)`` of all the VMs: demand, stages before the CPU step, the CPU kernel,
+    stages after it, the sums. The migration hooks (``capacity``, ``observe``) keep their places."""
+    ctx, mig, live, n = r.ctx, r.mig, r.live, t1 - t0
+    chunk, fac = _new_chunk(r, t0, t1)
+    cap_h = _before_cpu(r, chunk)
+    if mig is not None:
+        cap_h = mig.capacity(t0, t1, cap_h)
+    by_step = live.chunk(ctx.grid.edges_s(t0, t1), *r.segments, ctx.hosts.n, ctx.grid.step_s) if live is not None else None
+    host_series = {name: r.host_acc.series_view(name, t0, n) for name in _HOST_SERIES} if r.keep_host else None
+    out = cpu.run(chunk.vm["cpu_demand_mhz"] if "cpu_demand_mhz" in chunk.vm else fac, cap_h, n, host_series=host_series,
+                  want_stage_arrays=r.demand.stage_reads or r.keep_vm, by_step=by_step, want_host_arrays=r.demand.host_reads)
+    if mig is not None:
+        mig.observe(t0, t1, out, r.host_acc)
+    _after_cpu(r, chunk, out)
+    _accumulate(r, chunk, out, cpu.ready_factor)
+
+
+def run_placed(ctx, *, progress: Callable[[int, int], None] | None = None, timings: dict[str, float] | None = None,
+               chunk_steps: int | None = None, keep_vm: bool | None = None):
+    """The time-stepped part of a run whose VMs are placed (``ctx.vms.host``); returns a Result.
+
+    ``chunk_steps`` and ``keep_vm`` default to :func:`default_chunk_steps` and :func:`keeps_vm_series`
+    of ``ctx``; a part of a run (:mod:`densim.engine.partition`) passes the whole run's values, so
+    its sums are taken over the same chunks as the whole run's.
+
+    In order: liveness (:func:`_start_liveness`), stages (:func:`_start_stages`), the migration
+    planner, the demand mode (:func:`_choose_demand`), then one :func:`_active_chunk` or
+    :func:`_placed_chunk` per window of :func:`densim.engine.migration.windows`.
+    """
+    from densim.engine.result import Result
+
+    wall0 = time.perf_counter()
+    timings = {} if timings is None else timings
+    sc = ctx.scenario
+    vms, hosts, grid = ctx.vms, ctx.hosts, ctx.grid
+    V, H, T = vms.n, hosts.n, grid.n_steps
+    perm, starts, hosts_with = _host_segments(vms.host)
+    placed = vms.host >= 0
+    host_idx = np.where(placed, vms.host, 0)
+    vcpus_per_host, vms_per_host, mem_per_host, host_on = host_loads(ctx)
+    live, vcpus_per_host, mem_per_host = _start_liveness(ctx, vcpus_per_host, mem_per_host)
+    # a VM cannot use more than its vCPUs at its host's core speed
+    vm_cap_mhz = (vms.vcpus * hosts.core_mhz[host_idx]).astype(np.float32)
+
+    stages = _start_stages(ctx)
+    from densim.engine.migration import planner_for, windows
+
+    mig = planner_for(ctx, stages, live)  # VMs moved during the run (migration section), or None
+
+    from densim.engine import cpu_kernel as K
+
+    keep_vm = keeps_vm_series(ctx) if keep_vm is None else keep_vm
+    keep_host = sc.output.host_timeseries == "on"
+    vm_acc = Accumulator(T, V, keep_vm)
+    host_acc = Accumulator(T, H, keep_host)
+    chunk_steps = chunk_steps or default_chunk_steps(ctx)
+    t_engine = time.perf_counter()
+    cpu = _CpuSetup(ctx, perm, starts, hosts_with, placed, host_on, vcpus_per_host, vm_cap_mhz, K)
+    demand = _choose_demand(ctx, stages, live, keep_vm, chunk_steps)
+    cap0 = hosts.capacity_mhz.astype(np.float32)
+    r = _Run(ctx, stages, mig, live, demand, vm_acc, host_acc, keep_vm, keep_host, cap0, (perm, starts, hosts_with))
+
+    for t0, t1 in windows(T, demand.chunk_steps, mig):
         if mig is not None:  # land finished migrations, take due decisions; new host segments if moved
             cpu = mig.cpu(cpu, lambda: _CpuSetup(ctx, *_placement_arrays(ctx), K))
-        chunk = Chunk(t0=t0, t1=t1, step_s=step_s, keep_vm_series=keep_vm)
-        fac = factors(grid, t0, t1) if factors is not None else None
-        if active:
+        if demand.active:
             _active_chunk(ctx, cpu, live, vm_acc, host_acc, t0, t1, cap0[None, :], keep_host)
-            if progress is not None:
-                progress(t1, T)
-            continue
-        if fac is not None and stages:
-            chunk.demand_factors = fac
-        if fac is None:
-            win = ctx.source.window(grid, t0, t1, channels)
-            chunk.vm["cpu_demand_mhz"] = win.pop("cpu_mhz")
-            chunk.vm.update(win)
-            if getattr(ctx.source, "fresh_windows", False):
-                chunk.owned.add("cpu_demand_mhz")
-        if stages:
-            chunk.host_capacity_mhz = np.broadcast_to(cap0, (n, H))  # read-only: a stage that scales it assigns a new array
-            for st in stages:
-                st.before_cpu(ctx, chunk)
-            cap_h = chunk.host_capacity_mhz
-            if cap_h.ndim == 2 and cap_h.strides[0] == 0:  # no stage changed it: one row serves every step
-                cap_h = cap_h[:1]
         else:
-            cap_h = cap0[None, :]
-        if mig is not None:
-            cap_h = mig.capacity(t0, t1, cap_h)
-        by_step = live.chunk(grid.edges_s(t0, t1), perm, starts, hosts_with, H, step_s) if live is not None else None
-        out = cpu.run(chunk.vm["cpu_demand_mhz"] if "cpu_demand_mhz" in chunk.vm else fac, cap_h, n,
-                      host_series={name: host_acc.series_view(name, t0, n) for name in _HOST_SERIES} if keep_host else None,
-                      want_stage_arrays=stage_reads or keep_vm, by_step=by_step, want_host_arrays=host_reads)
-        if mig is not None:
-            mig.observe(t0, t1, out, host_acc)
-        if stages:
-            if stage_reads:
-                chunk.vm.update(cpu_claim_mhz=out.v_claim, cpu_delivered_mhz=out.v_del, cpu_ready_s=out.v_ready)
-            if host_reads:
-                chunk.host.update(cpu_demand_mhz=out.o_claim, cpu_delivered_mhz=out.o_del, utilisation=out.o_util,
-                                  cpu_ready_s=out.o_rready, power_w=out.o_power)
-                if chunk.host_power_w is not None:  # power stages added before the CPU step
-                    chunk.host["power_w"] = out.o_power + chunk.host_power_w
-            for st in stages:
-                st.after_cpu(ctx, chunk)
-            if chunk.host_power_w is not None:  # drives, controllers: into the hosts' power and energy
-                out.h_power = out.h_power + chunk.host_power_w.sum(axis=0)
-                if keep_host:
-                    host_acc.series_view("power_w", t0, n)[...] += chunk.host_power_w.astype(np.float32)
-
-        vm_acc.add_reduced("cpu_demand_mhz", out.vm_dem)
-        vm_acc.add_reduced("cpu_delivered_mhz", out.vm_del)
-        vm_acc.add_reduced("cpu_ready_pct", out.vm_rdy, out.vm_rdy_max)
-        if keep_vm:
-            demand = chunk.vm["cpu_demand_mhz"]
-            vm_acc.store("cpu_demand_mhz", t0, demand)
-            vm_acc.store("cpu_delivered_mhz", t0, out.v_del)
-            vm_acc.add("cpu_unserved_mhz", t0, demand - out.v_del)
-            vm_acc.store("cpu_ready_pct", t0, out.v_ready * cpu.ready_factor[None, :])
-        host_acc.add_reduced("cpu_demand_mhz", out.h_claim)
-        host_acc.add_reduced("cpu_delivered_mhz", out.h_del)
-        host_acc.add_reduced("utilisation", out.h_util, out.h_util_max)
-        ctx.saturation.add_reduced("host CPU", hosts.names, out.sat_peak, out.sat_count)  # per host, per step
-        host_acc.add_reduced("cpu_ready_pct", out.h_rpct, out.h_rpct_max)
-        host_acc.add_reduced("power_w", out.h_power)
-        for name, arr in chunk.vm_out.items():
-            vm_acc.add(name, t0, arr, want_max=ctx.metrics.get(name) is not None and ctx.metrics[name].agg == "max")
-        for name, (s, m) in chunk.vm_reduced.items():
-            vm_acc.add_reduced(name, s, m)
-        for name, arr in chunk.host_out.items():
-            host_acc.add(name, t0, arr, want_max=ctx.metrics.get(name) is not None and ctx.metrics[name].agg == "max")
+            _placed_chunk(r, cpu, t0, t1)
         if progress is not None:
             progress(t1, T)
 

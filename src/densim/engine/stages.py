@@ -66,17 +66,50 @@ from densim.registry import Registry
 
 
 class Stage(Protocol):
+    """A resource model plugged into the engine (memory, storage, fabric, virtualization, carbon).
+
+    A registered factory builds one per run (None: the scenario switches it off); the engine keeps
+    the active ones in ``ctx.stages`` by ``name``, in dependency order, and calls their hooks in
+    that order: :meth:`prepare` once, :meth:`before_cpu` and :meth:`after_cpu` once per chunk of
+    steps (chunks in time order, each chunk's hooks before the next chunk's), :meth:`finish` once
+    when the summary is built. ``ctx`` is the run's :class:`densim.engine.state.EngineContext`,
+    ``chunk`` a :class:`densim.engine.run.Chunk` ((steps, VMs) and (steps, hosts) arrays).
+
+    A stage keeps its own state between hooks (per-host queues, running sums); what it reports
+    goes through ``chunk.vm_out``/``host_out`` (per step), :func:`add_saturation` and its declared
+    ``summary_sections`` ({section name: TypedDict of its keys}). The optional class attributes
+    ``reads_cpu_results``, ``reads_host_results``, ``uses_vm_demand`` and
+    ``accepts_factored_demand`` (see :class:`BaseStage` and the module docstring) tell the engine
+    which arrays to build for it.
+    """
+
     name: str
 
-    def prepare(self, ctx) -> None: ...
+    def prepare(self, ctx) -> None:
+        """Once, before the first chunk, when every active stage exists (``ctx.stage(name)`` finds the
+        others) and the VMs are placed (``ctx.vms.host``): declare metrics (``ctx.declare``), size the
+        stage's per-VM and per-host state, check the scenario's settings (InputError on a bad one)."""
+        ...
 
-    def before_cpu(self, ctx, chunk) -> None: ...
+    def before_cpu(self, ctx, chunk) -> None:
+        """Per chunk, before the CPU step: may add to the demand (``chunk.vm["cpu_demand_mhz"]`` or
+        ``chunk.demand()``, (steps, VMs) MHz), assign a new ``chunk.host_capacity_mhz`` ((steps, hosts)
+        MHz; the one given is read-only) or add host power (``chunk.add_host_power``, W)."""
+        ...
 
-    def after_cpu(self, ctx, chunk) -> None: ...
+    def after_cpu(self, ctx, chunk) -> None:
+        """Per chunk, after the CPU step: read its results (``chunk.vm``/``chunk.host``, when the class
+        asks for them), write the stage's declared metrics to ``chunk.vm_out``/``chunk.host_out``
+        ((steps, VMs)/(steps, hosts), handed over) and report busy shares with :func:`add_saturation`."""
+        ...
 
     summary_sections: dict[str, type]
 
-    def finish(self, ctx, summary) -> None: ...
+    def finish(self, ctx, summary) -> None:
+        """Once, after the last chunk, when :attr:`densim.engine.result.Result.summary` is built: add the
+        stage's sections with ``summary.add(section, value)`` (only those in ``summary_sections``,
+        with the declared keys; a :class:`densim.engine.summary.StageSummary`)."""
+        ...
 
 
 class BaseStage:
@@ -90,16 +123,16 @@ class BaseStage:
     accepts_factored_demand = False  # True: reads the demand through chunk.demand() or chunk.demand_factors
 
     def prepare(self, ctx) -> None:
-        pass
+        """Nothing to prepare (see :meth:`Stage.prepare`)."""
 
     def before_cpu(self, ctx, chunk) -> None:
-        pass
+        """Leaves demand and capacity as they are (see :meth:`Stage.before_cpu`)."""
 
     def after_cpu(self, ctx, chunk) -> None:
-        pass
+        """Writes no metric (see :meth:`Stage.after_cpu`)."""
 
     def finish(self, ctx, summary) -> None:
-        pass
+        """Adds no summary section (see :meth:`Stage.finish`)."""
 
 
 class StageOrderError(ValueError):
@@ -116,6 +149,9 @@ class StageRegistry(Registry):
 
     def register(self, name: str, *, description: str, source: str = "", after: Iterable[str] = (),
                  before: Iterable[str] = ()) -> Callable:
+        """Decorator registering a stage factory under ``name`` (as :meth:`Registry.register`), with the
+        stages it runs ``after`` and ``before`` (names, case-insensitive; added to the factory's own
+        ``after``/``before`` attributes). A string instead of a sequence is a TypeError."""
         base = super().register(name, description=description, source=source)
         if isinstance(after, str) or isinstance(before, str):
             raise TypeError(f"stage {name!r}: after/before take a sequence of stage names, not a string")

@@ -20,24 +20,59 @@ from densim.workloads.timegrid import TimeGrid
 
 @dataclass
 class VmTable:
-    names: np.ndarray
-    group: np.ndarray  # int32 index into scenario.vms
-    group_names: list[str]
-    vcpus: np.ndarray
-    vcpu_mhz: np.ndarray
-    mem_bytes: np.ndarray
-    host: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # -1 = unplaced
+    """The engine's VM rows: one entry per row in every array, all of shape ``(V,)``.
+
+    A row is a VM, except in a run with ``failures:`` where it is a VM *instance*: one run of a VM on
+    one host, ``[start, end)`` (:mod:`densim.engine.failures`; a VM restarted k times has k + 1 rows,
+    the restarts named ``<vm>~2``, ``<vm>~3``, ...). Every per-VM array of the engine (a chunk's
+    ``(steps, V)`` arrays, the accumulators, ``vms.parquet``) is indexed by these rows, in this order.
+
+    Written by :func:`build_context` (sizes from the demand source's ``sizes``; ``host`` from the
+    online schedule when VMs arrive and leave or fail), then ``host`` by
+    :func:`densim.engine.run.place_vms` (initial placement) and, during a run with ``migration:``,
+    by :meth:`densim.engine.migration.MigrationPlanner.advance` when a migration lands (the row
+    keeps its index; only its host changes). Read by the CPU setup of :mod:`densim.engine.run`,
+    every stage, and :class:`densim.engine.result.Result`.
+
+    Invariants: every array has length :attr:`n`; ``host`` is -1 (placed nowhere: it fits on no
+    host, or under lifetimes never started) or a row of the :class:`HostTable`; ``group`` indexes
+    ``group_names``.
+    """
+
+    names: np.ndarray  # (V,) object array of str
+    group: np.ndarray  # (V,) int32 index into scenario.vms (= group_names)
+    group_names: list[str]  # the scenario's VM group names (vms[].name), in scenario order
+    vcpus: np.ndarray  # (V,) int32 virtual CPUs
+    vcpu_mhz: np.ndarray  # (V,) float64 MHz: the vCPU speed the demand is expressed against
+    mem_bytes: np.ndarray  # (V,) float64 configured memory (bytes)
+    host: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # (V,) int64 host row, -1 = unplaced
 
     @property
     def n(self) -> int:
+        """Rows in the table (VMs, or VM instances under failures): V."""
         return int(self.vcpus.size)
 
 
 @dataclass
 class HostTable:
-    names: np.ndarray
-    group: np.ndarray
-    server_names: list[str]
+    """The cluster's hosts: one entry per host in every array, all of shape ``(H,)`` except the power table.
+
+    Built once per run by :func:`build_hosts` from the plant's host groups (``cluster.hosts``), in
+    scenario order, each group's ``count`` hosts named ``<group label>-<i>`` (``i`` counts across
+    groups); fixed for the run (a stage that changes a host's CPU capacity does so per chunk in
+    :attr:`densim.engine.run.Chunk.host_capacity_mhz`, not here). Read by placement, the CPU kernel
+    setup (capacity, core speed, power formulas), every stage, and ``hosts.parquet``.
+    :meth:`subset` cuts it to a slice of hosts for one part of a distributed run.
+
+    Units: MHz for CPU speeds and capacity, bytes for memory, W for power, rack units for space.
+    ``power_table_w[h]`` is the host's power at 0, 10, ..., 100 % CPU utilisation (every power
+    model is also written as such a table; ``fan`` and ``sqrt`` hosts are evaluated in closed form
+    from ``power_idle_w``, ``power_peak_w`` and ``power_exponent``).
+    """
+
+    names: np.ndarray  # (H,) object array of str
+    group: np.ndarray  # (H,) int32 index into server_names (the scenario's host groups)
+    server_names: list[str]  # one label per host group
     sockets: np.ndarray
     cores: np.ndarray  # physical cores (all sockets)
     logical_cpus: np.ndarray
@@ -46,17 +81,18 @@ class HostTable:
     capacity_cores: np.ndarray  # cores x SMT gain (core-equivalents)
     mem_bytes: np.ndarray
     rack_units: np.ndarray
-    power_kind: np.ndarray
+    power_kind: np.ndarray  # (H,) object array: the power model's name (linear, sqrt, fan, table)
     power_idle_w: np.ndarray
     power_peak_w: np.ndarray
-    power_table_w: np.ndarray  # (H, 11)
-    power_exponent: np.ndarray
+    power_table_w: np.ndarray  # (H, 11) W at 0, 10, ..., 100 % utilisation
+    power_exponent: np.ndarray  # the fan model's exponent r
     # every host has the same 11-point power table (one np.interp); None: decide from power_table_w.
     # A part of a run (densim.engine.partition) carries the whole run's value.
     power_one_table: bool | None = None
 
     @property
     def n(self) -> int:
+        """Hosts in the table: H."""
         return int(self.cores.size)
 
     def subset(self, h0: int, h1: int) -> "HostTable":
@@ -73,6 +109,17 @@ class HostTable:
 
 @dataclass
 class Metric:
+    """A metric a stage declares (:meth:`EngineContext.declare`) before writing it to a chunk.
+
+    ``level`` says which table it belongs to: ``"vm"`` (written as ``(steps, V)`` arrays to
+    ``chunk.vm_out`` or as sums to ``chunk.vm_reduced``) or ``"host"`` (``(steps, H)`` arrays to
+    ``chunk.host_out``). ``agg`` is how :class:`densim.engine.result.Result` reduces it over the
+    run into the ``<name>_<agg>`` column of ``vms.parquet``/``hosts.parquet``: ``mean`` (sum over
+    steps / steps), ``sum`` (sum x step seconds: a rate in ``unit`` becomes ``unit x s``) or ``max``
+    (the worst step; the engine then keeps per-row maxima). ``unit`` and ``doc`` go to the
+    generated output reference. Read by the engine's accumulation and by ``Result``.
+    """
+
     name: str
     level: str  # "vm" | "host"
     agg: str  # "mean" | "sum" | "max"
@@ -142,6 +189,9 @@ class SaturationLog:
         self._steady.extend(saturation_rows(list(names), np.asarray(busy, dtype=float), kind=kind, threshold=self.threshold))
 
     def rows(self) -> list[dict[str, Any]]:
+        """Every resource at or above the threshold in some step (series) or at its operating point (steady):
+        ``resource``, ``kind``, ``peak`` (busy share), ``steps``, ``duration_s`` (steps x step seconds; None
+        for a steady row) and ``share_of_time`` (steps / the run's steps), steady rows first."""
         out = list(self._steady)
         T = max(self.n_steps, 1)
         for (kind, _key), s in self._series.items():
@@ -154,6 +204,26 @@ class SaturationLog:
 
 @dataclass
 class EngineContext:
+    """Everything a run reads and the stages share: the resolved scenario, hosts, VM rows, demand, time grid.
+
+    Built by :func:`build_context` (or, for one part of a distributed run, by
+    :func:`densim.engine.partition.part_context`) and handed to every stage hook
+    (``prepare``/``before_cpu``/``after_cpu``/``finish``, :mod:`densim.engine.stages`) and to
+    :class:`densim.engine.result.Result`. Shapes: ``vms`` has V rows, ``hosts`` H rows, ``grid``
+    T steps of ``grid.step_s`` seconds; the demand source gives (steps, V) windows of the VM rows.
+
+    Who writes what: :func:`build_context` sets ``plant``, ``grid``, ``vms``, ``hosts``, ``source``,
+    ``rng``, ``seed`` and, when VMs arrive and leave or fail, ``schedule`` and ``failures``;
+    :func:`densim.engine.run.run_placed` sets ``stages`` (the active stages by name, in run order)
+    and ``liveness``; stages add to ``metrics`` through :meth:`declare` and to ``saturation``
+    through :func:`densim.engine.stages.add_saturation`. ``ctx.vms.host`` is the only placement
+    state: initial placement, the online schedule and landed migrations all write it there.
+
+    Invariants: ``source.n_vms == vms.n``; the grid is fixed before the run starts (a run with
+    lifetimes or failures fixes it while planning the schedule); ``liveness`` is None exactly when
+    ``schedule`` is None once the run started (None: every VM row is alive at every step).
+    """
+
     plant: Plant
     grid: TimeGrid
     vms: VmTable
@@ -187,12 +257,16 @@ class EngineContext:
         return self.stages.get(name)
 
     def declare(self, name: str, *, level: str, agg: str = "mean", unit: str = "", doc: str = "") -> None:
+        """Declare metric ``name`` (see :class:`Metric`) before a stage writes it to a chunk; a second
+        declaration of one name replaces the first. Raises ValueError on a level or aggregation
+        other than ``vm``/``host`` and ``mean``/``sum``/``max``."""
         if level not in ("vm", "host") or agg not in ("mean", "sum", "max"):
             raise ValueError(f"bad metric declaration {name!r}: level {level!r}, agg {agg!r}")
         self.metrics[name] = Metric(name, level, agg, unit, doc)
 
 
 def build_hosts(plant: Plant) -> HostTable:
+    """The :class:`HostTable` of ``plant``'s host groups, in scenario order (see the class for units)."""
     names, grp, snames = [], [], []
     cols: dict[str, list] = {k: [] for k in ("sockets", "cores", "logical", "core_mhz", "gain", "mem", "ru", "kind", "idle", "peak", "table", "exp")}
     for gi, hg in enumerate(plant.host_groups):
@@ -265,6 +339,9 @@ def build_source(sc: Scenario, seed: int) -> tuple[DemandSource, list[str], np.n
 
 
 def build_grid(sc: Scenario, source: DemandSource) -> TimeGrid:
+    """The run's time grid when no VM arrives or leaves: from ``simulation.start`` (else the traces' start,
+    else 0) over ``simulation.horizon`` (else to the traces' end), in whole steps (the last one may
+    reach past the horizon). InputError when no horizon can be found or the traces end before the start."""
     sim = sc.simulation
     span = source.span_s()
     start = sim.start_s if sim.start_s is not None else (span[0] if span else 0.0)

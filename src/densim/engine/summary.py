@@ -133,7 +133,18 @@ def declared_keys(schema: type) -> tuple[frozenset[str], frozenset[str]]:
 
 @dataclass
 class Summary(Mapping):
-    """summary.json: typed core fields, then the stages' declared sections, then saturation."""
+    """summary.json: typed core fields, then the stages' declared sections, then saturation.
+
+    Built by :attr:`densim.engine.result.Result.summary` at the end of a run: ``core`` (the engine's
+    :class:`Core`: totals in MHz x s, s and J, QoS in %, counts) first, then each stage's ``finish``
+    writes its sections through :meth:`for_stage` (in stage order; the failures section last), then
+    :meth:`set_saturation`. Read as a mapping (``summary["totals"]["energy_j"]``) by the CLI, the
+    studies, sweeps and the report, and written as the file by :meth:`to_dict`.
+
+    Invariants: a section is written once, by the stage that declares it, with exactly its
+    TypedDict's keys, and never under a core field's name (else :class:`SummaryError`); the
+    mapping's key order is the file's.
+    """
 
     core: Core
     sections: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -159,11 +170,14 @@ class Summary(Mapping):
         self._dict = None
 
     def set_saturation(self, rows: list[dict[str, Any]]) -> None:
+        """Set ``saturation``: the rows of :func:`densim.saturation.summarise` (resources at or above 90 % busy)."""
         self.saturation = rows
         self._dict = None
 
     # ---- the file's dict ------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
+        """The nested dict written to ``summary.json`` (core fields, sections, ``saturation``), built once
+        and rebuilt after a change; ``scheduling`` and ``notes`` are left out when empty."""
         if self._dict is None:
             out = asdict(self.core)
             if out["scheduling"] is None:
@@ -200,6 +214,8 @@ class StageSummary(Mapping):
         return cls(None, getattr(stage, "name", type(stage).__name__), getattr(stage, "summary_sections", {}))
 
     def add(self, section: str, value: Mapping[str, Any]) -> None:
+        """Write the stage's ``section`` (declared in its ``summary_sections``, with the declared keys);
+        :class:`SummaryError` otherwise, or when the section was already written."""
         if self._summary is not None:
             self._summary._add(self._stage, self._declared, section, value)
             return
