@@ -557,8 +557,9 @@ def _event_loop(arrival, run, vm_cpu, vm_mem, prio, initial, cpu_cap, mem_cap, d
                         migs = _migrate(vs, 1, src, t, evac_of[src], vi, migs, cnt, lt, lv, cpu_free, mem_free, cpu_cap,
                                         mem_cap, tc, tm, size, vm_cpu, vm_mem, util, core_mhz, mig_par, evac)
             di += 1
-        while mi < E and m_at[mi] == t:  # 5. hosts entering maintenance
-            h = m_host[mi]
+        m0 = mi
+        while mi < E and m_at[mi] == t:  # 5. hosts entering maintenance: all of this instant first, so
+            h = m_host[mi]  # that they are no destination for each other
             if not maint[h]:
                 maint[h] = True
                 evac_of[h] = mi
@@ -569,6 +570,10 @@ def _event_loop(arrival, run, vm_cpu, vm_mem, prio, initial, cpu_cap, mem_cap, d
                     cpu_free[h] = -1.0
                     mem_free[h] = -1.0
                     _set_leaf(tc, tm, size, h, -1.0, -1.0)
+            mi += 1
+        for mj in range(m0, mi):  # then their evacuations, in event order
+            h = m_host[mj]
+            if evac_of[h] == mj:
                 nv = 0
                 v = head[h]
                 while v >= 0:
@@ -577,9 +582,8 @@ def _event_loop(arrival, run, vm_cpu, vm_mem, prio, initial, cpu_cap, mem_cap, d
                         nv += 1
                     v = nxt[v]
                 lt, lv = _grow(lt, cnt[N_LAND] + nv), _grow(lv, cnt[N_LAND] + nv)
-                migs = _migrate(vs, nv, h, t, mi, vi, migs, cnt, lt, lv, cpu_free, mem_free, cpu_cap, mem_cap, tc, tm,
+                migs = _migrate(vs, nv, h, t, mj, vi, migs, cnt, lt, lv, cpu_free, mem_free, cpu_cap, mem_cap, tc, tm,
                                 size, vm_cpu, vm_mem, util, core_mhz, mig_par, evac)
-            mi += 1
         released = False
         if cnt[R_HEAD] < cnt[R_TAIL] and rel_t[cnt[R_HEAD]] == t:  # 6. restarts
             released, rq, rq_t = _release(t, prio, st, rel_t, rel_v, rq, rq_t, cnt)

@@ -87,11 +87,14 @@ class FabricStage(BaseStage):
                 st, en = live.sch.start_s[v], live.sch.end_s[v]
                 life = "never runs" if np.isnan(st) else f"is alive {st - t0:.0f}..{en - t0:.0f} s"
                 cut = np.isfinite(en) and en < hi  # its run ends inside the job: a failure, or a migration landing
+                moves = getattr(ctx, "moves", None)
+                migrated = moves is not None and moves.mig is not None and moves.mig.size > 0
+                failed = getattr(ctx, "failures", None) is not None
                 why = ""
-                if cut and getattr(ctx, "moves", None) is not None and getattr(ctx, "failures", None) is None:
-                    why = " (it is live-migrated during the job)"
-                elif cut and getattr(ctx, "failures", None) is not None:
-                    why = " (its host fails or it is live-migrated during the job)"
+                if cut:
+                    why = {(True, False): " (its host fails during the job)", (False, True): " (it is live-migrated "
+                           "during the job)", (True, True): " (its host fails or it is live-migrated during the job)"
+                           }.get((failed, migrated), "")
                 raise InputError(ctx.scenario.name, f"fabric.tenants[{ti}].vms",
                                  f"job VM {ctx.vms.names[v]} {life}{why} but its job runs {ten.start_s:.0f}.."
                                  f"{ten.start_s + res['runtime_s']:.0f} s: the batch-job model runs a job once on VMs "
