@@ -110,4 +110,5 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["EPS", "MAX_TOL", "capacity", "fits", "fits_mask", "fits_rows", "host_capacity", "tolerance", "within"]
+# ``fits`` is made on first access (module __getattr__ above)
+__all__ = ["EPS", "MAX_TOL", "capacity", "fits", "fits_mask", "fits_rows", "host_capacity", "tolerance", "within"]  # noqa: F822
