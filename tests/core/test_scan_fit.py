@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from densim.placement import place
+from densim.placement.capacity import fits_mask
 
 
 def full_scan(vm_cpu, vm_mem, cpu_cap, mem_cap, best):
@@ -20,7 +21,7 @@ def full_scan(vm_cpu, vm_mem, cpu_cap, mem_cap, best):
     out = np.full(len(vm_cpu), -1)
     types = np.unique(np.stack([cpu_cap, mem_cap], axis=1), axis=0, return_inverse=True)[1].reshape(-1)
     for v, (c, m) in enumerate(zip(vm_cpu, vm_mem)):
-        ok = (cpu_free + 1e-9 >= c) & (mem_free + 1e-9 * max(1.0, m) >= m)
+        ok = fits_mask(cpu_free, mem_free, c, m)  # the one fit rule (densim.placement.capacity)
         if not ok.any():
             continue
         free_sum = cpu_free / cpu_cap + mem_free / mem_cap

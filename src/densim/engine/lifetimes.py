@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from densim.errors import InputError
+from densim.placement.capacity import host_capacity
 from densim.placement.online import ONLINE_POLICIES, Schedule, schedule
 from densim.workloads.tasks import alive_fraction, lifetimes, scheduled_source
 from densim.workloads.timegrid import TimeGrid
@@ -68,8 +69,9 @@ def plan_schedule(sc, source, hosts, lt: tuple[np.ndarray, np.ndarray]) -> Sched
     until = t0 + sim.horizon_s if sim.horizon_s is not None else math.inf
     pl = sc.placement
     sizes = source.sizes
-    sch = schedule(arrival, run, sizes.vcpus, sizes.mem_bytes, hosts.cores * pl.cpu_overcommit,
-                   hosts.mem_bytes * pl.memory_overcommit, policy=pl.policy, discipline=sc.scheduling.queue, until=until)
+    cap = host_capacity(hosts, pl)
+    sch = schedule(arrival, run, sizes.vcpus, sizes.mem_bytes, cap[:, 0], cap[:, 1], policy=pl.policy,
+                   discipline=sc.scheduling.queue, until=until)
     if sim.horizon_s is not None:
         horizon = float(sim.horizon_s)
     else:

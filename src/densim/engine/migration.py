@@ -53,6 +53,7 @@ import numpy as np
 
 from densim.errors import InputError
 from densim.models.migration import precopy
+from densim.placement.capacity import fits_mask, host_capacity
 
 LOG_ROWS = 1000  # migrations listed in the summary
 
@@ -120,9 +121,7 @@ class MigrationPlanner:
         b = s.balance
         self.every = max(1, int(round(b.interval_s / self.step_s))) if b is not None else 0
         self.horizon_s = (b.benefit_horizon_s or b.interval_s) if b is not None else 0.0
-        pl = sc.placement
-        self.vcpu_cap = hosts.cores * pl.cpu_overcommit
-        self.mem_cap = hosts.mem_bytes * pl.memory_overcommit
+        self.cap = host_capacity(hosts, sc.placement)  # (H, 2): vCPUs, configured memory bytes
         self.in_maint = np.zeros(self.H, dtype=bool)
         self.migrating = np.zeros(self.V, dtype=bool)
         self.pending: list[tuple[int, int, int]] = []  # (landing step, vm, destination)
@@ -335,7 +334,7 @@ class MigrationPlanner:
         mine = mine[np.argsort(-ctx.vms.mem_bytes[mine], kind="stable")]
         chosen_v, chosen_d, stranded = [], [], 0
         for v in mine:  # a decision event, not a time step: one VM at a time, hosts vectorised
-            fits = ok_host & (vcpus + ctx.vms.vcpus[v] <= self.vcpu_cap + 1e-9) & (mem + ctx.vms.mem_bytes[v] <= self.mem_cap * (1 + 1e-12))
+            fits = ok_host & fits_mask(self.cap[:, 0] - vcpus, self.cap[:, 1] - mem, ctx.vms.vcpus[v], ctx.vms.mem_bytes[v])
             if not fits.any():
                 stranded += 1
                 continue
@@ -394,8 +393,8 @@ class MigrationPlanner:
                 break
             dv = vm_mhz[cand]
             dsts = np.flatnonzero(elig & (np.arange(self.H) != src))
-            fits = ((vcpus[dsts][None, :] + ctx.vms.vcpus[cand][:, None] <= self.vcpu_cap[dsts][None, :] + 1e-9)
-                    & (mem[dsts][None, :] + ctx.vms.mem_bytes[cand][:, None] <= self.mem_cap[dsts][None, :] * (1 + 1e-12)))
+            free = self.cap[dsts] - np.stack([vcpus[dsts], mem[dsts]], axis=1)  # (dsts, 2)
+            fits = fits_mask(free[None, :, 0], free[None, :, 1], ctx.vms.vcpus[cand][:, None], ctx.vms.mem_bytes[cand][:, None])
             if not fits.any():
                 break
             us = u[src] - dv / cap[src]  # (cand,)

@@ -23,6 +23,7 @@ from densim.engine.stages import load_plugins, ordered_entries
 from densim.engine.state import build_context
 from densim.models.cpu import CPU_CONTENTION
 from densim.placement import place
+from densim.placement.capacity import host_capacity
 from densim.plant import Plant
 from densim.workloads.sources import DemandSource
 
@@ -458,8 +459,8 @@ def place_vms(ctx) -> None:
     vms, hosts, pl = ctx.vms, ctx.hosts, ctx.scenario.placement
     if ctx.schedule is not None:
         return
-    vms.host = place(pl.policy, vms.vcpus.astype(np.float64), vms.mem_bytes, hosts.cores * pl.cpu_overcommit,
-                     hosts.mem_bytes * pl.memory_overcommit, rng=ctx.rng, **pl.params)
+    cap = host_capacity(hosts, pl)
+    vms.host = place(pl.policy, vms.vcpus.astype(np.float64), vms.mem_bytes, cap[:, 0], cap[:, 1], rng=ctx.rng, **pl.params)
 
 
 def default_chunk_steps(ctx) -> int:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from densim.models.queueing import expected_excess
+from densim.placement.capacity import fits_mask
 from densim.registry import Registry
 
 FILTERS: Registry = Registry("placement-filter", default="none")
@@ -31,9 +32,8 @@ def f_none(state, j: int) -> np.ndarray:
 def f_capacity(state, j: int) -> np.ndarray:
     p = state.p
     h = slice(0, state.n_open)
-    ok_cpu = state.vcpus_used[h] + p.vcpus[j] <= p.cpu_overcommit * p.host.logical_cpus + 1e-9
-    ok_mem = state.mem_used_bytes[h] + p.mem_bytes[j] <= p.memory_overcommit * p.host.usable_mem_bytes + 1e-6
-    return ok_cpu & ok_mem
+    cap = p.capacity
+    return fits_mask(cap[0] - state.vcpus_used[h], cap[1] - state.mem_used_bytes[h], p.vcpus[j], p.mem_bytes[j])
 
 
 @FILTERS.register(

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from densim._jit import njit
+from densim.placement.capacity import fits
 
 
 @njit
@@ -32,8 +33,9 @@ def _tree_build(cpu_free, mem_free, size):
 
 @njit
 def _tree_find(tc, tm, size, c, m):
-    """Leftmost leaf with tc >= c and tm >= m, or -1 (DFS with pruning)."""
-    if tc[1] < c or tm[1] < m:
+    """Leftmost leaf where a VM of ``c`` vCPUs and ``m`` bytes :func:`~densim.placement.capacity.fits`
+    (tc, tm: the largest free vCPUs and memory below each node), or -1 (DFS with pruning)."""
+    if not fits(tc[1], tm[1], c, m):
         return -1
     stack = np.empty(128, dtype=np.int64)
     top = 0
@@ -42,7 +44,7 @@ def _tree_find(tc, tm, size, c, m):
     while top > 0:
         top -= 1
         node = stack[top]
-        if tc[node] < c or tm[node] < m:
+        if not fits(tc[node], tm[node], c, m):
             continue
         if node >= size:
             return node - size
@@ -106,7 +108,6 @@ def first_fit_kernel(order, vm_cpu, vm_mem, cpu_cap, mem_cap):
     mem_free = mem_cap.copy()
     tc, tm = _tree_build(cpu_free, mem_free, size)
     out = np.full(vm_cpu.size, -1, dtype=np.int64)
-    eps = 1e-9
     fail_c, fail_m = np.empty(512), np.empty(512)  # VMs that fit nowhere (at most 512 remembered)
     n_fail = 0
     min_c, min_m = _smallest(order, vm_cpu, vm_mem)
@@ -114,14 +115,14 @@ def first_fit_kernel(order, vm_cpu, vm_mem, cpu_cap, mem_cap):
         v = order[k]
         if _known_misfit(fail_c, fail_m, n_fail, vm_cpu[v], vm_mem[v]):
             continue
-        h = _tree_find(tc, tm, size, vm_cpu[v] - eps, vm_mem[v] - eps * max(1.0, vm_mem[v]))
+        h = _tree_find(tc, tm, size, vm_cpu[v], vm_mem[v])
         if h < 0:
             n_fail = _remember_misfit(fail_c, fail_m, n_fail, vm_cpu[v], vm_mem[v])
         if h >= 0:
             out[v] = h
             cpu_free[h] -= vm_cpu[v]
             mem_free[h] -= vm_mem[v]
-            if cpu_free[h] + eps < min_c or mem_free[h] + eps * max(1.0, min_m) < min_m:
+            if not fits(cpu_free[h], mem_free[h], min_c, min_m):
                 # full for every VM: out of the tree, so its spare capacity in the other dimension
                 # no longer lures searches into subtrees where nothing fits
                 _tree_update(tc, tm, size, h, -1.0, -1.0)
@@ -149,7 +150,6 @@ def scan_fit_kernel(order, vm_cpu, vm_mem, cpu_cap, mem_cap, best, host_type, ty
     cpu_free = cpu_cap.copy()
     mem_free = mem_cap.copy()
     out = np.full(vm_cpu.size, -1, dtype=np.int64)
-    eps = 1e-9
     if order.size == 0:
         return out
     min_c, min_m = _smallest(order, vm_cpu, vm_mem)
@@ -171,7 +171,7 @@ def scan_fit_kernel(order, vm_cpu, vm_mem, cpu_cap, mem_cap, best, host_type, ty
                 if next_empty[t] >= type_ptr[t + 1]:
                     continue
                 h = type_hosts[next_empty[t]]
-            if cpu_free[h] + eps >= c and mem_free[h] + eps * max(1.0, m) >= m:
+            if fits(cpu_free[h], mem_free[h], c, m):
                 s = (cpu_free[h] / cpu_cap[h] + mem_free[h] / mem_cap[h]) - (c / cpu_cap[h] + m / mem_cap[h])
                 if chosen < 0 or (best and s < score_best) or ((not best) and s > score_best) or (s == score_best and h < chosen):
                     chosen = h
@@ -183,7 +183,7 @@ def scan_fit_kernel(order, vm_cpu, vm_mem, cpu_cap, mem_cap, best, host_type, ty
         mem_free[chosen] -= m
         if pos[chosen] < 0:  # an empty host: the next one of its type becomes the representative
             next_empty[host_type[chosen]] += 1
-        open_ = cpu_free[chosen] + eps >= min_c and mem_free[chosen] + eps * max(1.0, min_m) >= min_m
+        open_ = fits(cpu_free[chosen], mem_free[chosen], min_c, min_m)
         if pos[chosen] < 0 and open_:
             pos[chosen] = n_partial
             partial[n_partial] = chosen
@@ -201,20 +201,20 @@ def scan_fit_kernel(order, vm_cpu, vm_mem, cpu_cap, mem_cap, best, host_type, ty
 
 
 @njit
-def _wf_query(ts, tc, tm, off, size, c, m, eps, stack):
+def _wf_query(ts, tc, tm, off, size, c, m, stack):
     """Leftmost leaf of one host type's tree with the largest free-space sum ``ts`` among leaves
-    with ``tc >= c`` and ``tm >= m`` (branch and bound; -1 if none). ``stack``: scratch, >= 128."""
+    where the VM :func:`~densim.placement.capacity.fits` (branch and bound; -1 if none).
+    ``stack``: scratch, >= 128."""
     best_i = -1
     best_s = -np.inf
     top = 0
     stack[top] = 1
     top += 1
-    tol_m = eps * max(1.0, m)
     while top > 0:
         top -= 1
         node = stack[top]
         k = off + node
-        if tc[k] + eps < c or tm[k] + tol_m < m or ts[k] < best_s:
+        if ts[k] < best_s or not fits(tc[k], tm[k], c, m):
             continue
         # the first leaf below ``node``: a tie cannot beat a leaf further left
         first = node
@@ -267,7 +267,6 @@ def worst_fit_kernel(order, vm_cpu, vm_mem, cpu_cap, mem_cap, host_type, type_pt
     largest sum (leftmost on ties); the types' winners are then compared by score.
     """
     n_types = type_ptr.size - 1
-    eps = 1e-9
     out = np.full(vm_cpu.size, -1, dtype=np.int64)
     sizes = np.empty(n_types, dtype=np.int64)
     offs = np.empty(n_types, dtype=np.int64)
@@ -312,7 +311,7 @@ def worst_fit_kernel(order, vm_cpu, vm_mem, cpu_cap, mem_cap, host_type, type_pt
             root = offs[t] + 1
             if chosen >= 0 and ts[root] - (c / cpu_cap[h0] + m / mem_cap[h0]) < score_best:
                 continue
-            i = _wf_query(ts, tc, tm, offs[t], sizes[t], c, m, eps, stack)
+            i = _wf_query(ts, tc, tm, offs[t], sizes[t], c, m, stack)
             if i < 0:
                 continue
             h = type_hosts[type_ptr[t] + i]
@@ -328,7 +327,7 @@ def worst_fit_kernel(order, vm_cpu, vm_mem, cpu_cap, mem_cap, host_type, type_pt
         out[v] = chosen
         cpu_free[chosen] -= c
         mem_free[chosen] -= m
-        if cpu_free[chosen] + eps < min_c or mem_free[chosen] + eps * max(1.0, min_m) < min_m:
+        if not fits(cpu_free[chosen], mem_free[chosen], min_c, min_m):
             _wf_set(ts, tc, tm, offs[chosen_t], sizes[chosen_t], chosen_i, -np.inf, -np.inf, -np.inf)  # full for every VM
         else:
             _wf_set(ts, tc, tm, offs[chosen_t], sizes[chosen_t], chosen_i,

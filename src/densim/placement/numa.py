@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from densim.placement.capacity import within
+
 UNBOUND = -1
 
 
@@ -58,7 +60,7 @@ def place_auto_start(vcpus: np.ndarray, memory_bytes: np.ndarray, nodes: int, lo
     for i in range(n):  # VM start events happen one at a time (not inside a time step)
         if out[i] >= 0:
             continue
-        fits = mem_used + memory_bytes[i] <= memory_per_node_bytes
+        fits = within(memory_per_node_bytes - mem_used, memory_bytes[i])
         if not fits.any():
             continue
         score = np.where(fits, committed / logical_cpus_per_node, np.inf)
@@ -88,7 +90,7 @@ def rebalance(node_of_vm: np.ndarray, observed_cycles_per_s: np.ndarray, memory_
         gap = load[hi] - load[lo]
         if gap <= threshold:
             break
-        cand = np.flatnonzero((node == hi) & ~moved & (memory_bytes + mem[lo] <= memory_per_node_bytes))
+        cand = np.flatnonzero((node == hi) & ~moved & within(memory_per_node_bytes - mem[lo], memory_bytes))
         if cand.size == 0:
             break
         share = observed_cycles_per_s[cand] / node_capacity_cycles_per_s
@@ -110,7 +112,7 @@ def pin_balanced(load: np.ndarray, memory_bytes: np.ndarray, nodes: int, memory_
     node_load = np.zeros(nodes)
     node_mem = np.zeros(nodes)
     for i in range(len(load)):  # a one-off plan, not a time step
-        fits = node_mem + memory_bytes[i] <= memory_per_node_bytes
+        fits = within(memory_per_node_bytes - node_mem, memory_bytes[i])
         if not fits.any():
             continue
         node = int(np.argmin(np.where(fits, node_load, np.inf)))

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from densim.placement.capacity import fits_rows
+
 
 @dataclass(frozen=True)
 class OptResult:
@@ -64,14 +66,14 @@ def ffd_vector(sizes: np.ndarray, cap: np.ndarray, anti: np.ndarray | None = Non
     groups: list[set] = []
     host_of = np.full(n, -1, dtype=np.int64)
     for j in order:
-        fits = (load + sizes[j] <= cap + 1e-9).all(axis=1)
+        fits = fits_rows(cap - load, sizes[j])
         if anti is not None and anti[j]:
             fits &= np.array([anti[j] not in g for g in groups], dtype=bool)
         hs = np.flatnonzero(fits)
         if hs.size:
             h = int(hs[0])
         else:
-            if (sizes[j] > cap + 1e-9).any():
+            if not fits_rows(cap, sizes[j]):
                 raise ValueError(f"item {j} does not fit an empty host")
             load = np.vstack([load, np.zeros(d)])
             groups.append(set())

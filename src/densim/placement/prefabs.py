@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from densim.placement.capacity import capacity
 from densim.placement.filters import FILTERS
 from densim.placement.weighers import WEIGHERS
 from densim.placement import POLICIES, Recipe, planner_policies
@@ -83,10 +84,16 @@ class PackingProblem:
     def n_windows(self) -> int:
         return 0 if self.cpu_w_mhz is None else int(self.cpu_w_mhz.shape[0])
 
+    @property
+    def capacity(self) -> np.ndarray:
+        """(2,) one host's capacity: [vCPUs = cpu_overcommit x logical CPUs, bytes = memory_overcommit x usable memory]."""
+        return capacity(self.host.logical_cpus, self.host.usable_mem_bytes, self.cpu_overcommit, self.memory_overcommit)
+
     def size_key(self) -> np.ndarray:
         """Sort key for "decreasing" orders: the VM's largest share of a host in any dimension."""
-        cpu = self.vcpus / (self.cpu_overcommit * self.host.logical_cpus)
-        mem = self.mem_bytes / (self.memory_overcommit * self.host.usable_mem_bytes)
+        cap = self.capacity
+        cpu = self.vcpus / cap[0]
+        mem = self.mem_bytes / cap[1]
         key = np.maximum(cpu, mem)
         if self.cpu_w_mhz is not None:
             key = np.maximum(key, self.cpu_w_mhz.max(axis=0) / self.host.capacity_mhz)
@@ -282,8 +289,9 @@ def _restore(state: HostState, h: int, snap: dict) -> None:
 
 def lower_bound_hosts(p: PackingProblem) -> int:
     """Hosts no placement can beat: the largest of the per-dimension volume bounds."""
-    lb = np.ceil(p.vcpus.sum() / (p.cpu_overcommit * p.host.logical_cpus) - 1e-9)
-    lb = max(lb, np.ceil(p.mem_bytes.sum() / (p.memory_overcommit * p.host.usable_mem_bytes) - 1e-9))
+    cap = p.capacity
+    lb = np.ceil(p.vcpus.sum() / cap[0] - 1e-9)
+    lb = max(lb, np.ceil(p.mem_bytes.sum() / cap[1] - 1e-9))
     if p.cpu_w_mhz is not None:
         lb = max(lb, np.ceil((p.cpu_w_mhz.sum(axis=1) / (p.host.capacity_mhz * p.max_cpu_utilisation)).max() - 1e-9))
     if p.mem_w_bytes is not None:

@@ -22,8 +22,9 @@ def w_first(state, j: int) -> np.ndarray:
 def _fill_after(state, j: int) -> np.ndarray:
     p = state.p
     h = slice(0, state.n_open)
-    cpu = (state.vcpus_used[h] + p.vcpus[j]) / (p.cpu_overcommit * p.host.logical_cpus)
-    mem = (state.mem_used_bytes[h] + p.mem_bytes[j]) / (p.memory_overcommit * p.host.usable_mem_bytes)
+    cap = p.capacity
+    cpu = (state.vcpus_used[h] + p.vcpus[j]) / cap[0]
+    mem = (state.mem_used_bytes[h] + p.mem_bytes[j]) / cap[1]
     if p.cpu_w_mhz is not None:
         cpu = np.maximum(cpu, (state.cpu_w_mhz[h] + p.cpu_w_mhz[:, j]).max(axis=1) / p.host.capacity_mhz)
     return cpu + mem
