@@ -9,7 +9,6 @@ The link is 2^30 B/s, so a VM alone on the link takes 1 s, two sharing it 2 s ea
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from densim.placement import timeline as TL
 from densim.placement.failover import Maintenance, failover
@@ -130,11 +129,3 @@ def test_no_failure_no_maintenance_is_the_online_schedule():
         host = np.full(n, -1)
         host[fo.inst_vm] = fo.inst_host
         assert np.array_equal(host, s.host) and np.array_equal(fo.first_start_s, s.start_s, equal_nan=True)
-
-
-@pytest.mark.parametrize("c,m,ok", [(4.0, 8 * GIB, True), (4.0 + 2e-9, 8 * GIB, True), (4.001, 8 * GIB, False),
-                                    (4.0, 8 * GIB + 1.0, True), (4.0, 8 * GIB + 64.0, False)])
-def test_the_one_fit_test(c, m, ok):
-    # relative tolerance 1e-9: 4 vCPUs + 2e-9 fits (float sums), 4.001 does not; 8 GiB + 1 byte fits
-    # (8.6 bytes of tolerance), + 64 bytes does not
-    assert TL.fits(4.0, 8 * GIB, c, m) is ok

@@ -355,8 +355,10 @@ def plan_failures(sc, source, hosts, seed: int, group: np.ndarray, build_grid, d
 
     fs = sc.failures
     pl = sc.placement
-    cpu_cap = hosts.cores * pl.cpu_overcommit
-    mem_cap = hosts.mem_bytes * pl.memory_overcommit
+    from densim.placement.capacity import host_capacity
+
+    cap = host_capacity(hosts, pl)  # (hosts, 2): vCPUs and configured memory under the over-commit
+    cpu_cap, mem_cap = cap[:, 0].copy(), cap[:, 1].copy()
     sizes = source.sizes
     n = sizes.n
     lt = wants_lifetimes(sc, source)

@@ -551,8 +551,9 @@ def _start_stages(ctx) -> list:
     return stages
 
 
-def _choose_demand(ctx, stages: list, live, keep_vm: bool, chunk_steps: int) -> _Demand:
-    """The run's demand mode (lean, factored or active; see :class:`_Demand`) and its chunk length."""
+def _choose_demand(ctx, stages: list, live, keep_vm: bool, chunk_steps: int, mig=None) -> _Demand:
+    """The run's demand mode (lean, factored or active; see :class:`_Demand`) and its chunk length
+    (``mig``: the migration planner, which needs every row's CPU results: never active)."""
     sc, T = ctx.scenario, ctx.grid.n_steps
     # the CPU kernel writes per-VM and per-host step arrays only for a stage that reads them
     stage_reads = any(getattr(st, "reads_cpu_results", False) for st in stages)
@@ -716,7 +717,7 @@ def run_placed(ctx, *, progress: Callable[[int, int], None] | None = None, timin
     chunk_steps = chunk_steps or default_chunk_steps(ctx)
     t_engine = time.perf_counter()
     cpu = _CpuSetup(ctx, perm, starts, hosts_with, placed, host_on, vcpus_per_host, vm_cap_mhz, K)
-    demand = _choose_demand(ctx, stages, live, keep_vm, chunk_steps)
+    demand = _choose_demand(ctx, stages, live, keep_vm, chunk_steps, mig)
     cap0 = hosts.capacity_mhz.astype(np.float32)
     r = _Run(ctx, stages, mig, live, demand, vm_acc, host_acc, keep_vm, keep_host, cap0, (perm, starts, hosts_with))
 

@@ -14,8 +14,9 @@ is this loop with no failures and no maintenance; failover (:func:`densim.placem
 is it with host-down intervals.
 
 **Room.** A host's room is its capacity (vCPUs against cores x CPU over-commit, configured memory
-against memory x memory over-commit, the placement's reservations) less what its VMs reserve; a
-host that is down or in maintenance has room -1 (no policy picks it). One fit test, :func:`fits`.
+against memory x memory over-commit: :func:`densim.placement.capacity.host_capacity`) less what its
+VMs reserve; a host that is down or in maintenance has room -1 (no policy picks it). One fit test:
+:func:`densim.placement.capacity.fits`, the static kernels' too.
 
 **Maintenance.** At ``maint_at_s[e]`` host ``maint_host[e]`` enters maintenance: it takes no VM
 from then on (nor after a repair) and its capacity leaves the admission-control pool; every VM
@@ -44,9 +45,9 @@ import numpy as np
 
 from densim._jit import njit
 from densim.models.migration import precopy_one
+from densim.placement.capacity import fits  # the one fit test (placement/capacity.py)
 from densim.placement.heuristics import _tree_update as _set_leaf
 
-FIT_EPS = 1e-9  # relative tolerance of the fit test: absorbs float sums, never a whole vCPU or byte of 1 TB
 
 # instance record columns
 I_VM, I_HOST, I_PLACE, I_START, I_END = range(5)
@@ -61,12 +62,6 @@ DONE, RUNNING, WAITING, FAILED, NOT_ARRIVED, DOWN = 0, 1, 2, 3, 4, 5
 USED_CPU, USED_MEM, UP_CPU, UP_MEM = range(4)
 # counters: records written, heap sizes, queue pointers
 N_INST, N_OUT, N_MIG, N_DEP, N_LAND, Q_HEAD, Q_TAIL, R_HEAD, R_TAIL, N_RQ = range(10)
-
-
-@njit(inline="always")
-def fits(cpu_free, mem_free, c, m):
-    """The one fit test: ``c`` vCPUs and ``m`` bytes fit in the room left (a relative tolerance)."""
-    return cpu_free + FIT_EPS * max(1.0, c) >= c and mem_free + FIT_EPS * max(1.0, m) >= m
 
 
 @njit(inline="always")
