@@ -481,6 +481,7 @@ def run_placed(ctx, *, progress: Callable[[int, int], None] | None = None, timin
     keep_host = sc.output.host_timeseries == "on"
     vm_acc = Accumulator(T, V, keep_vm)
     host_acc = Accumulator(T, H, keep_host)
+    given_chunk = chunk_steps  # a part of a split run passes the whole run's chunking (densim.engine.partition)
     chunk_steps = chunk_steps or default_chunk_steps(ctx)
     t_engine = time.perf_counter()
     step_s = grid.step_s
@@ -498,7 +499,7 @@ def run_placed(ctx, *, progress: Callable[[int, int], None] | None = None, timin
                        and all(getattr(st, "accepts_factored_demand", False) for st in demand_stages))
     # VMs that arrive and leave: a lean run without stages steps only the VMs alive in each chunk
     active = live is not None and lean and not stages
-    if active and not sc.simulation.chunk_steps:
+    if active and not sc.simulation.chunk_steps and not given_chunk:
         chunk_steps = live.chunk_steps(T, step_s, ELEMENTS_PER_CHUNK // 4)  # its arrays are float64 (alive shares)
     factors = getattr(ctx.source, "window_factors", None) if (lean or factored_stages) and not active else None
     channels = ("cpu_mhz",) if lean else tuple(ctx.source.channels)
