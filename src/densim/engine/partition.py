@@ -282,6 +282,14 @@ def _part_source(source, idx: np.ndarray):
     return _PartSource(source, idx)
 
 
+def _subset(source, idx: np.ndarray):
+    """``source.subset(idx)``; a part without VMs (hosts no VM was placed on) takes none of the first group's."""
+    if idx.size == 0:
+        while isinstance(source, CompositeSource):  # a composite of no parts has no sizes to concatenate
+            source = source.parts[0]
+    return source.subset(idx)
+
+
 def _part_failures(fr, h0: int, h1: int, vm_idx: np.ndarray):
     """The failure run as a part sees it: its hosts' down intervals and per-host drive failures in the
     part's host numbering, its rows' instance times. The whole run's summary reads the driver's own."""
@@ -369,7 +377,7 @@ def part_context(ctx: EngineContext, plan: RunPlan, h0: int, h1: int, vm_idx: np
     hosts = ctx.hosts.subset(h0, h1)
     hosts.power_one_table = plan.power_one_table
     if ctx.schedule is None:
-        return EngineContext(plant=ctx.plant, grid=ctx.grid, vms=vms, hosts=hosts, source=ctx.source.subset(vm_idx),
+        return EngineContext(plant=ctx.plant, grid=ctx.grid, vms=vms, hosts=hosts, source=_subset(ctx.source, vm_idx),
                              rng=ctx.rng, seed=ctx.seed)
     sub = EngineContext(plant=ctx.plant, grid=ctx.grid, vms=vms, hosts=hosts, source=_part_source(ctx.source, vm_idx),
                         rng=ctx.rng, seed=ctx.seed)
