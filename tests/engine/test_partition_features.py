@@ -253,3 +253,27 @@ def test_a_stage_without_a_merge_rule_is_refused():
             simulate_in_parts(resolve(scenario_from_dict(compose())), 2)
     finally:
         STAGES.unregister("zz-probe")
+
+
+# ---- a plan that travels --------------------------------------------------------------------------
+
+
+def test_a_pickled_plan_of_a_trace_run_with_lifetimes_gives_the_one_process_result(traces, repo):
+    # what a Dask worker gets: the plan pickled. It carries the driver's schedule and the demand source's
+    # wrappers, not the trace (a worker reads the trace again and the plan's wrappers go over it), so
+    # the bytes stay far below the trace's; each part steps its own rows and the merge is exact
+    import pickle
+
+    from densim.engine.partition import host_ranges, merge_parts, plan_run, run_part
+    from densim.plant import load_plant
+
+    plant = load_plant(repo / "examples" / "opendc" / "1k-tasks.yaml")  # 1,000 OpenDC tasks on 100 hosts
+    one = simulate(plant)
+    plan, ctx, timings = plan_run(plant)
+    assert plan.placed is not None and one.summary["scheduling"]["tasks_total"] > 0
+    blob = pickle.dumps(plan, protocol=5)
+    moved = pickle.loads(blob)
+    assert len(blob) < 1_000_000  # measured 186 kB: the schedule and the wrappers of the trace
+    ranges = host_ranges(plan.host_of_vm, plan.n_hosts, 3)
+    assert len(ranges) >= 2  # first-fit fills host 0 with most tasks: a part for it, one for the rest
+    same_result(one, merge_parts(ctx, [run_part(moved, h0, h1) for h0, h1 in ranges], timings))
