@@ -172,9 +172,8 @@ def test_local_storage_with_drive_failures_and_boot_reads_splits():
 
 
 def test_lifetimes_split_with_hosts_switched_off_when_idle():
-    # VM series off: the engine steps only the VMs alive in each chunk, chunked by the whole run's
-    # concurrency (the plan's chunk_steps); idle hosts off: the power-ons and boot energy of each host
-    # come from its part
+    # VM series off: the engine steps only the VMs alive in each chunk (the plan's chunk_steps, from the
+    # whole run's concurrency); idle hosts off: the power-ons and boot energy of each host come from its part
     d = compose("lifetimes", output={"vm_timeseries": "off", "host_timeseries": "on"},
                 scheduling={"idle_hosts": "off", "off_after": "5 min"})
     one, split = one_and_split(d)

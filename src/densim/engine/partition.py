@@ -261,6 +261,8 @@ class _PartSource(SubsetSource):
 
     def window(self, grid, t0, t1, channels, vms: np.ndarray | None = None):
         ids = self.idx if vms is None else self.idx[np.asarray(vms, dtype=np.int64)]
+        if ids.size == 0:  # no row of the part alive in the chunk (a scheduled source gives no channel then)
+            return {ch: np.zeros((t1 - t0, 0), dtype=np.float32) for ch in channels if ch in self.channels}
         if self._takes_vms:
             return self.parent.window(grid, t0, t1, channels, vms=ids)
         return {k: np.ascontiguousarray(v[:, ids]) for k, v in self.parent.window(grid, t0, t1, channels).items()}
