@@ -276,3 +276,27 @@ def test_a_pickled_plan_of_a_trace_run_with_lifetimes_gives_the_one_process_resu
     ranges = host_ranges(plan.host_of_vm, plan.n_hosts, 3)
     assert len(ranges) >= 2  # first-fit fills host 0 with most tasks: a part for it, one for the rest
     same_result(one, merge_parts(ctx, [run_part(moved, h0, h1) for h0, h1 in ranges], timings))
+
+
+@pytest.mark.slow
+def test_a_dask_run_with_failures_and_host_local_stages_writes_the_one_process_files(tmp_path):
+    # the path of `densim run --workers 2`: two worker processes, the plan pickled to each. Lifetimes,
+    # host 0 failing (restarts with boot reads on host 2's local array), memory, virtualization and local
+    # storage; failures.parquet, outages.parquet and the per-step tables are the same files, the figures
+    # the same to rel 1e-9 (the storage stage's sums over datastores, as above)
+    pytest.importorskip("distributed")
+    import polars as pl
+
+    from densim.tools.distributed import simulate_distributed
+
+    d = local_storage(compose("lifetimes", "memory", "virtualization"))
+    d["failures"] = {"events": [{"time": "30 min", "target": "cluster-a-0", "duration": "10 min"}],
+                     "ha": {"boot_read": "100 MB/s"}}
+    plant = resolve(scenario_from_dict(d))
+    one = simulate(plant)
+    res, info = simulate_distributed(plant, workers=2, parts=2)
+    assert len(info.parts) == 2 and all(p.worker for p in info.parts)
+    close_result(one, res, rel=1e-9)
+    a, b = one.write(tmp_path / "one"), res.write(tmp_path / "two")
+    for name in ("failures", "outages", "schedule_steps", "vm_steps", "host_steps", "vms"):
+        assert pl.read_parquet(a / f"{name}.parquet").equals(pl.read_parquet(b / f"{name}.parquet")), name
