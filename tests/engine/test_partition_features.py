@@ -171,14 +171,30 @@ def test_local_storage_with_drive_failures_and_boot_reads_splits():
 # ---- VMs that arrive and leave, host failures ----------------------------------------------------
 
 
-def test_lifetimes_split_with_hosts_switched_off_when_idle():
-    # VM series off: the engine steps only the VMs alive in each chunk (the plan's chunk_steps, from the
-    # whole run's concurrency); idle hosts off: the power-ons and boot energy of each host come from its part
+def test_lifetimes_split_with_hosts_switched_off_when_idle(monkeypatch):
+    # VM series off: the engine steps only the VMs alive in each chunk, chunked by the whole run's
+    # concurrency (the plan's chunk_steps; a part alone, with half the VMs, would pick longer chunks).
+    # A budget of 4,000 elements makes chunks of 46 and 14 steps; in the second only 2 VMs are still
+    # alive, so a part has no row alive in it. Idle hosts off: each host's power-ons come from its part
+    import densim.engine.run as run
+
+    monkeypatch.setattr(run, "ELEMENTS_PER_CHUNK", 4_000)
+    chunks: list[tuple[int, int, int]] = []  # (hosts, t0, t1) of every chunk the engine stepped
+    step = run._active_chunk
+
+    def spy(ctx, cpu, live, vm_acc, host_acc, t0, t1, *rest):
+        chunks.append((ctx.hosts.n, t0, t1))
+        return step(ctx, cpu, live, vm_acc, host_acc, t0, t1, *rest)
+
+    monkeypatch.setattr(run, "_active_chunk", spy)
     d = compose("lifetimes", output={"vm_timeseries": "off", "host_timeseries": "on"},
                 scheduling={"idle_hosts": "off", "off_after": "5 min"})
+    d["vms"][0]["profile"] = {"kind": "random", "mean": 0.5, "noise": 0.4}
     one, split = one_and_split(d)
     s = one.summary["scheduling"]
     assert s["host_power_ons"] == 2 and s["boot_energy_j"] > 0 and s["completed"] == 12
+    # the whole run (3 hosts), then part [0, 1) (1 host) and part [1, 3) (2 hosts), each over the same chunks
+    assert chunks == [(3, 0, 46), (3, 46, 60), (1, 0, 46), (1, 46, 60), (2, 0, 46), (2, 46, 60)]
     same_result(one, split)
 
 
