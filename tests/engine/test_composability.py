@@ -68,28 +68,27 @@ FEATURES = {
 PAIRS = list(itertools.combinations(FEATURES, 2))
 
 # pair -> the pinned one-line message (a regular expression) and, in the comment, the physical reason
-_PART_STAGE = (r"^compose: a run split by host partitions models CPU and power only; this scenario switches on the "
-               r"stage\(s\) {} \(run it in one process\)$")
-_PART_LIVE = (r"^compose:scheduling.lifetimes: a run split by host partitions does not yet follow VMs that arrive and "
-              r"leave \(run it in one process, or set scheduling.lifetimes: off\)$")
+_PART = r"^compose:{}: a run split by host partitions {} \(run it in one process{}\)$"
 REFUSED = {
-    # these stages couple hosts (a shared datastore, the jobs' shared fabric, memory swap on a shared
-    # datastore) or are not split-aware yet: a part would see only its hosts' share of a shared device
-    ("memory", "partition"): _PART_STAGE.format("memory"),
-    ("storage", "partition"): _PART_STAGE.format("storage"),
-    ("fabric", "partition"): _PART_STAGE.format("fabric"),
-    ("virtualization", "partition"): _PART_STAGE.format("virtualization"),
+    # a split run takes the stages whose state is host-local (memory, virtualization, carbon, storage on
+    # per-host datastores; tests/engine/test_partition_features.py); what couples hosts is refused: the
+    # scenario's datastore 'ds' is one array whose queue the VMs of every host join, and the jobs' fabric
+    # is shared by VMs on hosts of different parts
+    ("storage", "partition"): (r"^compose:storage.datastores\[0\].scope: datastore 'ds' is one array \(scope: shared\) "
+                               r"whose queue the VMs of every host join: a run split by host partitions cannot give a "
+                               r"part its latency \(run it in one process, or give the datastore scope: per-host, one "
+                               r"array per host\)$"),
+    ("fabric", "partition"): _PART.format("fabric", "cannot run the batch-job fabric: a job's VMs on hosts of different "
+                                          "parts share its NICs, switches and storage pools", ""),
     # the fluid job model runs each job once on VMs that live through it: a data node arriving 106 s
     # after its job started cannot have run its tasks
     ("fabric", "lifetimes"): (r"^compose:fabric.tenants\[0\].vms: job VM datanodes-a-\d+ is alive \d+\.\.\d+ s but "
                               r"its job runs 0\.\.\d+ s: the batch-job model runs a job once on VMs that live through "
                               r"it \(it cannot start tasks on a VM not yet there or re-run tasks lost with a failed host\)$"),
-    ("lifetimes", "partition"): _PART_LIVE,
-    # HA restarts move VMs between hosts of different parts
-    ("failures", "partition"): _PART_LIVE,
+    # (lifetimes and failures split: the online and failover placement runs once on the driver, and
+    # each instance row has one host, so an HA restart on another part's host is a row of that part)
     # a part cannot move VMs into another part's hosts
-    ("migration", "partition"): (r"^compose:migration: a run split by host partitions cannot move VMs between parts "
-                                 r"\(run it in one process\)$"),
+    ("migration", "partition"): _PART.format("migration", "cannot move VMs between parts", ""),
 }
 
 

@@ -57,10 +57,13 @@ def test_vm_series_and_unused_hosts_off():
     same_result(one, simulate_in_parts(plant, 3))
 
 
-def test_a_scenario_with_stages_is_refused():
+def test_swap_on_a_shared_datastore_is_refused():
+    # the memory stage swaps to the storage stage's datastore 'swap-ds', one array for every host: a part
+    # alone cannot compute its queue (tests/engine/test_partition_features.py has the other refusals)
     from tests.engine.test_swap_on_datastore import _scenario
 
-    with pytest.raises(InputError, match="stage"):
+    with pytest.raises(InputError, match=r"^swap-ds:memory.swap_datastore: the VMs' host swap is on datastore 'swap-ds', "
+                                         r"one array \(scope: shared\)"):
         simulate_in_parts(resolve(_scenario(other_iops=0.0)), 2)
 
 

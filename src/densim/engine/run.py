@@ -551,9 +551,10 @@ def _start_stages(ctx) -> list:
     return stages
 
 
-def _choose_demand(ctx, stages: list, live, keep_vm: bool, chunk_steps: int, mig=None) -> _Demand:
+def _choose_demand(ctx, stages: list, live, keep_vm: bool, chunk_steps: int, mig=None, given: bool = False) -> _Demand:
     """The run's demand mode (lean, factored or active; see :class:`_Demand`) and its chunk length
-    (``mig``: the migration planner, which needs every row's CPU results: never active)."""
+    (``mig``: the migration planner, which needs every row's CPU results: never active; ``given``: the
+    caller fixed the chunk length, as a part of a split run does with the whole run's, so it is kept)."""
     sc, T = ctx.scenario, ctx.grid.n_steps
     # the CPU kernel writes per-VM and per-host step arrays only for a stage that reads them
     stage_reads = any(getattr(st, "reads_cpu_results", False) for st in stages)
@@ -568,7 +569,7 @@ def _choose_demand(ctx, stages: list, live, keep_vm: bool, chunk_steps: int, mig
                        and all(getattr(st, "accepts_factored_demand", False) for st in demand_stages))
     # VMs that arrive and leave: a lean run without stages steps only the VMs alive in each chunk
     active = live is not None and lean and not stages and mig is None
-    if active and not sc.simulation.chunk_steps:
+    if active and not sc.simulation.chunk_steps and not given:
         chunk_steps = live.chunk_steps(T, ctx.grid.step_s, ELEMENTS_PER_CHUNK // 4)  # its arrays are float64 (alive shares)
     factors = getattr(ctx.source, "window_factors", None) if (lean or factored_stages) and not active else None
     channels = ("cpu_mhz",) if lean else tuple(ctx.source.channels)
@@ -714,10 +715,11 @@ def run_placed(ctx, *, progress: Callable[[int, int], None] | None = None, timin
     keep_host = sc.output.host_timeseries == "on"
     vm_acc = Accumulator(T, V, keep_vm)
     host_acc = Accumulator(T, H, keep_host)
+    given_chunk = bool(chunk_steps)  # a part of a split run passes the whole run's chunking (densim.engine.partition)
     chunk_steps = chunk_steps or default_chunk_steps(ctx)
     t_engine = time.perf_counter()
     cpu = _CpuSetup(ctx, perm, starts, hosts_with, placed, host_on, vcpus_per_host, vm_cap_mhz, K)
-    demand = _choose_demand(ctx, stages, live, keep_vm, chunk_steps, mig)
+    demand = _choose_demand(ctx, stages, live, keep_vm, chunk_steps, mig, given_chunk)
     cap0 = hosts.capacity_mhz.astype(np.float32)
     r = _Run(ctx, stages, mig, live, demand, vm_acc, host_acc, keep_vm, keep_host, cap0, (perm, starts, hosts_with))
 

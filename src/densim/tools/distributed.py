@@ -6,7 +6,12 @@ rebuilds the run from the plant on its worker, simulates its hosts and their VMs
 their sums, maxima and time series, which the client merges into the same Result as a single
 process gives. Each task carries the plan itself (the plant and the placement, not data scattered
 to one worker), so when a worker dies the scheduler runs its task again on another worker (Dask
-retries a task whose worker was lost, up to ``distributed.scheduler.allowed-failures`` times).
+retries a task whose worker was lost, up to ``distributed.scheduler.allowed-failures`` times). With
+VMs that arrive and leave or host failures the plan also carries the client's schedule and failure
+run (online and failover placement run once, on the client) and the demand source's wrappers, not
+its traces; the failures and scheduling figures are computed once, on the client, after the merge.
+What cannot be split (a shared datastore, the batch-job fabric, migration) is refused before the
+cluster starts (:func:`densim.engine.partition.split_refusal`).
 
 Workers need densim installed and the scenario's trace files at the same path (a shared file
 system on a real cluster). ``workers=N`` starts a local cluster of N single-threaded worker
