@@ -105,7 +105,7 @@ def __getattr__(name: str):
     if name == "fits":
         from densim._jit import njit
 
-        globals()["fits"] = fn = njit(_fits)
+        globals()["fits"] = fn = njit(_fits, inline="always")  # a kernel calls it per host it looks at
         return fn
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
