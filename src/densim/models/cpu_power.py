@@ -191,3 +191,10 @@ def capped_scale(u0, cap_w, scales, power_of_util, p0):
         hi = np.where(open_ & ~ok, mid, hi)
     k = np.where(top, K - 1, lo)
     return scales[cols, k]
+
+
+def full_load_capped_scale(p0_w: float, p1_w: float, cap_w: float, scales: np.ndarray) -> float | None:
+    """Largest P-state scale ``s`` at which a fully busy host draws ``p0 + (p1 - p0) s^3 <= cap`` (1.0 when the
+    power model's full-load power ``p1`` is within the cap); None when not even the lowest P-state fits."""
+    ok = p0_w + (p1_w - p0_w) * np.asarray(scales, dtype=float) ** 3 <= cap_w * (1 + 1e-12)
+    return float(scales[ok][-1]) if ok.any() else None

@@ -62,7 +62,7 @@ class PowerCapStage(BaseStage):
     partition_sums = ("n_host_steps", "n_capped", "clock_sum", "dem", "short", "deliv", "saved_j")
 
     def __init__(self, ctx) -> None:
-        from densim.models.cpu_power import pstate_scales
+        from densim.models.cpu_power import full_load_capped_scale, pstate_scales
         from densim.models.power import as_table_w
 
         sc, hosts = ctx.scenario, ctx.hosts
@@ -87,11 +87,11 @@ class PowerCapStage(BaseStage):
             p0, p1 = float(t[0]), float(t[-1])
             floor_w = p0 + (p1 - p0) * scales[0] ** 3
             cap = float(g.power_cap_w)
-            if cap < floor_w - 1e-9:
+            if full_load_capped_scale(p0, p1, cap, scales) is None:
                 raise InputError(sc.name, where, f"{cap:g} W is below what a fully busy {hg.label} host draws at its lowest "
                                  f"P-state: {p0:g} W idle + ({p1:g} - {p0:g}) W x ({ps.min_mhz:g} / {base:g} MHz)^3 = "
                                  f"{floor_w:.1f} W; no clock keeps it within the cap (raise the cap or lower power.min_clock)")
-            full = scales[p0 + (p1 - p0) * scales**3 <= cap * (1 + 1e-12)][-1]
+            full = full_load_capped_scale(p0, p1, cap, scales)
             self.caps[hg.label] = cap
             self.full_clock[hg.label] = float(full * base)
             self.full_power[hg.label] = float(p0 + (p1 - p0) * full**3)
