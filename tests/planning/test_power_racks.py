@@ -97,3 +97,13 @@ def test_a_cap_below_the_lowest_p_state_is_refused():
     issues = plan_spec_issues(_spec(cap="110 W"))
     assert issues and issues[0][0] == "candidates[0].power_cap" and "= 112.8 W" in issues[0][1]
 
+
+
+def test_the_report_renders_a_power_bound_answer(tmp_path):
+    # the limiting key "power" is no bound of its own: the report marks the CPU bound it acts through
+    from densim.tools.plan.report import write_outputs
+
+    summary = write_outputs(plan(_inventory(), _spec(racks={"budget": "1 kW", "breaker": 10, "voltage": 120})), tmp_path / "out")
+    assert summary["answer"]["limiting"] == "power"
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert "(limiting: power, on the capped clock)" in html and "1 x 4" in html
