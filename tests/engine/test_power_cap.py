@@ -119,3 +119,20 @@ def test_a_power_section_without_any_cap_is_refused():
 def test_min_clock_above_the_base_clock_is_refused():
     with pytest.raises(InputError, match=r"power.min_clock: 2500 MHz is above host group 'h'"):
         _run("200 W", power={"min_clock": "2.5 GHz"})
+
+
+def test_the_howto_example_gives_the_howto_figures(repo):
+    # docs/howto/power-and-rack-limits.md, section 1: 4 x Xeon 8180 hosts (220 W idle, 760 W full) capped at 380 W
+    from densim.spec.loader import load_scenario
+
+    r = simulate(resolve(load_scenario(repo / "examples/power/capped-hosts.yaml")))
+    pc = r.summary["power_cap"]
+    # fully busy: 220 + 540 s^3 <= 380 -> s^3 <= 0.296 -> 1,600 MHz (s = 0.64: 361.6 W; 1,700 MHz: 389.8 W)
+    assert pc["full_load_clock_mhz"]["capped"] == pytest.approx(1600.0)
+    assert pc["full_load_power_w"]["capped"] == pytest.approx(220 + 540 * 0.64**3)
+    assert (pc["host_steps_capped"], pc["host_steps"]) == (672, 1152)
+    assert pc["slowdown_pct"] == pytest.approx(3.55, abs=0.01)
+    assert r.summary["totals"]["energy_kwh"] == pytest.approx(32.27, abs=0.01)
+    assert pc["energy_saved_kwh"] == pytest.approx(41.12 - 32.27, abs=0.02)
+    c = r.summary["carbon"]  # 32.27 kWh x 328 g and x 50 g
+    assert (c["scope2_location_kg"], c["scope2_market_kg"]) == (pytest.approx(10.58, abs=0.01), pytest.approx(1.61, abs=0.01))
