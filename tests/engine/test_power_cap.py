@@ -136,3 +136,19 @@ def test_the_howto_example_gives_the_howto_figures(repo):
     assert pc["energy_saved_kwh"] == pytest.approx(41.12 - 32.27, abs=0.02)
     c = r.summary["carbon"]  # 32.27 kWh x 328 g and x 50 g
     assert (c["scope2_location_kg"], c["scope2_market_kg"]) == (pytest.approx(10.58, abs=0.01), pytest.approx(1.61, abs=0.01))
+
+
+def test_densim_validate_refuses_a_cap_no_p_state_meets_in_one_line(tmp_path):
+    import yaml
+    from typer.testing import CliRunner
+
+    from densim.cli.main import app
+
+    d = copy.deepcopy(BASE)
+    d["cluster"]["hosts"][0]["power_cap"] = "110 W"
+    f = tmp_path / "cap.yaml"
+    f.write_text(yaml.safe_dump(d))
+    r = CliRunner().invoke(app, ["validate", str(f)])
+    assert r.exit_code == 1
+    assert "cluster.hosts[0].power_cap: 110 W is below what a fully busy h host draws at its lowest P-state" in r.output
+    assert "Traceback" not in r.output

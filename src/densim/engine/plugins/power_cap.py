@@ -18,7 +18,8 @@ busy host at its cap, how many host-steps ran capped, and the work the cap held 
     shortfall = sum over steps of max(min(D, C0) - s C0, 0) x step     (MHz x s)
     slowdown  = shortfall / sum min(D, C0) x step
 
-The cap is checked when the run starts: a fully busy host at the lowest P-state must fit it
+The cap is checked when the scenario is resolved (:func:`densim.plant.checks.power_cap_issues`, so
+``densim validate`` refuses it too): a fully busy host at the lowest P-state must fit it
 (``P(0) + (P(1) - P(0)) (f_min / f_base)^3 <= cap``), otherwise no clock could keep it within
 the cap and the scenario is refused naming that floor.
 """
@@ -64,9 +65,13 @@ class PowerCapStage(BaseStage):
     def __init__(self, ctx) -> None:
         from densim.models.cpu_power import full_load_capped_scale, pstate_scales
         from densim.models.power import as_table_w
+        from densim.plant.checks import power_cap_issues
 
         sc, hosts = ctx.scenario, ctx.hosts
         ps = sc.power
+        issues = power_cap_issues(sc, ctx.plant.host_groups)  # made by resolve; again for a context built otherwise
+        if issues:
+            raise InputError(sc.name, *issues[0])
         self.settings = ps
         self.caps: dict[str, float] = {}
         self.full_clock: dict[str, float] = {}
@@ -77,20 +82,11 @@ class PowerCapStage(BaseStage):
         for gi, (g, hg) in enumerate(zip(sc.cluster.hosts, ctx.plant.host_groups)):
             if g.power_cap_w is None:
                 continue
-            where = f"cluster.hosts[{gi}].power_cap"
             base = float(hg.cpu.base_mhz)
-            if ps.min_mhz > base:
-                raise InputError(sc.name, "power.min_clock", f"{ps.min_mhz:g} MHz is above host group {hg.label!r}'s base "
-                                 f"clock of {base:g} MHz: the P-states run from min_clock up to the base clock")
             scales = pstate_scales(base, ps.min_mhz, ps.pstate_step_mhz)
             t = as_table_w(hg.server.power)
             p0, p1 = float(t[0]), float(t[-1])
-            floor_w = p0 + (p1 - p0) * scales[0] ** 3
             cap = float(g.power_cap_w)
-            if full_load_capped_scale(p0, p1, cap, scales) is None:
-                raise InputError(sc.name, where, f"{cap:g} W is below what a fully busy {hg.label} host draws at its lowest "
-                                 f"P-state: {p0:g} W idle + ({p1:g} - {p0:g}) W x ({ps.min_mhz:g} / {base:g} MHz)^3 = "
-                                 f"{floor_w:.1f} W; no clock keeps it within the cap (raise the cap or lower power.min_clock)")
             full = full_load_capped_scale(p0, p1, cap, scales)
             self.caps[hg.label] = cap
             self.full_clock[hg.label] = float(full * base)
@@ -207,10 +203,5 @@ class PowerCapStage(BaseStage):
                  # added (memory faults, virtualization overheads); carbon reads the capped power
                  after=("fabric", "memory", "storage", "virtualization"), before=("carbon",))
 def power_cap_stage(ctx):
-    sc = ctx.scenario
-    if not any(g.power_cap_w is not None for g in sc.cluster.hosts):
-        if sc.power.model_fields_set:
-            raise InputError(sc.name, "power", "sets the P-states of power-capped hosts, but no cluster.hosts[] entry "
-                             "has a power_cap (give one, or drop the section)")
-        return None
-    return PowerCapStage(ctx)
+    # a power section without any cap is refused by densim.plant.checks.power_cap_issues
+    return PowerCapStage(ctx) if any(g.power_cap_w is not None for g in ctx.scenario.cluster.hosts) else None
