@@ -62,6 +62,7 @@ def test_a_capped_candidate_is_placed_on_the_clock_a_busy_host_keeps_within_the_
     assert (free.n_hosts, capped.n_hosts) == (2, 3)
     assert capped.power["capped"]["clock_mhz"] == pytest.approx(1500.0)
     assert capped.power["capped"]["clock_power_w"] == pytest.approx(184.375)  # 100 + 200 x 0.75^3
+    assert capped.power["capped"]["capacity_loss_pct"] == pytest.approx(25.0)  # 1 - 1,500 / 2,000
 
 
 def test_the_answer_is_power_bound_when_the_cap_sets_the_binding_cpu_capacity():
@@ -80,7 +81,7 @@ def test_the_answer_is_power_bound_when_the_cap_sets_the_binding_cpu_capacity():
     # VMs per budgeted kW: 10 VMs / (3 hosts x 0.2 kW) = 16.7
     assert pw["vms_per_kw"] == pytest.approx(10 / 0.6)
     text = "\n".join(headline_lines({"answer": a}))
-    assert "Limiting resource: power" in text and "1,500 MHz of its 2,000 MHz" in text
+    assert "Limiting resource: power" in text and "1,500 MHz of its 2,000 MHz base clock (184 W; 25 % of its CPU capacity)" in text
     assert "Racks: 1 of 4 hosts (power-bound" in text
 
 

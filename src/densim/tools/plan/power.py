@@ -32,6 +32,8 @@ def capped_clock(c, base_mhz: float) -> dict | None:
             "floor_w": p0 + (p1 - p0) * float(scales[0]) ** 3, "min_clock_mhz": float(scales[0] * base_mhz),
             "clock_mhz": None if s is None else float(s * base_mhz),
             "clock_power_w": None if s is None else p0 + (p1 - p0) * s**3,
+            # what the cap costs a fully busy host: the share of its base-clock capacity it gives up
+            "capacity_loss_pct": None if s is None else 100.0 * (1.0 - s),
             "binds": s is not None and s < 1.0}
 
 

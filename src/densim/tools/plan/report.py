@@ -293,7 +293,8 @@ def headline_lines(summary: dict) -> list[str]:
     if through:
         cc = pw["capped"]
         lines.append(f"Limiting resource: power. The {cc['cap_w']:,.0f} W cap per host leaves a fully busy host "
-                     f"{cc['clock_mhz']:,.0f} MHz of its {cc['base_mhz']:,.0f} MHz base clock ({cc['clock_power_w']:,.0f} W), and "
+                     f"{cc['clock_mhz']:,.0f} MHz of its {cc['base_mhz']:,.0f} MHz base clock ({cc['clock_power_w']:,.0f} W; "
+                     f"{cc['capacity_loss_pct']:.0f} % of its CPU capacity), and "
                      f"on that capacity {lim['short']} binds ({lim['label']}), {_fmt(lim['value'], lim['unit'])} of "
                      f"{_fmt(lim['limit'], lim['unit'])}: {100 * lim['headroom']:.0f} % headroom.")
     else:
