@@ -75,3 +75,28 @@ def test_run_carbon_without_embodied_and_bad_inputs(tmp_path):
 def test_no_carbon_section_no_stage():
     res = simulate(plant_from_dict(_scenario(None)), seed=1)
     assert "carbon" not in res.summary and "carbon" not in res.summary["models"]["stages"]
+
+
+def test_scope_2_market_based_against_location_based_by_hand(tmp_path):
+    # the grid series above (100 then 500 g/kWh, location-based) and a contract at 30 g/kWh (market-based)
+    grid = tmp_path / "grid.csv"
+    grid.write_text("time_s,gco2_per_kwh\n0,100\n3600,500\n")
+    sc = _scenario({"grid_series": {"file": str(grid)}, "market_gco2_per_kwh": 30, "pue": 1.5, "lifetime_years": 4,
+                    "embodied": {"flat": 1000}})
+    c = simulate(plant_from_dict(sc), seed=1).summary["carbon"]
+    # location-based: 0.4 kWh x 1.5 x (100 + 500) g = 360 g = 0.36 kg, the operational figure
+    assert c["scope2_location_kg"] == pytest.approx(0.36) == pytest.approx(c["operational_kg"])
+    # market-based: 0.8 kWh x 1.5 x 30 g = 36 g = 0.036 kg, a tenth of the location-based figure
+    assert c["scope2_market_kg"] == pytest.approx(0.036)
+    # per VM-year (2 x 7,200 s): location 788.4 kg; market 0.036 / (14,400 / YEAR_S) = 78.84 kg;
+    # Scope 3 embodied 250 kg; market-based total 78.84 + 250 = 328.84 kg
+    assert c["scope2_location_kg_per_vm_year"] == pytest.approx(788.4)
+    assert c["scope2_market_kg_per_vm_year"] == pytest.approx(78.84)
+    assert c["scope3_embodied_kg_per_vm_year"] == pytest.approx(250.0)
+    assert c["total_market_kg_per_vm_year"] == pytest.approx(328.84)
+
+
+def test_without_a_contract_factor_market_based_is_null():
+    c = simulate(plant_from_dict(_scenario({"grid_gco2_per_kwh": 250})), seed=1).summary["carbon"]
+    assert c["scope2_market_kg"] is None and c["total_market_kg_per_vm_year"] is None
+    assert c["scope2_location_kg"] == pytest.approx(0.2)  # 0.8 kWh x 250 g

@@ -1,4 +1,4 @@
-"""Every pair of the engine's nine features on one small scenario (issue 28).
+"""Every pair of the engine's ten features on one small scenario (issues 28 and 32).
 
 Each pair either runs and keeps the invariants below, or is refused with a one-line message pinned
 in :data:`REFUSED`, whose physical reason the message states. The table of pairs and their status
@@ -8,7 +8,7 @@ Invariants of a run:
 
 * delivered + unserved = demand (CPU, over the run);
 * no CPU demand outside a VM's life, nor on a host while it is down;
-* energy >= the hosts' power integral (stages may add power, never take it away);
+* energy >= the hosts' power integral (what stages add or take away, as the power cap does, goes into both);
 * at CPU over-commit 1.0 no host delivers more than its capacity in any step;
 * every migration goes to a host that is up and not in maintenance.
 """
@@ -64,6 +64,9 @@ FEATURES = {
     "failures": lambda d: _add(d, failures={"events": [{"time": "30 min", "target": "cluster-a-1", "duration": "10 min"}]}),
     "migration": lambda d: _add(d, migration={"model": "precopy", "maintenance": [{"host": "cluster-a-0", "at": "20 min"}]}),
     "partition": None,  # the run split into 2 host ranges (densim run --workers)
+    # 400 W per host (220 W idle, 760 W peak): six VMs' 57,600 MHz of 140,000 MHz (u0 = 0.41) run at
+    # 2,200 MHz (220 + 540 x 0.41 x 0.88^2 = 392 W); a host's P-states are 800 .. 2,500 MHz
+    "power_cap": lambda d: d["cluster"]["hosts"][0].update(power_cap="400 W"),
 }
 PAIRS = list(itertools.combinations(FEATURES, 2))
 
@@ -133,6 +136,10 @@ def check_invariants(r, features) -> None:
             f = ctx.failures
             for dst, t in zip(mig[:, TL.M_DST].astype(int), mig[:, TL.M_END]):
                 assert not np.any((f.down_host == dst) & (f.down_start_s <= t) & (t < f.down_end_s))
+    if "power_cap" in features:  # within the cap in every step; capped at 2,200 MHz where six VMs run
+        assert power.max() <= 400.0 * (1 + 1e-6)
+        pc = r.summary["power_cap"]
+        assert pc["host_steps_capped"] > 0 and pc["full_load_clock_mhz"]["cluster-a"] == pytest.approx(1700.0)
     if "migration" in features:
         m = r.summary["migration"]
         maint = {e["host"]: e["at_s"] for e in m["evacuations"]}

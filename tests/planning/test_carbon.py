@@ -115,3 +115,21 @@ def test_plan_carbon_per_vm_year_by_hand(tmp_path):
         _flip_plan(carbon={"grid_gco2_per_kwh": 1, "embodied": {"nope": 1}})
     with pytest.raises(InputError, match="no embodied carbon for candidate 'lo 2x6'"):
         _flip_plan(carbon={"grid_gco2_per_kwh": 1, "embodied": {"hi 2x16": 1}})
+
+
+def test_plan_carbon_splits_scope_2_location_and_market_based_by_hand():
+    from densim.spec.plan import PlanSpec
+    from densim.tools.plan.licensing_carbon import candidate_carbon
+
+    cand = {"name": "c", "cpu": {"cores_per_socket": 4, "base_clock": "2 GHz"}, "memory": "64 GiB",
+            "power": {"model": "linear", "idle": "100 W", "peak": "300 W"}, "price_usd": 1}
+    spec = PlanSpec.model_validate({"candidates": [cand], "carbon": {"grid_gco2_per_kwh": 400, "market_gco2_per_kwh": 50, "pue": 1.0,
+                                                                 "embodied": {"c": 1000}, "lifetime_years": 5}})
+    row = candidate_carbon(spec, "c", np.array([200.0, 200.0]), 2, 10)
+    # 400 W x 8,760 h = 3,504 kWh a year; location-based 3,504 x 400 g = 1,401.6 kg; market-based 3,504 x 50 g = 175.2 kg
+    assert row["scope2_location_kg_per_year"] == pytest.approx(1401.6)
+    assert row["scope2_market_kg_per_year"] == pytest.approx(175.2)
+    # per VM-year (10 VMs): 140.16 and 17.52 kg; Scope 3 embodied 2 x 1,000 kg / 5 years / 10 VMs = 40 kg
+    assert row["scope2_location_kg_per_vm_year"] == pytest.approx(140.16)
+    assert row["scope2_market_kg_per_vm_year"] == pytest.approx(17.52)
+    assert row["scope3_embodied_kg_per_vm_year"] == pytest.approx(40.0)

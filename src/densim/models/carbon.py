@@ -10,7 +10,11 @@ life; catalog section ``server_embodied_carbon``) amortised linearly over the se
 
     C_emb = n_servers x kgCO2e_server / L x years covered
 
-Per VM-year both are divided by the VM-years served (VMs x years). A grid series is a CSV with a
+Per VM-year both are divided by the VM-years served (VMs x years). As the GHG Protocol's Scope 2
+Guidance (2015) asks, purchased electricity is reported twice: location-based (the grid's average
+intensity, ``C_op`` above) and market-based (the contract's emission factor ``F_m``,
+``market_gco2_per_kwh``, for all the facility energy: ``sum_t E_t x PUE x F_m / 1000``); embodied
+carbon is Scope 3 (category 2, capital goods). A grid series is a CSV with a
 time column (seconds on the run's clock) and an intensity column; a value holds from its time until
 the next row's (step-hold), and the last one holds after it. The plan, which keeps one mean power per
 host, uses the series' time-weighted mean (:func:`mean_intensity`): the covariance of power and
@@ -60,6 +64,10 @@ class CarbonInputs(BaseModel):
 
     grid_gco2_per_kwh: float | None = Field(default=None, ge=0, description="constant grid intensity, gCO2e per kWh")
     grid_series: GridSeries | None = Field(default=None, description="grid intensity over time instead of a constant")
+    market_gco2_per_kwh: float | None = Field(
+        default=None, ge=0, description="Scope 2 market-based: the emission factor of the electricity contract (supplier "
+                                        "tariff, PPA, certificates), gCO2e per kWh, applied to all the energy; the grid "
+                                        "intensity gives the location-based figure")
     pue: float | None = Field(default=None, ge=1.0, description="facility energy / IT energy (plan: default the cost "
                               "inputs' facility factor; run: default 1.0, IT energy only)")
     lifetime_years: float | None = Field(default=None, gt=0, description="years a server's embodied carbon is spread over "

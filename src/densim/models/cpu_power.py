@@ -130,3 +130,71 @@ def power_limited_frequency_mhz(active_cores, *, tdp_w: float, base_mhz: float, 
     with np.errstate(invalid="ignore"):
         out = base_mhz * np.cbrt(np.maximum(per_core_dyn, 0.0) / core_dynamic_w_at_base)
     return out[()] if out.ndim == 0 else out
+
+
+# ---- power capping: the highest P-state whose power fits the cap ------------------------------------------
+#
+# A host's power model P(u) is stated at its nominal clock f0 (the capacity the engine gives it). At a
+# P-state with clock f = s f0 the CPU's dynamic power while busy scales as f V^2 ~ s^3 (V roughly
+# proportional to f; see the module docstring) and the same demand D keeps it busy u = min(D / (s C0), 1)
+# of the time, so
+#
+#     P(s) = P(0) + (P(min(u0 / s, 1)) - P(0)) s^3,        u0 = D / C0
+#
+# (idle power P(0) is the floor a clock change does not touch). For a linear model this is
+# P0 + (Pp - P0) min(u0 s^2, s^3): increasing in s, so the cap's clock is the largest P-state with
+# P(s) <= cap, found by bisection over the P-state grid.
+
+
+def pstate_scales(base_mhz: float, min_mhz: float, step_mhz: float) -> np.ndarray:
+    """Clock scales ``f / base`` of the P-states ``min, min + step, ... <= base`` and the base clock itself, ascending."""
+    n = int(np.floor((base_mhz - min_mhz) / step_mhz + 1e-9))
+    f = min_mhz + step_mhz * np.arange(max(n, 0) + 1, dtype=float)
+    if f[-1] < base_mhz - 1e-6:
+        f = np.append(f, base_mhz)
+    return f / base_mhz
+
+
+def scaled_power_w(scale, u0, power_of_util, p0):
+    """``P(s)`` above: host power at clock scale ``s`` with load ``u0`` of the uncapped capacity.
+
+    ``power_of_util(u)`` is the host's power model (W) at utilisation ``u`` of the nominal clock;
+    ``p0`` its idle power (``power_of_util(0)``). Arrays broadcast.
+    """
+    s = np.asarray(scale, dtype=float)
+    u = np.minimum(np.divide(u0, s, out=np.ones(np.broadcast(u0, s).shape), where=s > 0), 1.0)
+    return p0 + (power_of_util(u) - p0) * s**3
+
+
+def capped_scale(u0, cap_w, scales, power_of_util, p0):
+    """Clock scale of the highest P-state whose :func:`scaled_power_w` is within ``cap_w``, per (step, host).
+
+    ``u0`` is (steps, H) load of the uncapped capacity, ``cap_w`` (H,), ``scales`` (H, K) ascending P-state
+    scales per host (rows padded at the front with their lowest scale), ``power_of_util`` maps a (steps, H)
+    utilisation to W and ``p0`` is (H,) idle W. The lowest P-state must fit (the caller checks a fully busy
+    host at it); where even it does not, the lowest is returned. Bisection: ``ceil(log2 K)`` evaluations.
+    """
+    u0 = np.asarray(u0, dtype=float)
+    T, H = u0.shape
+    K = scales.shape[1]
+    cols = np.arange(H)[None, :]
+    top = scaled_power_w(scales[:, -1][None, :], u0, power_of_util, p0) <= cap_w[None, :] * (1 + 1e-12)
+    lo = np.zeros((T, H), dtype=np.int64)  # feasible
+    hi = np.full((T, H), K - 1, dtype=np.int64)  # infeasible unless `top`
+    while True:
+        open_ = (hi - lo > 1) & ~top
+        if not open_.any():
+            break
+        mid = (lo + hi) // 2
+        ok = scaled_power_w(scales[cols, mid], u0, power_of_util, p0) <= cap_w[None, :] * (1 + 1e-12)
+        lo = np.where(open_ & ok, mid, lo)
+        hi = np.where(open_ & ~ok, mid, hi)
+    k = np.where(top, K - 1, lo)
+    return scales[cols, k]
+
+
+def full_load_capped_scale(p0_w: float, p1_w: float, cap_w: float, scales: np.ndarray) -> float | None:
+    """Largest P-state scale ``s`` at which a fully busy host draws ``p0 + (p1 - p0) s^3 <= cap`` (1.0 when the
+    power model's full-load power ``p1`` is within the cap); None when not even the lowest P-state fits."""
+    ok = p0_w + (p1_w - p0_w) * np.asarray(scales, dtype=float) ** 3 <= cap_w * (1 + 1e-12)
+    return float(scales[ok][-1]) if ok.any() else None

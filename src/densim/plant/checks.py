@@ -13,7 +13,8 @@ What is checked here, and not by the schema of one section:
 * the time grid: a horizon when no VM group has a trace;
 * failures (targets, overlaps, the trace file, rates per domain kind, HA settings), live migration
   (maintenance hosts, what it cannot yet be combined with) and carbon (embodied carbon per host
-  group, the grid series against the run's start): the checks the engine makes before its first step.
+  group, the grid series against the run's start) and power caps (a P-state that meets each cap, a
+  ``power`` section only with a cap): the checks the engine makes before its first step.
 """
 
 from __future__ import annotations
@@ -212,6 +213,37 @@ def failure_issues(sc: Scenario, groups: tuple[HostGroupPlant, ...], datastores:
     return issues
 
 
+def power_cap_issues(sc: Scenario, groups: tuple[HostGroupPlant, ...]) -> Issues:
+    """Power caps (``cluster.hosts[].power_cap``, the engine stage ``power_cap``): the P-states run from
+    ``power.min_clock`` up to the base clock, and a fully busy host at the lowest of them must fit the cap
+    (``P(0) + (P(1) - P(0)) (f_min / f_base)^3 <= cap``), else no clock keeps it within; a ``power`` section
+    without any cap is refused (it would be ignored)."""
+    from densim.models.cpu_power import full_load_capped_scale, pstate_scales
+    from densim.models.power import as_table_w
+
+    ps = sc.power
+    capped = [(gi, g.power_cap_w, hg) for gi, (g, hg) in enumerate(zip(sc.cluster.hosts, groups)) if g.power_cap_w is not None]
+    if not capped:
+        return [("power", "sets the P-states of power-capped hosts, but no cluster.hosts[] entry has a power_cap (give "
+                 "one, or drop the section)")] if ps.model_fields_set else []
+    issues: Issues = []
+    for gi, cap, hg in capped:
+        base = float(hg.cpu.base_mhz)
+        if ps.min_mhz > base:
+            issues.append(("power.min_clock", f"{ps.min_mhz:g} MHz is above host group {hg.label!r}'s base clock of "
+                           f"{base:g} MHz: the P-states run from min_clock up to the base clock"))
+            continue
+        scales = pstate_scales(base, ps.min_mhz, ps.pstate_step_mhz)
+        t = as_table_w(hg.server.power)
+        p0, p1 = float(t[0]), float(t[-1])
+        if full_load_capped_scale(p0, p1, float(cap), scales) is None:
+            issues.append((f"cluster.hosts[{gi}].power_cap", f"{cap:g} W is below what a fully busy {hg.label} host "
+                           f"draws at its lowest P-state: {p0:g} W idle + ({p1:g} - {p0:g}) W x ({ps.min_mhz:g} / {base:g} "
+                           f"MHz)^3 = {p0 + (p1 - p0) * scales[0] ** 3:.1f} W; no clock keeps it within the cap (raise the "
+                           "cap or lower power.min_clock)"))
+    return issues
+
+
 def carbon_issues(sc: Scenario, groups: tuple[HostGroupPlant, ...], src: str) -> Issues:
     cb = sc.carbon
     if cb is None:
@@ -270,4 +302,5 @@ def scenario_issues(sc: Scenario, groups: tuple[HostGroupPlant, ...] | None, dat
             issues += migration_issues(sc, groups)
             issues += failure_issues(sc, groups, datastores, src)
             issues += carbon_issues(sc, groups, src)
+            issues += power_cap_issues(sc, groups)
     return issues

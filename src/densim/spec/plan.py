@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -11,7 +12,7 @@ from densim.models.cost import BomLine, CostInputs
 from densim.models.hardware import HostCpu, PowerSpec
 from densim.spec.forecast import ForecastSpec
 from densim.spec.memory import MemorySettings
-from densim.units import PosBytes, PosMemBytes, MemBytes
+from densim.units import PosBytes, PosMemBytes, MemBytes, PosMHz, Watts
 
 _LOCAL_CFG = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
@@ -58,6 +59,28 @@ class Candidate(BaseModel):
     price_date: str | None = None
     rack_units: float = Field(default=1.0, gt=0)
     storage: LocalStorage | None = Field(default=None, description="local datastore shared by the host's VMs")
+    power_cap_w: Watts | None = Field(default=None, gt=0, alias="power_cap",
+                                      description="each host's power limit: the plan places on the capacity of the highest "
+                                                  "P-state at which a fully busy host stays within it, and racks it at this power")
+    min_mhz: PosMHz = Field(default=800.0, alias="min_clock", description="lowest P-state clock (with power_cap)")
+    pstate_step_mhz: PosMHz = Field(default=100.0, alias="pstate_step", description="clock step between P-states (with power_cap)")
+
+
+class RackSpec(BaseModel):
+    """The racks the hosts go in: a power budget, the circuits that feed it, and rack units (:mod:`densim.models.racks`)."""
+
+    model_config = _CFG
+
+    budget_w: Watts = Field(alias="budget", gt=0, description="power contracted per rack (e.g. '8 kW')")
+    breaker_a: float = Field(alias="breaker", gt=0, description="each feed's breaker rating, A")
+    voltage_v: float = Field(default=208.0, alias="voltage", gt=0, description="feed voltage (line to line for three phase), V")
+    phases: Literal[1, 3] = Field(default=1, description="1 or 3")
+    feeds: Literal["a/b", "single"] = Field(default="a/b", description="a/b: two feeds, either carries the whole rack alone")
+    continuous_derating: float = Field(default=0.8, gt=0, le=1.0, description="share of the breaker rating a continuous "
+                                       "load may draw (NEC 210.19(A)/210.20(A): 80 %; 1.0 for a 100 %-rated assembly)")
+    power_factor: float = Field(default=1.0, gt=0, le=1.0, description="W per VA of the hosts' supplies (about 0.95-0.99 for "
+                                "80 PLUS supplies at load; 1.0 treats VA as W)")
+    rack_units: float = Field(default=42.0, gt=0, description="rack units for hosts")
 
 
 class CurrentHosts(BaseModel):
@@ -197,6 +220,7 @@ class PlanSpec(BaseModel):
     licensing: LicensingSpec | None = Field(default=None, description="catalog licences per candidate and a price what-if")
     carbon: CarbonInputs | None = Field(default=None, description="operational and embodied carbon per VM-year")
     forecast: ForecastSpec | None = Field(default=None, description="time remaining from the inventory's history (summary key time_remaining)")
+    racks: RackSpec | None = Field(default=None, description="rack power and circuits: hosts per rack, racks, VMs per kW")
 
     @field_validator("memory")
     @classmethod

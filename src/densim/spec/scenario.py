@@ -17,10 +17,11 @@ from densim.spec.failures import FailureSettings
 from densim.models.hardware import CpuSpec, HostCpu, PowerSpec, ServerSpec
 from densim.spec.memory import MemorySettings
 from densim.spec.migration import MigrationSettings
+from densim.spec.power import PowerSettings
 from densim.spec.storage import StorageSettings
 from densim.spec.virtualization import VirtualizationSettings
 from densim.rng import DEFAULT_SEED
-from densim.units import Joules, PosMHz, PosSeconds, Seconds, PosMemBytes
+from densim.units import Joules, PosMHz, PosSeconds, Seconds, PosMemBytes, Watts
 
 _CFG = ConfigDict(allow_inf_nan=False, frozen=True, extra="forbid", populate_by_name=True)
 
@@ -155,6 +156,10 @@ class HostGroup(BaseModel):
     memory_bytes: PosMemBytes | None = Field(default=None, alias="memory")
     power: PowerSpec | None = None
     rack_units: float | None = Field(default=None, gt=0)
+    power_cap_w: Watts | None = Field(
+        default=None, alias="power_cap", gt=0,
+        description="each host's power limit (W): the host runs at the highest P-state (power.min_clock .. base clock) "
+                    "whose power at the step's demand is within it (engine stage power_cap)")
 
     @model_validator(mode="after")
     def _complete(self) -> "HostGroup":
@@ -295,4 +300,5 @@ class Scenario(BaseModel):
     carbon: CarbonInputs | None = Field(default=None, description="operational and embodied carbon per VM-year (summary.carbon)")
     failures: FailureSettings | None = Field(default=None, description="host and domain failures, HA admission and restarts")
     migration: MigrationSettings = Field(default_factory=MigrationSettings)
+    power: PowerSettings = Field(default_factory=PowerSettings, description="P-states of power-capped hosts (cluster.hosts[].power_cap)")
     base_dir: str = Field(default=".", description="set by the loader: folder of the scenario file", exclude=True)

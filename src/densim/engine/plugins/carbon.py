@@ -8,6 +8,11 @@ grid series at the step's start); ``finish`` writes ``summary["carbon"]``::
     operational_kg = sum_t (sum_hosts P_h,t) x dt / 3.6e6 x PUE x I_t / 1000
     embodied_kg    = sum_groups hosts_g x kgCO2e_g / lifetime_years x horizon / 1 year
     per VM-year    = kg / VM-years,  VM-years = sum over placed VMs of the time each ran within the grid
+    market_kg      = IT kWh x PUE x carbon.market_gco2_per_kwh / 1000   (Scope 2 market-based)
+
+``operational_kg`` is Scope 2 location-based (the grid's average intensity), ``market_kg`` Scope 2
+market-based (the electricity contract's factor), ``embodied_kg`` Scope 3; the summary gives each
+per VM-year under its scope's name.
 
 Every host of the plant carries embodied carbon (it was built whether or not it ran VMs). Without
 ``embodied`` only operational carbon is written (embodied figures null). PUE defaults to 1.0 (IT
@@ -40,6 +45,15 @@ class CarbonSummary(TypedDict):
     operational_kg_per_vm_year: float | None
     embodied_kg_per_vm_year: float | None
     total_kg_per_vm_year: float | None
+    # the GHG Protocol's split: Scope 2 location-based (= operational_kg, the grid average) and market-based
+    # (the contract factor carbon.market_gco2_per_kwh x facility energy; null without it), Scope 3 embodied
+    scope2_location_kg: float
+    scope2_market_kg: float | None
+    market_gco2_per_kwh: float | None
+    scope2_location_kg_per_vm_year: float | None
+    scope2_market_kg_per_vm_year: float | None
+    scope3_embodied_kg_per_vm_year: float | None
+    total_market_kg_per_vm_year: float | None  # market-based Scope 2 + Scope 3 embodied
 
 
 class CarbonStage(BaseStage):
@@ -122,6 +136,8 @@ class CarbonStage(BaseStage):
             years = ctx.grid.horizon_s / SECONDS_PER_YEAR
             emb = sum(e["hosts"] * e["kgco2e_per_server"] for e in self.embodied) / self.cb.lifetime_years * years
         vmy = self._vm_years(ctx)
+        f_m = self.cb.market_gco2_per_kwh
+        market = it_kwh * self.pue * f_m / 1000.0 if f_m is not None else None  # Scope 2 market-based
 
         def per(x):
             return x / vmy if (x is not None and vmy > 0) else None
@@ -141,6 +157,13 @@ class CarbonStage(BaseStage):
             "operational_kg_per_vm_year": per(op),
             "embodied_kg_per_vm_year": per(emb),
             "total_kg_per_vm_year": per(op + (emb or 0.0)),
+            "scope2_location_kg": op,
+            "scope2_market_kg": market,
+            "market_gco2_per_kwh": self.cb.market_gco2_per_kwh,
+            "scope2_location_kg_per_vm_year": per(op),
+            "scope2_market_kg_per_vm_year": per(market),
+            "scope3_embodied_kg_per_vm_year": per(emb),
+            "total_market_kg_per_vm_year": per(market + (emb or 0.0)) if market is not None else None,
         })
 
 

@@ -90,6 +90,17 @@ def plan_spec_issues(spec: PlanSpec) -> list[tuple[str, str]]:
                 text = str(exc.args[0]).strip("'\"") if isinstance(exc, (CatalogError, KeyError)) else str(exc).splitlines()[0]
                 issues.append((f"{section}[{i}].{field}", text))
     for i, c in enumerate(spec.candidates):
+        if c.power_cap_w is None or any(f[0].startswith(f"candidates[{i}].cpu") for f in issues):
+            continue
+        from densim.tools.plan.power import capped_clock
+
+        cc = capped_clock(c, float(resolve_cpu(c.cpu, cat).base_mhz))
+        if cc["clock_mhz"] is None:
+            issues.append((f"candidates[{i}].power_cap", f"{cc['cap_w']:g} W is below what a fully busy host draws at its "
+                           f"lowest P-state: {cc['idle_w']:g} W idle + ({cc['full_load_w']:g} - {cc['idle_w']:g}) W x "
+                           f"({cc['min_clock_mhz']:g} / {cc['base_mhz']:g} MHz)^3 = {cc['floor_w']:.1f} W (raise the cap or "
+                           "lower min_clock)"))
+    for i, c in enumerate(spec.candidates):
         for k, line in enumerate(c.bom or []):
             try:
                 cat.get("bom_parts", line.part, BomPart)
@@ -120,6 +131,7 @@ class CandidateResult:
     host_capex_usd: float = 0.0
     price_date: str = ""
     tco: dict = field(default_factory=dict)
+    power: dict = field(default_factory=dict)  # power cap's clock, hosts per rack, racks, VMs per kW (tools/plan/power.py)
     carbon: dict = field(default_factory=dict)  # operational / embodied kgCO2e (tools/plan/licensing_carbon.py)
     host_of_vm: np.ndarray | None = None
     per_host: dict = field(default_factory=dict)
@@ -162,6 +174,11 @@ class CandidateResult:
             "tco_per_year_usd": self.tco.get("total_usd", float("nan")),
             "tco_per_vm_year_usd": self.tco.get("per_vm_usd", float("nan")),
             "tco_per_user_year_usd": self.tco.get("per_user_usd", float("nan")),
+            "power_capped_clock_mhz": (self.power.get("capped") or {}).get("clock_mhz"),
+            "hosts_per_rack": self.power.get("hosts_per_rack"),
+            "racks": self.power.get("racks"),
+            "rack_bound": self.power.get("rack_bound"),
+            "vms_per_kw": self.power.get("vms_per_kw"),
             "optimiser_status": self.optimiser.get("status", ""),
             "optimiser_gap": self.optimiser.get("gap", float("nan")),
         }
@@ -177,10 +194,14 @@ def host_type_of(c: Candidate):
     from densim.catalog.core import builtin_catalog
     from densim.plant import resolve_cpu
 
+    from densim.tools.plan.power import capped_clock
+
     cpu = resolve_cpu(c.cpu, builtin_catalog())
+    capped = capped_clock(c, float(cpu.base_mhz))  # a power cap: the clock a fully busy host keeps within it
+    mhz = capped["clock_mhz"] if capped is not None and capped["clock_mhz"] is not None else float(cpu.base_mhz)
     return HostType(
         name=c.name, sockets=c.cpu.sockets, cores_per_socket=cpu.cores, threads_per_core=cpu.threads_per_core,
-        core_mhz=float(cpu.base_mhz), mem_bytes=float(c.memory_bytes), smt_gain=float(cpu.smt_gain),
+        core_mhz=mhz, mem_bytes=float(c.memory_bytes), smt_gain=float(cpu.smt_gain),
         hypervisor_mem_bytes=float(c.hypervisor_memory_bytes),
     )
 
@@ -301,6 +322,11 @@ def plan_candidate(inv: Inventory, spec: PlanSpec, c: Candidate, *, vcpus=None, 
         extra_licences=lic_rows,
     )
     res.carbon = candidate_carbon(spec, c.name, watts, res.n_hosts, inv.n_vms)
+    from densim.plant import resolve_cpu
+    from densim.tools.plan.power import capped_clock, rack_plan
+
+    res.power = rack_plan(spec, c, res.n_hosts, inv.n_vms, float(np.sum(watts)))
+    res.power["capped"] = capped_clock(c, float(resolve_cpu(c.cpu, builtin_catalog()).base_mhz))
     res.wall_s = time.perf_counter() - t0
     return res
 

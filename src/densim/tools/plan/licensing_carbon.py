@@ -116,11 +116,17 @@ def candidate_carbon(spec, name: str, watts: np.ndarray, n_hosts: int, n_vms: in
         kg_server, emb_src = embodied_kg_per_server(cb.embodied[name], builtin_catalog(), f"carbon.embodied.{name}")
         emb = n_hosts * kg_server / lifetime
     per = (lambda x: x / n_vms if (x is not None and n_vms) else None)
+    market = kwh * cb.market_gco2_per_kwh / 1000.0 if cb.market_gco2_per_kwh is not None else None  # Scope 2 market-based
     return {"candidate": name, "hosts": n_hosts, "facility_kwh_per_year": kwh, "grid_gco2_per_kwh": intensity,
             "grid": how, "pue": pue, "operational_kg_per_year": op, "embodied_kg_per_server": kg_server,
             "embodied_source": emb_src, "lifetime_years": lifetime, "embodied_kg_per_year": emb,
             "operational_kg_per_vm_year": per(op), "embodied_kg_per_vm_year": per(emb),
-            "total_kg_per_vm_year": per(op + emb) if emb is not None else per(op)}
+            "total_kg_per_vm_year": per(op + emb) if emb is not None else per(op),
+            # the GHG Protocol's split: Scope 2 location-based (grid average) and market-based (contract factor), Scope 3
+            "market_gco2_per_kwh": cb.market_gco2_per_kwh,
+            "scope2_location_kg_per_year": op, "scope2_market_kg_per_year": market,
+            "scope2_location_kg_per_vm_year": per(op), "scope2_market_kg_per_vm_year": per(market),
+            "scope3_embodied_kg_per_vm_year": per(emb)}
 
 
 def _best(costs: dict[str, float]) -> str | None:

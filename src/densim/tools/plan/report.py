@@ -240,13 +240,20 @@ def answer_dict(res: PlanResult) -> dict | None:
         return None
     r = ok[0]
     bounds = bounds_held(res, r)
+    limiting = max(bounds, key=lambda b: b["share"])["key"]
+    capped = r.power.get("capped")
+    # the CPU bounds are held on the capacity of the clock the power cap leaves a fully busy host: when one of
+    # them binds and the cap lowered that clock, the answer is power-bound, not CPU-bound
+    power_bound = bool(capped and capped["binds"] and limiting in ("cpu_ready", "cpu_demand"))
     return {
         "candidate": r.name, "hosts": r.n_hosts, "hosts_packed": r.n_hosts_packed, "ha_spare_hosts": res.spec.qos.ha_spare_hosts,
         "vms": res.inventory.n_vms, "vms_per_host": r.vms_per_host, "host_capex_usd": r.host_capex_usd,
         "tco_per_year_usd": r.tco["total_usd"], "tco_per_vm_year_usd": r.tco["per_vm_usd"], "years": res.spec.cost.years,
         "ready_pct_worst": _finite_or_none(r.ready_pct_worst),
         "feasible": len(ok), "candidates": len(res.results),
-        "bounds": bounds, "limiting": max(bounds, key=lambda b: b["share"])["key"],
+        "bounds": bounds, "limiting": "power" if power_bound else limiting,
+        "limiting_through": limiting if power_bound else None,
+        "power": r.power,
         "comparison": today_vs_proposed(res, r),
     }
 
@@ -278,11 +285,29 @@ def headline_lines(summary: dict) -> list[str]:
              + f": {a['vms_per_host']:.1f} VMs per host for {a['vms']:,} VMs.",
              f"Cost: {a['tco_per_vm_year_usd']:,.0f} USD per VM-year, {a['tco_per_year_usd']:,.0f} USD per year "
              f"({a['years']:g}-year amortisation); the cheapest of {a['feasible']} feasible candidate(s) of {a['candidates']}."]
-    lim = next(b for b in a["bounds"] if b["key"] == a["limiting"])
+    through = a.get("limiting_through")
+    lim = next(b for b in a["bounds"] if b["key"] == (through or a["limiting"]))
     lines.append("Bounds held (worst host, worst step): " + "; ".join(f"{b['short']} {_fmt(b['value'], b['unit'])} <= {_fmt(b['limit'], b['unit'])}"
                                              for b in a["bounds"]) + ".")
-    lines.append(f"Limiting resource: {lim['short']} ({lim['label']}), {_fmt(lim['value'], lim['unit'])} of "
-                 f"{_fmt(lim['limit'], lim['unit'])}: {100 * lim['headroom']:.0f} % headroom; every other bound has more.")
+    pw = a.get("power") or {}
+    if through:
+        cc = pw["capped"]
+        lines.append(f"Limiting resource: power. The {cc['cap_w']:,.0f} W cap per host leaves a fully busy host "
+                     f"{cc['clock_mhz']:,.0f} MHz of its {cc['base_mhz']:,.0f} MHz base clock ({cc['clock_power_w']:,.0f} W; "
+                     f"{cc['capacity_loss_pct']:.0f} % of its CPU capacity), and "
+                     f"on that capacity {lim['short']} binds ({lim['label']}), {_fmt(lim['value'], lim['unit'])} of "
+                     f"{_fmt(lim['limit'], lim['unit'])}: {100 * lim['headroom']:.0f} % headroom.")
+    else:
+        lines.append(f"Limiting resource: {lim['short']} ({lim['label']}), {_fmt(lim['value'], lim['unit'])} of "
+                     f"{_fmt(lim['limit'], lim['unit'])}: {100 * lim['headroom']:.0f} % headroom; every other bound has more.")
+    if pw.get("hosts_per_rack") is not None:
+        bind = {"power": f"power-bound: {pw['rack_usable_w'] / 1000:,.1f} kW usable ({pw['rack_usable_bound']}) / "
+                         f"{pw['host_budget_w']:,.0f} W per host ({pw['basis']})",
+                "space": "space-bound: rack units"}[pw["rack_bound"]]
+        feeds = (f"; each A/B feed carries {pw['feed_load_w'] / 1000:,.1f} kW, {pw['feed_load_failover_w'] / 1000:,.1f} kW "
+                 f"when the other fails (of {pw['feed_w'] / 1000:,.1f} kW continuous)" if pw["feeds"] == "a/b" else "")
+        lines.append(f"Racks: {pw['racks']} of {pw['hosts_per_rack']} hosts ({bind}){feeds}; "
+                     f"{pw['vms_per_kw']:,.1f} VMs per budgeted kW.")
     cmp_ = a.get("comparison")
     if cmp_:
         t, p = cmp_["today"], cmp_["proposed"]
