@@ -235,3 +235,77 @@ def test_gpu_placement_over_time_is_refused_in_one_line(extra, where):
         plant_from_dict(_scenario(**extra))
     lines = [ln for ln in e.value.lines() if "GPU placement over time is not built yet" in ln]
     assert len(lines) == 1 and where in lines[0] and "\n" not in lines[0]
+
+
+# ---------------------------------------------------------------------------------------------- GPU power
+def _power_scenario(**extra):
+    # one host drawing a flat 200 W (idle = peak) with 2 x L4 (idle 16 W, max 72 W), 2 steps of 1 h
+    sc = {
+        "name": "gpu-power",
+        "cluster": {"hosts": [{"name": "l4", "count": 1, "gpus": {"model": "nvidia-l4", "count": 2},
+                               "cpu": {"sockets": 1, "cores_per_socket": 16, "threads_per_core": 1, "base_clock": "2 GHz"},
+                               "memory": "256 GiB", "power": {"model": "linear", "idle": "200 W", "peak": "200 W"}}]},
+        "vms": [{"name": "train", "count": 1, "vcpus": 4, "vcpu_speed": "2 GHz", "memory": "16 GiB",
+                 "profile": {"kind": "constant", "mean": 0.5}, "gpu": {"mode": "passthrough", "count": 1, "utilisation": 0.5}},
+                {"name": "infer", "count": 1, "vcpus": 4, "vcpu_speed": "2 GHz", "memory": "16 GiB",
+                 "profile": {"kind": "constant", "mean": 0.25}, "gpu": {"mode": "vgpu", "memory": "12 GiB"}}],
+        "simulation": {"horizon": "2 h", "step": "1 h"},
+    }
+    sc.update(extra)
+    return sc
+
+
+def test_gpu_energy_by_hand():
+    from densim.engine import simulate
+
+    res = simulate(plant_from_dict(_power_scenario(carbon={"grid_gco2_per_kwh": 500})), seed=1)
+    g = res.summary["gpu"]
+    # GPU 0, passthrough at u = 0.5: 16 + (72 - 16) x 0.5 = 44 W. GPU 1, one 12 GiB vGPU whose VM gives no
+    # utilisation: its CPU utilisation, the constant profile's 0.25 -> 16 + 56 x 0.25 = 30 W. 74 W x 7,200 s
+    # = 532,800 J = 0.148 kWh
+    assert g["energy_kwh"] == pytest.approx(0.148)
+    assert (g["gpus"], g["gpus_with_tenants"], g["vms_with_gpu"], g["vms_with_gpu_unplaced"]) == (2, 2, 2, 0)
+    assert g["mean_busy"] == pytest.approx((0.5 + 0.25) / 2)
+    # in the host's energy: (200 + 74) W x 7,200 s = 1.9728e6 J = 0.548 kWh, and so in carbon: 0.548 x 500 g = 0.274 kg
+    assert res.summary["totals"]["energy_kwh"] == pytest.approx(0.548)
+    assert res.summary["carbon"]["operational_kg"] == pytest.approx(0.274)
+
+
+def test_gpu_power_of_mig_instances_and_idle_gpus():
+    from densim.engine import simulate
+
+    sc = _power_scenario()
+    sc["cluster"]["hosts"][0]["gpus"] = {"model": "nvidia-h100-sxm", "count": 2}
+    sc["vms"] = [{"name": "mig", "count": 2, "vcpus": 2, "vcpu_speed": "2 GHz", "memory": "8 GiB",
+                  "profile": {"kind": "constant", "mean": 0.5}, "gpu": {"mode": "mig", "profile": "3g.40gb", "utilisation": 1.0}}]
+    res = simulate(plant_from_dict(sc), seed=1)
+    # pack: both 3g.40gb on GPU 0 (starts 0 and 4), fully busy -> 2 x 3/7 of the GPU busy:
+    # 70 + (700 - 70) x 6/7 = 610 W; GPU 1 idle: 70 W. 680 W x 7,200 s = 4.896e6 J = 1.36 kWh
+    assert res.summary["gpu"]["energy_kwh"] == pytest.approx(1.36)
+    assert res.summary["gpu"]["gpus_with_tenants"] == 1
+
+
+def test_gpu_power_over_time_is_refused():
+    from densim.engine import simulate
+
+    sc = _power_scenario()
+    for v in sc["vms"]:
+        del v["gpu"]  # GPU hosts without GPU requests may fail over; their GPU power over time is refused
+    with pytest.raises(InputError, match="GPU power over time .* is not built yet"):
+        simulate(plant_from_dict(_power_scenario_failures(sc)), seed=1)
+
+
+def _power_scenario_failures(sc):
+    sc = dict(sc)
+    sc["failures"] = {}
+    return sc
+
+
+def test_lifetimes_from_a_trace_with_gpu_requests_is_refused_at_placement():
+    from densim.engine.run import place_vms
+    from densim.engine.state import build_context
+
+    ctx = build_context(plant_from_dict(_scenario()), seed=1)
+    ctx.schedule = object()  # as build_context leaves it when a trace's tasks arrive (scheduling.lifetimes: auto)
+    with pytest.raises(InputError, match="GPU placement over time is not built yet"):
+        place_vms(ctx)

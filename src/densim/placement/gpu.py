@@ -118,8 +118,9 @@ def gpu_fit(kind, req, count, m, n_gpu, gmode, gkey, gused, vcap, mig_size, mig_
 
 
 @njit
-def _gpu_take(kind, req, count, g, m, n_gpu, gmode, gkey, gused, mig_size, mig_starts):
-    """Commit a request to GPU ``g`` (from :func:`gpu_fit`); returns the MIG start (else -1)."""
+def _gpu_take(kind, req, count, g, m, n_gpu, gmode, gkey, gused, mig_size, mig_starts, gowner, v):
+    """Commit VM ``v``'s request to GPU ``g`` (from :func:`gpu_fit`); returns the MIG start (else -1).
+    A passthrough VM takes the first ``count`` free GPUs from ``g`` on; ``gowner`` records it on each."""
     if kind == PASS:
         left = count
         for j in range(g, n_gpu):
@@ -127,6 +128,7 @@ def _gpu_take(kind, req, count, g, m, n_gpu, gmode, gkey, gused, mig_size, mig_s
                 break
             if gmode[j] == NONE:
                 gmode[j] = PASS
+                gowner[j] = v
                 left -= 1
         return -1
     if kind == VGPU:
@@ -167,10 +169,10 @@ def _request_share(kind, req, count, m, n_gpu, vcap, mig_size):
 
 @njit
 def gpu_place_kernel(order, vm_cpu, vm_mem, kind, req, count, cpu_cap, mem_cap, host_model, host_ngpu,
-                     vcap, mig_size, mig_starts, host_policy, gpu_policy, gmode, gkey, gused, out_gpu, out_start):
+                     vcap, mig_size, mig_starts, host_policy, gpu_policy, gmode, gkey, gused, gowner, out_gpu, out_start):
     """Place VMs in ``order`` onto hosts: host per VM (-1: fits nowhere). ``host_policy``: 0 first-fit,
     1 best-fit, 2 worst-fit; ``gpu_policy``: 0 pack, 1 spread. ``gmode/gkey/gused`` (hosts, max GPUs) are the
-    GPUs' state, updated in place; ``out_gpu`` gets the (first) GPU index of each VM with a request and
+    GPUs' state, updated in place (``gowner``: the passthrough VM of each GPU, -1); ``out_gpu`` gets the (first) GPU index of each VM with a request and
     ``out_start`` the MIG start."""
     n_h = cpu_cap.size
     cpu_free = cpu_cap.copy()
@@ -210,7 +212,7 @@ def gpu_place_kernel(order, vm_cpu, vm_mem, kind, req, count, cpu_cap, mem_cap, 
         if kind[v] != NONE:
             out_gpu[v] = chosen_g
             out_start[v] = _gpu_take(kind[v], req[v], count[v], chosen_g, host_model[chosen], host_ngpu[chosen],
-                                     gmode[chosen], gkey[chosen], gused[chosen], mig_size, mig_starts)
+                                     gmode[chosen], gkey[chosen], gused[chosen], mig_size, mig_starts, gowner[chosen], v)
     return out
 
 
@@ -237,11 +239,13 @@ class GpuProblem:
     vcap: np.ndarray
     mig_size: np.ndarray
     mig_starts: np.ndarray
+    mig_compute: np.ndarray  # (models, requests): compute slices of MIG request r on model m
     policy: str = "pack"
     # written by place_gpu
     gmode: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.int8))
     gkey: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.int64))
     gused: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.int64))
+    gowner: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.int64))  # passthrough VM per GPU, -1
     vm_gpu: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     vm_mig_start: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
@@ -281,6 +285,7 @@ def build_problem(host_groups, host_group_of_host, vm_gpu_of_group, group_of_vm,
     vcap = np.zeros((M, R), np.int64)
     mig_size = np.zeros((M, R), np.int64)
     mig_starts = np.zeros((M, R), np.int64)
+    mig_compute = np.zeros((M, R), np.int64)
     for mi, gpu in enumerate(models):
         for ri, (what, val) in enumerate(requests):
             if what == "vgpu":
@@ -290,10 +295,11 @@ def build_problem(host_groups, host_group_of_host, vm_gpu_of_group, group_of_vm,
                 if p is not None:
                     mig_size[mi, ri] = p.memory_slices
                     mig_starts[mi, ri] = sum(1 << s for s in p.starts)
+                    mig_compute[mi, ri] = p.compute_slices
     gv = np.asarray(group_of_vm, np.int64)
     return GpuProblem(models, grp_model[hg_of] if hg_of.size else np.zeros(0, np.int64),
                       grp_n[hg_of] if hg_of.size else np.zeros(0, np.int64), g_kind[gv], g_req[gv], g_cnt[gv], requests,
-                      vcap, mig_size, mig_starts, policy)
+                      vcap, mig_size, mig_starts, mig_compute, policy)
 
 
 def gpu_share_of_vm(p: GpuProblem) -> np.ndarray:
@@ -329,6 +335,7 @@ def place_gpu(policy: str, vm_cpu, vm_mem, cpu_cap, mem_cap, p: GpuProblem) -> n
     p.gmode = np.zeros((H, max(G, 1)), np.int8)
     p.gkey = np.zeros((H, max(G, 1)), np.int64)
     p.gused = np.zeros((H, max(G, 1)), np.int64)
+    p.gowner = np.full((H, max(G, 1)), -1, np.int64)
     p.vm_gpu = np.full(V, -1, np.int64)
     p.vm_mig_start = np.full(V, -1, np.int64)
     if policy == "none":
@@ -344,7 +351,7 @@ def place_gpu(policy: str, vm_cpu, vm_mem, cpu_cap, mem_cap, p: GpuProblem) -> n
         order = np.arange(V, dtype=np.int64)
     return gpu_place_kernel(order, vc, vm, p.kind, p.req, p.count, cc, mc, p.host_model, p.host_ngpu, p.vcap, p.mig_size,
                             p.mig_starts, HOST_POLICIES[policy], POLICY_CODES[p.policy], p.gmode, p.gkey, p.gused,
-                            p.vm_gpu, p.vm_mig_start)
+                            p.gowner, p.vm_gpu, p.vm_mig_start)
 
 
 def problem_for(ctx) -> GpuProblem | None:

@@ -45,11 +45,15 @@ class VmGpu(BaseModel):
     profile: str | None = Field(default=None, description="mig: the MIG profile name, e.g. 3g.40gb")
     count: int | None = Field(default=None, gt=0, le=MAX_GPUS_PER_HOST, strict=True,
                               description="passthrough: whole GPUs, all on the VM's host")
+    utilisation: float | None = Field(
+        default=None, ge=0, le=1,
+        description="GPU busy share for GPU power: of its GPUs (passthrough), of its MIG instance's compute, or "
+                    "of one whole GPU's time (vGPU); default: the VM's CPU utilisation in each step")
 
     @model_validator(mode="after")
     def _one_shape(self) -> "VmGpu":
         need = {"vgpu": "memory", "mig": "profile", "passthrough": "count"}[self.mode]
-        given = {"memory": self.memory_bytes, "profile": self.profile, "count": self.count}
+        given = {"memory": self.memory_bytes, "profile": self.profile, "count": self.count}  # utilisation: any mode
         if given[need] is None:
             raise ValueError(f"gpu mode {self.mode!r} needs '{need}'")
         extra = [k for k, v in given.items() if v is not None and k != need]
