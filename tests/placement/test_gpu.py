@@ -309,3 +309,14 @@ def test_lifetimes_from_a_trace_with_gpu_requests_is_refused_at_placement():
     ctx.schedule = object()  # as build_context leaves it when a trace's tasks arrive (scheduling.lifetimes: auto)
     with pytest.raises(InputError, match="GPU placement over time is not built yet"):
         place_vms(ctx)
+
+
+def test_vms_table_names_each_vms_gpu():
+    from densim.engine import simulate
+
+    res = simulate(plant_from_dict(_scenario()), seed=1)
+    t = res.vms
+    # 4 x 3g.40gb on 2 hosts with one A100 each: GPU 0 of each host, starts 0 and 4; the CPU-only VMs have none
+    assert t["gpu_mode"].to_list() == ["mig"] * 4 + [""] * 2
+    assert t["gpu"].to_list() == [0, 0, 0, 0, -1, -1]
+    assert t["mig_start"].to_list() == [0, 4, 0, 4, -1, -1]
