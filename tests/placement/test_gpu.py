@@ -320,3 +320,18 @@ def test_vms_table_names_each_vms_gpu():
     assert t["gpu_mode"].to_list() == ["mig"] * 4 + [""] * 2
     assert t["gpu"].to_list() == [0, 0, 0, 0, -1, -1]
     assert t["mig_start"].to_list() == [0, 4, 0, 4, -1, -1]
+
+
+def test_the_howto_example_runs_with_the_figures_it_quotes(tmp_path):
+    # docs/howto/gpu-hosts.md quotes these: 24 GPUs, 21 with tenants (7 L40S: ceil(40 / 6); 8 + 3 + 3 H100:
+    # two 4-GPU passthrough VMs, six 3g.40gb at 2 per GPU, twenty 1g.10gb at 7 per GPU), nothing unplaced
+    from pathlib import Path
+
+    from densim.engine import simulate
+    from densim.plant import load_plant
+
+    root = Path(__file__).resolve().parents[2]
+    res = simulate(load_plant(root / "examples/gpu/inference-cluster.yaml"))
+    g = res.summary["gpu"]
+    assert (g["gpus"], g["gpus_with_tenants"], g["vms_with_gpu"], g["vms_with_gpu_unplaced"]) == (24, 21, 68, 0)
+    assert 0 < g["energy_kwh"] < res.summary["totals"]["energy_kwh"]
