@@ -80,6 +80,11 @@ def test_mig_fits_by_count_but_not_by_layout():
     host, p = _place([("nvidia-a100-80gb-sxm", 1, 1)], [{"mode": "mig", "profile": "1g.10gb"}] * 3
                      + [{"mode": "mig", "profile": "3g.40gb"}])
     assert host.tolist() == [0, 0, 0, 0] and p.vm_mig_start[3] == 4 and p.gused[0, 0] == 0b11110111
+    # first-fit-decreasing places the 4g.40gb first (4/8 of a GPU > 1/8): start 0, then the 1g at the
+    # lowest free starts 4, 5, 6 -> all four fit (mask 0b01111111)
+    host, p = _place([("nvidia-a100-80gb-sxm", 1, 1)], [{"mode": "mig", "profile": "1g.10gb"}] * 3
+                     + [{"mode": "mig", "profile": "4g.40gb"}], policy="first-fit-decreasing")
+    assert host.tolist() == [0, 0, 0, 0] and p.vm_mig_start.tolist() == [4, 5, 6, 0] and p.gused[0, 0] == 0b01111111
 
 
 def test_mig_second_gpu_takes_what_the_first_cannot():
