@@ -340,3 +340,30 @@ def test_the_howto_example_runs_with_the_figures_it_quotes(tmp_path):
     g = res.summary["gpu"]
     assert (g["gpus"], g["gpus_with_tenants"], g["vms_with_gpu"], g["vms_with_gpu_unplaced"]) == (24, 21, 68, 0)
     assert 0 < g["energy_kwh"] < res.summary["totals"]["energy_kwh"]
+
+
+def test_a_scenarios_own_gpu_part_is_used_and_checked():
+    # parts.gpus: a made-up 32 GiB card with 16 GiB vGPUs -> 2 per GPU; 3 VMs on one host with one such GPU
+    part = {"name": "my-gpu", "vendor": "acme", "memory": "32 GiB", "memory_bandwidth": "1 TB/s", "fp16_tflops": 100,
+            "idle_power": "20 W", "max_power": "200 W", "vgpu_profiles": ["16 GiB"]}
+    sc = _scenario(parts={"gpus": [part]})
+    sc["cluster"]["hosts"][0].update(count=1, gpus={"model": "my-gpu", "count": 1})
+    sc["vms"] = [{"name": "v", "count": 3, "vcpus": 2, "vcpu_speed": "2 GHz", "memory": "4 GiB",
+                  "profile": {"kind": "constant", "mean": 0.5}, "gpu": {"mode": "vgpu", "memory": "16 GiB"}}]
+    from densim.engine import simulate
+
+    assert simulate(plant_from_dict(sc), seed=1).summary["vms_unplaced"] == 1
+    bad = dict(part, mig_profiles=[{"name": "3g.x", "compute_slices": 3, "memory_slices": 4, "starts": [6], "memory": "16 GiB"}])
+    with pytest.raises(ScenarioInvalid, match=r"parts\.gpus\[0\].*start 6 \+ 4 memory slices passes the GPU's 8 slices"):
+        plant_from_dict(_scenario(parts={"gpus": [bad]}))
+
+
+def test_a_run_with_gpus_is_not_split_over_hosts():
+    from densim.engine.partition import split_refusal
+    from densim.engine.run import place_vms
+    from densim.engine.state import build_context
+
+    ctx = build_context(plant_from_dict(_scenario()), seed=1)
+    place_vms(ctx)
+    field_, why = split_refusal(ctx)
+    assert "stage gpu" in why
