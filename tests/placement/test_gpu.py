@@ -367,3 +367,28 @@ def test_a_run_with_gpus_is_not_split_over_hosts():
     place_vms(ctx)
     field_, why = split_refusal(ctx)
     assert "stage gpu" in why
+
+
+def test_mig_mask_test_agrees_with_the_placements_and_never_overcommits_compute():
+    # every reachable layout of an A100 (instances added one at a time at any valid free start), checked
+    # against the catalog's placements by brute force: _mig_start finds the lowest free valid start, and no
+    # layout holds more than 7 compute slices (the docs' claim that the 8-slot mask is the whole test)
+    from densim.placement.gpu import _mig_start
+
+    a100 = _gpu("nvidia-a100-80gb-sxm")
+    profiles = a100.mig_profiles
+    seen, todo = {0: 0}, [0]  # mask -> the most compute slices any way of reaching it uses
+    while todo:
+        mask = todo.pop()
+        for p in profiles:
+            block = (1 << p.memory_slices) - 1
+            free = [s for s in p.starts if not (mask >> s) & block]
+            starts = sum(1 << s for s in p.starts)
+            assert _mig_start(mask, p.memory_slices, starts) == (free[0] if free else -1)
+            for s in free:
+                nxt, compute = mask | (block << s), seen[mask] + p.compute_slices
+                assert compute <= 7, (bin(mask), p.name, s)
+                if compute > seen.get(nxt, -1):
+                    seen[nxt] = compute
+                    todo.append(nxt)
+    assert 0xFF in seen and len(seen) > 20  # the full GPU is reachable (7g, 4g + 3g, ...)
