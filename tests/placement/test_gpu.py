@@ -392,3 +392,43 @@ def test_mig_mask_test_agrees_with_the_placements_and_never_overcommits_compute(
                     seen[nxt] = compute
                     todo.append(nxt)
     assert 0xFF in seen and len(seen) > 20  # the full GPU is reachable (7g, 4g + 3g, ...)
+
+
+# ---------------------------------------------------------------------------------------------- composability
+_OVER_TIME = {"lifetimes", "failures", "migration"}
+
+
+@pytest.mark.parametrize("feature", ["memory", "storage", "fabric", "virtualization", "carbon", "lifetimes", "failures",
+                                     "migration", "partition"])
+def test_gpu_with_every_other_feature_runs_or_is_refused_in_one_line(feature):
+    # the composability test's scenario (tests/engine/test_composability.py) with 2 x L40S per host and an
+    # 8 GiB vGPU per data node (48 / 8 = 6 per GPU, 12 per host: the CPU still decides the placement)
+    import copy
+
+    from densim.engine import simulate
+    from densim.engine.partition import simulate_in_parts
+    from densim.plant import resolve
+    from densim.spec.loader import scenario_from_dict
+    from tests.engine.test_composability import BASE, FEATURES, check_invariants
+
+    d = copy.deepcopy(BASE)
+    d["cluster"]["hosts"][0]["gpus"] = {"model": "nvidia-l40s", "count": 2}
+    d["vms"][0]["gpu"] = {"mode": "vgpu", "memory": "8 GiB", "utilisation": 0.5}
+    if FEATURES[feature] is not None:
+        FEATURES[feature](d)
+    if feature in _OVER_TIME:
+        with pytest.raises(InputError, match="GPU placement over time is not built yet"):
+            simulate(resolve(scenario_from_dict(d)))
+        return
+    if feature == "partition":
+        with pytest.raises(InputError, match="has no rule to put the stage gpu's parts together"):
+            simulate_in_parts(resolve(scenario_from_dict(d)), 2)
+        return
+    r = simulate(resolve(scenario_from_dict(d)))
+    check_invariants(r, (feature,))
+    g = r.summary["gpu"]
+    # 6 VMs on each of the first two hosts, all on GPU 0 (pack: 6 per GPU); host 2 is empty but idle-on:
+    # busy 6 x 0.5 -> capped at 1: GPU 0 of hosts 0 and 1 at 350 W, the other 4 GPUs idle at 35 W;
+    # (2 x 350 + 4 x 35) W x 3,600 s = 3.024e6 J = 0.84 kWh
+    assert (g["gpus"], g["gpus_with_tenants"], g["vms_with_gpu_unplaced"]) == (6, 2, 0)
+    assert g["energy_kwh"] == pytest.approx(0.84)
