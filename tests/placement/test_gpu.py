@@ -432,3 +432,18 @@ def test_gpu_with_every_other_feature_runs_or_is_refused_in_one_line(feature):
     # (2 x 350 + 4 x 35) W x 3,600 s = 3.024e6 J = 0.84 kWh
     assert (g["gpus"], g["gpus_with_tenants"], g["vms_with_gpu_unplaced"]) == (6, 2, 0)
     assert g["energy_kwh"] == pytest.approx(0.84)
+
+
+def test_validate_refuses_a_policy_that_cannot_place_gpu_requests():
+    # every engine kernel today places GPU requests; a kernel registered later without GPU support is refused
+    # by densim validate, not only at run time
+    from densim.placement import POLICIES, PlacementPolicy
+
+    POLICIES.add("no-gpu-fit", PlacementPolicy("no-gpu-fit", kernel=lambda *a, **k: None), description="test only")
+    try:
+        sc = _scenario()
+        sc["placement"] = {"policy": "no-gpu-fit"}
+        with pytest.raises(ScenarioInvalid, match=r"placement.policy: 'no-gpu-fit' does not place GPU requests"):
+            plant_from_dict(sc)
+    finally:
+        POLICIES._entries.pop("no-gpu-fit", None)

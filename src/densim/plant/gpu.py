@@ -32,6 +32,11 @@ def gpu_issues(sc, hosts) -> list[tuple[str, str]]:
         return issues
     for where, what in over_time_reasons(sc):
         issues.append((where, OVER_TIME.format(what=what)))
+    from densim.placement.gpu import HOST_POLICIES
+
+    if sc.placement.policy not in HOST_POLICIES and sc.placement.policy != "none":
+        issues.append(("placement.policy", f"{sc.placement.policy!r} does not place GPU requests; with vms[].gpu use one "
+                       f"of: {', '.join(HOST_POLICIES)}"))
     for i, g in wants:
         req = g.gpu
         at = f"vms[{i}].gpu"
