@@ -74,6 +74,7 @@ def part_schemas() -> dict[str, tuple[str, type[BaseModel]]]:
     from densim.models.memory_defaults import MemoryModelDefaults
     from densim.models.carbon import EmbodiedCarbon
     from densim.models.licensing import LicenceProduct
+    from densim.models.gpu import GpuSpec
 
     return {
         "devices": ("device", DeviceSpec),
@@ -96,6 +97,7 @@ def part_schemas() -> dict[str, tuple[str, type[BaseModel]]]:
         "memory_workloads": ("memory workload", MemoryWorkload),
         "licensing_products": ("licensed product", LicenceProduct),
         "server_embodied_carbon": ("server embodied carbon", EmbodiedCarbon),
+        "gpus": ("GPU", GpuSpec),
     }
 
 

@@ -58,6 +58,12 @@ SCHEDULE_VM_COLUMNS = {
     "wait_s": "scheduling delay: start - arrival",
     "status": "completed, running (at the end of the run), waiting, failed (larger than every host, or rejected), not-arrived",
 }
+# added to vms.parquet when VMs ask for GPUs (vms[].gpu)
+GPU_VM_COLUMNS = {
+    "gpu_mode": "the VM's GPU request: vgpu, mig, passthrough, or '' (none)",
+    "gpu": "index of the VM's (first) GPU on its host; -1 without a GPU request or when not placed",
+    "mig_start": "first memory slice of its MIG instance (NVML placement start); -1 when not a MIG instance",
+}
 SCHEDULE_STEP_COLUMNS = {
     "step": "step index",
     "time_s": "start of the step (s, trace clock)",
@@ -112,7 +118,7 @@ class Result:
     @cached_property
     def vms(self):
         """``vms.parquet`` as a polars DataFrame: one row per VM row of the run (:data:`VM_COLUMNS`, then
-        :data:`SCHEDULE_VM_COLUMNS` when VMs arrive and leave, then ``<metric>_<agg>`` per declared VM metric)."""
+        :data:`SCHEDULE_VM_COLUMNS` when VMs arrive and leave, :data:`GPU_VM_COLUMNS` when VMs ask for GPUs, then ``<metric>_<agg>`` per declared VM metric)."""
         import polars as pl
 
         c, v, step = self.ctx, self.vm_acc, self.ctx.grid.step_s
@@ -139,6 +145,10 @@ class Result:
             sch = c.schedule
             cols.update(arrival_s=sch.arrival_s, start_s=sch.start_s, end_s=sch.end_s, wait_s=sch.wait_s,
                         status=np.array(STATUS_NAMES, dtype=object)[sch.status].astype(str))
+        if getattr(c, "gpu", None) is not None:
+            g = c.gpu
+            cols.update(gpu_mode=np.array(["", "vgpu", "mig", "passthrough"], dtype=object)[g.kind].astype(str),
+                        gpu=g.vm_gpu, mig_start=g.vm_mig_start)
         for name, m in c.metrics.items():
             if m.level == "vm" and name in v.sum:
                 cols[f"{name}_{m.agg}"] = _agg(v, name, m.agg, T, step)

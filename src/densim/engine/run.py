@@ -457,10 +457,21 @@ def place_vms(ctx) -> None:
     """Initial placement: ``ctx.vms.host`` (-1 where a VM fits nowhere), by the scenario's policy.
     With lifetimes (``ctx.schedule``) :func:`~densim.engine.state.build_context` placed them online."""
     vms, hosts, pl = ctx.vms, ctx.hosts, ctx.scenario.placement
+    from densim.placement.gpu import problem_for
+
+    gpu = problem_for(ctx)  # None unless a VM asks for a GPU
     if ctx.schedule is not None:
+        if gpu is not None:  # a trace whose tasks arrive (scheduling.lifetimes: auto); the rest is refused by the plant
+            from densim.errors import InputError
+            from densim.plant.gpu import OVER_TIME
+
+            raise InputError(ctx.plant.source, "scheduling.lifetimes", OVER_TIME.format(what="the tasks' arrivals "
+                             "(scheduling.lifetimes: off places them all at the start)"))
         return
     cap = host_capacity(hosts, pl)
-    vms.host = place(pl.policy, vms.vcpus.astype(np.float64), vms.mem_bytes, cap[:, 0], cap[:, 1], rng=ctx.rng, **pl.params)
+    vms.host = place(pl.policy, vms.vcpus.astype(np.float64), vms.mem_bytes, cap[:, 0], cap[:, 1], rng=ctx.rng,
+                     gpu=gpu, **pl.params)
+    ctx.gpu = gpu
 
 
 def default_chunk_steps(ctx) -> int:

@@ -242,6 +242,8 @@ class EngineContext:
     # densim.placement.failover.Failover when the one event loop placed the VMs (failures or maintenance):
     # its migrations (``.mig``, engine rows in columns M_INST_SRC/M_INST_DST) are charged by engine/migration.py
     moves: Any = None
+    # densim.placement.gpu.GpuProblem when VMs ask for GPUs: the GPUs' state and each VM's GPU after placement
+    gpu: Any = None
 
     def __post_init__(self) -> None:
         if self.saturation is None:

@@ -120,8 +120,16 @@ def planner_policies() -> list[str]:
     return [e.name for e in POLICIES if e.obj.recipe is not None]
 
 
-def place(policy: str, vm_cpu, vm_mem, cpu_cap, mem_cap, rng=None, **params) -> np.ndarray:
-    """Run the named policy onto fixed hosts; returns int64 host index per VM (-1 where it fits nowhere)."""
+def place(policy: str, vm_cpu, vm_mem, cpu_cap, mem_cap, rng=None, gpu=None, **params) -> np.ndarray:
+    """Run the named policy onto fixed hosts; returns int64 host index per VM (-1 where it fits nowhere).
+
+    ``gpu``: a :class:`densim.placement.gpu.GpuProblem` when VMs ask for GPUs: the GPU column is then
+    tested with :func:`densim.placement.gpu.gpu_fit` next to the CPU and memory fit (and its GPU state
+    and each VM's GPU are written into it)."""
+    if gpu is not None:
+        from densim.placement.gpu import place_gpu
+
+        return place_gpu(policy, vm_cpu, vm_mem, cpu_cap, mem_cap, gpu)
     pol = POLICIES.get(policy)
     if pol.kernel is None:
         raise KeyError(f"placement policy {policy!r} opens hosts as it places (densim plan); onto a scenario's hosts: "

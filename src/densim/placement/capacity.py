@@ -5,7 +5,9 @@ scheduler, CP-SAT's warm start) asks the same question: do the VM's vCPUs fit un
 vCPU capacity and its configured memory under the free memory capacity? This module answers it once:
 
 * :func:`capacity` / :func:`host_capacity`: the capacity columns, ``[vCPUs, memory bytes]`` =
-  ``[cores x cpu_overcommit, memory x memory_overcommit]`` (a GPU would be one more column);
+  ``[cores x cpu_overcommit, memory x memory_overcommit]``; GPUs are the one more column, kept apart
+  because a GPU's room is a state, not a number (MIG layouts, one vGPU size per GPU):
+  :func:`densim.placement.gpu.gpu_fit` is its fit test, asked next to :func:`fits` when VMs ask for GPUs;
 * ``fits(cpu_free, mem_free, c, m)`` (numba ``@njit`` scalar, one host and one VM, for kernels) and
   :func:`fits_mask` (numpy, vectorised, for Python code) apply the same tolerance rule,
   :func:`within`, to each dimension; :func:`fits_rows` to any number of columns.

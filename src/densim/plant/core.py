@@ -144,6 +144,10 @@ def resolve(sc: Scenario, *, source: str | Path | None = None) -> Plant:
     hosts = _host_groups(sc, catalog, issues)
     _vm_groups(sc, issues)
     _placement(sc, issues)
+    if hosts is not None and (any(g.gpu is not None for g in sc.vms) or any(h.gpu is not None for h in hosts)):
+        from densim.plant.gpu import gpu_issues
+
+        issues += gpu_issues(sc, hosts)
     datastores = _datastores(sc, catalog, issues) if sc.storage.model != "none" else ()
     memory = _memory(sc, catalog, issues, src) if sc.memory.model != "none" else None
     virt = _virtualization(sc, catalog, hosts, issues) if sc.virtualization.model == "kvm" and hosts is not None else None
@@ -266,9 +270,18 @@ def _host_groups(sc: Scenario, catalog: Catalog, issues: _Issues) -> tuple[HostG
             issues.append((f"{where}.cpu.model", f"unknown CPU {cpu.model!r}; known: {', '.join(catalog.names('cpus'))}"))
             ok = False
             continue
+        gpu = None
+        if g.gpus is not None:
+            from densim.models.gpu import GpuSpec
+
+            gpu = issues.get(catalog, "gpus", g.gpus.model, GpuSpec, f"{where}.gpus.model")
+            if gpu is None:
+                ok = False
+                continue
         try:
             server = resolve_server(g, catalog)
-            out.append(HostGroupPlant(i, g.name or server.name, server, resolve_cpu(server.cpu, catalog), g.count))
+            out.append(HostGroupPlant(i, g.name or server.name, server, resolve_cpu(server.cpu, catalog), g.count,
+                                      gpu, g.gpus.count if g.gpus is not None else 0))
         except (ValidationError, CatalogError) as exc:
             issues.append((f"{where}.cpu", str(exc).splitlines()[0]))
             ok = False

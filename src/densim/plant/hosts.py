@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from densim.catalog.core import Catalog
+from densim.models.gpu import GpuSpec
 from densim.models.hardware import CpuSpec, HostCpu, ServerSpec
 
 
@@ -18,6 +19,8 @@ class HostGroupPlant:
     server: ServerSpec
     cpu: CpuSpec  # one socket, catalog model merged with the group's overrides
     count: int
+    gpu: GpuSpec | None = None  # the GPU model of every host of the group (cluster.hosts[].gpus.model)
+    gpu_count: int = 0  # GPUs per host
 
 
 def resolve_cpu(host_cpu: HostCpu, catalog: Catalog) -> CpuSpec:
@@ -58,5 +61,7 @@ def resolve_host_groups(groups, catalog: Catalog) -> tuple[HostGroupPlant, ...]:
     out = []
     for gi, g in enumerate(groups):
         server = resolve_server(g, catalog)
-        out.append(HostGroupPlant(gi, g.name or server.name, server, resolve_cpu(server.cpu, catalog), g.count))
+        gpu = catalog.get("gpus", g.gpus.model, GpuSpec) if g.gpus is not None else None
+        out.append(HostGroupPlant(gi, g.name or server.name, server, resolve_cpu(server.cpu, catalog), g.count,
+                                  gpu, g.gpus.count if g.gpus is not None else 0))
     return tuple(out)

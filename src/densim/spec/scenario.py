@@ -13,6 +13,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationIn
 
 from densim.models.carbon import CarbonInputs
 from densim.spec.fabric import FabricSettings
+from densim.spec.gpu import HostGpus, VmGpu
 from densim.spec.failures import FailureSettings
 from densim.models.hardware import CpuSpec, HostCpu, PowerSpec, ServerSpec
 from densim.spec.memory import MemorySettings
@@ -129,6 +130,7 @@ class VmGroup(BaseModel):
         default=None, description="parameters for a named workload model (memory, storage, request-driven)"
     )
     datastore: str | None = Field(default=None, description="storage the VM's disks live on (storage model)")
+    gpu: VmGpu | None = Field(default=None, description="each VM's GPU: a vGPU profile, a MIG instance or whole GPUs")
     tags: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
@@ -160,6 +162,7 @@ class HostGroup(BaseModel):
         default=None, alias="power_cap", gt=0,
         description="each host's power limit (W): the host runs at the highest P-state (power.min_clock .. base clock) "
                     "whose power at the step's demand is within it (engine stage power_cap)")
+    gpus: HostGpus | None = Field(default=None, description="GPUs in each host of the group: {model, count}")
 
     @model_validator(mode="after")
     def _complete(self) -> "HostGroup":
@@ -188,6 +191,9 @@ class PlacementSpec(BaseModel):
     cpu_overcommit: float = Field(default=1.0, gt=0, description="allowed vCPUs per physical core")
     memory_overcommit: float = Field(default=1.0, gt=0, description="allowed configured memory per byte of host memory")
     params: dict[str, Any] = Field(default_factory=dict)
+    gpu_policy: Literal["pack", "spread"] = Field(
+        default="pack", description="which GPU of a host takes a vGPU or MIG request: the fullest that fits (pack, "
+                                    "keeps whole GPUs free) or the emptiest (spread)")
 
 
 class SchedulingSpec(BaseModel):

@@ -38,8 +38,8 @@ def _registries_md() -> str:
 
 
 def _outputs_md() -> str:
-    from densim.engine.result import (HOST_COLUMNS, HOST_STEP_COLUMNS, SCHEDULE_STEP_COLUMNS, SCHEDULE_VM_COLUMNS,
-                                      VM_COLUMNS)
+    from densim.engine.result import (GPU_VM_COLUMNS, HOST_COLUMNS, HOST_STEP_COLUMNS, SCHEDULE_STEP_COLUMNS,
+                                      SCHEDULE_VM_COLUMNS, VM_COLUMNS)
 
     lines = ["# Output columns", "", "Generated from code by `make docs`; do not edit.", "",
              "`densim run` writes `summary.json`, `vms.parquet`, `hosts.parquet`, `host_steps.parquet` and, for runs "
@@ -47,6 +47,7 @@ def _outputs_md() -> str:
              "storage, ...) add columns named `<metric>_<mean|sum|max>`.", ""]
     for title, cols in (("vms.parquet (one row per VM)", VM_COLUMNS), ("hosts.parquet (one row per host)", HOST_COLUMNS),
                         ("vms.parquet, when VMs arrive and leave (`scheduling.lifetimes`)", SCHEDULE_VM_COLUMNS),
+                        ("vms.parquet, when VMs ask for GPUs (`vms[].gpu`)", GPU_VM_COLUMNS),
                         ("host_steps.parquet (one row per host per step)", HOST_STEP_COLUMNS),
                         ("schedule_steps.parquet (one row per step, when VMs arrive and leave)", SCHEDULE_STEP_COLUMNS)):
         lines += [f"## {title}", "", "| column | meaning |", "|---|---|"]

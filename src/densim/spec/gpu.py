@@ -1,0 +1,62 @@
+"""GPUs in a scenario: a host group's GPUs and a VM group's GPU demand (see docs/background/gpus.md).
+
+Example::
+
+    cluster:
+      hosts:
+        - {server: ..., count: 4, gpus: {model: nvidia-a100-80gb-sxm, count: 8}}
+    vms:
+      - {name: notebooks, ..., gpu: {mode: mig, profile: 1g.10gb}}       # a MIG instance
+      - {name: vdi, ..., gpu: {mode: vgpu, memory: 4 GiB}}               # a time-sliced vGPU of 4 GiB
+      - {name: training, ..., gpu: {mode: passthrough, count: 2}}        # two whole GPUs
+    placement:
+      gpu_policy: pack     # or spread: which GPU of a host takes a shared (vGPU, MIG) request
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from densim.units import PosMemBytes
+
+_CFG = ConfigDict(allow_inf_nan=False, frozen=True, extra="forbid", populate_by_name=True)
+
+#: GPUs in one host at most (HGX/OAM boards carry 8; PCIe servers up to 10-16)
+MAX_GPUS_PER_HOST = 64
+
+
+class HostGpus(BaseModel):
+    """``count`` GPUs of catalog model ``model`` in every host of the group."""
+
+    model_config = _CFG
+    model: str = Field(description="name of a GPU in the catalog (section gpus) or in parts.gpus")
+    count: int = Field(gt=0, le=MAX_GPUS_PER_HOST, strict=True)
+
+
+class VmGpu(BaseModel):
+    """What one VM of the group asks of a GPU: a time-sliced vGPU, a MIG instance, or whole GPUs."""
+
+    model_config = _CFG
+    mode: Literal["vgpu", "mig", "passthrough"]
+    memory_bytes: PosMemBytes | None = Field(default=None, alias="memory",
+                                             description="vgpu: the vGPU profile's framebuffer (a size the GPU offers)")
+    profile: str | None = Field(default=None, description="mig: the MIG profile name, e.g. 3g.40gb")
+    count: int | None = Field(default=None, gt=0, le=MAX_GPUS_PER_HOST, strict=True,
+                              description="passthrough: whole GPUs, all on the VM's host")
+    utilisation: float | None = Field(
+        default=None, ge=0, le=1,
+        description="GPU busy share for GPU power: of its GPUs (passthrough), of its MIG instance's compute, or "
+                    "of one whole GPU's time (vGPU); default: the VM's CPU utilisation in each step")
+
+    @model_validator(mode="after")
+    def _one_shape(self) -> "VmGpu":
+        need = {"vgpu": "memory", "mig": "profile", "passthrough": "count"}[self.mode]
+        given = {"memory": self.memory_bytes, "profile": self.profile, "count": self.count}  # utilisation: any mode
+        if given[need] is None:
+            raise ValueError(f"gpu mode {self.mode!r} needs '{need}'")
+        extra = [k for k, v in given.items() if v is not None and k != need]
+        if extra:
+            raise ValueError(f"gpu mode {self.mode!r} takes '{need}' only, not {', '.join(repr(e) for e in extra)}")
+        return self

@@ -1,0 +1,449 @@
+"""GPUs as a placement resource (issue 33): MIG layouts, vGPU sizes, passthrough, pack vs spread, refusals.
+
+Every case is small enough to follow by hand; the arithmetic is in the comments. A MIG mask is 8 bits,
+bit i = memory slice i occupied.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from densim.catalog.core import builtin_catalog
+from densim.errors import InputError, ScenarioInvalid
+from densim.models.gpu import GpuSpec
+from densim.placement import place
+from densim.placement.gpu import PASS, VGPU, build_problem
+from densim.plant import plant_from_dict
+from densim.plant.hosts import HostGroupPlant
+from densim.spec.gpu import VmGpu
+
+GIB = 2.0**30
+CAT = builtin_catalog()
+
+
+def _gpu(name):
+    return CAT.get("gpus", name, GpuSpec)
+
+
+def _hosts(*groups):
+    """Host groups (gpu model name or None, GPUs per host, host count) -> (plant groups, group of each host)."""
+    out, of = [], []
+    for i, (model, n, count) in enumerate(groups):
+        out.append(HostGroupPlant(i, f"g{i}", None, None, count, _gpu(model) if model else None, n if model else 0))
+        of += [i] * count
+    return out, np.array(of)
+
+
+def _place(groups, requests, policy="first-fit", gpu_policy="pack", vcpus=None, cpu_cap=None):
+    """Place one VM per request (a VmGpu dict or None) onto the hosts; returns (host per VM, problem)."""
+    hosts, of = _hosts(*groups)
+    reqs = [VmGpu.model_validate(r) if r is not None else None for r in requests]
+    p = build_problem(hosts, of, reqs, np.arange(len(reqs)), policy=gpu_policy)
+    V, H = len(reqs), of.size
+    vc = np.ones(V) if vcpus is None else np.asarray(vcpus, float)
+    cc = np.full(H, 64.0) if cpu_cap is None else np.asarray(cpu_cap, float)
+    host = place(policy, vc, np.full(V, GIB), cc, np.full(H, 1024 * GIB), gpu=p)
+    return host, p
+
+
+# ---------------------------------------------------------------------------------------------- catalog
+def test_catalog_has_the_issue_gpus_with_a_source_each():
+    names = set(CAT.names("gpus"))
+    for n in ("nvidia-l4", "nvidia-l40s", "nvidia-a100-80gb-sxm", "nvidia-h100-sxm", "nvidia-h200-sxm", "amd-instinct-mi300x"):
+        assert n in names
+        g = _gpu(n)
+        assert g.source and g.fp16_tflops > 0 and g.memory_bandwidth_bps > 0 and 0 < g.idle_power_w < g.max_power_w
+    a100 = _gpu("nvidia-a100-80gb-sxm")
+    # NVIDIA's A100 placements, in memory slices: 1g at 0..6, 2g at 0/2/4, 3g (4 slices) at 0/4, 4g and 7g at 0
+    assert a100.mig("1g.10gb").starts == [0, 1, 2, 3, 4, 5, 6]
+    assert a100.mig("2g.20gb").starts == [0, 2, 4]
+    assert (a100.mig("3g.40gb").starts, a100.mig("3g.40gb").memory_slices) == ([0, 4], 4)
+    assert a100.mig("4g.40gb").starts == [0] and a100.mig("7g.80gb").memory_slices == 8
+    assert a100.fp8_tflops is None  # Ampere has no FP8 unit
+    assert not _gpu("nvidia-l4").mig_profiles and not _gpu("amd-instinct-mi300x").mig_profiles
+    # L4: 24 GiB / 12 GiB = 2 vGPUs per GPU; 5 GiB is not an L4 profile
+    assert _gpu("nvidia-l4").vgpus_per_gpu(12 * GIB) == 2 and _gpu("nvidia-l4").vgpus_per_gpu(5 * GIB) == 0
+
+
+# ---------------------------------------------------------------------------------------------- MIG
+def test_mig_fits_by_count_but_not_by_layout():
+    # one host, one A100 80GB. Three 1g.10gb then one 4g.40gb: 3 + 4 = 7 compute slices (of 7) and
+    # 3 x 1 + 4 = 7 memory slices (of 8): fits by count. By layout: the 1g instances take the lowest free
+    # valid starts 0, 1, 2 (mask 0b00000111); 4g.40gb may start only at 0 and needs slices 0-3: no room.
+    host, p = _place([("nvidia-a100-80gb-sxm", 1, 1)], [{"mode": "mig", "profile": "1g.10gb"}] * 3
+                     + [{"mode": "mig", "profile": "4g.40gb"}])
+    assert host.tolist() == [0, 0, 0, -1]
+    assert p.vm_mig_start.tolist() == [0, 1, 2, -1]
+    assert p.gused[0, 0] == 0b00000111
+    # the same count with a 3g.40gb instead: it may start at 4 (slices 4-7 free) -> mask 0b11110111
+    host, p = _place([("nvidia-a100-80gb-sxm", 1, 1)], [{"mode": "mig", "profile": "1g.10gb"}] * 3
+                     + [{"mode": "mig", "profile": "3g.40gb"}])
+    assert host.tolist() == [0, 0, 0, 0] and p.vm_mig_start[3] == 4 and p.gused[0, 0] == 0b11110111
+    # first-fit-decreasing places the 4g.40gb first (4/8 of a GPU > 1/8): start 0, then the 1g at the
+    # lowest free starts 4, 5, 6 -> all four fit (mask 0b01111111)
+    host, p = _place([("nvidia-a100-80gb-sxm", 1, 1)], [{"mode": "mig", "profile": "1g.10gb"}] * 3
+                     + [{"mode": "mig", "profile": "4g.40gb"}], policy="first-fit-decreasing")
+    assert host.tolist() == [0, 0, 0, 0] and p.vm_mig_start.tolist() == [4, 5, 6, 0] and p.gused[0, 0] == 0b01111111
+
+
+def test_mig_second_gpu_takes_what_the_first_cannot():
+    # two A100s in one host: the 4g.40gb that no longer fits GPU 0 (slices 0-2 taken) goes to GPU 1 at start 0
+    host, p = _place([("nvidia-a100-80gb-sxm", 2, 1)], [{"mode": "mig", "profile": "1g.10gb"}] * 3
+                     + [{"mode": "mig", "profile": "4g.40gb"}])
+    assert host.tolist() == [0, 0, 0, 0]
+    assert p.vm_gpu.tolist() == [0, 0, 0, 1] and p.vm_mig_start[3] == 0
+    assert p.gused[0].tolist() == [0b0111, 0b1111]
+
+
+def test_mig_profile_only_on_hosts_whose_gpu_has_it():
+    # host 0 has L40S (no MIG), host 1 an H100: the 3g.40gb instance can only go to host 1
+    host, _ = _place([("nvidia-l40s", 4, 1), ("nvidia-h100-sxm", 1, 1)], [{"mode": "mig", "profile": "3g.40gb"}] * 3)
+    # H100: 3g.40gb at 0 and at 4 -> two instances; the third fits nowhere
+    assert host.tolist() == [1, 1, -1]
+
+
+# ---------------------------------------------------------------------------------------------- vGPU, passthrough
+def test_vgpu_one_size_per_gpu_and_pack_keeps_a_gpu_whole():
+    # one host with 2 x L4 (24 GiB): a 12 GiB vGPU profile gives floor(24 / 12) = 2 vGPUs per GPU.
+    # pack: both 12 GiB vGPUs share GPU 0 (the fuller one after the first), GPU 1 stays free for the
+    # passthrough VM. An 8 GiB vGPU then fits nowhere: GPU 0 holds 12 GiB vGPUs (one size per GPU),
+    # GPU 1 is passed through, although GPU 0's memory is used up and no GPU memory is free anyway.
+    reqs = [{"mode": "vgpu", "memory": "12 GiB"}] * 2 + [{"mode": "passthrough", "count": 1}, {"mode": "vgpu", "memory": "8 GiB"}]
+    host, p = _place([("nvidia-l4", 2, 1)], reqs, gpu_policy="pack")
+    assert host.tolist() == [0, 0, 0, -1]
+    assert p.vm_gpu.tolist() == [0, 0, 1, -1]
+    assert p.gmode[0].tolist() == [VGPU, PASS] and p.gused[0, 0] == 2
+    # spread: the two 12 GiB vGPUs go one per GPU (the emptiest first), so no GPU is left whole and
+    # the passthrough VM fits nowhere; the 8 GiB vGPU has no free GPU either
+    host, p = _place([("nvidia-l4", 2, 1)], reqs, gpu_policy="spread")
+    assert host.tolist() == [0, 0, -1, -1]
+    assert p.vm_gpu.tolist() == [0, 1, -1, -1]
+
+
+def test_vgpu_size_fragmentation_by_count():
+    # one L4: 8 GiB vGPUs, floor(24 / 8) = 3 per GPU. After two 8 GiB vGPUs, 8 GiB of the GPU's memory is
+    # free, but a 4 GiB vGPU does not fit: the GPU runs 8 GiB vGPUs only (no mixed sizes)
+    host, p = _place([("nvidia-l4", 1, 1)], [{"mode": "vgpu", "memory": "8 GiB"}] * 2 + [{"mode": "vgpu", "memory": "4 GiB"},
+                                                                                       {"mode": "vgpu", "memory": "8 GiB"}])
+    assert host.tolist() == [0, 0, -1, 0]
+    assert p.gused[0, 0] == 3  # the third 8 GiB vGPU took the last third
+
+
+def test_passthrough_whole_gpus_first_fit():
+    # host 0: 2 x H100, host 1: 4 x H100. first-fit: 2 GPUs -> host 0 (2 - 2 = 0 free); 3 GPUs -> host 1
+    # (4 - 3 = 1); 1 GPU -> host 0 has none, host 1 its last one; one more GPU fits nowhere (6 of 6 taken)
+    reqs = [{"mode": "passthrough", "count": n} for n in (2, 3, 1, 1)]
+    host, p = _place([("nvidia-h100-sxm", 2, 1), ("nvidia-h100-sxm", 4, 1)], reqs)
+    assert host.tolist() == [0, 1, 1, -1]
+    assert p.vm_gpu.tolist() == [0, 0, 3, -1]  # first GPU of each VM's set
+    assert (p.gmode == PASS).sum() == 6
+
+
+def test_gpu_fit_and_cpu_fit_both_hold():
+    # host 0 has the GPU but only 4 vCPUs of capacity; the 8-vCPU GPU VM cannot go there and host 1 has no GPU
+    host, _ = _place([("nvidia-l40s", 1, 1), (None, 0, 1)], [{"mode": "passthrough", "count": 1}, None],
+                     vcpus=[8, 8], cpu_cap=[4, 64])
+    assert host.tolist() == [-1, 1]
+
+
+def test_first_fit_decreasing_places_gpu_requests_first():
+    # one H100 host, one passthrough GPU. In the given order the 1g.10gb MIG VM turns the GPU into MIG mode
+    # first and the passthrough VM fits nowhere; first-fit-decreasing puts the larger GPU request
+    # (1 whole GPU > 1/8 of one) first: the passthrough VM gets the GPU and the MIG VM fits nowhere
+    reqs = [{"mode": "mig", "profile": "1g.10gb"}, {"mode": "passthrough", "count": 1}]
+    assert _place([("nvidia-h100-sxm", 1, 1)], reqs)[0].tolist() == [0, -1]
+    assert _place([("nvidia-h100-sxm", 1, 1)], reqs, policy="first-fit-decreasing")[0].tolist() == [-1, 0]
+
+
+def test_best_and_worst_fit_count_the_gpu_column():
+    # two hosts with one L40S each, equal CPU and memory. A 24 GiB vGPU goes to host 0 (tie: lowest index).
+    # best-fit: the second 24 GiB vGPU to host 0 too (its GPU half used: the least free space);
+    # worst-fit: to host 1 (a whole free GPU: the most free space)
+    reqs = [{"mode": "vgpu", "memory": "24 GiB"}] * 2
+    assert _place([("nvidia-l40s", 1, 2)], reqs, policy="best-fit")[0].tolist() == [0, 0]
+    assert _place([("nvidia-l40s", 1, 2)], reqs, policy="worst-fit")[0].tolist() == [0, 1]
+
+
+def test_a_policy_without_gpu_support_is_refused():
+    hosts, of = _hosts(("nvidia-l4", 1, 1))
+    p = build_problem(hosts, of, [VmGpu(mode="passthrough", count=1)], np.zeros(1, np.int64))
+    from densim.placement.gpu import place_gpu
+
+    with pytest.raises(InputError, match="does not place GPU requests"):
+        place_gpu("timeseries", np.ones(1), np.ones(1), np.ones(1), np.ones(1), p)
+
+
+# ---------------------------------------------------------------------------------------------- scenarios
+def _scenario(**extra):
+    sc = {
+        "name": "gpu-micro",
+        "cluster": {"hosts": [{"name": "a100", "count": 2, "gpus": {"model": "nvidia-a100-80gb-sxm", "count": 1},
+                               "cpu": {"sockets": 1, "cores_per_socket": 32, "threads_per_core": 1, "base_clock": "2 GHz"},
+                               "memory": "512 GiB", "power": {"model": "linear", "idle": "200 W", "peak": "400 W"}}]},
+        "vms": [{"name": "mig", "count": 4, "vcpus": 4, "vcpu_speed": "2 GHz", "memory": "16 GiB",
+                 "profile": {"kind": "constant", "mean": 0.5}, "gpu": {"mode": "mig", "profile": "3g.40gb"}},
+                {"name": "cpu-only", "count": 2, "vcpus": 2, "vcpu_speed": "2 GHz", "memory": "8 GiB",
+                 "profile": {"kind": "constant", "mean": 0.5}}],
+        "simulation": {"horizon": "2 h", "step": "1 h"},
+    }
+    sc.update(extra)
+    return sc
+
+
+def test_a_run_places_mig_instances_on_hosts_with_gpus():
+    from densim.engine import simulate
+
+    sc = _scenario()
+    sc["vms"][0]["count"] = 5
+    res = simulate(plant_from_dict(sc), seed=1)
+    # 5 x 3g.40gb: two per A100 (starts 0 and 4), one A100 per host -> 2 + 2 placed, the fifth fits nowhere
+    # although both hosts have 32 - 2 x 4 = 24 vCPUs and plenty of memory left; the 2 CPU-only VMs are placed
+    s = res.summary
+    assert (s["vms_total"], s["vms_placed"], s["vms_unplaced"]) == (7, 6, 1)
+    assert s["unplaced_vms"] == ["mig-4"]
+
+
+def test_run_context_keeps_each_vms_gpu():
+    from densim.engine.run import place_vms
+    from densim.engine.state import build_context
+
+    ctx = build_context(plant_from_dict(_scenario()), seed=1)
+    place_vms(ctx)
+    assert ctx.vms.host.tolist() == [0, 0, 1, 1, 0, 0]
+    assert ctx.gpu.vm_mig_start.tolist() == [0, 4, 0, 4, -1, -1]
+    assert ctx.gpu.gused[:, 0].tolist() == [0xFF, 0xFF]
+
+
+def test_unknown_mig_profile_and_no_gpu_hosts_are_refused():
+    sc = _scenario()
+    sc["vms"][0]["gpu"] = {"mode": "mig", "profile": "3g.20gb"}
+    with pytest.raises(ScenarioInvalid, match=r"vms\[0\]\.gpu\.profile.*no host's GPU offers MIG profile '3g.20gb'"):
+        plant_from_dict(sc)
+    sc = _scenario()
+    del sc["cluster"]["hosts"][0]["gpus"]
+    with pytest.raises(ScenarioInvalid, match=r"vms\[0\]\.gpu.*no host has GPUs"):
+        plant_from_dict(sc)
+    sc = _scenario()
+    sc["vms"][0]["gpu"] = {"mode": "passthrough", "count": 2}
+    with pytest.raises(ScenarioInvalid, match=r"2 GPUs per VM, but the most GPUs in one host is 1"):
+        plant_from_dict(sc)
+
+
+@pytest.mark.parametrize("extra, where", [
+    ({"failures": {}}, "failures"),
+    ({"migration": {"model": "precopy", "maintenance": [{"host": "a100-0", "at": "1 h"}]}}, "migration.model"),
+    ({"scheduling": {"lifetimes": "on"}}, "scheduling.lifetimes"),
+])
+def test_gpu_placement_over_time_is_refused_in_one_line(extra, where):
+    with pytest.raises(ScenarioInvalid) as e:
+        plant_from_dict(_scenario(**extra))
+    lines = [ln for ln in e.value.lines() if "GPU placement over time is not built yet" in ln]
+    assert len(lines) == 1 and where in lines[0] and "\n" not in lines[0]
+
+
+# ---------------------------------------------------------------------------------------------- GPU power
+def _power_scenario(**extra):
+    # one host drawing a flat 200 W (idle = peak) with 2 x L4 (idle 16 W, max 72 W), 2 steps of 1 h
+    sc = {
+        "name": "gpu-power",
+        "cluster": {"hosts": [{"name": "l4", "count": 1, "gpus": {"model": "nvidia-l4", "count": 2},
+                               "cpu": {"sockets": 1, "cores_per_socket": 16, "threads_per_core": 1, "base_clock": "2 GHz"},
+                               "memory": "256 GiB", "power": {"model": "linear", "idle": "200 W", "peak": "200 W"}}]},
+        "vms": [{"name": "train", "count": 1, "vcpus": 4, "vcpu_speed": "2 GHz", "memory": "16 GiB",
+                 "profile": {"kind": "constant", "mean": 0.5}, "gpu": {"mode": "passthrough", "count": 1, "utilisation": 0.5}},
+                {"name": "infer", "count": 1, "vcpus": 4, "vcpu_speed": "2 GHz", "memory": "16 GiB",
+                 "profile": {"kind": "constant", "mean": 0.25}, "gpu": {"mode": "vgpu", "memory": "12 GiB"}}],
+        "simulation": {"horizon": "2 h", "step": "1 h"},
+    }
+    sc.update(extra)
+    return sc
+
+
+def test_gpu_energy_by_hand():
+    from densim.engine import simulate
+
+    res = simulate(plant_from_dict(_power_scenario(carbon={"grid_gco2_per_kwh": 500})), seed=1)
+    g = res.summary["gpu"]
+    # GPU 0, passthrough at u = 0.5: 16 + (72 - 16) x 0.5 = 44 W. GPU 1, one 12 GiB vGPU whose VM gives no
+    # utilisation: its CPU utilisation, the constant profile's 0.25 -> 16 + 56 x 0.25 = 30 W. 74 W x 7,200 s
+    # = 532,800 J = 0.148 kWh
+    assert g["energy_kwh"] == pytest.approx(0.148)
+    assert (g["gpus"], g["gpus_with_tenants"], g["vms_with_gpu"], g["vms_with_gpu_unplaced"]) == (2, 2, 2, 0)
+    assert g["mean_busy"] == pytest.approx((0.5 + 0.25) / 2)
+    # in the host's energy: (200 + 74) W x 7,200 s = 1.9728e6 J = 0.548 kWh, and so in carbon: 0.548 x 500 g = 0.274 kg
+    assert res.summary["totals"]["energy_kwh"] == pytest.approx(0.548)
+    assert res.summary["carbon"]["operational_kg"] == pytest.approx(0.274)
+
+
+def test_gpu_power_of_mig_instances_and_idle_gpus():
+    from densim.engine import simulate
+
+    sc = _power_scenario()
+    sc["cluster"]["hosts"][0]["gpus"] = {"model": "nvidia-h100-sxm", "count": 2}
+    sc["vms"] = [{"name": "mig", "count": 2, "vcpus": 2, "vcpu_speed": "2 GHz", "memory": "8 GiB",
+                  "profile": {"kind": "constant", "mean": 0.5}, "gpu": {"mode": "mig", "profile": "3g.40gb", "utilisation": 1.0}}]
+    res = simulate(plant_from_dict(sc), seed=1)
+    # pack: both 3g.40gb on GPU 0 (starts 0 and 4), fully busy -> 2 x 3/7 of the GPU busy:
+    # 70 + (700 - 70) x 6/7 = 610 W; GPU 1 idle: 70 W. 680 W x 7,200 s = 4.896e6 J = 1.36 kWh
+    assert res.summary["gpu"]["energy_kwh"] == pytest.approx(1.36)
+    assert res.summary["gpu"]["gpus_with_tenants"] == 1
+
+
+def test_gpu_power_over_time_is_refused():
+    from densim.engine import simulate
+
+    sc = _power_scenario()
+    for v in sc["vms"]:
+        del v["gpu"]  # GPU hosts without GPU requests may fail over; their GPU power over time is refused
+    with pytest.raises(InputError, match="GPU power over time .* is not built yet"):
+        simulate(plant_from_dict(_power_scenario_failures(sc)), seed=1)
+
+
+def _power_scenario_failures(sc):
+    sc = dict(sc)
+    sc["failures"] = {}
+    return sc
+
+
+def test_lifetimes_from_a_trace_with_gpu_requests_is_refused_at_placement():
+    from densim.engine.run import place_vms
+    from densim.engine.state import build_context
+
+    ctx = build_context(plant_from_dict(_scenario()), seed=1)
+    ctx.schedule = object()  # as build_context leaves it when a trace's tasks arrive (scheduling.lifetimes: auto)
+    with pytest.raises(InputError, match="GPU placement over time is not built yet"):
+        place_vms(ctx)
+
+
+def test_vms_table_names_each_vms_gpu():
+    from densim.engine import simulate
+
+    res = simulate(plant_from_dict(_scenario()), seed=1)
+    t = res.vms
+    # 4 x 3g.40gb on 2 hosts with one A100 each: GPU 0 of each host, starts 0 and 4; the CPU-only VMs have none
+    assert t["gpu_mode"].to_list() == ["mig"] * 4 + [""] * 2
+    assert t["gpu"].to_list() == [0, 0, 0, 0, -1, -1]
+    assert t["mig_start"].to_list() == [0, 4, 0, 4, -1, -1]
+
+
+def test_the_howto_example_runs_with_the_figures_it_quotes(tmp_path):
+    # docs/howto/gpu-hosts.md quotes these: 24 GPUs, 21 with tenants (7 L40S: ceil(40 / 6); 8 + 3 + 3 H100:
+    # two 4-GPU passthrough VMs, six 3g.40gb at 2 per GPU, twenty 1g.10gb at 7 per GPU), nothing unplaced
+    from pathlib import Path
+
+    from densim.engine import simulate
+    from densim.plant import load_plant
+
+    root = Path(__file__).resolve().parents[2]
+    res = simulate(load_plant(root / "examples/gpu/inference-cluster.yaml"))
+    g = res.summary["gpu"]
+    assert (g["gpus"], g["gpus_with_tenants"], g["vms_with_gpu"], g["vms_with_gpu_unplaced"]) == (24, 21, 68, 0)
+    assert 0 < g["energy_kwh"] < res.summary["totals"]["energy_kwh"]
+
+
+def test_a_scenarios_own_gpu_part_is_used_and_checked():
+    # parts.gpus: a made-up 32 GiB card with 16 GiB vGPUs -> 2 per GPU; 3 VMs on one host with one such GPU
+    part = {"name": "my-gpu", "vendor": "acme", "memory": "32 GiB", "memory_bandwidth": "1 TB/s", "fp16_tflops": 100,
+            "idle_power": "20 W", "max_power": "200 W", "vgpu_profiles": ["16 GiB"]}
+    sc = _scenario(parts={"gpus": [part]})
+    sc["cluster"]["hosts"][0].update(count=1, gpus={"model": "my-gpu", "count": 1})
+    sc["vms"] = [{"name": "v", "count": 3, "vcpus": 2, "vcpu_speed": "2 GHz", "memory": "4 GiB",
+                  "profile": {"kind": "constant", "mean": 0.5}, "gpu": {"mode": "vgpu", "memory": "16 GiB"}}]
+    from densim.engine import simulate
+
+    assert simulate(plant_from_dict(sc), seed=1).summary["vms_unplaced"] == 1
+    bad = dict(part, mig_profiles=[{"name": "3g.x", "compute_slices": 3, "memory_slices": 4, "starts": [6], "memory": "16 GiB"}])
+    with pytest.raises(ScenarioInvalid, match=r"parts\.gpus\[0\].*start 6 \+ 4 memory slices passes the GPU's 8 slices"):
+        plant_from_dict(_scenario(parts={"gpus": [bad]}))
+
+
+def test_a_run_with_gpus_is_not_split_over_hosts():
+    from densim.engine.partition import split_refusal
+    from densim.engine.run import place_vms
+    from densim.engine.state import build_context
+
+    ctx = build_context(plant_from_dict(_scenario()), seed=1)
+    place_vms(ctx)
+    field_, why = split_refusal(ctx)
+    assert "stage gpu" in why
+
+
+def test_mig_mask_test_agrees_with_the_placements_and_never_overcommits_compute():
+    # every reachable layout of an A100 (instances added one at a time at any valid free start), checked
+    # against the catalog's placements by brute force: _mig_start finds the lowest free valid start, and no
+    # layout holds more than 7 compute slices (the docs' claim that the 8-slot mask is the whole test)
+    from densim.placement.gpu import _mig_start
+
+    a100 = _gpu("nvidia-a100-80gb-sxm")
+    profiles = a100.mig_profiles
+    seen, todo = {0: 0}, [0]  # mask -> the most compute slices any way of reaching it uses
+    while todo:
+        mask = todo.pop()
+        for p in profiles:
+            block = (1 << p.memory_slices) - 1
+            free = [s for s in p.starts if not (mask >> s) & block]
+            starts = sum(1 << s for s in p.starts)
+            assert _mig_start(mask, p.memory_slices, starts) == (free[0] if free else -1)
+            for s in free:
+                nxt, compute = mask | (block << s), seen[mask] + p.compute_slices
+                assert compute <= 7, (bin(mask), p.name, s)
+                if compute > seen.get(nxt, -1):
+                    seen[nxt] = compute
+                    todo.append(nxt)
+    assert 0xFF in seen and len(seen) > 20  # the full GPU is reachable (7g, 4g + 3g, ...)
+
+
+# ---------------------------------------------------------------------------------------------- composability
+_OVER_TIME = {"lifetimes", "failures", "migration"}
+
+
+@pytest.mark.parametrize("feature", ["memory", "storage", "fabric", "virtualization", "carbon", "lifetimes", "failures",
+                                     "migration", "partition"])
+def test_gpu_with_every_other_feature_runs_or_is_refused_in_one_line(feature):
+    # the composability test's scenario (tests/engine/test_composability.py) with 2 x L40S per host and an
+    # 8 GiB vGPU per data node (48 / 8 = 6 per GPU, 12 per host: the CPU still decides the placement)
+    import copy
+
+    from densim.engine import simulate
+    from densim.engine.partition import simulate_in_parts
+    from densim.plant import resolve
+    from densim.spec.loader import scenario_from_dict
+    from tests.engine.test_composability import BASE, FEATURES, check_invariants
+
+    d = copy.deepcopy(BASE)
+    d["cluster"]["hosts"][0]["gpus"] = {"model": "nvidia-l40s", "count": 2}
+    d["vms"][0]["gpu"] = {"mode": "vgpu", "memory": "8 GiB", "utilisation": 0.5}
+    if FEATURES[feature] is not None:
+        FEATURES[feature](d)
+    if feature in _OVER_TIME:
+        with pytest.raises(InputError, match="GPU placement over time is not built yet"):
+            simulate(resolve(scenario_from_dict(d)))
+        return
+    if feature == "partition":
+        with pytest.raises(InputError, match="has no rule to put the stage gpu's parts together"):
+            simulate_in_parts(resolve(scenario_from_dict(d)), 2)
+        return
+    r = simulate(resolve(scenario_from_dict(d)))
+    check_invariants(r, (feature,))
+    g = r.summary["gpu"]
+    # 6 VMs on each of the first two hosts, all on GPU 0 (pack: 6 per GPU); host 2 is empty but idle-on:
+    # busy 6 x 0.5 -> capped at 1: GPU 0 of hosts 0 and 1 at 350 W, the other 4 GPUs idle at 35 W;
+    # (2 x 350 + 4 x 35) W x 3,600 s = 3.024e6 J = 0.84 kWh
+    assert (g["gpus"], g["gpus_with_tenants"], g["vms_with_gpu_unplaced"]) == (6, 2, 0)
+    assert g["energy_kwh"] == pytest.approx(0.84)
+
+
+def test_validate_refuses_a_policy_that_cannot_place_gpu_requests():
+    # every engine kernel today places GPU requests; a kernel registered later without GPU support is refused
+    # by densim validate, not only at run time
+    from densim.placement import POLICIES, PlacementPolicy
+
+    POLICIES.add("no-gpu-fit", PlacementPolicy("no-gpu-fit", kernel=lambda *a, **k: None), description="test only")
+    try:
+        sc = _scenario()
+        sc["placement"] = {"policy": "no-gpu-fit"}
+        with pytest.raises(ScenarioInvalid, match=r"placement.policy: 'no-gpu-fit' does not place GPU requests"):
+            plant_from_dict(sc)
+    finally:
+        POLICIES._entries.pop("no-gpu-fit", None)
