@@ -667,6 +667,8 @@ def read_rvtools(
         unknown_cpu_hosts = int(sum(1 for m, mhz, c in zip(today.cpu_model, today.core_mhz, today.cores)
                                     if not str(m).strip() or not (mhz > 0) or c <= 0))
     facts = {"tabs": sorted(s.name for s in sheets.values() if s.header),
+             "usage_columns": [r.removeprefix("CPU from ").removeprefix("memory from ") for r in dict.fromkeys(rules)
+                               if r.startswith(("CPU from", "memory from"))],
              "cpu_default_vms": cpu_default, "mem_default_vms": mem_default,
              "hosts_listed": None if today is None else today.n_hosts, "unknown_cpu_hosts": unknown_cpu_hosts}
     return build_inventory(
