@@ -124,7 +124,7 @@ def _usable(sheet) -> bool:
 
 def _vm_index(sheet, keys: dict[str, int], multi_server: bool) -> np.ndarray | None:
     """For each row of ``sheet``: the inventory index of its VM, -1 when not in the inventory; None without a VM column."""
-    vc = sheet.find(("vm", "vmname", "name"))
+    vc = sheet.find(("vm", "vmname"))  # not 'Name': in vSnapshot that is the snapshot's name
     if vc is None:
         return None
     names = [_text(v) for v in sheet.column(vc)]
