@@ -14,7 +14,7 @@ import yaml
 from typer.testing import CliRunner
 
 from densim.cli.main import app
-from densim.tools.plan.capacity import load_plan_spec, plan
+from densim.tools.plan.capacity import load_plan_spec, plan, plan_candidate
 from densim.tools.plan.confidence import data_facts, host_interval, rate, resample_days
 from densim.workloads.formats import load_inventory
 from densim.workloads.inventory import build_inventory
@@ -225,7 +225,8 @@ def test_day_bootstrap_interval_worked_by_hand(tmp_path):
     assert iv["estimated"] and iv["days"] == 4 and (iv["low"], iv["high"]) == (1, 2)
     assert sum(iv["counts"].values()) == 20 and set(iv["counts"]) == {"1", "2"}
     # the same seed draws the same days
-    again = host_interval(inv, spec, spec.candidates[0], inv.vcpus, inv.mem_bytes, 2, resamples=20, level=0.9, seed=7)
+    again = host_interval(inv, spec, spec.candidates[0], inv.vcpus, inv.mem_bytes, 2, resamples=20, level=0.9, seed=7,
+                          plan_one=plan_candidate)
     assert again["counts"] == iv["counts"]
     facts = data_facts(inv)
     assert facts["kind"] == "series" and facts["days"] == 4.0 and res.confidence["grades"]["history"] == "C"

@@ -564,7 +564,7 @@ def plan(inv: Inventory, spec: PlanSpec, progress=None, seed: int = 42) -> PlanR
     out = PlanResult(inv, spec, results, rs, time.perf_counter() - t0, notes, tr)
     if progress is not None and spec.confidence.resamples:
         progress(f"host-count interval ({spec.confidence.resamples} resamples)")
-    out.confidence = confidence(out, seed)
+    out.confidence = confidence(out, plan_candidate, seed)
     out.wall_s = time.perf_counter() - t0
     return out
 

@@ -120,10 +120,10 @@ def resample_days(inv, days: np.ndarray):
     return replace(inv, **{k: None if getattr(inv, k) is None else getattr(inv, k)[rows] for k in SERIES})
 
 
-def host_interval(inv, spec, candidate, vcpus, mem_bytes, hosts: int, *, resamples: int, level: float, seed: int) -> dict:
-    """Host count on ``resamples`` day-bootstrap series of ``inv`` for ``candidate`` (sizes ``vcpus``/``mem_bytes`` kept)."""
-    from densim.tools.plan.capacity import plan_candidate
-
+def host_interval(inv, spec, candidate, vcpus, mem_bytes, hosts: int, *, resamples: int, level: float, seed: int,
+                  plan_one) -> dict:
+    """Host count on ``resamples`` day-bootstrap series of ``inv`` for ``candidate`` (sizes ``vcpus``/``mem_bytes`` kept);
+    ``plan_one`` is :func:`densim.tools.plan.capacity.plan_candidate` (passed in: that module calls this one)."""
     base = {"hosts": hosts, "resamples": resamples, "level": level, "low": None, "high": None}
     if inv.cpu_mhz is None and inv.mem_used_bytes is None:
         return base | {"estimated": False, "why": "no usage series: nothing to resample (the plan sized VMs by their configured size)"}
@@ -142,7 +142,7 @@ def host_interval(inv, spec, candidate, vcpus, mem_bytes, hosts: int, *, resampl
     rng = np.random.default_rng(seed)
     counts = np.full(resamples, np.nan)
     for b in range(resamples):
-        r = plan_candidate(resample_days(inv, rng.integers(0, n_days, n_days)), spec, candidate, vcpus=vcpus, mem_bytes=mem_bytes)
+        r = plan_one(resample_days(inv, rng.integers(0, n_days, n_days)), spec, candidate, vcpus=vcpus, mem_bytes=mem_bytes)
         if r.feasible:
             counts[b] = r.n_hosts
     ok = counts[np.isfinite(counts)]
@@ -158,8 +158,9 @@ def host_interval(inv, spec, candidate, vcpus, mem_bytes, hosts: int, *, resampl
                    "why": f"{resamples} resamples of {n_days} whole days drawn with replacement (seed {seed}); sizes kept"}
 
 
-def confidence(res, seed: int = 42) -> dict:
-    """The rating, its facts and reasons, and the host-count interval of the chosen candidate."""
+def confidence(res, plan_one, seed: int = 42) -> dict:
+    """The rating, its facts and reasons, and the host-count interval of the chosen candidate (``plan_one``: see
+    :func:`host_interval`)."""
     inv = res.inventory
     facts = data_facts(inv)
     out = {"facts": facts} | rate(facts)
@@ -175,7 +176,8 @@ def confidence(res, seed: int = 42) -> dict:
         vcpus, mem = inv.vcpus, inv.mem_bytes
     cs = res.spec.confidence
     out["interval"] = {"candidate": best.name} | host_interval(inv, res.spec, cand, vcpus, mem, best.n_hosts,
-                                                              resamples=cs.resamples, level=cs.level, seed=seed)
+                                                              resamples=cs.resamples, level=cs.level, seed=seed,
+                                                              plan_one=plan_one)
     return out
 
 
