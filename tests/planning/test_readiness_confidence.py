@@ -237,3 +237,23 @@ def test_under_three_days_the_interval_says_why(tmp_path):
     inv = _four_days().with_series_steps(48)  # two days
     iv = plan(inv, spec).confidence["interval"]
     assert not iv["estimated"] and "2.00 days of history" in iv["why"] and "at least 3 whole days" in iv["why"]
+
+
+def test_cross_vendor_count_per_candidate(tmp_path):
+    # the fixture's VMs all carry intel-haswell (vInfo 'min Required EVC Mode Key'): none can move live to an AMD host
+    def cand(name, cpu):
+        return {"name": name, "cpu": cpu, "memory": "256 GiB", "hypervisor_memory": "8 GiB", "price_usd": 9000,
+                "power": {"model": "linear", "idle": "100 W", "peak": "400 W"}}
+
+    spec = {"candidates": [cand("epyc", {"model": "epyc-7502", "sockets": 2}),
+                           cand("xeon", {"model": "xeon-e5-2698-v3", "sockets": 2}),
+                           cand("inline", {"sockets": 2, "cores_per_socket": 16, "threads_per_core": 2, "base_clock": "2.3 GHz"})]}
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    out = tmp_path / "out"
+    s = _plan_cli(write_rvtools_xlsx(tmp_path / "e.xlsx", W, migration=True), out, candidates=path)
+    xv = {x["candidate"]: x for x in s["readiness"]["cross_vendor"]}
+    assert (xv["epyc"]["vendor"], xv["epyc"]["vms"]) == ("amd", 4)
+    assert (xv["xeon"]["vendor"], xv["xeon"]["vms"]) == ("intel", 0)
+    assert xv["inline"]["vms"] is None and "not a catalog model" in xv["inline"]["why"]
+    assert "4 VM(s) run on the other vendor" in (out / "report.html").read_text()

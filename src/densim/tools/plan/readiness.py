@@ -14,8 +14,31 @@ from densim.csvsafe import safe_row
 NOT_READ = "this inventory format has no migration details (readiness is read from RVTools exports only)"
 
 
-def readiness_summary(inv) -> dict:
-    """Counts per check and in total; a check whose tab or column is not in the export is 'unknown' with the reason."""
+def cross_vendor(inv, candidates) -> list[dict]:
+    """Per candidate with a catalog CPU (its vendor known): VMs whose CPU features come from the other vendor. vMotion
+    never crosses Intel and AMD (vSphere API ``EVCAdmissionFailedCPUVendor``): such a VM moves to that candidate only
+    powered off. Candidates given by cores and clock alone have no vendor and are left out (said in ``why``)."""
+    from densim.catalog.core import builtin_catalog
+    from densim.plant import resolve_cpu
+
+    rd = inv.readiness
+    out = []
+    for c in candidates:
+        vendor = (resolve_cpu(c.cpu, builtin_catalog()).vendor or "").strip().lower()
+        known = rd.cpu_vendor != ""
+        row = {"candidate": c.name, "vendor": vendor or None, "vms_unknown_vendor": int((~known).sum())}
+        if vendor in ("intel", "amd"):
+            row["vms"] = int((known & (rd.cpu_vendor != vendor)).sum())
+        else:
+            row["vms"] = None
+            row["why"] = "the candidate's CPU is not a catalog model: its vendor is unknown"
+        out.append(row)
+    return out
+
+
+def readiness_summary(inv, candidates=()) -> dict:
+    """Counts per check and in total; a check whose tab or column is not in the export is 'unknown' with the reason.
+    ``candidates``: the plan's, for the cross-vendor count (:func:`cross_vendor`)."""
     rd = inv.readiness
     if rd is None:
         return {"read": False, "why": NOT_READ}
@@ -36,6 +59,7 @@ def readiness_summary(inv) -> dict:
         "unknown": int((status == "unknown").sum()), "ready": int((status == "ready").sum()),
         "unknown_checks": [c["key"] for c in checks if not c["known"]],
         "cpu_vendors": vendors,
+        "cross_vendor": cross_vendor(inv, candidates),
         "rule": ("blocked: a BLOCKS check flags the VM; slowed: only SLOWS checks flag it; unknown: nothing flags it but "
                  "some check could not be read for it (a tab or column not in the export); ready: every check read, none flags it"),
     }

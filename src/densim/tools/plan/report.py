@@ -54,7 +54,7 @@ def summary_dict(res: PlanResult, seed: int | None = None) -> dict:
     out["answer"] = answer_dict(res)
     from densim.tools.plan.readiness import readiness_summary
 
-    out["readiness"] = readiness_summary(inv)
+    out["readiness"] = readiness_summary(inv, res.spec.candidates)
     if res.confidence is not None:
         out["confidence"] = res.confidence
     if res.time_remaining is not None:
