@@ -257,3 +257,18 @@ def test_cross_vendor_count_per_candidate(tmp_path):
     assert (xv["xeon"]["vendor"], xv["xeon"]["vms"]) == ("intel", 0)
     assert xv["inline"]["vms"] is None and "not a catalog model" in xv["inline"]["why"]
     assert "4 VM(s) run on the other vendor" in (out / "report.html").read_text()
+
+
+def test_a_tab_with_only_its_header_is_known_and_empty(tmp_path):
+    # RVTools writes the header row of a tab that has no rows: no snapshot anywhere is a known answer, not "unknown"
+    tables = rvtools_tables(W, migration=True)
+    tables["vSnapshot"] = (tables["vSnapshot"][0], [])
+    folder = tmp_path / "rv"
+    folder.mkdir()
+    for name, (header, rows) in tables.items():
+        with open(folder / f"RVTools_tab{name}.csv", "w", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow(header)
+            w.writerows(rows)
+    snap = next(c for c in load_inventory(folder).readiness.checks if c.key == "snapshots")
+    assert snap.known and snap.items == 0 and not snap.flagged.any() and not snap.unknown.any()
