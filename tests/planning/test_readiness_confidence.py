@@ -272,3 +272,32 @@ def test_a_tab_with_only_its_header_is_known_and_empty(tmp_path):
             w.writerows(rows)
     snap = next(c for c in load_inventory(folder).readiness.checks if c.key == "snapshots")
     assert snap.known and snap.items == 0 and not snap.flagged.any() and not snap.unknown.any()
+
+
+def test_several_vcenters_need_the_server_column_to_match_tabs(tmp_path):
+    # two vCenters: vm-1 and vm-2 on vc-a, vm-3 and vm-4 on vc-b; vTools has no 'VI SDK Server' column, so a VM name
+    # cannot be matched to one vInfo row: the Tools check is unknown; vCD (with the column) still matches vm-2's ISO
+    tables = rvtools_tables(W, migration=True)
+    h, rows = tables["vInfo"]
+    s = h.index("VI SDK Server")
+    for r in rows:
+        r[s] = "vc-b" if r[0] in ("vm-3", "vm-4") else "vc-a"
+    h_cd, cd = tables["vCD"]
+    for r in cd:
+        r[h_cd.index("VI SDK Server")] = "vc-b" if r[0] in ("vm-3", "vm-4") else "vc-a"
+    h_t, tools = tables["vTools"]
+    tables["vTools"] = ([c for c in h_t if c != "VI SDK Server"], [r[:h_t.index("VI SDK Server")] for r in tools])
+    from openpyxl import Workbook
+
+    wb = Workbook()
+    wb.remove(wb.active)
+    for name, (header, body) in tables.items():
+        ws = wb.create_sheet(name)
+        ws.append(header)
+        for r in body:
+            ws.append(r)
+    wb.save(tmp_path / "e.xlsx")
+    inv = load_inventory(tmp_path / "e.xlsx")
+    by = {c.key: c for c in inv.readiness.checks}
+    assert "'VI SDK Server' of tab vTools" in by["tools"].missing and by["tools"].unknown.all()
+    assert by["cd_connected"].flagged.tolist() == [False, True, False, False]

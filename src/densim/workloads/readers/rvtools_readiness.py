@@ -177,6 +177,9 @@ def readiness(sheets: dict, keys: list[str], idx: np.ndarray, hosts: list[str], 
     out: list[Check] = []
 
     def per_vm(sheet, what: str):
+        if multi_server and sheet.find(("visdkserver",)) is None:
+            # several vCenters: a VM name alone may name two VMs, so this tab cannot be matched to vInfo
+            return None, f"not in the export: column 'VI SDK Server' of tab {what} (the export spans several vCenters)"
         rows = _vm_index(sheet, pos, multi_server)
         if rows is None:
             return None, f"not in the export: column 'VM' of tab {what}"
