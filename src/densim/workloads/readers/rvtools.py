@@ -14,6 +14,10 @@ removing the CSV export's tab prefix such as ``vInfo`` in ``vInfoCPUs``):
   (sockets), ``Cores per CPU``, ``# Cores``, ``# Memory`` (MiB; a CSV export in bytes is recognised by
   its magnitude), ``Cluster``.
 
+* vSnapshot, vCD, vDisk, vTools, vInfo ``HW version`` / ``min Required EVC Mode Key`` and vHost ``Current EVC``: the
+  migration-readiness checks (:mod:`densim.workloads.readers.rvtools_readiness`); a tab or column not in the export
+  makes its check unknown, never "ready".
+
 The snapshot demand rule (RVTools has no time series) is :data:`SNAPSHOT_RULE`. An export without
 any usage column (only vInfo, say) has no demand series at all: ``densim plan`` then sizes hosts by
 vCPUs and memory and says that CPU Ready was not checked.
