@@ -347,7 +347,8 @@ def readiness(sheets: dict, keys: list[str], idx: np.ndarray, hosts: list[str], 
         else:
             evc_col = None
     kc = vi.find(("minrequiredevcmodekey", "minrequiredevcmode"))
-    vm_key = [(_text(vi.column(kc)[int(i)]) if kc is not None else "") for i in idx]
+    key_col = vi.column(kc) if kc is not None else None
+    vm_key = [_text(key_col[int(i)]) if key_col is not None else "" for i in idx]
     vm_host = [hosts[int(i)] for i in idx]
     evc_mode = np.array([k or host_evc.get(h, "") for k, h in zip(vm_key, vm_host)], dtype=object)
     vendor = np.array([_vendor(k) or _vendor(host_evc.get(h, "")) or host_vendor.get(h, "") for k, h in zip(vm_key, vm_host)],
