@@ -301,3 +301,15 @@ def test_several_vcenters_need_the_server_column_to_match_tabs(tmp_path):
     by = {c.key: c for c in inv.readiness.checks}
     assert "'VI SDK Server' of tab vTools" in by["tools"].missing and by["tools"].unknown.all()
     assert by["cd_connected"].flagged.tolist() == [False, True, False, False]
+
+
+def test_the_terminal_prints_rating_and_readiness_after_the_headline(tmp_path):
+    x = write_rvtools_xlsx(tmp_path / "e.xlsx", W, migration=True)
+    r = CliRunner().invoke(app, ["plan", str(x), "--candidates", str(CANDIDATES), "--out", str(tmp_path / "out")])
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    buy = next(i for i, s in enumerate(lines) if s.startswith("Buy "))
+    dq = next(i for i, s in enumerate(lines) if s.startswith("Data quality C: a single snapshot"))
+    mr = next(i for i, s in enumerate(lines) if s.startswith("Move readiness of 4 VMs: 3 blocked, 0 slowed, 0 unknown, 1 ready."))
+    assert buy < dq < mr < next(i for i, s in enumerate(lines) if "densim plan:" in s)
+    assert "readiness.csv" in lines[-1]
