@@ -98,13 +98,10 @@ def plan_command(
             seen: list[str] = []
 
             def on_candidate(name: str) -> None:
-                if name.startswith("host-count interval"):
-                    phase(name)
-                    return
                 seen.append(name)
                 phase(f"candidate {len(seen)}/{n_cand} {name} ({inv.n_vms:,} VMs)")
 
-            res = plan(inv, spec, progress=on_candidate, seed=seed)
+            res = plan(inv, spec, progress=on_candidate, seed=seed, phase=phase)
             phase("writing the outputs and report")
             summary = write_outputs(res, out, seed)
     except InputError as exc:

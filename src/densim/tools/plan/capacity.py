@@ -517,9 +517,9 @@ class PlanResult:
         return closest(self.results)
 
 
-def plan(inv: Inventory, spec: PlanSpec, progress=None, seed: int = 42) -> PlanResult:
-    """Every candidate planned for ``inv``; ``progress(name)``, if given, is called as each candidate starts. ``seed``
-    draws the day resamples of the host-count interval (:mod:`densim.tools.plan.confidence`)."""
+def plan(inv: Inventory, spec: PlanSpec, progress=None, seed: int = 42, phase=None) -> PlanResult:
+    """Every candidate planned for ``inv``; ``progress(name)``, if given, is called as each candidate starts, ``phase(text)``
+    as the host-count interval starts. ``seed`` draws its day resamples (:mod:`densim.tools.plan.confidence`)."""
     from densim.tools.plan.rightsizing import rightsize
 
     from densim.tools.plan.licensing_carbon import grid_intensity_mean, resolve_products
@@ -562,8 +562,8 @@ def plan(inv: Inventory, spec: PlanSpec, progress=None, seed: int = 42) -> PlanR
     from densim.tools.plan.confidence import confidence
 
     out = PlanResult(inv, spec, results, rs, time.perf_counter() - t0, notes, tr)
-    if progress is not None and spec.confidence.resamples:
-        progress(f"host-count interval ({spec.confidence.resamples} resamples)")
+    if phase is not None and spec.confidence.resamples:
+        phase(f"host-count interval ({spec.confidence.resamples} resamples)")
     out.confidence = confidence(out, plan_candidate, seed)
     out.wall_s = time.perf_counter() - t0
     return out
