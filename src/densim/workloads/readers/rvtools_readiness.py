@@ -17,7 +17,9 @@ vendor document it rests on:
   ISOs" (HCX user guide, "Virtual Machine Restrictions for HCX vMotion"). Disconnect it first.
 * ``rdm`` (vDisk: Raw, Raw Comp. Mode) - BLOCKS. A raw device mapping points at a LUN of today's SAN: a live move
   to other storage or another platform cannot carry it (vSphere API ``RawDiskNotSupported`` under
-  ``DisallowedMigrationDeviceAttached``; HCX migrates virtual-mode RDMs only by Bulk Migration, a reboot).
+  ``DisallowedMigrationDeviceAttached``; the HCX user guide lists only virtual-compatibility RDMs (RDM-V) as
+  migratable, some versions by Bulk Migration only, a reboot). A vMotion to a host that sees the same LUN keeps
+  the RDM: for a move inside one SAN this is an estimate on the safe side.
 * ``shared_disk`` (vDisk: Sharing mode, Shared Bus) - BLOCKS. SCSI bus sharing is "an error when migrating a
   powered-on virtual machine" (vSphere API ``SharedBusControllerNotSupported``); multi-writer disks cannot be moved
   by Storage DRS (``StorageDrsCannotMoveDiskInMultiWriterMode``) and HCX vMotion refuses shared SCSI buses,
@@ -47,7 +49,7 @@ HCX_MIN_HW_VERSION = 9  # HCX vMotion: "virtual machine hardware version must be
 SOURCES = {
     "snapshots": "VMware HCX user guide, Migration options (Remove Snapshots); vSphere API SnapshotMoveNotSupported",
     "cd_connected": "vSphere API CannotAccessVmDevice; vSphere 6.7 vMotion conditions and limitations; HCX vMotion restrictions",
-    "rdm": "vSphere API DisallowedMigrationDeviceAttached / RawDiskNotSupported; HCX vMotion requirements (RDM-V by Bulk only)",
+    "rdm": "vSphere API DisallowedMigrationDeviceAttached / RawDiskNotSupported; HCX vMotion requirements (RDM-V only)",
     "shared_disk": "vSphere API SharedBusControllerNotSupported, StorageDrsCannotMoveDiskInMultiWriterMode; HCX vMotion restrictions",
     "hw_version": "VMware HCX user guide, Requirements for HCX vMotion (hardware version 9 or later)",
     "tools": "VMware HCX user guide, Migration options (Force Power-Off VM, graceful shutdown through Tools)",
@@ -225,7 +227,8 @@ def readiness(sheets: dict, keys: list[str], idx: np.ndarray, hosts: list[str], 
 
     # vDisk: RDM and shared disks ---------------------------------------------------------------------------
     label, reason = "raw device mapping (RDM)", ("the disk is a LUN of today's SAN: a live move to other storage or "
-                                                 "another platform cannot carry it (convert or re-present the LUN)")
+                                                 "another platform cannot carry it (convert or re-present the LUN); inside "
+                                                 "one SAN a vMotion keeps it (estimate: safe side)")
     sh, f, miss = _missing("vDisk", sheets, {"raw": ("raw",)})
     rows = None
     if not miss:
