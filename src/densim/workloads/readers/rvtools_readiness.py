@@ -204,7 +204,8 @@ def readiness(sheets: dict, keys: list[str], idx: np.ndarray, hosts: list[str], 
 
     # connected CD/DVD ----------------------------------------------------------------------------------
     label, reason = "connected CD/DVD or ISO", ("a connected host device or an ISO the destination cannot see is a "
-                                                "migration error; disconnect it first")
+                                                "migration error; disconnect it first (every connected drive is counted: "
+                                                "which datastores the target sees is not in the export)")
     sh, f, miss = _missing("vCD", sheets, {"connected": ("connected",)})
     rows = None
     if not miss:
