@@ -127,7 +127,7 @@ def build_rvtools_csv(d: Path) -> None:
     _cand(d)
     folder = d / "rv"
     folder.mkdir()
-    for sheet, (header, rows) in rvtools_tables(W).items():
+    for sheet, (header, rows) in rvtools_tables(W, migration=True).items():
         with open(folder / f"RVTools_tab{sheet}.csv", "w", newline="") as fh:
             wr = csv.writer(fh, lineterminator="\n")
             wr.writerow(header)
@@ -136,7 +136,7 @@ def build_rvtools_csv(d: Path) -> None:
 
 def build_rvtools_xlsx(d: Path) -> None:
     _cand(d)
-    write_rvtools_xlsx(d / "rv.xlsx", W)
+    write_rvtools_xlsx(d / "rv.xlsx", W, migration=True)  # with the readiness tabs (vSnapshot, vCD, vDisk, vTools)
 
 
 BITBRAINS_HEADER = ["Timestamp [ms]", "CPU cores", "CPU capacity provisioned [MHZ]", "CPU usage [MHZ]", "CPU usage [%]",
@@ -195,11 +195,14 @@ INVENTORIES = {
                                                              header_required=False)),
         "rv/RVTools_tabvMemory.csv": Target("table", TableSpec(",", True, optional=(_VMEM_H.index("Active"),), sep_ok=(";",), nonempty=False,
                                                                 header_required=False)),
+        # the readiness tabs: damage makes a check unknown or flags VMs, never a crash
+        "rv/RVTools_tabvDisk.csv": Target("table", TableSpec(",", True, sep_ok=(";",), nonempty=False, header_required=False)),
+        "rv/RVTools_tabvCD.csv": Target("table", TableSpec(",", True, sep_ok=(";",), nonempty=False, header_required=False)),
     }, _plan("rvtools", "rv")),
     "rvtools-xlsx": Format("rvtools-xlsx", build_rvtools_xlsx, {
         "rv.xlsx": Target("xlsx", text=False, xlsx_sheets={
             "vInfo": {"required": ["CPUs", "Memory", "VM"], "active": [r + 2 for r in ACTIVE_RV], "required_sheet": True, "unique": True},
-            "vHost": {}, "vCPU": {}, "vMemory": {}}),
+            "vHost": {}, "vCPU": {}, "vMemory": {}, "vSnapshot": {}, "vCD": {}, "vDisk": {}, "vTools": {}}),
     }, _plan("rvtools", "rv.xlsx")),
     "bitbrains": Format("bitbrains", build_bitbrains, {
         "bb/1.csv": Target("table", TableSpec(";\t", True, required=(0, 1, 2, 3, 5, 6, 7, 8, 9, 10), sep_ok=(";",))),

@@ -58,8 +58,8 @@ def test_plan_report_in_a_browser_answers_first_and_fits_1400_px(tmp_path):
     from densim.tools.plan.report import write_outputs
     from densim.workloads.formats import load_inventory
 
-    # an RVTools export (vInfo, vCPU, vMemory, vHost) of 6 VMs over 50 steps' first sample
-    inv = load_inventory(write_rvtools_xlsx(tmp_path / "e.xlsx", small_workload(6, 50)))
+    # an RVTools export (vInfo, vCPU, vMemory, vHost and the readiness tabs) of 6 VMs over 50 steps' first sample
+    inv = load_inventory(write_rvtools_xlsx(tmp_path / "e.xlsx", small_workload(6, 50), migration=True))
     spec = PlanSpec.model_validate({"qos": {"vcpus_per_core": 4.0, "ha_spare_hosts": 1}, "candidates": [
         {"name": f"{n}-core host with a rather long candidate name", "cpu": {"sockets": 2, "cores_per_socket": n, "base_clock": "2.4 GHz"},
          "memory": "128 GiB", "power": {"model": "linear", "idle": "120 W", "peak": "350 W"}, "price_usd": 900.0 * n}
@@ -74,4 +74,6 @@ def test_plan_report_in_a_browser_answers_first_and_fits_1400_px(tmp_path):
     lead = text[answer:text.index("</section>", answer)]
     assert "Buy " in lead and "USD per VM-year" in lead and "Limiting resource" in lead and "Against today (RVTools vHost tab)" in lead
     assert text.index('id="compare"') < text.index('id="ranking"')
+    # the rating and the readiness counts come next to the headline, before the ranking; their tables fit too
+    assert answer < text.index('id="confidence"') < text.index('id="readiness-table"') < text.index('id="ranking"')
     assert "cpu_util_mean" not in text.split("</head>")[1].split("<script>")[0]  # readable headers, no snake_case

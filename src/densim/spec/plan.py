@@ -203,6 +203,16 @@ class LicensingSpec(BaseModel):
         return v
 
 
+class ConfidenceSpec(BaseModel):
+    """How the plan's data-quality rating puts an interval on the host count (docs/howto/capacity-plan.md)."""
+
+    model_config = _CFG
+
+    resamples: int = Field(default=20, ge=0, le=1000, description="bootstrap resamples of whole days of the demand series, "
+                           "each re-planned on the chosen candidate (0: no interval)")
+    level: float = Field(default=0.9, gt=0, lt=1, description="central share of the resampled host counts the interval covers")
+
+
 class PlanSpec(BaseModel):
     """The candidates file of ``densim plan``: QoS bounds, cost inputs and candidate host types."""
 
@@ -221,6 +231,7 @@ class PlanSpec(BaseModel):
     carbon: CarbonInputs | None = Field(default=None, description="operational and embodied carbon per VM-year")
     forecast: ForecastSpec | None = Field(default=None, description="time remaining from the inventory's history (summary key time_remaining)")
     racks: RackSpec | None = Field(default=None, description="rack power and circuits: hosts per rack, racks, VMs per kW")
+    confidence: ConfidenceSpec = Field(default_factory=ConfidenceSpec, description="data-quality rating and host-count interval")
 
     @field_validator("memory")
     @classmethod

@@ -13,6 +13,7 @@ kept so a plan can set them beside its simulated CPU Ready.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
@@ -74,6 +75,8 @@ class Inventory:
     ready_pct: np.ndarray | None = None  # (N,) float64 measured CPU readiness, % of time (RVTools 'Overall Cpu Readiness'); NaN: not exported
     costop_pct: np.ndarray | None = None  # (N,) float64 measured co-stop, % of time, where exported
     missing_host_vms: int = 0  # VMs whose host is not in the export's host list (RVTools vHost)
+    readiness: Any = None  # migration readiness per VM (RVTools: readers/rvtools_readiness.Readiness), None when not read
+    facts: dict = field(default_factory=dict)  # what the source held, for the data-quality rating: "tabs", "cpu_default_vms"...
 
     def __post_init__(self) -> None:
         n = self.names.shape[0]
@@ -130,6 +133,7 @@ class Inventory:
             **{k: None if getattr(self, k) is None else getattr(self, k)[:, idx] for k in SERIES},
             **{k: None if getattr(self, k) is None else getattr(self, k)[idx] for k in PER_VM},
             tags={k: v[idx] for k, v in self.tags.items()},
+            readiness=None if self.readiness is None else self.readiness.subset(idx),
         )
 
     def with_series_steps(self, n_steps: int) -> "Inventory":
@@ -151,6 +155,7 @@ def build_inventory(
     names, vcpus, vcpu_mhz, mem_bytes, *, cpu_mhz=None, mem_used_bytes=None, disk_read_Bps=None, disk_write_Bps=None,
     mem_config_bytes=None, step_s=300.0, start_s=0.0, source="", fmt="", demand_rule="", tags=None, vm_start_s=None,
     vm_end_s=None, hosts=None, notes=(), skipped_readings=0, ready_pct=None, costop_pct=None, missing_host_vms=0,
+    readiness=None, facts=None,
 ) -> Inventory:
     """An :class:`Inventory` with the arrays converted to their canonical dtypes."""
     return Inventory(
@@ -177,4 +182,6 @@ def build_inventory(
         ready_pct=None if ready_pct is None else np.asarray(ready_pct, dtype=np.float64),
         costop_pct=None if costop_pct is None else np.asarray(costop_pct, dtype=np.float64),
         missing_host_vms=int(missing_host_vms),
+        readiness=readiness,
+        facts=dict(facts or {}),
     )

@@ -31,7 +31,7 @@ def plan_command(
         "(no vCPU 'Overall', host not in vHost); 100 = busy on every vCPU")] = 100.0,
     unknown_vms: Annotated[str, typer.Option("--unknown-vms", help="Azure only: readings of VMs not in vmtable are skipped and "
                                              "counted (skip) or refused (error)")] = "skip",
-    seed: Annotated[int, typer.Option(min=0, max=2**64 - 1, help="recorded in the results (the plan itself is deterministic)")]
+    seed: Annotated[int, typer.Option(min=0, max=2**64 - 1, help="draws the day resamples of the host-count interval; recorded in the results")]
         = DEFAULT_SEED,
     max_memory: Annotated[str, typer.Option("--max-memory", callback=_max_memory, help="refuse an inventory whose demand arrays are estimated to "
                                             "need more memory than this, before allocating them (e.g. '32 GiB')")] = "8 GiB",
@@ -101,7 +101,7 @@ def plan_command(
                 seen.append(name)
                 phase(f"candidate {len(seen)}/{n_cand} {name} ({inv.n_vms:,} VMs)")
 
-            res = plan(inv, spec, progress=on_candidate)
+            res = plan(inv, spec, progress=on_candidate, seed=seed, phase=phase)
             phase("writing the outputs and report")
             summary = write_outputs(res, out, seed)
     except InputError as exc:
@@ -129,7 +129,12 @@ def _print_plan(pr: Printer, res, inv, spec, out: Path, summary: dict) -> None:
     if not pr.shows_text:
         return
     # the answer first (the report's headline, the same sentences), then the ranking behind it
+    from densim.tools.plan.confidence import confidence_lines
+    from densim.tools.plan.readiness import readiness_lines
+
     for line in headline_lines(summary):
+        pr.line(line)
+    for line in (confidence_lines(summary["confidence"]) if summary.get("confidence") else []) + readiness_lines(summary):
         pr.line(line)
     pr.line()
     t = Table(title=f"densim plan: {inv.describe()}")
@@ -166,7 +171,8 @@ def _print_plan(pr: Printer, res, inv, spec, out: Path, summary: dict) -> None:
     for note in res.notes:
         pr.line(f"note: {note}")
     best = f"best: {summary['best']}" if summary.get("best") else "no candidate is feasible"
-    pr.line(f"wrote {out}/report.html, placement.csv, ranking.csv, summary.json ({best}; seed {summary.get('seed')})")
+    extra = ", readiness.csv" if inv.readiness is not None else ""
+    pr.line(f"wrote {out}/report.html, placement.csv, ranking.csv{extra}, summary.json ({best}; seed {summary.get('seed')})")
 
 
 def register(app: typer.Typer) -> None:

@@ -533,6 +533,7 @@ class PlanResult:
     wall_s: float = 0.0
     notes: list[str] = field(default_factory=list)  # warnings about the inventory and the plan (shown and in summary.json)
     time_remaining: dict | None = None  # with a forecast section (densim.tools.plan.forecast)
+    confidence: dict | None = None  # data-quality rating, its facts and the host-count interval (densim.tools.plan.confidence)
 
     def ranked(self) -> list[CandidateResult]:
         return sorted(self.results, key=lambda r: (not r.feasible, r.tco.get("per_vm_usd", float("inf")), r.n_hosts))
@@ -542,8 +543,9 @@ class PlanResult:
         return closest(self.results)
 
 
-def plan(inv: Inventory, spec: PlanSpec, progress=None) -> PlanResult:
-    """Every candidate planned for ``inv``; ``progress(name)``, if given, is called as each candidate starts."""
+def plan(inv: Inventory, spec: PlanSpec, progress=None, seed: int = 42, phase=None) -> PlanResult:
+    """Every candidate planned for ``inv``; ``progress(name)``, if given, is called as each candidate starts, ``phase(text)``
+    as the host-count interval starts. ``seed`` draws its day resamples (:mod:`densim.tools.plan.confidence`)."""
     from densim.tools.plan.rightsizing import rightsize
 
     from densim.tools.plan.licensing_carbon import grid_intensity_mean, resolve_products
@@ -583,7 +585,14 @@ def plan(inv: Inventory, spec: PlanSpec, progress=None) -> PlanResult:
         from densim.tools.plan.forecast import plan_time_remaining
 
         tr = plan_time_remaining(inv, spec, results, host_type_of)
-    return PlanResult(inv, spec, results, rs, time.perf_counter() - t0, notes, tr)
+    from densim.tools.plan.confidence import confidence
+
+    out = PlanResult(inv, spec, results, rs, time.perf_counter() - t0, notes, tr)
+    if phase is not None and spec.confidence.resamples:
+        phase(f"host-count interval ({spec.confidence.resamples} resamples)")
+    out.confidence = confidence(out, plan_candidate, seed)
+    out.wall_s = time.perf_counter() - t0
+    return out
 
 
 def tasks_note(inv: Inventory) -> str:

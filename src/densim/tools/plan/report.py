@@ -52,6 +52,11 @@ def summary_dict(res: PlanResult, seed: int | None = None) -> dict:
     if inv.hosts is not None:
         out["hosts_today"] = inv.hosts.by_model()
     out["answer"] = answer_dict(res)
+    from densim.tools.plan.readiness import readiness_summary
+
+    out["readiness"] = readiness_summary(inv, res.spec.candidates)
+    if res.confidence is not None:
+        out["confidence"] = res.confidence
     if res.time_remaining is not None:
         out["time_remaining"] = res.time_remaining
     if res.rightsizing is not None:
@@ -503,6 +508,9 @@ def report_context(summary: dict, figure_ids: list[str], unplaced: dict[str, int
         "seed": summary.get("seed"),
         "answer": summary.get("answer"),
         "headline": headline_lines(summary),
+        "confidence": summary.get("confidence"),
+        "confidence_lines": _confidence_lines(summary),
+        "readiness": summary.get("readiness"),
         "time_remaining": summary.get("time_remaining"),
         "licensing": summary.get("licensing"),
         "carbon": summary.get("carbon"),
@@ -527,6 +535,12 @@ def report_context(summary: dict, figure_ids: list[str], unplaced: dict[str, int
     }
 
 
+def _confidence_lines(summary: dict) -> list[str]:
+    from densim.tools.plan.confidence import confidence_lines
+
+    return confidence_lines(summary["confidence"]) if summary.get("confidence") else []
+
+
 def write_report(res: PlanResult, summary: dict, path: str | Path) -> Path:
     """``report.html``: the plan's answer, its inputs, the ranking and the trade-off figures."""
     from densim.reports import write_report as write
@@ -537,7 +551,7 @@ def write_report(res: PlanResult, summary: dict, path: str | Path) -> Path:
 
 
 def write_outputs(res: PlanResult, out_dir: str | Path, seed: int | None = None) -> dict:
-    """summary.json, ranking.csv, placement.csv, rightsizing.csv (with right-sizing) and report.html,
+    """summary.json, ranking.csv, placement.csv, rightsizing.csv (with right-sizing), readiness.csv (RVTools) and report.html,
     replacing ``out_dir`` whole (:func:`densim.atomic.output_folder`: no file of an older plan stays)."""
     from densim.atomic import output_folder
 
@@ -547,6 +561,10 @@ def write_outputs(res: PlanResult, out_dir: str | Path, seed: int | None = None)
         write_text_atomic(out / "ranking.csv", ranking_csv(res))
         if res.rightsizing is not None:
             write_text_atomic(out / "rightsizing.csv", rightsizing_csv(res))
+        if res.inventory.readiness is not None:
+            from densim.tools.plan.readiness import readiness_csv
+
+            write_text_atomic(out / "readiness.csv", readiness_csv(res.inventory))
         write_report(res, summary, out / "report.html")
         write_json_atomic(out / "summary.json", summary)
     return summary

@@ -14,6 +14,10 @@ removing the CSV export's tab prefix such as ``vInfo`` in ``vInfoCPUs``):
   (sockets), ``Cores per CPU``, ``# Cores``, ``# Memory`` (MiB; a CSV export in bytes is recognised by
   its magnitude), ``Cluster``.
 
+* vSnapshot, vCD, vDisk, vTools, vInfo ``HW version`` / ``min Required EVC Mode Key`` and vHost ``Current EVC``: the
+  migration-readiness checks (:mod:`densim.workloads.readers.rvtools_readiness`); a tab or column not in the export
+  makes its check unknown, never "ready".
+
 The snapshot demand rule (RVTools has no time series) is :data:`SNAPSHOT_RULE`. An export without
 any usage column (only vInfo, say) has no demand series at all: ``densim plan`` then sizes hosts by
 vCPUs and memory and says that CPU Ready was not checked.
@@ -51,7 +55,7 @@ SNAPSHOT_RULE = (
 
 UNKNOWN_CPU_PCT = 100.0  # CPU % of a VM with no usage exported: busy on every vCPU (the safe side for a plan)
 
-SHEETS = ("vInfo", "vCPU", "vMemory", "vHost", "vDatastore")
+SHEETS = ("vInfo", "vCPU", "vMemory", "vHost", "vDatastore", "vSnapshot", "vCD", "vDisk", "vTools", "vCluster")
 
 # canonical column -> accepted normalised header keys (unit suffix handled separately for memory)
 VINFO = {
@@ -574,7 +578,8 @@ def read_rvtools(
     missing = ~np.isfinite(cpu_now)
     if no_cpu:
         rules.append("no CPU usage exported: no CPU demand series")
-    elif missing.any():
+    cpu_default = int(idx.size) if no_cpu else int(missing[idx].sum())  # VMs sized by a default rule, not a measurement
+    if not no_cpu and missing.any():
         cpu_now = np.where(missing, capacity_mhz * (u / 100.0), cpu_now)
         rules.append(f"CPU = {u:g} % of the configured size where no usage was exported (unknown CPU %)")
     # VMs whose host is not in vHost: no clock and no host CPU usage for them; counted and said
@@ -620,7 +625,8 @@ def read_rvtools(
     miss = ~np.isfinite(mem_now)
     if no_mem:
         rules.append("no active memory exported: no memory series")
-    elif miss.any():
+    mem_default = int(idx.size) if no_mem else int(miss[idx].sum())
+    if not no_mem and miss.any():
         mem_now = np.where(miss, mem_bytes, mem_now)
         rules.append("memory = configured size where no active memory was exported")
 
@@ -656,6 +662,19 @@ def read_rvtools(
         "cluster": [clusters[i] for i in idx],
         "host": [hosts[i] for i in idx],
     }
+    from densim.workloads.readers.rvtools_readiness import readiness
+
+    ready = readiness(sheets, keys, idx, hosts, multi_server)
+    notes.extend(ready.notes)
+    unknown_cpu_hosts = 0
+    if today is not None:
+        unknown_cpu_hosts = int(sum(1 for m, mhz, c in zip(today.cpu_model, today.core_mhz, today.cores)
+                                    if not str(m).strip() or not (mhz > 0) or c <= 0))
+    facts = {"tabs": sorted(s.name for s in sheets.values() if s.header),
+             "usage_columns": [r.removeprefix("CPU from ").removeprefix("memory from ") for r in dict.fromkeys(rules)
+                               if r.startswith(("CPU from", "memory from"))],
+             "cpu_default_vms": cpu_default, "mem_default_vms": mem_default,
+             "hosts_listed": None if today is None else today.n_hosts, "unknown_cpu_hosts": unknown_cpu_hosts}
     return build_inventory(
         [keys[i] for i in idx],
         cpus[idx].astype(np.int32),
@@ -673,4 +692,6 @@ def read_rvtools(
         ready_pct=None if "ready" not in measured else measured["ready"][idx],
         costop_pct=None if "costop" not in measured else measured["costop"][idx],
         missing_host_vms=missing_host,
+        readiness=ready,
+        facts=facts,
     )
