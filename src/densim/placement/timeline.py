@@ -46,6 +46,7 @@ import numpy as np
 from densim._jit import njit
 from densim.models.migration import precopy_one
 from densim.placement.capacity import fits  # the one fit test (placement/capacity.py)
+from densim.placement.heuristics import _tree_find
 from densim.placement.heuristics import _tree_update as _set_leaf
 
 
@@ -118,22 +119,7 @@ def _find(policy, c, m, cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size):
     0 first-fit (leftmost leaf of the segment tree with room), 1 best-fit, 2 worst-fit (least /
     most room left, summed over both resources as shares of capacity)."""
     if policy == 0:
-        if not fits(tc[1], tm[1], c, m):
-            return -1
-        stack = np.empty(128, dtype=np.int64)
-        top = 1
-        stack[0] = 1
-        while top > 0:
-            top -= 1
-            node = stack[top]
-            if not fits(tc[node], tm[node], c, m):
-                continue
-            if node >= size:
-                return node - size
-            stack[top] = 2 * node + 1
-            stack[top + 1] = 2 * node
-            top += 2
-        return -1
+        return _tree_find(tc, tm, size, c, m)  # the static first-fit's segment-tree search
     chosen = -1
     best = 0.0
     for h in range(cpu_free.size):
@@ -398,6 +384,174 @@ def _release(t, prio, st, rel_t, rel_v, rq, rq_t, cnt):
     return released, rq, rq_t
 
 
+@njit(inline="always")
+def _start_static(initial, arrival, run, admission, res, sc, st, refused, vi, vf, inst, cnt, ht, hv, cpu_free, mem_free,
+                  tc, tm, size, head, nxt, prv, vm_cpu, vm_mem):
+    """VMs placed at the start (``initial`` >= -1: a run without lifetimes): power-on in VM order,
+    admission permitting. Returns the instances and whether the run is static."""
+    static = False
+    for v in range(initial.size):
+        if initial[v] == -2:
+            continue
+        static = True
+        h = initial[v]
+        if h < 0:
+            st[v] = FAILED
+            continue
+        if not _admits(admission, sc, vm_cpu[v], vm_mem[v], res):
+            st[v] = FAILED
+            refused[v] = True
+            continue
+        vf[v, 0] = arrival[v]
+        vf[v, 1] = arrival[v] + run[v]
+        inst = _run_on(v, h, arrival[v], arrival[v], vi, st, vf, inst, cnt, cpu_free, mem_free, tc, tm, size, head, nxt,
+                       prv, sc, vm_cpu, vm_mem)
+        if run[v] < np.inf:
+            cnt[N_DEP] = _heap_push(ht, hv, cnt[N_DEP], vf[v, 1], v)
+    return inst, static
+
+
+@njit(inline="always")
+def _next_time(cnt, ht, lt, rel_t, d_end, up_order, ui, d_start, di, m_at, mi):
+    """The next instant some event other than an arrival happens (inf: none)."""
+    t = ht[0] if cnt[N_DEP] > 0 else np.inf
+    if cnt[N_LAND] > 0:
+        t = min(t, lt[0])
+    if ui < d_end.size:
+        t = min(t, d_end[up_order[ui]])
+    if di < d_start.size:
+        t = min(t, d_start[di])
+    if mi < m_at.size:
+        t = min(t, m_at[mi])
+    if cnt[R_HEAD] < cnt[R_TAIL]:
+        t = min(t, rel_t[cnt[R_HEAD]])
+    return t
+
+
+@njit(inline="always")
+def _repairs(t, ui, up_order, d_host, d_end, down, maint, blocked, cpu_free, mem_free, cpu_cap, mem_cap, sc, tc, tm, size):
+    """1. Hosts repaired at ``t`` (not in maintenance) take VMs again. Returns the next repair and whether room freed."""
+    freed = False
+    while ui < d_end.size and d_end[up_order[ui]] == t:
+        h = d_host[up_order[ui]]
+        ui += 1
+        down[h] -= 1
+        if down[h] == 0 and not maint[h]:
+            blocked[h] = False
+            cpu_free[h] = cpu_cap[h]
+            mem_free[h] = mem_cap[h]
+            sc[UP_CPU] += cpu_cap[h]
+            sc[UP_MEM] += mem_cap[h]
+            _set_leaf(tc, tm, size, h, cpu_free[h], mem_free[h])
+            freed = True
+    return ui, freed
+
+
+@njit(inline="always")
+def _departures(t, ht, hv, cnt, st, vi, migs, cpu_free, mem_free, tc, tm, size, head, nxt, prv, sc, vm_cpu, vm_mem,
+                blocked):
+    """2. VMs whose lifetime ends at ``t`` leave (a migration in flight is cancelled). Returns whether room freed."""
+    freed = False
+    while cnt[N_DEP] > 0 and ht[0] == t:
+        v = hv[0]
+        cnt[N_DEP] = _heap_pop(ht, hv, cnt[N_DEP])
+        if st[v] == RUNNING:
+            if vi[v, 3] >= 0:
+                _cancel(v, t, vi, migs, cpu_free, mem_free, tc, tm, size, vm_cpu, vm_mem, blocked)
+            _leave(v, vi[v, 0], vi, cpu_free, mem_free, tc, tm, size, head, nxt, prv, sc, vm_cpu, vm_mem, blocked)
+            freed = True
+        st[v] = DONE  # done (also a VM down at its end: it is not restarted)
+        vi[v, 2] = -1
+    return freed
+
+
+@njit
+def _landings(t, lt, lv, cnt, migs, vi, st, vf, inst, head, nxt, prv, cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size,
+              vm_cpu, vm_mem, blocked, maint, evac_of, vs, util, core_mhz, mig_par, evac):
+    """3. Migrations landing at ``t``; a VM landing on a host put into maintenance meanwhile moves on at once."""
+    landed = False
+    while cnt[N_LAND] > 0 and lt[0] == t:
+        r = lv[0]
+        cnt[N_LAND] = _heap_pop(lt, lv, cnt[N_LAND])
+        if migs[r, M_STATUS] != M_FLIGHT:
+            continue
+        inst = _land(r, t, vi, st, vf, migs, inst, cnt, head, nxt, prv, cpu_free, mem_free, tc, tm, size, vm_cpu, vm_mem,
+                     blocked)
+        d = int(migs[r, M_DST])
+        if maint[d]:
+            vs[0] = int(migs[r, M_VM])
+            lt, lv = _grow(lt, cnt[N_LAND] + 1), _grow(lv, cnt[N_LAND] + 1)
+            migs = _migrate(vs, 1, d, t, evac_of[d], vi, migs, cnt, lt, lv, cpu_free, mem_free, cpu_cap, mem_cap, tc, tm,
+                            size, vm_cpu, vm_mem, util, core_mhz, mig_par, evac)
+        landed = True
+    return inst, migs, lt, lv, landed
+
+
+@njit
+def _failures(t, di, d_host, d_start, down, maint, blocked, sc, cpu_cap, mem_cap, detect_s, vi, st, inst, outs, migs, cnt,
+              rel_t, rel_v, lt, lv, head, nxt, prv, cpu_free, mem_free, tc, tm, size, vm_cpu, vm_mem, evac_of, vs, util,
+              core_mhz, mig_par, evac):
+    """4. Hosts failing at ``t``: their VMs stop (:func:`_fail`); migrations to them are cancelled and
+    their VMs, still on a source in maintenance, sent elsewhere at once."""
+    while di < d_start.size and d_start[di] == t:
+        h = d_host[di]
+        down[h] += 1
+        if down[h] == 1:
+            if not maint[h]:
+                sc[UP_CPU] -= cpu_cap[h]
+                sc[UP_MEM] -= mem_cap[h]
+            blocked[h] = True
+            outs, rel_t, rel_v = _fail(h, t, di, detect_s, vi, st, inst, outs, migs, cnt, rel_t, rel_v, head, nxt, prv,
+                                       cpu_free, mem_free, tc, tm, size, vm_cpu, vm_mem, sc, blocked)
+            for r in _inbound(h, migs, cnt):
+                v = int(migs[r, M_VM])
+                src = int(migs[r, M_SRC])
+                _cancel(v, t, vi, migs, cpu_free, mem_free, tc, tm, size, vm_cpu, vm_mem, blocked)
+                if maint[src] and vi[v, 0] == src:
+                    vs[0] = v
+                    lt, lv = _grow(lt, cnt[N_LAND] + 1), _grow(lv, cnt[N_LAND] + 1)
+                    migs = _migrate(vs, 1, src, t, evac_of[src], vi, migs, cnt, lt, lv, cpu_free, mem_free, cpu_cap,
+                                    mem_cap, tc, tm, size, vm_cpu, vm_mem, util, core_mhz, mig_par, evac)
+        di += 1
+    return di, outs, rel_t, rel_v, migs, lt, lv
+
+
+@njit
+def _maintenance(t, mi, m_host, m_at, maint, evac_of, blocked, sc, cpu_cap, mem_cap, cpu_free, mem_free, tc, tm, size,
+                 head, nxt, vi, vs, migs, cnt, lt, lv, vm_cpu, vm_mem, util, core_mhz, mig_par, evac):
+    """5. Hosts entering maintenance at ``t``: all of this instant first (no destination for each other),
+    then their evacuations in event order."""
+    m0 = mi
+    while mi < m_at.size and m_at[mi] == t:
+        h = m_host[mi]
+        if not maint[h]:
+            maint[h] = True
+            evac_of[h] = mi
+            if not blocked[h]:
+                sc[UP_CPU] -= cpu_cap[h]
+                sc[UP_MEM] -= mem_cap[h]
+                blocked[h] = True
+                cpu_free[h] = -1.0
+                mem_free[h] = -1.0
+                _set_leaf(tc, tm, size, h, -1.0, -1.0)
+        mi += 1
+    for mj in range(m0, mi):
+        h = m_host[mj]
+        if evac_of[h] != mj:
+            continue
+        nv = 0
+        v = head[h]
+        while v >= 0:
+            if vi[v, 3] < 0:
+                vs[nv] = v
+                nv += 1
+            v = nxt[v]
+        lt, lv = _grow(lt, cnt[N_LAND] + nv), _grow(lv, cnt[N_LAND] + nv)
+        migs = _migrate(vs, nv, h, t, mj, vi, migs, cnt, lt, lv, cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size,
+                        vm_cpu, vm_mem, util, core_mhz, mig_par, evac)
+    return mi, migs, lt, lv
+
+
 @njit
 def _event_loop(arrival, run, vm_cpu, vm_mem, prio, initial, cpu_cap, mem_cap, d_host, d_start, d_end, policy,
                 discipline, until, detect_s, boot_s, admission, res, m_host, m_at, util, core_mhz, mig_par):
@@ -444,141 +598,41 @@ def _event_loop(arrival, run, vm_cpu, vm_mem, prio, initial, cpu_cap, mem_cap, d
     di = 0
     ui = 0
     mi = 0
-    nd = d_host.size
 
-    # VMs placed at the start (a run without lifetimes): power-on in VM order, admission permitting
-    static = False
-    for v in range(n):
-        if initial[v] == -2:
-            continue
-        static = True
-        h = initial[v]
-        if h < 0:
-            st[v] = FAILED
-            continue
-        if not _admits(admission, sc, vm_cpu[v], vm_mem[v], res):
-            st[v] = FAILED
-            refused[v] = True
-            continue
-        vf[v, 0] = arrival[v]
-        vf[v, 1] = arrival[v] + run[v]
-        inst = _run_on(v, h, arrival[v], arrival[v], vi, st, vf, inst, cnt, cpu_free, mem_free, tc, tm, size, head, nxt,
-                       prv, sc, vm_cpu, vm_mem)
-        if run[v] < np.inf:
-            cnt[N_DEP] = _heap_push(ht, hv, cnt[N_DEP], vf[v, 1], v)
+    inst, static = _start_static(initial, arrival, run, admission, res, sc, st, refused, vi, vf, inst, cnt, ht, hv,
+                                 cpu_free, mem_free, tc, tm, size, head, nxt, prv, vm_cpu, vm_mem)
     order = np.argsort(arrival, kind="mergesort")
     i = n if static else 0  # a static run has no arrivals: every VM was placed (or not) at the start
     while True:
         next_arr = arrival[order[i]] if i < n else np.inf
-        t = np.inf
-        if cnt[N_DEP] > 0:
-            t = ht[0]
-        if cnt[N_LAND] > 0:
-            t = min(t, lt[0])
-        if ui < nd:
-            t = min(t, d_end[up_order[ui]])
-        if di < nd:
-            t = min(t, d_start[di])
-        if mi < E:
-            t = min(t, m_at[mi])
-        if cnt[R_HEAD] < cnt[R_TAIL]:
-            t = min(t, rel_t[cnt[R_HEAD]])
+        t = _next_time(cnt, ht, lt, rel_t, d_end, up_order, ui, d_start, di, m_at, mi)
         if t == np.inf and next_arr == np.inf:
             break
         if t > next_arr:  # one arrival
-            t = next_arr
-            if t > until:
+            if next_arr > until:
                 break
             v = order[i]
             i += 1
-            inst = _arrive(v, t, st, refused, vi, vf, inst, cnt, queue, ht, hv, policy, discipline, admission, res, sc,
-                           run, vm_cpu, vm_mem, cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size, head, nxt, prv)
+            inst = _arrive(v, next_arr, st, refused, vi, vf, inst, cnt, queue, ht, hv, policy, discipline, admission, res,
+                           sc, run, vm_cpu, vm_mem, cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size, head, nxt, prv)
             continue
         if t > until:
             break
-        freed = False
-        while ui < nd and d_end[up_order[ui]] == t:  # 1. hosts repaired
-            h = d_host[up_order[ui]]
-            ui += 1
-            down[h] -= 1
-            if down[h] == 0 and not maint[h]:
-                blocked[h] = False
-                cpu_free[h] = cpu_cap[h]
-                mem_free[h] = mem_cap[h]
-                sc[UP_CPU] += cpu_cap[h]
-                sc[UP_MEM] += mem_cap[h]
-                _set_leaf(tc, tm, size, h, cpu_free[h], mem_free[h])
-                freed = True
-        while cnt[N_DEP] > 0 and ht[0] == t:  # 2. departures
-            v = hv[0]
-            cnt[N_DEP] = _heap_pop(ht, hv, cnt[N_DEP])
-            if st[v] == RUNNING:
-                _cancel(v, t, vi, migs, cpu_free, mem_free, tc, tm, size, vm_cpu, vm_mem, blocked)
-                _leave(v, vi[v, 0], vi, cpu_free, mem_free, tc, tm, size, head, nxt, prv, sc, vm_cpu, vm_mem, blocked)
-                freed = True
-            st[v] = DONE  # done (also a VM down at its end: it is not restarted)
-            vi[v, 2] = -1
-        while cnt[N_LAND] > 0 and lt[0] == t:  # 3. migration landings
-            r = lv[0]
-            cnt[N_LAND] = _heap_pop(lt, lv, cnt[N_LAND])
-            if migs[r, M_STATUS] != M_FLIGHT:
-                continue
-            inst = _land(r, t, vi, st, vf, migs, inst, cnt, head, nxt, prv, cpu_free, mem_free, tc, tm, size, vm_cpu,
-                         vm_mem, blocked)
-            d = int(migs[r, M_DST])
-            if maint[d]:  # landed on a host put into maintenance meanwhile: on at once
-                vs[0] = int(migs[r, M_VM])
-                lt, lv = _grow(lt, cnt[N_LAND] + 1), _grow(lv, cnt[N_LAND] + 1)
-                migs = _migrate(vs, 1, d, t, evac_of[d], vi, migs, cnt, lt, lv, cpu_free, mem_free, cpu_cap, mem_cap, tc,
-                                tm, size, vm_cpu, vm_mem, util, core_mhz, mig_par, evac)
-            freed = True
-        while di < nd and d_start[di] == t:  # 4. host failures
-            h = d_host[di]
-            down[h] += 1
-            if down[h] == 1:
-                if not maint[h]:
-                    sc[UP_CPU] -= cpu_cap[h]
-                    sc[UP_MEM] -= mem_cap[h]
-                blocked[h] = True
-                outs, rel_t, rel_v = _fail(h, t, di, detect_s, vi, st, inst, outs, migs, cnt, rel_t, rel_v, head, nxt,
-                                           prv, cpu_free, mem_free, tc, tm, size, vm_cpu, vm_mem, sc, blocked)
-                for r in _inbound(h, migs, cnt):  # migrations to it are cancelled; their VMs move elsewhere
-                    v = int(migs[r, M_VM])
-                    src = int(migs[r, M_SRC])
-                    _cancel(v, t, vi, migs, cpu_free, mem_free, tc, tm, size, vm_cpu, vm_mem, blocked)
-                    if maint[src] and vi[v, 0] == src:
-                        vs[0] = v
-                        lt, lv = _grow(lt, cnt[N_LAND] + 1), _grow(lv, cnt[N_LAND] + 1)
-                        migs = _migrate(vs, 1, src, t, evac_of[src], vi, migs, cnt, lt, lv, cpu_free, mem_free, cpu_cap,
-                                        mem_cap, tc, tm, size, vm_cpu, vm_mem, util, core_mhz, mig_par, evac)
-            di += 1
-        m0 = mi
-        while mi < E and m_at[mi] == t:  # 5. hosts entering maintenance: all of this instant first, so
-            h = m_host[mi]  # that they are no destination for each other
-            if not maint[h]:
-                maint[h] = True
-                evac_of[h] = mi
-                if not blocked[h]:
-                    sc[UP_CPU] -= cpu_cap[h]
-                    sc[UP_MEM] -= mem_cap[h]
-                    blocked[h] = True
-                    cpu_free[h] = -1.0
-                    mem_free[h] = -1.0
-                    _set_leaf(tc, tm, size, h, -1.0, -1.0)
-            mi += 1
-        for mj in range(m0, mi):  # then their evacuations, in event order
-            h = m_host[mj]
-            if evac_of[h] == mj:
-                nv = 0
-                v = head[h]
-                while v >= 0:
-                    if vi[v, 3] < 0:
-                        vs[nv] = v
-                        nv += 1
-                    v = nxt[v]
-                lt, lv = _grow(lt, cnt[N_LAND] + nv), _grow(lv, cnt[N_LAND] + nv)
-                migs = _migrate(vs, nv, h, t, mj, vi, migs, cnt, lt, lv, cpu_free, mem_free, cpu_cap, mem_cap, tc, tm,
-                                size, vm_cpu, vm_mem, util, core_mhz, mig_par, evac)
+        ui, freed = _repairs(t, ui, up_order, d_host, d_end, down, maint, blocked, cpu_free, mem_free, cpu_cap, mem_cap,
+                             sc, tc, tm, size)
+        freed |= _departures(t, ht, hv, cnt, st, vi, migs, cpu_free, mem_free, tc, tm, size, head, nxt, prv, sc, vm_cpu,
+                             vm_mem, blocked)
+        inst, migs, lt, lv, landed = _landings(t, lt, lv, cnt, migs, vi, st, vf, inst, head, nxt, prv, cpu_free, mem_free,
+                                               cpu_cap, mem_cap, tc, tm, size, vm_cpu, vm_mem, blocked, maint, evac_of,
+                                               vs, util, core_mhz, mig_par, evac)
+        freed |= landed
+        di, outs, rel_t, rel_v, migs, lt, lv = _failures(t, di, d_host, d_start, down, maint, blocked, sc, cpu_cap, mem_cap,
+                                                        detect_s, vi, st, inst, outs, migs, cnt, rel_t, rel_v, lt, lv,
+                                                        head, nxt, prv, cpu_free, mem_free, tc, tm, size, vm_cpu, vm_mem,
+                                                        evac_of, vs, util, core_mhz, mig_par, evac)
+        mi, migs, lt, lv = _maintenance(t, mi, m_host, m_at, maint, evac_of, blocked, sc, cpu_cap, mem_cap, cpu_free,
+                                        mem_free, tc, tm, size, head, nxt, vi, vs, migs, cnt, lt, lv, vm_cpu, vm_mem, util,
+                                        core_mhz, mig_par, evac)
         released = False
         if cnt[R_HEAD] < cnt[R_TAIL] and rel_t[cnt[R_HEAD]] == t:  # 6. restarts
             released, rq, rq_t = _release(t, prio, st, rel_t, rel_v, rq, rq_t, cnt)
