@@ -213,6 +213,11 @@ def failure_issues(sc: Scenario, groups: tuple[HostGroupPlant, ...], datastores:
     return issues
 
 
+def _non_default(section) -> bool:
+    """A section whose values differ from its defaults (a scenario dumped and loaded again sets every field)."""
+    return any(getattr(section, name) != f.default for name, f in type(section).model_fields.items())
+
+
 def power_cap_issues(sc: Scenario, groups: tuple[HostGroupPlant, ...]) -> Issues:
     """Power caps (``cluster.hosts[].power_cap``, the engine stage ``power_cap``): the P-states run from
     ``power.min_clock`` up to the base clock, and a fully busy host at the lowest of them must fit the cap
@@ -225,7 +230,7 @@ def power_cap_issues(sc: Scenario, groups: tuple[HostGroupPlant, ...]) -> Issues
     capped = [(gi, g.power_cap_w, hg) for gi, (g, hg) in enumerate(zip(sc.cluster.hosts, groups)) if g.power_cap_w is not None]
     if not capped:
         return [("power", "sets the P-states of power-capped hosts, but no cluster.hosts[] entry has a power_cap (give "
-                 "one, or drop the section)")] if ps.model_fields_set else []
+                 "one, or drop the section)")] if _non_default(ps) else []
     issues: Issues = []
     for gi, cap, hg in capped:
         base = float(hg.cpu.base_mhz)
