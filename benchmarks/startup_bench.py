@@ -11,10 +11,12 @@ alike), three fresh processes:
   once (as a run does, with the trace cache as the environment sets it);
 * the same process under ``python -X importtime``: the imports of a run, summed by top-level package.
 
-    python benchmarks/startup_bench.py [--src SRC_DIR ...] [--runs 5] [--traces DIR]
+    python benchmarks/startup_bench.py [--src SRC_DIR[,nocache] ...] [--runs 5] [--traces DIR]
 
+A warm-up round, not counted, runs first (it writes the modules' bytecode, which
+``PYTHONDONTWRITEBYTECODE`` in the environment is removed for, and fills the trace cache).
 Prints one JSON line per tree: the median of every figure over the runs, and the ranges.
-``DENSIM_TRACE_CACHE=0`` in the environment measures reading without the cache.
+``--src DIR,nocache`` measures a tree with the trace cache off (``DENSIM_TRACE_CACHE=0``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -51,11 +54,14 @@ def default_traces() -> Path:
 
 
 def measured(cmd: list[str], env: dict) -> tuple[str, str, float, float]:
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    out, err = proc.stdout.read(), proc.stderr.read()
-    _, status, ru = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t0
+    with tempfile.TemporaryFile() as errf:  # not a pipe: -X importtime writes more than a pipe holds
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=errf, env=env)
+        out = proc.stdout.read()
+        _, status, ru = os.wait4(proc.pid, 0)  # reaped here, for the child's own rusage
+        wall = time.perf_counter() - t0
+        errf.seek(0)
+        err = errf.read()
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"{cmd} failed: {err.decode()[-2000:]}")
     return out.decode(), err.decode(), wall, ru.ru_utime + ru.ru_stime
@@ -70,12 +76,17 @@ def import_profile(stderr: str) -> dict[str, float]:
         self_us, _, name = line[len("import time:"):].split("|")
         mod = name.strip()
         top = ".".join(mod.split(".")[:2]) if mod.startswith("densim.") else mod.split(".")[0]
-        agg[top] = agg.get(top, 0.0) + int(self_us) / 1e6
+        # a module imported by another thread meanwhile (the kernel preload) can make its parent's self time negative
+        agg[top] = agg.get(top, 0.0) + max(int(self_us), 0) / 1e6
     return agg
 
 
 def one_round(src: Path, traces: Path, hosts: int, vms: int) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(src), "PYTHONHASHSEED": "0"}
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    if str(src).endswith(",nocache"):  # the same tree with the trace cache off
+        src, env["DENSIM_TRACE_CACHE"] = Path(str(src)[: -len(",nocache")]), "0"
+    env["PYTHONPATH"] = str(src)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # start-up as installed: modules load from their bytecode (written by the warm-up round)
     out, _, wall, cpu = measured([sys.executable, str(HERE / "peers" / "densim_side.py"), str(traces), str(hosts), str(vms)], env)
     side = json.loads([ln for ln in out.splitlines() if ln.startswith("{")][-1])
     out, _, _, _ = measured([sys.executable, "-c", READ, str(traces)], env)
@@ -100,6 +111,8 @@ def main() -> None:
     traces = args.traces or default_traces()
     rounds: dict[Path, list[dict]] = {s: [] for s in srcs}
     loads = []
+    for s in srcs:  # warm-up, not counted: bytecode written, page cache and trace cache filled
+        one_round(s, traces, args.hosts, args.vms)
     for _ in range(args.runs):
         loads.append(os.getloadavg()[0])
         for s in srcs:
