@@ -77,9 +77,9 @@ def _read_files(folder: Path, names: list[str]) -> list[bytes]:
         for name in names:
             try:
                 fd = os.open(name, flags, dir_fd=dfd)
-            except OSError:
+            except OSError as exc:
                 read_bytes(folder / name, _WHAT)  # raises the error that names the problem
-                raise
+                raise InputError(folder / name, "", f"cannot read {_WHAT}: {exc.strerror}") from None
             try:
                 st = os.fstat(fd)
                 if not stat.S_ISREG(st.st_mode) or st.st_size > _MAX_FILE_BYTES:
