@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
+import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -14,6 +17,13 @@ from hypothesis import settings
 # their own settings inherit this.
 settings.register_profile("densim", deadline=None)
 settings.load_profile("densim")
+
+# Parsed traces are cached (densim.workloads.trace_cache) in a folder of the test session's own, not in
+# the user's ~/.cache: every session starts cold, and tests that want their own cache set it themselves.
+if "DENSIM_CACHE_DIR" not in os.environ:
+    _CACHE = tempfile.mkdtemp(prefix="densim-test-cache-")
+    os.environ["DENSIM_CACHE_DIR"] = _CACHE
+    atexit.register(shutil.rmtree, _CACHE, True)
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"

@@ -79,15 +79,17 @@ def _progress_runner(no_progress: bool):
 
 
 def _simulate_and_write(path: Path, out: Path, seed: Optional[int], no_progress: bool, report: bool = True,
-                        max_memory: int | None = None, workers: int | None = None, scheduler: str | None = None):
+                        max_memory: int | None = None, workers: int | None = None, scheduler: str | None = None,
+                        trace_cache: bool | None = None):
     from densim.cli.estimates import check_run_memory
     from densim.tools.run import run_file
     from densim.workloads.readers._checks import memory_budget
+    from densim.workloads.trace_cache import trace_cache as cache_switch
 
     out_folder(out, whole=True)
     t0 = time.perf_counter()
     check = None if max_memory is None else (lambda plant: check_run_memory(plant.spec, path, max_memory))
-    with memory_budget(max_memory), _progress_runner(no_progress)(f"simulating {Path(path).name}") as cb:
+    with memory_budget(max_memory), cache_switch(trace_cache), _progress_runner(no_progress)(f"simulating {Path(path).name}") as cb:
         res = run_file(path, out, seed=seed, report=report, progress=cb, check=check, workers=workers, scheduler=scheduler)
     return res, time.perf_counter() - t0
 
@@ -136,11 +138,14 @@ def run(
                                                    "local Dask cluster of this many worker processes (same result)")] = None,
     scheduler: Annotated[Optional[str], typer.Option("--scheduler", help="split the run over a running Dask cluster: its "
                                                      "scheduler address, e.g. tcp://10.0.0.5:8786")] = None,
+    no_trace_cache: Annotated[bool, typer.Option("--no-trace-cache", help="parse the trace files again instead of using "
+                                                 "the cache of parsed traces (also DENSIM_TRACE_CACHE=0)")] = False,
 ) -> None:
     """Simulate SCENARIO and write summary.json, Parquet tables and report.html to --out."""
     pr = Printer(as_json=json_out, as_csv=as_csv, quiet=quiet)
     limit = int(max_memory)
-    res, wall = run_guarded(_simulate_and_write, scenario, out, seed, no_progress or quiet, not no_report, limit, workers, scheduler)
+    res, wall = run_guarded(_simulate_and_write, scenario, out, seed, no_progress or quiet, not no_report, limit, workers, scheduler,
+                            False if no_trace_cache else None)
     pr.json(res.summary.to_dict())
     _print_run(res, out, wall, pr)
     for note in res.summary.get("notes", []):  # what the readers and the run noticed (also in summary.json)

@@ -7,16 +7,23 @@ files never materialise a 100,000-column matrix outside the engine's current win
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 import numpy as np
 
 from densim.errors import InputError
+from densim.workloads import trace_cache
 from densim.workloads.readers._checks import check_budget, read_bytes, text_of
 from densim.workloads.sources import DemandSource, VmSizes
 from densim.workloads.timegrid import TimeGrid, resample_piecewise
 
 STEP_S = 300.0
+# the reader's name and parser version in the trace cache's key: change the version when parsing changes
+CACHE_NAME = "planetlab-v1"
+_WHAT = "PlanetLab trace file"
+_MAX_FILE_BYTES = 2**31
 
 
 _NL = ord("\n")
@@ -44,10 +51,56 @@ def _integer_lines(data: bytes) -> np.ndarray | None:
     return np.bincount(line, weights=(b[~nl] - 48).astype(np.float64) * 10.0 ** place, minlength=ends.size)
 
 
-def _parse_files(files: list[Path]) -> list[np.ndarray]:
+def _list_files(path: Path) -> tuple[Path, list[str]]:
+    """The folder and names of the trace files of ``path``: a folder's files in name order (not
+    folders, not hidden files), or the file ``path`` itself."""
+    try:
+        with os.scandir(path) as it:
+            names = sorted(e.name for e in it if not e.name.startswith(".") and not e.is_dir())
+    except NotADirectoryError:
+        return path.parent, [path.name]
+    except OSError as exc:
+        raise InputError(path, "", f"cannot read the trace folder: {exc.strerror}") from None
+    return path, names
+
+
+def _read_files(folder: Path, names: list[str]) -> list[bytes]:
+    """The bytes of every file: one open (relative to the folder), fstat and read per file. A file that is
+    missing, not a regular file or too large gets :func:`read_bytes`'s error naming it."""
+    out = []
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)  # a FIFO is refused, not waited on
+    try:
+        dfd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise InputError(folder, "", f"cannot read the trace folder: {exc.strerror}") from None
+    try:
+        for name in names:
+            try:
+                fd = os.open(name, flags, dir_fd=dfd)
+            except OSError as exc:
+                read_bytes(folder / name, _WHAT)  # raises the error that names the problem
+                raise InputError(folder / name, "", f"cannot read {_WHAT}: {exc.strerror}") from None
+            try:
+                st = os.fstat(fd)
+                if not stat.S_ISREG(st.st_mode) or st.st_size > _MAX_FILE_BYTES:
+                    read_bytes(folder / name, _WHAT, _MAX_FILE_BYTES)
+                parts = [os.read(fd, st.st_size + 1)]
+                while parts[-1]:  # to the end, should the file have grown or a read come back short
+                    parts.append(os.read(fd, 1 << 20))
+            except OSError as exc:
+                raise InputError(folder / name, "", f"cannot read {_WHAT}: {exc.strerror}") from None
+            finally:
+                os.close(fd)
+            out.append(parts[0] if len(parts) == 2 else b"".join(parts))
+    finally:
+        os.close(dfd)
+    return out
+
+
+def _parse_files(files: list[Path], datas: list[bytes] | None = None) -> list[np.ndarray]:
     """Every file's values (float32). Files of one integer per line, CoMon's form, are joined and
     parsed in one array pass; a folder with any other file is parsed file by file."""
-    datas = [read_bytes(f, "PlanetLab trace file") for f in files]
+    datas = _read_files(files[0].parent, [f.name for f in files]) if datas is None else datas
     joined = [d if d.endswith(b"\n") else d + b"\n" for d in datas]
     vals = _integer_lines(b"".join(joined))
     if vals is None:
@@ -89,21 +142,39 @@ def _parse_file(path: Path, data: bytes | None = None) -> np.ndarray:
 class PlanetLabTrace:
     """The files of a PlanetLab day, as a (samples x files) utilisation matrix in %."""
 
+    _files: list[Path] | None = None
+
     def __init__(self, path: Path, limit: int | None = None, **_: object) -> None:
         if not path.exists():
             raise InputError(path, "", "trace folder not found")
-        files = sorted(p for p in path.iterdir() if not p.is_dir() and not p.name.startswith(".")) if path.is_dir() else [path]
+        folder, names = _list_files(path)
         if limit is not None:
-            files = files[:limit]
-        if not files:
+            names = names[:limit]
+        if not names:
             raise InputError(path, "", "no trace files in folder")
-        series = _parse_files(files)
-        n = max(len(s) for s in series)
-        for f, s in zip(files, series):
-            if len(s) < n:
-                raise InputError(f, f"line {len(s) + 1}", f"truncated: {len(s)} samples where the other files have {n}")
-        self.files = files
-        self.util_pct = np.stack(series, axis=1)  # (samples, files)
+        self.folder, self.names = folder, names
+        datas = _read_files(folder, names)
+        # the parsed matrix of exactly these bytes, when an earlier run parsed them (densim.workloads.trace_cache)
+        key = trace_cache.content_key(CACHE_NAME, names, datas) if trace_cache.enabled() else None
+        util = None if key is None else trace_cache.load(CACHE_NAME, key)
+        if util is None or util.shape[1] != len(names) or util.dtype != np.float32:
+            files = self.files
+            series = _parse_files(files, datas)
+            n = max(len(s) for s in series)
+            for f, s in zip(files, series):
+                if len(s) < n:
+                    raise InputError(f, f"line {len(s) + 1}", f"truncated: {len(s)} samples where the other files have {n}")
+            util = np.stack(series, axis=1)  # (samples, files)
+            if key is not None:
+                trace_cache.store(CACHE_NAME, key, util)
+        self.util_pct = util
+
+    @property
+    def files(self) -> list[Path]:
+        """The trace files, in the order of the matrix's columns."""
+        if self._files is None:
+            self._files = [self.folder / n for n in self.names]
+        return self._files
 
     @property
     def n_files(self) -> int:
