@@ -189,7 +189,8 @@ def _run_on(v, h, t, start, vi, st, vf, inst, cnt, cpu_free, mem_free, tc, tm, s
     vi[v, 0] = h
     st[v] = RUNNING
     _room(h, -1.0, cpu_free, mem_free, tc, tm, size, vm_cpu[v], vm_mem[v])
-    _link(head, nxt, prv, h, v)
+    if head.size:  # the host's list of VMs, kept when a failure or an evacuation will need it (_event_loop)
+        _link(head, nxt, prv, h, v)
     sc[USED_CPU] += vm_cpu[v]
     sc[USED_MEM] += vm_mem[v]
     end = vf[v, 1] if vf[v, 1] == vf[v, 1] else np.inf
@@ -201,7 +202,8 @@ def _run_on(v, h, t, start, vi, st, vf, inst, cnt, cpu_free, mem_free, tc, tm, s
 @njit(inline="always")
 def _leave(v, h, vi, cpu_free, mem_free, tc, tm, size, head, nxt, prv, sc, vm_cpu, vm_mem, blocked):
     """VM ``v`` leaves host ``h`` (not down): off its list, its room back unless the host takes no VM."""
-    _unlink(head, nxt, prv, h, v)
+    if head.size:
+        _unlink(head, nxt, prv, h, v)
     if not blocked[h]:
         _room(h, 1.0, cpu_free, mem_free, tc, tm, size, vm_cpu[v], vm_mem[v])
     sc[USED_CPU] -= vm_cpu[v]
@@ -570,9 +572,12 @@ def _event_loop(arrival, run, vm_cpu, vm_mem, prio, initial, cpu_cap, mem_cap, d
     evac_of = np.full(H, -1, dtype=np.int64)
     evac = np.zeros((max(E, 1), 3))  # per maintenance event: VMs migrated, stranded, last landing planned
     sc = np.array([0.0, 0.0, cpu_cap.sum(), mem_cap.sum()])
-    head = np.full(H, -1, dtype=np.int64)
-    nxt = np.full(n, -1, dtype=np.int64)
-    prv = np.full(n, -1, dtype=np.int64)
+    # per-host lists of running VMs (a failure or an evacuation walks its host's): only when one can happen,
+    # since unlinking a VM touches its neighbours (cache misses) at every departure
+    track = d_host.size > 0 or m_host.size > 0
+    head = np.full(H if track else 0, -1, dtype=np.int64)
+    nxt = np.full(n if track else 0, -1, dtype=np.int64)
+    prv = np.full(n if track else 0, -1, dtype=np.int64)
     size = 1
     while size < max(H, 1):
         size *= 2
@@ -622,17 +627,21 @@ def _event_loop(arrival, run, vm_cpu, vm_mem, prio, initial, cpu_cap, mem_cap, d
                              sc, tc, tm, size)
         freed |= _departures(t, ht, hv, cnt, st, vi, migs, cpu_free, mem_free, tc, tm, size, head, nxt, prv, sc, vm_cpu,
                              vm_mem, blocked)
-        inst, migs, lt, lv, landed = _landings(t, lt, lv, cnt, migs, vi, st, vf, inst, head, nxt, prv, cpu_free, mem_free,
-                                               cpu_cap, mem_cap, tc, tm, size, vm_cpu, vm_mem, blocked, maint, evac_of,
-                                               vs, util, core_mhz, mig_par, evac)
-        freed |= landed
-        di, outs, rel_t, rel_v, migs, lt, lv = _failures(t, di, d_host, d_start, down, maint, blocked, sc, cpu_cap, mem_cap,
-                                                        detect_s, vi, st, inst, outs, migs, cnt, rel_t, rel_v, lt, lv,
-                                                        head, nxt, prv, cpu_free, mem_free, tc, tm, size, vm_cpu, vm_mem,
-                                                        evac_of, vs, util, core_mhz, mig_par, evac)
-        mi, migs, lt, lv = _maintenance(t, mi, m_host, m_at, maint, evac_of, blocked, sc, cpu_cap, mem_cap, cpu_free,
-                                        mem_free, tc, tm, size, head, nxt, vi, vs, migs, cnt, lt, lv, vm_cpu, vm_mem, util,
-                                        core_mhz, mig_par, evac)
+        # the rarer kinds are called only when one is due (a call with this many arrays costs per event)
+        if cnt[N_LAND] > 0 and lt[0] == t:
+            inst, migs, lt, lv, landed = _landings(t, lt, lv, cnt, migs, vi, st, vf, inst, head, nxt, prv, cpu_free,
+                                                   mem_free, cpu_cap, mem_cap, tc, tm, size, vm_cpu, vm_mem, blocked, maint,
+                                                   evac_of, vs, util, core_mhz, mig_par, evac)
+            freed |= landed
+        if di < d_start.size and d_start[di] == t:
+            di, outs, rel_t, rel_v, migs, lt, lv = _failures(t, di, d_host, d_start, down, maint, blocked, sc, cpu_cap,
+                                                            mem_cap, detect_s, vi, st, inst, outs, migs, cnt, rel_t, rel_v,
+                                                            lt, lv, head, nxt, prv, cpu_free, mem_free, tc, tm, size,
+                                                            vm_cpu, vm_mem, evac_of, vs, util, core_mhz, mig_par, evac)
+        if mi < m_at.size and m_at[mi] == t:
+            mi, migs, lt, lv = _maintenance(t, mi, m_host, m_at, maint, evac_of, blocked, sc, cpu_cap, mem_cap, cpu_free,
+                                            mem_free, tc, tm, size, head, nxt, vi, vs, migs, cnt, lt, lv, vm_cpu, vm_mem,
+                                            util, core_mhz, mig_par, evac)
         released = False
         if cnt[R_HEAD] < cnt[R_TAIL] and rel_t[cnt[R_HEAD]] == t:  # 6. restarts
             released, rq, rq_t = _release(t, prio, st, rel_t, rel_v, rq, rq_t, cnt)
