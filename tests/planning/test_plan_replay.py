@@ -95,6 +95,10 @@ def test_densim_run_on_the_chosen_scenario_reproduces_hosts_and_cpu_ready(tmp_pa
     assert v["difference"]["hosts_used_minus_plan_hosts_packed"] == 0
     assert abs(v["difference"]["cpu_ready_pct_max_minus_plan"]) < 1e-4
     assert math.isclose(v["engine"]["cpu_ready_pct_mean"], run["qos"]["cpu_ready_pct_mean"])
+    # the plan's own mean and p95 over VM-steps (its ready rule on its placement) agree likewise
+    assert abs(v["difference"]["cpu_ready_pct_mean_minus_plan"]) < 1e-4
+    assert abs(v["difference"]["cpu_ready_pct_p95_minus_plan"]) < 1e-4
+    assert math.isclose(v["plan"]["cpu_ready_pct_p95"], 3.0306, abs_tol=1e-3)  # half the VM-steps are at 3.03 %
 
 
 def test_timeseries_plan_replayed_by_the_engine_packs_by_vcpus_the_measured_gap(tmp_path):

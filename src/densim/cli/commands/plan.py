@@ -203,9 +203,10 @@ def _print_plan(pr: Printer, res, inv, spec, out: Path, summary: dict) -> None:
     if v:
         p, e = v["plan"], v["engine"]
         ready = "-" if p["cpu_ready_pct_max"] is None else f"{p['cpu_ready_pct_max']:.2f}"
+        mean = "-" if p.get("cpu_ready_pct_mean") is None else f"{p['cpu_ready_pct_mean']:.2f}"
         pr.line(f"verify ({v['candidate']}, engine run of chosen-scenario.yaml): hosts used {e['hosts_used']} (plan "
                 f"{p['hosts_packed']} before spares), VMs placed {e['vms_placed']} (plan {p['vms_placed']}), worst CPU Ready "
-                f"{e['cpu_ready_pct_max']:.2f} % (plan {ready} %), mean {e['cpu_ready_pct_mean']:.2f} %")
+                f"{e['cpu_ready_pct_max']:.2f} % (plan {ready} %), mean {e['cpu_ready_pct_mean']:.2f} % (plan {mean} %)")
     pr.line(f"wrote {out}/report.html, placement.csv, ranking.csv{extra}, summary.json ({best}; seed {summary.get('seed')})")
 
 

@@ -167,11 +167,39 @@ def _ready_p95(vm) -> float | None:
     return float(np.percentile(col, 95)) if col.size else None
 
 
-def plan_figures(r) -> dict[str, Any]:
+def plan_ready_stats(res, r, c, chunk: int = 2048) -> tuple[float | None, float | None]:
+    """The plan's own CPU Ready per vCPU over every VM and step of its placement: (mean, p95), None without a CPU series.
+
+    The same rule as the plan's full-resolution check (:func:`densim.placement.tspack.host_metrics`): a VM's ready is
+    its utilisation x its host's share ``100 E[(K - C)+] / E[K]`` (:func:`densim.placement.filters.ready_pct_worst`)."""
+    from densim.placement.filters import ready_pct_worst
+    from densim.tools.plan.capacity import host_type_of
+
+    inv = res.inventory
+    if inv.cpu_mhz is None or r.host_of_vm is None:
+        return None, None
+    host = host_type_of(c)
+    v = np.asarray(inv.vcpus if res.rightsizing is None else res.rightsizing.vcpus_rec, dtype=np.float64)
+    host_of = np.asarray(r.host_of_vm)
+    h = int(host_of.max()) + 1
+    onehot = np.zeros((v.size, h))
+    onehot[np.arange(v.size), host_of] = 1.0
+    host_vcpus = v @ onehot
+    parts = []
+    for t0 in range(0, inv.cpu_mhz.shape[0], chunk):
+        u = np.clip(inv.cpu_mhz[t0:t0 + chunk].astype(np.float64) / (v[None, :] * host.core_mhz), 0.0, 1.0)
+        mean, var = (v[None, :] * u) @ onehot, (v[None, :] * u * (1 - u)) @ onehot
+        share = ready_pct_worst(mean, var, np.ones_like(mean), host.logical_capacity, host_vcpus[None, :])
+        parts.append((u * share[:, host_of]).ravel())
+    allr = np.concatenate(parts)
+    return float(allr.mean()), float(np.percentile(allr, 95))
+
+
+def plan_figures(r, ready_mean: float | None = None, ready_p95: float | None = None) -> dict[str, Any]:
     def fin(x):
         return float(x) if x is not None and np.isfinite(x) else None
 
-    return {"hosts": int(r.n_hosts), "hosts_packed": int(r.n_hosts_packed), "vms_placed": int(np.sum(r.host_of_vm >= 0))
+    return {"hosts": int(r.n_hosts), "cpu_ready_pct_mean": ready_mean, "cpu_ready_pct_p95": ready_p95, "hosts_packed": int(r.n_hosts_packed), "vms_placed": int(np.sum(r.host_of_vm >= 0))
             if r.host_of_vm is not None else None, "cpu_ready_pct_max": fin(r.ready_pct_worst),
             "cpu_ready_pct_p99_of_hosts": fin(r.ready_pct_p99), "memory_hosts_short": int(r.mem_hosts_short),
             "memory_slowdown_worst": fin(r.mem_slowdown_worst)}
@@ -185,15 +213,18 @@ def verify(res, scenario_path: Path) -> dict[str, Any]:
     from densim.plant import resolve
     from densim.spec.loader import load_scenario
 
-    r, _c = _chosen(res)
+    r, c = _chosen(res)
     t0 = time.perf_counter()
     sc = load_scenario(scenario_path)
     result = simulate(resolve(sc, source=scenario_path))
     eng = engine_figures(result)
-    pl = plan_figures(r)
+    pl = plan_figures(r, *plan_ready_stats(res, r, c))
     diff = {"hosts_used_minus_plan_hosts_packed": eng["hosts_used"] - pl["hosts_packed"],
             "vms_placed_minus_plan": (eng["vms_placed"] - pl["vms_placed"]) if pl["vms_placed"] is not None else None,
             "cpu_ready_pct_max_minus_plan": (eng["cpu_ready_pct_max"] - pl["cpu_ready_pct_max"])
             if pl["cpu_ready_pct_max"] is not None else None}
+    for k in ("mean", "p95"):
+        a, b = pl[f"cpu_ready_pct_{k}"], eng[f"cpu_ready_pct_{k}"]
+        diff[f"cpu_ready_pct_{k}_minus_plan"] = b - a if a is not None and b is not None else None
     return {"candidate": r.name, "scenario": scenario_path.name, "plan": pl, "engine": eng, "difference": diff,
             "wall_s": time.perf_counter() - t0}

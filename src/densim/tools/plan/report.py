@@ -565,8 +565,8 @@ def verify_rows(v: dict | None) -> dict | None:
             row("VMs placed", p["vms_placed"], e["vms_placed"]),
             row("VMs unplaced", 0, e["vms_unplaced"]),
             row("CPU Ready % per vCPU, worst VM at its worst step", p["cpu_ready_pct_max"], e["cpu_ready_pct_max"]),
-            row("CPU Ready % per vCPU, mean over VMs and steps", None, e["cpu_ready_pct_mean"]),
-            row("CPU Ready % per vCPU, p95 of VM-steps", None, e["cpu_ready_pct_p95"])]
+            row("CPU Ready % per vCPU, mean over VMs and steps", p.get("cpu_ready_pct_mean"), e["cpu_ready_pct_mean"]),
+            row("CPU Ready % per vCPU, p95 of VM-steps", p.get("cpu_ready_pct_p95"), e["cpu_ready_pct_p95"])]
     if "memory_hosts_swapping" in e:
         rows.append(row("hosts short of memory (plan) / swapping (engine)", p["memory_hosts_short"], e["memory_hosts_swapping"]))
     return {"candidate": v["candidate"], "scenario": v["scenario"], "dropped": v.get("dropped", []), "rows": rows}
