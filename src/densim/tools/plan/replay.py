@@ -27,8 +27,14 @@ def _engine_policy(policy: str) -> tuple[str, str | None]:
     """The engine policy for the plan's ``policy`` and, if it differs, why (a comment line)."""
     from densim.placement import POLICIES
 
-    if policy in POLICIES and POLICIES.get(policy).kernel is not None:
-        return policy, None
+    pol = POLICIES.get(policy) if policy in POLICIES else None
+    if pol is not None and pol.kernel is not None:
+        extra = [f for f in (pol.recipe.filters if pol.recipe is not None else ()) if f != "capacity"]
+        if not extra:
+            return policy, None
+        return policy, (f"placement: the plan's {policy!r} also checks {', '.join(extra)} (per-window demand within the "
+                        f"host's MHz and the like); the engine's {policy!r} places by vCPUs and configured memory only, so "
+                        "its hosts used may differ from the plan's")
     return ENGINE_FALLBACK_POLICY, (
         f"placement: the plan's policy {policy!r} is planner-only (it opens hosts as it places and weighs per-window "
         f"demand); the engine places onto the {ENGINE_FALLBACK_POLICY!s} rule by vCPUs and configured memory, so its "
