@@ -35,6 +35,9 @@ def plan_command(
         = DEFAULT_SEED,
     max_memory: Annotated[str, typer.Option("--max-memory", callback=_max_memory, help="refuse an inventory whose demand arrays are estimated to "
                                             "need more memory than this, before allocating them (e.g. '32 GiB')")] = "8 GiB",
+    verify: Annotated[bool, typer.Option("--verify/--no-verify", help="run chosen-scenario.yaml (the chosen candidate as a "
+                                         "scenario) through the engine and set its QoS figures beside the plan's (summary.json "
+                                         "'verify', the report)")] = False,
     json_out: JsonOpt = False,
     as_csv: CsvOpt = False,
     quiet: QuietOpt = False,
@@ -102,8 +105,9 @@ def plan_command(
                 phase(f"candidate {len(seen)}/{n_cand} {name} ({inv.n_vms:,} VMs)")
 
             res = plan(inv, spec, progress=on_candidate, seed=seed, phase=phase)
+            scenario, ver = _chosen_scenario(res, inventory, fmt, verify, phase)
             phase("writing the outputs and report")
-            summary = write_outputs(res, out, seed)
+            summary = write_outputs(res, out, seed, scenario=scenario, verify=ver)
     except InputError as exc:
         fail(exc.one_line())  # one line, never wrapped
 
@@ -117,6 +121,28 @@ def plan_command(
         for r in res.ranked():
             typer.echo(f"densim: error: {r.name}: {r.reason}", err=True)
         raise typer.Exit(1)
+
+
+def _chosen_scenario(res, inventory: Path, fmt: str, verify: bool, phase) -> tuple[str | None, dict | None]:
+    """The text of ``chosen-scenario.yaml`` (None when no candidate is feasible) and, with ``--verify``, its engine run
+    (the scenario is run from a temporary folder: its trace path is absolute)."""
+    import tempfile
+
+    from densim.tools.plan import replay
+
+    got = replay.chosen_scenario(res, inventory, fmt)
+    if got is None:
+        return None, None
+    text = replay.scenario_text(*got)
+    if not verify:
+        return text, None
+    phase("running chosen-scenario.yaml through the engine (--verify)")
+    with tempfile.TemporaryDirectory(prefix="densim-plan-verify-") as d:
+        path = Path(d) / "chosen-scenario.yaml"
+        path.write_text(text, encoding="utf-8")
+        ver = replay.verify(res, path)
+    ver["dropped"] = got[1]
+    return text, ver
 
 
 def _print_plan(pr: Printer, res, inv, spec, out: Path, summary: dict) -> None:
@@ -172,6 +198,15 @@ def _print_plan(pr: Printer, res, inv, spec, out: Path, summary: dict) -> None:
         pr.line(f"note: {note}")
     best = f"best: {summary['best']}" if summary.get("best") else "no candidate is feasible"
     extra = ", readiness.csv" if inv.readiness is not None else ""
+    extra += ", chosen-scenario.yaml" if summary.get("chosen_scenario") else ""
+    v = summary.get("verify")
+    if v:
+        p, e = v["plan"], v["engine"]
+        ready = "-" if p["cpu_ready_pct_max"] is None else f"{p['cpu_ready_pct_max']:.2f}"
+        mean = "-" if p.get("cpu_ready_pct_mean") is None else f"{p['cpu_ready_pct_mean']:.2f}"
+        pr.line(f"verify ({v['candidate']}, engine run of chosen-scenario.yaml): hosts used {e['hosts_used']} (plan "
+                f"{p['hosts_packed']} before spares), VMs placed {e['vms_placed']} (plan {p['vms_placed']}), worst CPU Ready "
+                f"{e['cpu_ready_pct_max']:.2f} % (plan {ready} %), mean {e['cpu_ready_pct_mean']:.2f} % (plan {mean} %)")
     pr.line(f"wrote {out}/report.html, placement.csv, ranking.csv{extra}, summary.json ({best}; seed {summary.get('seed')})")
 
 

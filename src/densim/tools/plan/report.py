@@ -532,6 +532,7 @@ def report_context(summary: dict, figure_ids: list[str], unplaced: dict[str, int
                             for k, _h, _u, f in cols],
                   "notes": r.get("notes") or ""} for r in ranking],
         "figure_ids": figure_ids,
+        "verify": verify_rows(summary.get("verify")),
     }
 
 
@@ -550,13 +551,43 @@ def write_report(res: PlanResult, summary: dict, path: str | Path) -> Path:
     return write(path, "plan.html.j2", figures=figs, **report_context(summary, list(figs), unplaced))
 
 
-def write_outputs(res: PlanResult, out_dir: str | Path, seed: int | None = None) -> dict:
+def verify_rows(v: dict | None) -> dict | None:
+    """The report's plan-vs-engine table (``densim plan --verify``): label, plan, engine, engine - plan."""
+    if not v:
+        return None
+    p, e = v["plan"], v["engine"]
+
+    def row(label, pv, ev):
+        d = ev - pv if pv is not None and ev is not None else None
+        return {"label": label, "plan": pv, "engine": ev, "difference": d}
+
+    rows = [row("hosts (plan: packed, before HA spares; engine: used)", p["hosts_packed"], e["hosts_used"]),
+            row("VMs placed", p["vms_placed"], e["vms_placed"]),
+            row("VMs unplaced", 0, e["vms_unplaced"]),
+            row("CPU Ready % per vCPU, worst VM at its worst step", p["cpu_ready_pct_max"], e["cpu_ready_pct_max"]),
+            row("CPU Ready % per vCPU, mean over VMs and steps", p.get("cpu_ready_pct_mean"), e["cpu_ready_pct_mean"]),
+            row("CPU Ready % per vCPU, p95 of VM-steps", p.get("cpu_ready_pct_p95"), e["cpu_ready_pct_p95"])]
+    if "memory_hosts_swapping" in e:
+        rows.append(row("hosts short of memory (plan) / swapping (engine)", p["memory_hosts_short"], e["memory_hosts_swapping"]))
+    return {"candidate": v["candidate"], "scenario": v["scenario"], "dropped": v.get("dropped", []), "rows": rows}
+
+
+def write_outputs(res: PlanResult, out_dir: str | Path, seed: int | None = None, *, scenario: str | None = None,
+                  verify: dict | None = None) -> dict:
     """summary.json, ranking.csv, placement.csv, rightsizing.csv (with right-sizing), readiness.csv (RVTools) and report.html,
-    replacing ``out_dir`` whole (:func:`densim.atomic.output_folder`: no file of an older plan stays)."""
+    replacing ``out_dir`` whole (:func:`densim.atomic.output_folder`: no file of an older plan stays). ``scenario``: the
+    text of ``chosen-scenario.yaml`` (:mod:`densim.tools.plan.replay`); ``verify``: its engine run's figures beside the
+    plan's (summary.json ``verify``)."""
     from densim.atomic import output_folder
 
     summary = summary_dict(res, seed)
+    if scenario is not None:
+        summary["chosen_scenario"] = "chosen-scenario.yaml"
+    if verify is not None:
+        summary["verify"] = verify
     with output_folder(out_dir) as out:
+        if scenario is not None:
+            write_text_atomic(out / "chosen-scenario.yaml", scenario)
         write_text_atomic(out / "placement.csv", placement_csv(res))
         write_text_atomic(out / "ranking.csv", ranking_csv(res))
         if res.rightsizing is not None:
