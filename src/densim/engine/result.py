@@ -243,6 +243,10 @@ class Result:
         vm_ready_mean = vs["cpu_ready_pct"] / c.grid.n_steps
         energy_j = float(hs["power_w"].sum() * step)
         unplaced = c.vms.names[~placed].astype(str).tolist()
+        # rows are runs of VMs when the event loop restarted or migrated them (engine/failures.py): count
+        # VMs, not runs (a VM never started has exactly one row, unplaced; every other row is placed)
+        vm_of = getattr(c.source, "vm_of", None) if c.schedule is not None else None
+        n_vms = int(np.unique(vm_of).size) if vm_of is not None else int(c.vms.n)
         sc = c.scenario
         core = Core(
             densim_version=densim.__version__,
@@ -256,8 +260,8 @@ class Result:
             hosts_total=int(c.hosts.n),
             hosts_used=int(np.count_nonzero(self.vms_per_host)),
             hosts_powered_on=int(np.count_nonzero(self.host_on)),
-            vms_total=int(c.vms.n),
-            vms_placed=int(np.count_nonzero(placed)),
+            vms_total=n_vms,
+            vms_placed=n_vms - int(np.count_nonzero(~placed)),
             vms_unplaced=int(np.count_nonzero(~placed)),
             unplaced_vms=unplaced[:1000],
             rack_units_powered_on=float(c.hosts.rack_units[self.host_on].sum()),
@@ -294,9 +298,10 @@ class Result:
         sch = c.schedule
         if sch is None:
             return None
-        if c.failures is not None and not c.failures.with_lifetimes:
-            # VMs that run all along, stopped only by failures: the rows are instances of them, and the
-            # failures section says what happened (a tasks section would count restarts as tasks)
+        if getattr(c, "moves", None) is not None and getattr(c.source, "orig", None) is not None:
+            # VMs that run all along, stopped or moved only by failures and maintenance: the rows are runs
+            # of them, and the failures and migration sections say what happened (a tasks section would
+            # count restarts and landings as tasks)
             return None
         counts = sch.counts()
         wait = sch.wait_s[np.isfinite(sch.start_s)]
