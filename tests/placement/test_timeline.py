@@ -9,6 +9,7 @@ The link is 2^30 B/s, so a VM alone on the link takes 1 s, two sharing it 2 s ea
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from densim.placement import timeline as TL
 from densim.placement.failover import Maintenance, failover
@@ -26,6 +27,7 @@ def maint(hosts, at, n, **kw):
 
 
 def run(n_vms, cpu_cap, mem_cap, *, initial=None, arrival=None, life=None, down=((), (), ()), m=None, **kw):
+    kw.setdefault("core_mhz", np.full(len(cpu_cap), 2000.0))
     n = n_vms
     arr = np.zeros(n) if arrival is None else np.asarray(arrival, dtype=float)
     lf = np.full(n, np.inf) if life is None else np.asarray(life, dtype=float)
@@ -62,7 +64,7 @@ def test_largest_memory_first_and_stranded_when_nothing_fits():
     n = 2
     fo = failover(np.zeros(n), np.full(n, np.inf), np.ones(n), np.array([GIB, 2 * GIB]), np.array([2.0, 1.0]),
                   np.array([8 * GIB, 8 * GIB]), down_host=NONE_I, down_start_s=NONE_F, down_end_s=NONE_F,
-                  initial=[0, 0], maintenance=maint([0], [10.0], n))
+                  initial=[0, 0], maintenance=maint([0], [10.0], n), core_mhz=np.full(2, 2000.0))
     assert fo.mig[:, TL.M_VM].tolist() == [1.0]  # the 2 GiB VM
     assert fo.evac[0, 1] == 1.0  # one stranded: the host never empties
 
@@ -91,7 +93,7 @@ def test_vm_leaving_mid_migration_frees_the_destination_for_an_arrival():
     # without the reservation freed at 100.5 s it would wait (fifo) -- it starts on host 1 at 101 s
     fo = failover(np.array([0.0, 101.0]), np.array([100.5, np.inf]), np.ones(2), np.full(2, GIB), np.array([4.0, 1.0]),
                   np.full(2, 8 * GIB), down_host=NONE_I, down_start_s=NONE_F, down_end_s=NONE_F,
-                  maintenance=maint([0], [100.0], 2))
+                  maintenance=maint([0], [100.0], 2), core_mhz=np.full(2, 2000.0))
     assert fo.mig[:, TL.M_STATUS].tolist() == [TL.M_CANCELLED]
     assert fo.first_start_s[1] == 101.0 and fo.inst_host[fo.inst_vm == 1].tolist() == [1]
 
@@ -101,7 +103,7 @@ def test_arrivals_never_land_on_a_host_in_maintenance():
     n = 3
     fo = failover(np.array([10.0, 20.0, 30.0]), np.full(n, np.inf), np.ones(n), np.full(n, GIB), np.array([4.0, 4.0]),
                   np.full(2, 8 * GIB), down_host=NONE_I, down_start_s=NONE_F, down_end_s=NONE_F,
-                  maintenance=maint([0], [0.0], n))
+                  maintenance=maint([0], [0.0], n), core_mhz=np.full(2, 2000.0))
     assert fo.inst_host.tolist() == [1, 1, 1]
 
 
@@ -129,3 +131,10 @@ def test_no_failure_no_maintenance_is_the_online_schedule():
         host = np.full(n, -1)
         host[fo.inst_vm] = fo.inst_host
         assert np.array_equal(host, s.host) and np.array_equal(fo.first_start_s, s.start_s, equal_nan=True)
+
+
+def test_maintenance_without_core_speeds_is_refused():
+    # the dirty rate needs each VM's utilisation: demand / (vCPUs x its host's core MHz)
+    with pytest.raises(ValueError, match="maintenance needs core_mhz"):
+        failover(np.zeros(1), np.full(1, np.inf), np.ones(1), np.full(1, GIB), np.array([4.0, 4.0]), np.full(2, 8 * GIB),
+                 down_host=NONE_I, down_start_s=NONE_F, down_end_s=NONE_F, initial=[0], maintenance=maint([0], [1.0], 1))

@@ -160,10 +160,11 @@ class MigrationPlanner:
         rate = res.bytes_sent / np.maximum(res.total_s, 1e-12)
         src, dst = m[:, TL.M_SRC].astype(np.int64), m[:, TL.M_DST].astype(np.int64)
         self.flight = np.column_stack([start, live_end, end, src, dst, row, rate])
-        names, hn = ctx.vms.names, ctx.hosts.names
+        names, hn = ctx.source.inner.sizes.names, ctx.hosts.names  # the VMs' own names (rows are runs: <vm>~2)
+        vm = m[:, TL.M_VM].astype(np.int64)
         status = ("in flight", "landed", "cancelled")
         for k in range(m.shape[0]):
-            self.rows.append({"vm": str(names[row[k]]).split("~")[0], "from": str(hn[src[k]]), "to": str(hn[dst[k]]),
+            self.rows.append({"vm": str(names[vm[k]]), "from": str(hn[src[k]]), "to": str(hn[dst[k]]),
                               "reason": "maintenance", "start_s": float(start[k]), "time_s": float(res.total_s[k]),
                               "downtime_s": float(res.downtime_s[k]), "bytes": float(res.bytes_sent[k]),
                               "rounds": int(res.rounds[k]), "converged": bool(res.converged[k]),

@@ -86,7 +86,10 @@ def failover(arrival_s, run_s, vm_cpu, vm_mem, cpu_cap, mem_cap, *, down_host, d
     pr = np.zeros(n, dtype=np.int64) if priority is None else np.ascontiguousarray(priority, dtype=np.int64)
     mt = maintenance if maintenance is not None else Maintenance.none(n)
     H = len(cpu_cap)
-    cm = np.ones(H) if core_mhz is None else f64(core_mhz)
+    if core_mhz is None and mt.host.size:
+        raise ValueError("maintenance needs core_mhz (each VM's CPU utilisation, hence its dirty rate, is its demand "
+                         "over its vCPUs at its host's core speed)")
+    cm = np.ones(H) if core_mhz is None else f64(core_mhz)  # read only by evacuations
     st, refused, vf, inst, outs, migs, evac = TL._event_loop(
         f64(arrival_s), f64(run_s), f64(vm_cpu), f64(vm_mem), pr, init, f64(cpu_cap), f64(mem_cap),
         np.ascontiguousarray(down_host, dtype=np.int64), start, f64(down_end_s), ONLINE_POLICIES[policy],
