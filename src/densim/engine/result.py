@@ -13,7 +13,8 @@ import numpy as np
 import densim
 from densim.atomic import write_atomic, write_json_atomic
 from densim.engine.state import EngineContext
-from densim.engine.summary import Core, GridInfo, ModelsInfo, PlacementInfo, Qos, SchedulingInfo, Summary, Totals
+from densim.engine.summary import (Core, GridInfo, ModelsInfo, PlacementInfo, Qos, SchedulingInfo, Summary, Totals,
+                                   alive_steps, ready_over_life)
 
 # output columns, documented (the reference page is generated from this table)
 VM_COLUMNS = {
@@ -28,7 +29,7 @@ VM_COLUMNS = {
     "cpu_delivered_mhz_s": "CPU delivered (MHz x s)",
     "cpu_unserved_mhz_s": "demand not delivered: host contention, the VM's own vCPU limit, or not placed (MHz x s)",
     "cpu_ready_s": "CPU Ready: time runnable vCPUs waited for a logical CPU (vCPU x s)",
-    "cpu_ready_pct_mean": "mean CPU Ready per vCPU over the run (%)",
+    "cpu_ready_pct_mean": "CPU Ready per vCPU over the VM's own life: ready time / time alive (%)",
     "cpu_ready_pct_max": "worst step's CPU Ready per vCPU (%)",
 }
 HOST_COLUMNS = {
@@ -136,7 +137,7 @@ class Result:
             "cpu_delivered_mhz_s": v.sum["cpu_delivered_mhz"] * step,
             "cpu_unserved_mhz_s": (v.sum["cpu_demand_mhz"] - v.sum["cpu_delivered_mhz"]) * step,
             "cpu_ready_s": v.sum["cpu_ready_pct"] / 100.0 * c.vms.vcpus * step,
-            "cpu_ready_pct_mean": v.sum["cpu_ready_pct"] / T,
+            "cpu_ready_pct_mean": ready_over_life(v.sum["cpu_ready_pct"], self.vm_alive_steps)[0],
             "cpu_ready_pct_max": v.max["cpu_ready_pct"],
         }
         if c.schedule is not None:
@@ -231,6 +232,16 @@ class Result:
             cols[name] = arr.ravel()
         return pl.DataFrame(cols)
 
+    @cached_property
+    def vm_alive_steps(self) -> np.ndarray:
+        """(V,) float64: steps each VM row is alive, the denominator of its CPU Ready over its life: its
+        ``[start, end)`` in the schedule when VMs arrive and leave (fractional at the ends, 0 if it never
+        started); every step for a placed VM otherwise, 0 for an unplaced one."""
+        c = self.ctx
+        if c.schedule is None:
+            return np.where(c.vms.host >= 0, float(c.grid.n_steps), 0.0)
+        return alive_steps(c.schedule.start_s, c.schedule.end_s, c.grid.edges_s())
+
     # ---- summary ---------------------------------------------------------------------------
     @cached_property
     def summary(self) -> Summary:
@@ -240,12 +251,13 @@ class Result:
         vs, hs = self.vm_acc.sum, self.host_acc.sum
         placed = c.vms.host >= 0
         ready_s = float(np.sum(vs["cpu_ready_pct"] / 100.0 * c.vms.vcpus * step))
-        vm_ready_mean = vs["cpu_ready_pct"] / c.grid.n_steps
+        # each VM's CPU Ready over its own life (ready time / alive time), runs of one VM pooled
+        vm_of = getattr(c.source, "vm_of", None) if c.schedule is not None else None
+        vm_ready_life, lived = ready_over_life(vs["cpu_ready_pct"], self.vm_alive_steps, vm_of)
         energy_j = float(hs["power_w"].sum() * step)
         unplaced = c.vms.names[~placed].astype(str).tolist()
         # rows are runs of VMs when the event loop restarted or migrated them (engine/failures.py): count
         # VMs, not runs (a VM never started has exactly one row, unplaced; every other row is placed)
-        vm_of = getattr(c.source, "vm_of", None) if c.schedule is not None else None
         n_vms = int(np.unique(vm_of).size) if vm_of is not None else int(c.vms.n)
         sc = c.scenario
         core = Core(
@@ -276,11 +288,11 @@ class Result:
             scheduling=self._scheduling_info(),
             notes=source_notes(c.source) + _overspeed_notes(c),
             qos=Qos(
-                cpu_ready_pct_mean=float(vm_ready_mean[placed].mean()) if placed.any() else 0.0,
-                cpu_ready_pct_worst_vm_mean=float(vm_ready_mean.max()) if c.vms.n else 0.0,
+                cpu_ready_pct_mean=float(vm_ready_life[lived].mean()) if lived.any() else 0.0,
+                cpu_ready_pct_worst_vm_mean=float(vm_ready_life.max()) if c.vms.n else 0.0,
                 cpu_ready_pct_worst_step=float(self.vm_acc.max["cpu_ready_pct"].max()) if c.vms.n else 0.0,
-                vms_ready_over_5pct=int(np.count_nonzero(vm_ready_mean > 5.0)),
-                vms_ready_over_10pct=int(np.count_nonzero(vm_ready_mean > 10.0)),
+                vms_ready_over_5pct=int(np.count_nonzero(vm_ready_life > 5.0)),
+                vms_ready_over_10pct=int(np.count_nonzero(vm_ready_life > 10.0)),
             ),
         )
         out = Summary(core)

@@ -31,6 +31,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import numpy as np
+
 
 class SummaryError(RuntimeError):
     """A stage wrote a section it did not declare, twice, or with keys other than declared."""
@@ -124,6 +126,41 @@ class Core:
 
 
 CORE_FIELDS = frozenset(Core.__dataclass_fields__) | {"saturation"}
+
+
+# ---- CPU Ready judged over each VM's life ------------------------------------------------------------
+def alive_steps(start_s: np.ndarray, end_s: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """(rows,) float64: the steps of the grid ``edges`` (uniform) each row is alive on ``[start, end)``,
+    fractional at its ends (the sum over steps of :func:`densim.workloads.tasks.alive_fraction`); 0 for a
+    row that never started (NaN start). Computed from the ends alone: no (steps x rows) array."""
+    step = float(edges[1] - edges[0]) if edges.size > 1 else 1.0
+    s = np.where(np.isnan(start_s), np.inf, start_s)
+    e = np.where(np.isnan(end_s), -np.inf, end_s)
+    over = np.minimum(e, edges[-1]) - np.maximum(s, edges[0])
+    return np.maximum(over, 0.0) / step
+
+
+def ready_over_life(ready_pct_sum: np.ndarray, alive: np.ndarray, vm_of: np.ndarray | None = None
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """Each VM's CPU Ready over its own life (%), and which VMs were ever alive.
+
+    ``ready_pct_sum`` (rows,) is the sum over steps of a row's per-step CPU Ready per vCPU (%), each
+    step's figure measured against the whole step (ready s / (vCPUs x step)); ``alive`` (rows,) the
+    steps the row is alive (:func:`alive_steps`; the grid's step count for VMs that never leave). The
+    share is ``sum / alive``: ready time over alive time, so a task alive 1 of 4 steps that waits half
+    of that step reads 50 %, not the 12.5 % an average over the whole run gives. With ``vm_of`` (the
+    VM of each row, when rows are runs of one VM after HA restarts or maintenance landings) the
+    runs of a VM are pooled (their ready and alive times added) and the arrays are per VM in
+    ``np.unique(vm_of)`` order. A VM never alive has share 0 and ``False`` in the second array.
+    """
+    r = np.asarray(ready_pct_sum, dtype=np.float64)
+    a = np.asarray(alive, dtype=np.float64)
+    if vm_of is not None:
+        _, inv = np.unique(vm_of, return_inverse=True)
+        r = np.bincount(inv, weights=r)
+        a = np.bincount(inv, weights=a)
+    lived = a > 0
+    return np.divide(r, a, out=np.zeros_like(r), where=lived), lived
 
 
 def declared_keys(schema: type) -> tuple[frozenset[str], frozenset[str]]:
