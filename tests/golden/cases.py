@@ -212,7 +212,7 @@ def _cases() -> dict[str, Callable[[Path], dict[str, Any]]]:
     for ex in ("bitbrains-small.yaml", "planetlab.yaml", "fabric/pooled-nvme.yaml", "virt/engine-kvm.yaml",
                "storage/bitbrains-datastores.yaml", "storage/drive-failure.yaml", "sweeps/base-web.yaml", "sweeps/planetlab-base.yaml",
                "memory/swap-on-datastore.yaml", "opendc/surf-week.yaml", "opendc/1k-tasks.yaml",
-               "opendc/bitbrains-small.yaml", "combined/everything-on.yaml"):
+               "opendc/bitbrains-small.yaml", "opendc/bitbrains-small-multi.yaml", "combined/everything-on.yaml"):
         cases["run-" + ex.removesuffix(".yaml").replace("/", "-")] = _run(ex)
     for ex in ("storage/fio-30-ssd-5-hba.yaml", "storage/hdd-raid10-open.yaml"):
         cases["io-" + Path(ex).stem] = _io(ex)
