@@ -73,18 +73,20 @@ WORKLOAD: dict[str, tuple[float, str]] = {
     "busy_hours": (8.0, "(E) working hours the day's changes fall in"),
     "peak_factor": (2.5, "(E) peak hour over the busy-hour mean"),
     "devices_per_user": (2.5, "(E) synced devices per user; each change is downloaded by the others"),
-    "poll_interval_s": (30.0, "(R) desktop clients ask the server for changes every 30 s (Nextcloud desktop client "
-                              "remotePollInterval default, 30,000 ms)"),
+    "poll_interval_s": (30.0, "desktop clients ask the server for changes every 30 s: Nextcloud desktop client "
+                              "remotePollInterval default 30,000 ms, https://docs.nextcloud.com/server/33/admin_manual/desktop/configfile.html"),
     "gateway_cpu_per_transfer_s": (0.04, "(E) gateway CPU seconds per file up- or download (PHP/Go request handling, TLS, "
                                          "checksums); no published measurement found"),
     "gateway_cpu_per_poll_s": (0.003, "(E) gateway CPU seconds per change poll (ETag comparison); no published measurement found"),
     "gateway_vcpus": (8, "(E) vCPUs per gateway VM"),
     "gateway_target_util": (0.6, "(E) gateway CPU utilisation at the peak"),
-    "replicas": (3, "(R) Ceph's default pool size: 3 copies (osd_pool_default_size)"),
-    "fill_limit": (0.85, "(R) Ceph's nearfull ratio 0.85 (mon_osd_nearfull_ratio): plan to stay below it"),
+    "replicas": (3, "Ceph's default pool size, 3 copies ('By default, Ceph makes 3 replicas of objects', Red Hat Ceph Storage 3 "
+                    "configuration guide, pool, PG and CRUSH reference)"),
+    "fill_limit": (0.85, "Ceph's nearfull ratio 0.85 (ceph-medic WOSD4 lists the defaults nearfull 0.85, backfillfull 0.9, full "
+                         "0.95, https://docs.ceph.com/projects/ceph-medic/en/latest/codes/osds.html): plan to stay below it"),
     "drives_per_node": (12, "(E) 12 x 3.5in bays per storage node"),
     "nic_gbps": (25.0, "(E) one 25 GbE port per storage node (client and replication traffic share it)"),
-    "io_block_mib": (4.0, "(E) object store I/O size: objects striped in 4 MiB pieces (Ceph RGW default stripe, (R))"),
+    "io_block_mib": (4.0, "(E) object store I/O size: objects written in pieces of up to 4 MiB"),
     "drive_busy_bound": (0.7, "(E) highest drive utilisation planned at the peak"),
     "nic_busy_bound": (0.7, "(E) highest NIC utilisation planned at the peak"),
     "recovery_share": (0.3, "(E) share of each survivor drive's time recovery takes when idle (the engine's rebuild default)"),
@@ -302,7 +304,8 @@ def run(out_dir: Path, seed: int) -> dict[str, Any]:
         headline("MinIO 32 nodes, 100 GbE, EC:4: GET throughput (GiB/s)", 325.0, m["get_gib_s"], tolerance=TOLERANCE,
                  relative=True, source=SOURCE_MINIO, unit="GiB/s", role="prediction"),
         headline("raw capacity used after one node fails (Ceph full ratio 0.95)", 0.95, survivors_fill, tolerance=0, upper=0.95,
-                 source="Ceph mon_osd_full_ratio default 0.95 (R)", role="target",
+                 source="Ceph full ratio default 0.95, https://docs.ceph.com/projects/ceph-medic/en/latest/codes/osds.html",
+                 role="target",
                  why="a bound the sizing must meet, not a measurement", rests_on=("after recovery",)),
         headline("upload latency during re-protection / healthy (bound set here: 2x)", 2.0,
                  f["during_recovery"]["upload_s"] / f["healthy"]["upload_s"], tolerance=0, upper=2.0, source=SOURCE, unit="x",
