@@ -76,10 +76,16 @@ def summary_dict(res: PlanResult, seed: int | None = None) -> dict:
 
 
 def ready_check_of(res: PlanResult):
-    """The per-VM comparison for today's hosts and placement, None without measured readiness, demand or vHost."""
+    """The per-VM comparison for today's hosts and placement, None without measured readiness, demand or vHost
+    (worked out once per plan: summary.json, the report and ready-check.csv all read it)."""
     from densim.tools.plan import ready_check
 
-    return ready_check.check(res.inventory, bound_pct=res.spec.qos.cpu_ready_pct)
+    key = (id(res.inventory), res.spec.qos.cpu_ready_pct)
+    cached = res.__dict__.get("_ready_check")
+    if cached is None or cached[0] != key:
+        cached = (key, ready_check.check(res.inventory, bound_pct=res.spec.qos.cpu_ready_pct))
+        res.__dict__["_ready_check"] = cached
+    return cached[1]
 
 
 def ready_check_summary(res: PlanResult) -> dict | None:
