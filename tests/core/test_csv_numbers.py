@@ -93,3 +93,17 @@ def test_fio_profile_and_calibration_csv_are_numbers(tmp_path, argv):
         (_t, header, rows), = _blocks(r.stdout)
         iops = header.index("iops")
         assert all(float(row[iops]) > 0 for row in rows)
+
+
+def test_csv_data_writes_numbers_booleans_and_blanks():
+    import numpy as np
+    from rich.table import Table
+
+    from densim.cli.common import csv_data, table_csv
+
+    t = Table("a", "b")
+    t.add_row("10,000 / 10,000", "1.2 ms")
+    csv_data(t, ["name", "vms_placed", "latency_ms", "ok", "missing"], [["=cmd", np.int64(10000), 1.2, True, None]])
+    assert table_csv(t) == "name,vms_placed,latency_ms,ok,missing\n'=cmd,10000,1.2,true,\n"  # formula guard kept
+    with pytest.raises(ValueError, match="csv row of 2 cells for 3 columns"):
+        csv_data(Table("x"), ["a", "b", "c"], [[1, 2]])

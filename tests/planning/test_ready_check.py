@@ -140,3 +140,12 @@ def test_plan_report_summary_and_csv(tmp_path):
     assert [float(x["measured_ready_pct_per_vcpu"]) for x in rows] == pytest.approx([50.0, 50.0, 50.0, 10.0])
     html = (out / "report.html").read_text()
     assert 'id="ready-check-table"' in html and 'id="fig-ready-check"' in html
+
+
+def test_measured_co_stop_is_reported_without_a_model_figure():
+    inv = _inventory(BUSY)
+    inv = build_inventory(inv.names, inv.vcpus, inv.vcpu_mhz, inv.mem_bytes, cpu_mhz=BUSY, tags={"host": inv.tags["host"]},
+                          hosts=inv.hosts, ready_pct=inv.ready_pct, costop_pct=[8.0, 2.0, 1.0, np.nan, 0.0, 0.5, 0.0, 9.0])
+    c = ready_check.summary(ready_check.check(inv))["measured_costop"]
+    # compared VMs a1, a2, b1, b2, b4, c1: co-stop per vCPU 8/4 = 2, 2/2 = 1, 1, (b2 not exported), 0.5, 0/4 = 0
+    assert c["vms"] == 5 and c["mean"] == pytest.approx(4.5 / 5) and c["max"] == 2.0

@@ -38,6 +38,7 @@ class ReadyCheck:
     util_pct: np.ndarray  # (M,) mean CPU use, % of vCPUs x host clock
     measured_vm_pct: np.ndarray  # (M,) as exported: summed over the VM's vCPUs
     measured_pct: np.ndarray  # (M,) per vCPU
+    costop_pct: np.ndarray | None  # (M,) measured co-stop per vCPU where exported (NaN: not for this VM); no model figure
     model_pct: np.ndarray  # (M,) per vCPU, mean over the steps
     vms_measured: int  # VMs with a measured value
     vms_no_host: int  # measured, but their host is not in vHost (or has no cores there): not compared
@@ -96,6 +97,7 @@ def check(inv, *, bound_pct: float = 5.0, smt_gain: float = 1.0, chunk: int = 20
     return ReadyCheck(
         names=inv.names[idx], host=inv.hosts.names[hi[idx]], vcpus=inv.vcpus[idx].astype(np.int64),
         util_pct=100.0 * util_sum[sel] / t_total, measured_vm_pct=meas_vm, measured_pct=meas_vm / inv.vcpus[idx],
+        costop_pct=None if inv.costop_pct is None else inv.costop_pct[idx] / inv.vcpus[idx],
         model_pct=model, vms_measured=int(measured.sum()), vms_no_host=int((measured & ~known).sum()),
         hosts=int(np.unique(hi[idx]).size), smt_gain=float(smt_gain), bound_pct=float(bound_pct), steps=t_total)
 
@@ -142,6 +144,10 @@ def summary(rc: ReadyCheck | None) -> dict | None:
         "vms_over_bound_both": int(both.sum()),
         "vms_model_under_measured_over": int(((rc.measured_pct > rc.bound_pct) & ~(rc.model_pct > rc.bound_pct)).sum()),
     }
+    if rc.costop_pct is not None and np.isfinite(rc.costop_pct).any():
+        c = rc.costop_pct[np.isfinite(rc.costop_pct)]
+        out["measured_costop"] = {"vms": int(c.size), "mean": float(c.mean()), "p95": float(np.percentile(c, 95)),
+                                  "max": float(c.max()), "note": "measured only: the plan's ready model has no co-stop"}
     return out
 
 
