@@ -49,7 +49,28 @@ def test_nodes_by_hand():
     assert s["nodes"] == 11 and s["limiting"] == "capacity on the survivors after one node fails"
     assert s["drives"] == 132 and s["gateway_vms"] == 3
     small = F.size(F.demand({"users": 1000}))
-    assert small["nodes"] == 4 and small["limiting"].startswith("copies + 1")  # 80.5 TB needs 2 nodes; 3 copies + 1 = 4
+    assert small["nodes"] == 4 and small["limiting"].startswith("pieces + 1")  # 80.5 TB needs 2 nodes; 3 copies + 1 = 4
+
+
+def test_erasure_coding_by_hand():
+    d = F.demand()
+    ec = F.erasure_scheme()
+    assert (ec.name, ec.amplification) == ("EC 4+2", 1.5)
+    s = F.size(d, scheme=ec)
+    # raw 134.2 TB x 1.5 = 201.3 TB: 201.3 / 40.8 = 4.93 -> 5 nodes, + 1 = 6; but 6 pieces on 6 nodes + 1 = 7
+    assert s["raw_used_tb"] == pytest.approx(5000 * 25 * GIB * 1.5 / 1e12) and s["nodes"] == 7
+    assert s["limiting"].startswith("pieces + 1")
+    # a download of 2 MiB reads 4 pieces of 512 KiB: one I/O each, 4 per download; an upload writes 6
+    op = s["healthy"]
+    assert op["backend_iops_per_node"] == pytest.approx((d.put_per_s * 6 + d.get_per_s * 4) / 7)
+    # re-protection reads 4 pieces per rebuilt byte and writes one: 0.3 x 255e6 / 5 = 15.3 MB/s per survivor drive
+    f = F.failure(7, d, scheme=ec)
+    u = f["after_recovery"]["drive_util"]
+    assert f["recovery_rate_MBps"] == pytest.approx(6 * 12 * 0.3 * 255e6 / 5 * (1 - u) / 1e6)
+    assert f["recovery_hours"] == pytest.approx(5000 * 25 * GIB * 1.5 / 7 / (f["recovery_rate_MBps"] * 1e6) / 3600)
+    rows = {r["scheme"]: r for r in F.compare_schemes(d)}
+    assert rows["EC 4+2"]["raw_tb"] < rows["3 copies"]["raw_tb"]  # 7 x 48 TB against 11 x 48 TB
+    assert rows["EC 4+2"]["recovery_hours"] > rows["3 copies"]["recovery_hours"]  # 4 reads per rebuilt byte
 
 
 def test_a_busy_estate_is_sized_by_its_drives():

@@ -80,6 +80,8 @@ WORKLOAD: dict[str, tuple[float, str]] = {
     "gateway_cpu_per_poll_s": (0.003, "(E) gateway CPU seconds per change poll (ETag comparison); no published measurement found"),
     "gateway_vcpus": (8, "(E) vCPUs per gateway VM"),
     "gateway_target_util": (0.6, "(E) gateway CPU utilisation at the peak"),
+    "ec_data": (4, "(E) erasure-coding profile compared with replication: 4 data pieces"),
+    "ec_parity": (2, "(E) ... and 2 parity pieces (EC 4+2: survives two node failures like 3 copies, at 1.5x raw)"),
     "replicas": (3, "Ceph's default pool size, 3 copies ('By default, Ceph makes 3 replicas of objects', Red Hat Ceph Storage 3 "
                     "configuration guide, pool, PG and CRUSH reference)"),
     "fill_limit": (0.85, "Ceph's nearfull ratio 0.85 (ceph-medic WOSD4 lists the defaults nearfull 0.85, backfillfull 0.9, full "
@@ -169,60 +171,106 @@ def demand(w: dict[str, float] | None = None) -> Demand:
                   poll_per_s=users * p["devices_per_user"] / p["poll_interval_s"], file_bytes=size)
 
 
-def _node_model(drives: int, catalog=None):
+@dataclass(frozen=True)
+class Scheme:
+    """How the object store protects an object: ``copies`` pieces of which ``data`` hold the data (replication:
+    ``data`` = 1, ``copies`` = replicas; erasure coding k + m: ``data`` = k, ``copies`` = k + m, one piece per node)."""
+
+    name: str
+    data: int
+    copies: int
+
+    @property
+    def amplification(self) -> float:
+        return self.copies / self.data
+
+    @property
+    def erasure(self) -> bool:
+        return self.data > 1
+
+    def traffic(self) -> dict[str, float]:
+        if self.erasure:
+            return erasure_traffic(self.data, self.copies - self.data, self.copies)
+        return replication_traffic(self.copies)
+
+    def piece_bytes(self, file_bytes: float) -> float:
+        return file_bytes / self.data
+
+
+def default_scheme() -> Scheme:
+    return Scheme(f"{int(_p('replicas'))} copies", 1, int(_p("replicas")))
+
+
+def erasure_scheme() -> Scheme:
+    k, m = int(_p("ec_data")), int(_p("ec_parity"))
+    return Scheme(f"EC {k}+{m}", k, k + m)
+
+
+def _node_model(drives: int, block_bytes: float, catalog=None):
     from densim.catalog.core import builtin_catalog
     from densim.models.devices import DeviceSpec
     from densim.models.storage.vmio import DatastoreModel
 
     cat = catalog or builtin_catalog()
     dev = cat.get("devices", DRIVE, DeviceSpec)
-    return dev, DatastoreModel.build("node", dev, drives, "jbod", None, 0, _p("io_block_mib") * 2**20)
+    return dev, DatastoreModel.build("node", dev, drives, "jbod", None, 0, block_bytes)
 
 
-def operating_point(nodes: int, d: Demand, *, failed: int = 0, recovery_Bps: float = 0.0, catalog=None) -> dict[str, Any]:
+def _io_shape(sc: Scheme, d: Demand) -> tuple[float, float]:
+    """(I/O size, I/Os per piece): a piece written or read in I/Os of up to ``io_block_mib``."""
+    blk = _p("io_block_mib") * 2**20
+    piece = sc.piece_bytes(d.file_bytes)
+    return min(blk, piece), max(1.0, piece / blk)
+
+
+def operating_point(nodes: int, d: Demand, *, scheme: Scheme | None = None, failed: int = 0, recovery_Bps: float = 0.0,
+                    catalog=None) -> dict[str, Any]:
     """Per-node load, utilisations and user latencies with ``nodes`` storage nodes, ``failed`` of them down, and
-    ``recovery_Bps`` of re-protection writes spread over the survivors."""
+    ``recovery_Bps`` of re-protected bytes a second spread over the survivors."""
     import numpy as np
 
     from densim.models.queueing import max_iid_factors
     from densim.models.storage.sizing import cpu_response_s
     from densim.models.storage.vmio import degraded_latency_s
 
-    r = int(_p("replicas"))
+    sc = scheme or default_scheme()
     n = nodes - failed
-    dev, ds = _node_model(int(_p("drives_per_node")), catalog)
-    pieces = max(1.0, d.file_bytes / (_p("io_block_mib") * 2**20))  # I/Os per object per copy
-    w_iops = d.put_per_s * r * pieces / n  # back-end writes per node
-    r_iops = d.get_per_s * pieces / n
+    block, ios = _io_shape(sc, d)
+    dev, ds = _node_model(int(_p("drives_per_node")), block, catalog)
+    w_iops = d.put_per_s * sc.copies * ios / n  # back-end writes per node: every piece of every upload
+    r_iops = d.get_per_s * sc.data * ios / n  # a download reads its data pieces
     drives = n * int(_p("drives_per_node"))
-    rec_share = recovery_Bps * _recovery_s_per_byte(dev) / drives  # each survivor drive's time taken by re-protection
+    rec_share = recovery_Bps * _recovery_s_per_byte(dev, sc) / drives  # each survivor drive's time taken by re-protection
     fg = float(w_iops + r_iops)
     rf = float(r_iops / fg) if fg > 0 else 1.0
     lat, util, sat, u_dev = degraded_latency_s(ds, np.array([fg]), np.array([rf]), 0,
                                                drive_share=np.array([max(1e-6, 1.0 - rec_share)]))
-    disk_s = float(lat[0])
-    tr = replication_traffic(r)
+    disk_s = float(lat[0]) * ios  # a piece's I/Os one after another
+    tr = sc.traffic()
     nic_Bps = _p("nic_gbps") * 1e9 / 8
     put_Bps, get_Bps = d.put_per_s * d.file_bytes, d.get_per_s * d.file_bytes
-    nic_in = (put_Bps * tr["put_in"] + get_Bps * tr["get_in"] + recovery_Bps) / n / nic_Bps
-    nic_out = (put_Bps * tr["put_out"] + get_Bps * tr["get_out"] + recovery_Bps) / n / nic_Bps
+    rec_net = recovery_Bps * sc.data  # a rebuilt byte gathers ``data`` bytes from other nodes
+    nic_in = (put_Bps * tr["put_in"] + get_Bps * tr["get_in"] + rec_net) / n / nic_Bps
+    nic_out = (put_Bps * tr["put_out"] + get_Bps * tr["get_out"] + rec_net) / n / nic_Bps
     transfer = d.file_bytes / nic_Bps
     gw = gateways(d)
     cores = gw * int(_p("gateway_vcpus"))
     gw_util = gateway_cpu_s(d) / cores
-    fj = float(max_iid_factors(r, 1.0)[0])  # slowest of r exponential responses
-    put_s = (cpu_response_s(_p("gateway_cpu_per_transfer_s"), cores, gw_util) + transfer / max(1e-9, 1 - nic_in)
-             + fj * disk_s)
-    get_s = cpu_response_s(_p("gateway_cpu_per_transfer_s"), cores, gw_util) + transfer / max(1e-9, 1 - nic_out) + disk_s
+    cpu = cpu_response_s(_p("gateway_cpu_per_transfer_s"), cores, gw_util)
+    # an upload waits for the slowest of its pieces' writes, a download for the slowest of its data pieces' reads
+    # (fork-join of exponential responses, (E))
+    put_s = cpu + transfer / max(1e-9, 1 - nic_in) + float(max_iid_factors(sc.copies, 1.0)[0]) * disk_s
+    get_s = cpu + transfer / max(1e-9, 1 - nic_out) + float(max_iid_factors(sc.data, 1.0)[0]) * disk_s
     return {"nodes_up": n, "backend_iops_per_node": fg, "read_fraction": rf, "drive_util": float(util[0]),
             "drive_saturated": bool(sat[0]), "disk_latency_s": disk_s, "nic_in_util": nic_in, "nic_out_util": nic_out,
             "gateway_vms": gw, "gateway_util": gw_util, "upload_s": put_s if nic_in < 1 and not sat[0] else math.inf,
             "download_s": get_s if nic_out < 1 and not sat[0] else math.inf, "recovery_drive_share": rec_share}
 
 
-def _recovery_s_per_byte(dev) -> float:
-    """Drive seconds per re-protected byte: read sequentially from a surviving copy, written sequentially to a new home."""
-    return 1.0 / dev.seq_bps(True, "re-protection model") + 1.0 / dev.seq_bps(False, "re-protection model")
+def _recovery_s_per_byte(dev, sc: Scheme) -> float:
+    """Drive seconds per re-protected byte: ``data`` bytes read sequentially from surviving pieces (one copy for
+    replication), one written sequentially to its new home."""
+    return sc.data / dev.seq_bps(False, "re-protection model") + 1.0 / dev.seq_bps(True, "re-protection model")
 
 
 def gateway_cpu_s(d: Demand) -> float:
@@ -235,58 +283,75 @@ def gateways(d: Demand) -> int:
     return math.ceil(gateway_cpu_s(d) / (_p("gateway_vcpus") * _p("gateway_target_util"))) + 1
 
 
-def size(d: Demand | None = None, catalog=None) -> dict[str, Any]:
+def size(d: Demand | None = None, *, scheme: Scheme | None = None, catalog=None) -> dict[str, Any]:
     """Storage nodes, drives, gateway VMs and network for the demand, with the reason for the node count."""
     d = d or demand()
-    r = int(_p("replicas"))
-    dev, _ds = _node_model(int(_p("drives_per_node")), catalog)
+    sc = scheme or default_scheme()
+    dev, _ds = _node_model(int(_p("drives_per_node")), _io_shape(sc, d)[0], catalog)
     node_bytes = _p("drives_per_node") * dev.capacity("object store sizing")
-    raw = d.logical_bytes * r
+    raw = d.logical_bytes * sc.amplification
     reasons = {
-        "copies + 1 (re-protect after a node failure)": r + 1,
+        "pieces + 1 (re-protect after a node failure)": sc.copies + 1,
         "capacity under the fill limit": math.ceil(raw / (_p("fill_limit") * node_bytes)),
         "capacity on the survivors after one node fails": math.ceil(raw / (_p("fill_limit") * node_bytes)) + 1,
     }
     n = max(reasons.values())
     while True:  # grow until the peak keeps every drive and NIC under its bound (a handful of steps)
-        op = operating_point(n, d, catalog=catalog)
+        op = operating_point(n, d, scheme=sc, catalog=catalog)
         if op["drive_util"] <= _p("drive_busy_bound") and max(op["nic_in_util"], op["nic_out_util"]) <= _p("nic_busy_bound"):
             break
         n += 1
         reasons["peak drive / NIC utilisation"] = n
     limiting = max(reasons, key=lambda k: (reasons[k], k == "peak drive / NIC utilisation"))
-    return {"nodes": n, "limiting": limiting, "reasons": reasons, "drives": n * int(_p("drives_per_node")),
+    return {"scheme": sc.name, "nodes": n, "limiting": limiting, "reasons": reasons, "drives": n * int(_p("drives_per_node")),
             "drive": DRIVE, "raw_tb": n * node_bytes / 1e12, "raw_used_tb": raw / 1e12, "fill": raw / (n * node_bytes),
             "gateway_vms": gateways(d), "gateway_vcpus": gateways(d) * int(_p("gateway_vcpus")),
             "client_in_gbps": d.put_per_s * d.file_bytes * 8 / 1e9, "client_out_gbps": d.get_per_s * d.file_bytes * 8 / 1e9,
             "healthy": op}
 
 
-def failure(n: int, d: Demand, catalog=None, hours: float = 48.0, step_h: float = 0.25) -> dict[str, Any]:
+def failure(n: int, d: Demand, *, scheme: Scheme | None = None, catalog=None, hours: float = 48.0,
+            step_h: float = 0.25) -> dict[str, Any]:
     """One of ``n`` nodes fails at hour 1: latency over time while the survivors re-protect its data, and after."""
-    dev, _ds = _node_model(int(_p("drives_per_node")), catalog)
-    r = int(_p("replicas"))
-    lost = d.logical_bytes * r / n  # the failed node's share of the copies
+    sc = scheme or default_scheme()
+    dev, _ds = _node_model(int(_p("drives_per_node")), _io_shape(sc, d)[0], catalog)
+    lost = d.logical_bytes * sc.amplification / n  # the failed node's share of the pieces
     survivors = (n - 1) * int(_p("drives_per_node"))
-    r0 = _p("recovery_share") / _recovery_s_per_byte(dev)  # B/s per survivor drive when idle
-    healthy = operating_point(n, d, catalog=catalog)
-    degraded_no_rec = operating_point(n, d, failed=1, catalog=catalog)
+    r0 = _p("recovery_share") / _recovery_s_per_byte(dev, sc)  # re-protected B/s per survivor drive when idle
+    healthy = operating_point(n, d, scheme=sc, catalog=catalog)
+    degraded_no_rec = operating_point(n, d, scheme=sc, failed=1, catalog=catalog)
     u = degraded_no_rec["drive_util"]
     disk_rate = survivors * r0 * max(0.0, 1.0 - u)  # r = r0 (1 - u), the engine's rebuild rule
-    # recovery bytes leave one survivor and enter another: at most what the NICs have left under their bound
+    # a rebuilt byte gathers ``data`` bytes across the survivors' NICs: at most what they have left under their bound
     nic_left = (n - 1) * _p("nic_gbps") * 1e9 / 8 * max(0.0, _p("nic_busy_bound") - max(degraded_no_rec["nic_in_util"],
-                                                                                          degraded_no_rec["nic_out_util"]))
+                                                                                          degraded_no_rec["nic_out_util"])) / sc.data
     rate = min(disk_rate, nic_left)
-    during = operating_point(n, d, failed=1, recovery_Bps=rate, catalog=catalog)
+    during = operating_point(n, d, scheme=sc, failed=1, recovery_Bps=rate, catalog=catalog)
     rec_h = lost / rate / 3600.0 if rate > 0 else math.inf
     t, series = 0.0, []
     while t <= hours + 1e-9:
         op = healthy if t < 1.0 else during if t < 1.0 + rec_h else degraded_no_rec
         series.append((t, op["upload_s"], op["download_s"], op["drive_util"]))
         t += step_h
-    return {"recovery_hours": rec_h, "recovery_TB": lost / 1e12, "recovery_rate_MBps": rate / 1e6,
+    return {"scheme": sc.name, "recovery_hours": rec_h, "recovery_TB": lost / 1e12, "recovery_rate_MBps": rate / 1e6,
             "recovery_bound": "drives" if disk_rate <= nic_left else "network", "healthy": healthy,
             "during_recovery": during, "after_recovery": degraded_no_rec, "series": series}
+
+
+def compare_schemes(d: Demand | None = None, catalog=None) -> list[dict[str, Any]]:
+    """Replication against erasure coding for the same demand: nodes, raw capacity, latency healthy and while a node's
+    data is re-protected, and how long that takes."""
+    d = d or demand()
+    rows = []
+    for sc in (default_scheme(), erasure_scheme()):
+        s = size(d, scheme=sc, catalog=catalog)
+        f = failure(s["nodes"], d, scheme=sc, catalog=catalog)
+        rows.append({"scheme": sc.name, "nodes": s["nodes"], "limiting": s["limiting"], "raw_tb": s["raw_tb"],
+                     "raw_used_tb": s["raw_used_tb"], "upload_ms": 1e3 * f["healthy"]["upload_s"],
+                     "download_ms": 1e3 * f["healthy"]["download_s"], "upload_during_recovery_ms": 1e3 * f["during_recovery"]["upload_s"],
+                     "download_during_recovery_ms": 1e3 * f["during_recovery"]["download_s"], "recovery_hours": f["recovery_hours"],
+                     "recovery_bound": f["recovery_bound"]})
+    return rows
 
 
 # --------------------------------------------------------------------------------------------- run
@@ -345,6 +410,7 @@ def run(out_dir: Path, seed: int) -> dict[str, Any]:
         "sizing": s,
         "failure": {k: v for k, v in f.items() if k != "series"},
         "minio_check": m,
+        "schemes": compare_schemes(d),
         "users_sweep": sweep,
         "parameters": {k: {"value": v, "basis": b} for k, (v, b) in WORKLOAD.items()} | {"drive": {"value": DRIVE, "basis": "catalog part"}},
         "figures": [fig_fail, fig_size],
