@@ -21,9 +21,12 @@ Sizing (:func:`size`), every input in :data:`WORKLOAD` with its basis:
   :mod:`densim.models.storage.vmio` at the node's back-end I/O rate (writes x replication); the node count
   grows until every drive and NIC stays under its busy bound at the peak.
 
+:func:`compare_schemes` sets replication (3 copies) beside erasure coding (EC 4+2) for the same demand: nodes, raw
+capacity, latency healthy and during re-protection, and the time to re-protect.
+
 User latency = gateway CPU (M/M/c on the gateway VMs' vCPUs) + transfer on the storage node's NIC (M/M/1,
-(E)) + the object's disk I/O (a PUT waits for the slowest of its replicas: fork-join of exponential
-responses, :func:`densim.models.queueing.max_iid_factors` with shape 1 (E)).
+(E)) + the object's disk I/O (a PUT waits for the slowest of its pieces, a GET for the slowest of its data pieces:
+fork-join of exponential responses, :func:`densim.models.queueing.max_iid_factors` with shape 1 (E)).
 
 **Node failure** (:func:`failure`): the survivors carry the node's share of the traffic and re-protect its
 data (re-replication, as the engine's drive rebuild): each survivor drive gives the recovery ``share`` of
