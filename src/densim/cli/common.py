@@ -164,8 +164,34 @@ def console(stderr: bool = False) -> Console:
     return Console(file=stream, highlight=False, width=None if stream.isatty() else WIDE, soft_wrap=not stream.isatty())
 
 
+def csv_data(tab: Table, header: list[str], rows: list[list[Any]]) -> Table:
+    """Attach what ``--csv`` writes for ``tab`` instead of its printed cells: ``header`` names one quantity per
+    column with its unit (``latency_ms``, ``cpu_use_pct``), ``rows`` hold plain numbers (``None``: empty cell) or
+    text for names. The printed table keeps its formatted cells ("10,000 / 10,000", "1.2 ms")."""
+    rows = [list(r) for r in rows]
+    for r in rows:
+        if len(r) != len(header):
+            raise ValueError(f"csv row of {len(r)} cells for {len(header)} columns: {r!r}")
+    tab.csv_rows = (list(header), rows)  # type: ignore[attr-defined]
+    return tab
+
+
+def _csv_value(v: Any) -> Any:
+    """A number as Python writes it (shortest round-trip), a bool as true/false, None as an empty cell."""
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return v
+    if hasattr(v, "item"):  # numpy scalar
+        return _csv_value(v.item())
+    return str(v)
+
+
 def table_csv(tab: Table) -> str:
-    """A rich table as CSV text: the header row, then every row (cells as printed)."""
+    """A rich table as CSV text: the numbers attached with :func:`csv_data` (one quantity per column, units in the
+    header), else the header row and every row as printed (text tables: names, descriptions)."""
     import csv
     import io
 
@@ -173,6 +199,12 @@ def table_csv(tab: Table) -> str:
 
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
+    data = getattr(tab, "csv_rows", None)
+    if data is not None:
+        w.writerow(safe_row(data[0]))
+        for r in data[1]:
+            w.writerow(safe_row(_csv_value(v) for v in r))
+        return buf.getvalue()
     cols = list(tab.columns)
     if tab.show_header:
         w.writerow(safe_row(str(c.header) for c in cols))

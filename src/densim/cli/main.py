@@ -7,6 +7,7 @@ discovered from :mod:`densim.cli.commands` (each module's ``register(app)``).
 from __future__ import annotations
 
 import importlib
+import math
 import pkgutil
 import sys
 import time
@@ -17,7 +18,7 @@ import typer
 
 from densim.cli.estimates import max_memory_option as _max_memory
 
-from densim.cli.common import (DEFAULT_SEED, CsvOpt, JsonOpt, NoProgressOpt, Printer, QuietOpt, SeedOpt, fail,
+from densim.cli.common import (DEFAULT_SEED, CsvOpt, JsonOpt, csv_data, NoProgressOpt, Printer, QuietOpt, SeedOpt, fail,
                                out_file, out_folder, run_guarded)  # noqa: F401 - out_file re-exported
 from densim.cli.common import console as _console
 
@@ -108,6 +109,11 @@ def _print_run(res, out: Path, wall_s: float, pr: Printer) -> None:
     tab.add_row("energy", f"{t['energy_kwh']:,.2f} kWh")
     tab.add_row("seed", str(s["seed"]))
     tab.add_row("wall time", f"{wall_s:.2f} s")
+    csv_data(tab, ["vms_placed", "vms_total", "vms_unplaced", "hosts_used", "hosts_total", "cpu_demand_ghz_h",
+                   "cpu_delivered_pct_of_demand", "cpu_ready_mean_pct", "vms_ready_over_5pct", "energy_kwh", "seed", "wall_s"],
+             [[s["vms_placed"], s["vms_total"], s["vms_unplaced"], s["hosts_used"], s["hosts_total"], t["cpu_demand_mhz_s"] / 3.6e6,
+               100 * t["cpu_delivered_mhz_s"] / max(t["cpu_demand_mhz_s"], 1e-9), s["qos"]["cpu_ready_pct_mean"],
+               s["qos"]["vms_ready_over_5pct"], t["energy_kwh"], s["seed"], wall_s]])
     pr.table(tab)
     pr.line(f"results in {out}/ (summary.json, *.parquet); report: {out / 'report.html'}")
 
@@ -269,6 +275,14 @@ def _print_validation(seed: int, pr: Printer) -> None:
     for r in res["rows"]:
         tab.add_row(r["study"], r["figure"], _num(r["measured"], r["unit"]), _num(r["predicted"], r["unit"]),
                     _err(r), r["tolerance"], "yes" if r["within"] else "MISS")
+
+    def fin(x):
+        return x if x is not None and math.isfinite(x) else None
+
+    csv_data(tab, ["study", "figure", "unit", "measured", "predicted", "error_pct", "error_kind", "tolerance", "within"],
+             [[r["study"], r["figure"], r["unit"], fin(r["measured"]), fin(r["predicted"]),
+               None if _err(r) in ("no model", "bound") else r["error_pct"], _err(r) if _err(r) in ("no model", "bound") else "",
+               r["tolerance"], bool(r["within"])] for r in res["rows"]])
     pr.table(tab)
     area = Table(title="per area (MAPE leaves out bounds and rows without a model value)")
     for col in ("area", "predictions", "in MAPE", "MAPE", "within tolerance"):
@@ -277,6 +291,9 @@ def _print_validation(seed: int, pr: Printer) -> None:
         mape = f"{a['mape_pct']:.1f} %" if a["mape_pct"] == a["mape_pct"] else "-"
         area.add_row(name, f"{a['predictions']:.0f}", f"{a['with_error']:.0f}", mape,
                      f"{a['within']:.0f} ({100 * a['within_share']:.0f} %)")
+    csv_data(area, ["area", "predictions", "in_mape", "mape_pct", "within_tolerance", "within_tolerance_pct"],
+             [[name, int(a["predictions"]), int(a["with_error"]), fin(a["mape_pct"]), int(a["within"]), 100 * a["within_share"]]
+              for name, a in sorted(res["areas"].items(), key=lambda kv: (kv[0] == "all", kv[0]))])
     pr.table(area)
     nots = Table(title="figures that are not predictions (identities, restated datasheets, inputs set with the figure known)")
     for col in ("study", "figure", "role", "why"):
@@ -287,9 +304,11 @@ def _print_validation(seed: int, pr: Printer) -> None:
     loo = Table(title="cross-validation: SPECpower load levels left out one at a time (mean |error|)")
     for col in ("server", "table", "line"):
         loo.add_column(col)
-    for key, rows in res["loo"].items():
-        loo.add_row(SPECPOWER[key]["label"], *(f"{100 * sum(abs(e[f'{k}_error']) for e in rows) / len(rows):.1f} %"
-                                               for k in ("table", "line")))
+    loo_rows = [[SPECPOWER[key]["label"], *(100 * sum(abs(e[f"{k}_error"]) for e in rows) / len(rows) for k in ("table", "line"))]
+                for key, rows in res["loo"].items()]
+    for r in loo_rows:
+        loo.add_row(r[0], *(f"{x:.1f} %" for x in r[1:]))
+    csv_data(loo, ["server", "table_mean_abs_error_pct", "line_mean_abs_error_pct"], loo_rows)
     pr.table(loo)
     fits = Table(title="cross-validation of the older studies' fits: fit on all figures but one, predict the one left out")
     for col in ("study", "left out", "measured", "predicted", "error", "re-fitted"):
@@ -298,6 +317,9 @@ def _print_validation(seed: int, pr: Printer) -> None:
         for r in rows:
             fits.add_row(study, r["left_out"], f"{r['measured']:.4g}", f"{r['predicted']:.4g}",
                          f"{100 * r['error']:+.1f} %", fit_text(r["fit"]))
+    csv_data(fits, ["study", "left_out", "measured", "predicted", "error_pct", "refitted"],
+             [[study, r["left_out"], r["measured"], r["predicted"], 100 * r["error"], fit_text(r["fit"])]
+              for study, rows in res["loo_fits"].items() for r in rows])
     pr.table(fits)
     pr.line("Sources, set-ups, the cross-validation details and the misses' suspected mechanisms: docs/background/validation.md")
 
@@ -350,6 +372,9 @@ def studies(
     if not pr.as_csv:  # a CSV has one row per study; the totals are the column sums
         tab.add_section()
         tab.add_row(f"total: {t['studies']}", "", *(str(t["roles"][k]) for k in ROLES), pred(t), str(t["saturated_resources"]))
+    csv_data(tab, ["name", "area", *ROLES, "predictions_passed", "predictions_total", "saturated_resources"],
+             [[r["name"], r["area"], *(r["roles"][k] for k in ROLES), r["predictions_passed"], r["predictions_total"],
+               r["saturated_resources"]] for r in ov["studies"]])
     pr.table(tab)
     pr.line(f"{t['headlines']} headline figures: " + ", ".join(f"{t['roles'][k]} {k}" for k in ROLES)
             + f"; predictions {t['predictions_passed']}/{t['predictions_total']} pass (seed {seed}). Calibration figures agree by "
@@ -393,6 +418,9 @@ def study(
         if h.get("saturated"):
             result += " (saturated)"
         tab.add_row(h["name"], h["role"], _published_text(h), f"{h['simulated']:.4g}", str(h["tolerance"]), result)
+    csv_data(tab, ["figure", "role", "published", "simulated", "tolerance", "passed", "saturated"],
+             [[h["name"], h["role"], None if h["role"] == "target" else h["published"], h["simulated"], str(h["tolerance"]),
+               bool(h["passed"]), bool(h.get("saturated"))] for h in summary.get("headline", [])])
     pr.table(tab)
     counts = ", ".join(f"{summary['roles'][r]} {r}" for r in ROLES)
     pr.line(f"roles: {counts}; predictions: {summary['predictions_passed']}/{summary['predictions_total']} pass (validation); "

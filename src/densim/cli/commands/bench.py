@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from densim.cli.common import RESULT_FILE, CsvOpt, JsonOpt, NoProgressOpt, Printer, QuietOpt, fail
+from densim.cli.common import RESULT_FILE, CsvOpt, JsonOpt, NoProgressOpt, Printer, QuietOpt, csv_data, fail
 
 
 def _result_path(p: Path) -> Path:
@@ -83,8 +83,31 @@ def register(app: typer.Typer) -> None:
             tab = Table("figure", a.name, b.name, title="tile benchmark results side by side")
             for row in rows:
                 tab.add_row(*row)
+            csv_data(tab, ["figure", "unit", a.name, b.name], _compare_csv_rows(rows, da, db))
             pr.table(tab)
         else:
             typer.echo(format_comparison(da, db, a.name, b.name))
 
     app.add_typer(bench, name="bench")
+
+
+def _compare_csv_rows(rows: list[tuple[str, str, str]], da: dict, db: dict) -> list[list]:
+    """``bench compare --csv``: the hardware and configuration rows as text, the results as numbers with their unit
+    (tiles, score, and per workload its QoS margin, percentile response and bound instead of one formatted cell)."""
+    out: list[list] = [[lab, "", va, vb] for lab, va, vb in rows
+                       if lab not in ("memory", "tiles", "tiles (with partial)", "VMs", "score") and not lab.startswith("QoS margin ")]
+    out.insert(3, ["memory", "GiB", da["host"]["server"]["memory"] / 1024**3, db["host"]["server"]["memory"] / 1024**3])
+    ra, rb = da["result"], db["result"]
+    out += [["tiles", "tiles", ra["tiles"], rb["tiles"]], ["tiles (with partial)", "tiles", ra["tiles_fractional"], rb["tiles_fractional"]],
+            ["VMs", "VMs", ra["vms"], rb["vms"]], ["score", "", ra["score"], rb["score"]]]
+    wa = {w["name"]: w for w in ra["workloads"]}
+    wb = {w["name"]: w for w in rb["workloads"]}
+    for name in dict.fromkeys([*wa, *wb]):
+        def get(w, key, scale):
+            return None if w is None or w.get(key) is None else w[key] * scale
+        a, b = wa.get(name), wb.get(name)
+        out += [[f"QoS margin {name}", "%", get(a, "qos_margin", 100), get(b, "qos_margin", 100)],
+                [f"response percentile {name}", "%", get(a, "qos_share", 100), get(b, "qos_share", 100)],
+                [f"response at the percentile {name}", "ms", get(a, "p_response_s", 1000), get(b, "p_response_s", 1000)],
+                [f"response bound {name}", "ms", get(a, "qos_bound_s", 1000), get(b, "qos_bound_s", 1000)]]
+    return out

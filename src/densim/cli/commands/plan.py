@@ -9,7 +9,7 @@ import typer
 
 from densim.cli.estimates import max_memory_option as _max_memory
 
-from densim.cli.common import DEFAULT_SEED, CsvOpt, JsonOpt, NoProgressOpt, Printer, QuietOpt, fail
+from densim.cli.common import DEFAULT_SEED, CsvOpt, JsonOpt, NoProgressOpt, Printer, QuietOpt, csv_data, fail
 
 
 def plan_command(
@@ -145,6 +145,26 @@ def _chosen_scenario(res, inventory: Path, fmt: str, verify: bool, phase) -> tup
     return text, ver
 
 
+def _ranking_csv_header(show_mem: bool, show_io: bool) -> list[str]:
+    return (["rank", "candidate", "feasible", "hosts", "lower_bound_hosts", "vms_per_host", "worst_ready_pct"]
+            + (["worst_memory_slowdown"] if show_mem else []) + (["worst_io_latency_ms"] if show_io else [])
+            + ["mean_cpu_util_pct", "tco_per_vm_year_usd"])
+
+
+def _ranking_csv_row(i: int, r, show_mem: bool, show_io: bool) -> list:
+    """The ranking as numbers for --csv: an infeasible candidate has its name and no figures; NaN (not checked) is empty."""
+    import math
+
+    def fin(x):
+        return float(x) if x is not None and math.isfinite(x) else None
+
+    if not r.feasible:
+        return [i, r.name, False] + [None] * (len(_ranking_csv_header(show_mem, show_io)) - 3)
+    return ([i, r.name, True, r.n_hosts, r.lower_bound_hosts, r.vms_per_host, fin(r.ready_pct_worst)]
+            + ([fin(r.mem_slowdown_worst)] if show_mem else []) + ([fin(r.io_latency_worst_ms)] if show_io else [])
+            + [None if fin(r.cpu_util_mean) is None else 100 * r.cpu_util_mean, r.tco["per_vm_usd"]])
+
+
 def _print_plan(pr: Printer, res, inv, spec, out: Path, summary: dict) -> None:
     import math
 
@@ -182,6 +202,7 @@ def _print_plan(pr: Printer, res, inv, spec, out: Path, summary: dict) -> None:
         else:
             row = [str(i), r.name] + ["-"] * (len(cols) - 3) + ["infeasible"]
         t.add_row(*row)
+    csv_data(t, _ranking_csv_header(show_mem, show_io), [_ranking_csv_row(i, r, show_mem, show_io) for i, r in enumerate(res.ranked(), 1)])
     pr.table(t)
     for r in res.ranked():
         for note in r.notes:

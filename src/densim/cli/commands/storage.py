@@ -13,7 +13,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from densim.cli.common import CsvOpt, JsonOpt, NoProgressOpt, Printer, QuietOpt, status
+from densim.cli.common import CsvOpt, JsonOpt, NoProgressOpt, Printer, QuietOpt, csv_data, status
 from densim.cli.common import run_guarded as _guard
 from densim.tools.storage import run_calibrate, run_io, run_size
 
@@ -40,6 +40,11 @@ def _fmt_opt_s(x: float | None) -> str:
     return "-" if x is None else _fmt_s(x)
 
 
+def _ms(x: float | None) -> float | None:
+    """Seconds as milliseconds for a CSV cell (None stays empty; an infinite latency stays inf)."""
+    return None if x is None else 1e3 * x
+
+
 def _fmt_bs(b: float) -> str:
     return f"{b / 1024:g} KiB" if b < 1024 * 1024 else f"{b / 1024 / 1024:g} MiB"
 
@@ -54,6 +59,10 @@ def _print_fio_profile(out: dict[str, Any], pr: Printer) -> None:
         tab.add_row(p["rw"], _fmt_bs(p["block_bytes"]), str(p["depth"]), _fmt_n(p["iops"]), f"{p['bandwidth_bps'] / 1e6:,.1f}",
                     _fmt_opt_s(p["mean_latency_s"]), _fmt_opt_s(p["p99_latency_s"]), f"{100 * p['read_fraction']:.0f} %",
                     f"{p['job']} ({p['where']})")
+    csv_data(tab, ["rw", "block_bytes", "depth", "iops", "bandwidth_MBps", "mean_latency_ms", "p99_latency_ms", "read_pct", "job",
+                   "where"],
+             [[p["rw"], p["block_bytes"], p["depth"], p["iops"], p["bandwidth_bps"] / 1e6, _ms(p["mean_latency_s"]),
+               _ms(p["p99_latency_s"]), 100 * p["read_fraction"], p["job"], p["where"]] for p in out["points"]])
     pr.table(tab)
     for note in out["notes"]:
         pr.line(f"note: {note}")
@@ -72,6 +81,10 @@ def _print_calibration(out: dict[str, Any], pr: Printer) -> None:
                     "-" if not cat else f"{q['fitted'] / cat:.3f}")
     for d, c in out["parallelism"].items():
         tab.add_row(f"{d} parallelism (IOPS x QD1 latency)", "", f"{c:,.2f}", "servers", "")
+    csv_data(tab, ["figure", "catalog", "fitted", "unit", "fitted_to_data", "fitted_over_catalog"],
+             [[q["field"], q["catalog"], q["fitted"], q["unit"], bool(q["fitted_to_data"]),
+               q["fitted"] / q["catalog"] if q["catalog"] else None] for q in out["parameters"]]
+             + [[f"{d} parallelism (IOPS x QD1 latency)", None, c, "servers", True, None] for d, c in out["parallelism"].items()])
     pr.table(tab)
     pts = Table(title="fit error per point")
     for col in ("rw", "block", "depth", "IOPS", "model IOPS", "error", "latency", "model latency", "error"):
@@ -81,6 +94,10 @@ def _print_calibration(out: dict[str, Any], pr: Printer) -> None:
         pts.add_row(p["rw"], _fmt_bs(p["block_bytes"]), str(p["depth"]), _fmt_n(p["iops"]), _fmt_n(p["model_iops"]),
                     f"{p['iops_error_pct']:+.2f} %", _fmt_opt_s(p["mean_latency_s"]), _fmt_s(p["model_latency_s"]),
                     "-" if le is None else f"{le:+.2f} %")
+    csv_data(pts, ["rw", "block_bytes", "depth", "iops", "model_iops", "iops_error_pct", "latency_ms", "model_latency_ms",
+                   "latency_error_pct"],
+             [[p["rw"], p["block_bytes"], p["depth"], p["iops"], p["model_iops"], p["iops_error_pct"], _ms(p["mean_latency_s"]),
+               _ms(p["model_latency_s"]), p["latency_error_pct"]] for p in out["points"]])
     pr.table(pts)
     mape_l = out["mape_latency_pct"]
     pr.line(f"MAPE: IOPS {out['mape_iops_pct']:.2f} %, latency " + ("-" if mape_l is None else f"{mape_l:.2f} %")
@@ -113,6 +130,11 @@ def _print_io(out: dict[str, Any], pr: Printer) -> None:
         head.add_row("not modelled", note)
     head.add_row("drives / usable", f"{out['drives']} / {out['usable_bytes'] / 1e12:,.2f} TB")
     head.add_row("storage power", f"{out['storage_power_w']:,.1f} W")
+    csv_data(head, ["throughput_iops", "bandwidth_MBps", "mean_latency_ms", "p99_latency_ms", "outstanding_ios", "max_iops", "bound",
+                    "bottleneck", "saturated", "drives", "usable_TB", "storage_power_w", "not_modelled"],
+             [[out["throughput_iops"], out["bandwidth_bps"] / 1e6, _ms(out["mean_latency_s"]), _ms(out["p99_latency_s"]),
+               out["outstanding"], out["max_iops"], out["bound"], out["bottleneck"], bool(out["saturated"]), out["drives"],
+               out["usable_bytes"] / 1e12, out["storage_power_w"], "; ".join(out.get("not_modelled", []))]])
     pr.table(head)
     tab = Table(title="components")
     for col in ("component", "kind", "stations", "utilisation", "time per I/O", "mean queue"):
@@ -120,6 +142,9 @@ def _print_io(out: dict[str, Any], pr: Printer) -> None:
     for c in sorted(out["components"], key=lambda d: -d["utilisation"]):
         tab.add_row(c["component"], c["kind"], str(c["stations"]), f"{100 * c['utilisation']:.1f} %",
                     _fmt_s(c["residence_s"]), f"{c['queue']:.2f}")
+    csv_data(tab, ["component", "kind", "stations", "utilisation_pct", "time_per_io_ms", "mean_queue"],
+             [[c["component"], c["kind"], c["stations"], 100 * c["utilisation"], _ms(c["residence_s"]), c["queue"]]
+              for c in sorted(out["components"], key=lambda d: -d["utilisation"])])
     pr.table(tab)
     lim = Table(title="what bounds the IOPS (each resource alone; the first binds)")
     for col in ("resource", "part", "count", "max IOPS", "max MB/s", "limit"):
@@ -127,6 +152,8 @@ def _print_io(out: dict[str, Any], pr: Printer) -> None:
     for b in out["bounds"]:
         lim.add_row(b["resource"], b["part"], str(b["count"]), _fmt_n(b["max_iops"]), f"{b['max_bandwidth_bps'] / 1e6:,.0f}",
                     b["limit"])
+    csv_data(lim, ["resource", "part", "count", "max_iops", "max_MBps", "limit"],
+             [[b["resource"], b["part"], b["count"], b["max_iops"], b["max_bandwidth_bps"] / 1e6, b["limit"]] for b in out["bounds"]])
     pr.table(lim)
 
 
@@ -153,6 +180,12 @@ def _print_size(out: dict[str, Any], pr: Printer) -> None:
                     f"{c['power_w']:,.0f}", f"{c['rack_units']:g}", _fmt_s(c["mean_latency_s"]), _fmt_s(c["p99_latency_s"]),
                     _fmt_s(c["response_s"]) if c["response_s"] is not None else "-", f"{100 * c['cpu_utilisation']:.0f} %",
                     f"{c['bottleneck']} ({100 * c['bottleneck_utilisation']:.0f} %)", c["bound"].split(":")[0] + ")")
+    csv_data(tab, ["rank", "drives", "device", "raid", "controllers", "controller", "cores", "cost_usd", "power_w", "rack_units",
+                   "mean_latency_ms", "p99_latency_ms", "response_ms", "cpu_utilisation_pct", "bottleneck", "bottleneck_utilisation_pct",
+                   "bound"],
+             [[i + 1, c["drives"], c["device"], c["raid"], c["controllers"], c["controller"], c["cores"], c["cost_usd"], c["power_w"],
+               c["rack_units"], _ms(c["mean_latency_s"]), _ms(c["p99_latency_s"]), _ms(c["response_s"]), 100 * c["cpu_utilisation"],
+               c["bottleneck"], 100 * c["bottleneck_utilisation"], c["bound"]] for i, c in enumerate(rows)])
     pr.table(tab)
 
 

@@ -55,6 +55,9 @@ def summary_dict(res: PlanResult, seed: int | None = None) -> dict:
     from densim.tools.plan.readiness import readiness_summary
 
     out["readiness"] = readiness_summary(inv, res.spec.candidates)
+    ready_check = ready_check_summary(res)
+    if ready_check is not None:
+        out["ready_check"] = ready_check
     if res.confidence is not None:
         out["confidence"] = res.confidence
     if res.time_remaining is not None:
@@ -66,6 +69,41 @@ def summary_dict(res: PlanResult, seed: int | None = None) -> dict:
                               "memory_reclaimed_gib": rs.mem_reclaimed_bytes / 2**30,
                               "undersized_vms": int(rs.undersized.sum())}
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# measured CPU Ready against the model's, today's cluster (RVTools readiness; densim.tools.plan.ready_check)
+
+
+def ready_check_of(res: PlanResult):
+    """The per-VM comparison for today's hosts and placement, None without measured readiness, demand or vHost
+    (worked out once per plan: summary.json, the report and ready-check.csv all read it)."""
+    from densim.tools.plan import ready_check
+
+    key = (id(res.inventory), res.spec.qos.cpu_ready_pct)
+    cached = res.__dict__.get("_ready_check")
+    if cached is None or cached[0] != key:
+        cached = (key, ready_check.check(res.inventory, bound_pct=res.spec.qos.cpu_ready_pct))
+        res.__dict__["_ready_check"] = cached
+    return cached[1]
+
+
+def ready_check_summary(res: PlanResult) -> dict | None:
+    from densim.tools.plan import ready_check
+
+    return ready_check.summary(ready_check_of(res))
+
+
+def ready_check_report(summary: dict, res: PlanResult) -> tuple[dict | None, dict[str, dict]]:
+    """The report's section (table rows and figures) from ``summary['ready_check']``; nothing without it."""
+    from densim.tools.plan import ready_check
+
+    s = summary.get("ready_check")
+    if not s:
+        return None, {}
+    rc = ready_check_of(res)
+    section = s | {"rows": ready_check.table_rows(s) if "measured" in s else []}
+    return section, ({"fig-ready-check": ready_check.figure(rc)} if rc is not None and rc.names.size else {})
 
 
 def placement_csv(res: PlanResult) -> str:
@@ -547,8 +585,10 @@ def write_report(res: PlanResult, summary: dict, path: str | Path) -> Path:
     from densim.reports import write_report as write
 
     figs = figures(res)
+    rc_section, rc_figs = ready_check_report(summary, res)
+    figs |= rc_figs
     unplaced = {r.name: r.unplaced_vms for r in res.results if not r.feasible}
-    return write(path, "plan.html.j2", figures=figs, **report_context(summary, list(figs), unplaced))
+    return write(path, "plan.html.j2", figures=figs, ready_check=rc_section, **report_context(summary, list(figs), unplaced))
 
 
 def verify_rows(v: dict | None) -> dict | None:
@@ -592,6 +632,11 @@ def write_outputs(res: PlanResult, out_dir: str | Path, seed: int | None = None,
         write_text_atomic(out / "ranking.csv", ranking_csv(res))
         if res.rightsizing is not None:
             write_text_atomic(out / "rightsizing.csv", rightsizing_csv(res))
+        rc = ready_check_of(res) if "ready_check" in summary else None
+        if rc is not None:
+            from densim.tools.plan.ready_check import per_vm_csv
+
+            write_text_atomic(out / "ready-check.csv", per_vm_csv(rc))
         if res.inventory.readiness is not None:
             from densim.tools.plan.readiness import readiness_csv
 

@@ -314,6 +314,12 @@ def sources(result: dict[str, Any]) -> list[str]:
 
 #: suspected missing mechanism for each study with a miss (kept with the code so the page regenerates)
 MISS_NOTES: dict[str, str] = {
+    "private-cloud-files": (
+        "MinIO's 32-node GET, 325 GiB/s against 192 GiB/s: the network rule sends a read's remote data shards "
+        "((s - 1)/s of the object) across the nodes' single 100 GbE ports, so egress per client byte is 1.94 and 32 "
+        "ports carry at most 192 GiB/s; the published figure needs egress per client byte <= 1.15. Suspected: most "
+        "shard reads stayed local (clients on the storage nodes, or read paths that avoid remote shards) or the nodes "
+        "had more network than the post states; the PUT row (same rule) lands within 0.4 %. Not tuned."),
     "shared-flash": (
         "Host CPU 73 % against the published 62 %, while the VM figures (85 % busy, 2 % iowait) match: 96 vCPUs at "
         "85 % on 112 logical CPUs is already 72.9 % of the host, so the published 62 % is not reachable from the "
