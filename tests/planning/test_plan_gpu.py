@@ -1,0 +1,92 @@
+"""densim plan with GPU candidates: 'buy N x host with K GPUs', with the limiting factor; GPU licences."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from densim.errors import InputError
+
+
+def _plan(gpu, candidates, licensing=None):
+    from densim.spec.plan import PlanSpec
+    from densim.tools.plan.capacity import plan
+    from densim.workloads.inventory import Inventory
+
+    # 48 VMs of 4 vCPUs and 4 GiB, no CPU series: placed by vCPUs (1 per core) and memory only: a 2 x 16-core
+    # host takes 8, so the CPU side needs 6 hosts. 24 of them ('vdi-*') ask for a GPU.
+    n = 48
+    names = np.array([f"vdi-{i:02d}" if i < 24 else f"app-{i:02d}" for i in range(n)], dtype=object)
+    inv = Inventory(names=names, vcpus=np.full(n, 4, dtype=np.int32), vcpu_mhz=np.full(n, 2000.0),
+                    mem_bytes=np.full(n, 4 * 2.0**30), source="gpu", fmt="generic")
+    spec = PlanSpec.model_validate({
+        "qos": {"vcpus_per_core": 1.0},
+        "cost": {"years": 4, "pue": 1.0, "price_per_kwh_usd": 0.0},
+        "candidates": candidates, "gpu": gpu, "licensing": licensing,
+    })
+    return plan(inv, spec)
+
+
+def _cand(name, gpus=None, price=20_000):
+    c = {"name": name, "cpu": {"sockets": 2, "cores_per_socket": 16, "threads_per_core": 1, "base_clock": "2 GHz"},
+         "memory": "256 GiB", "power": {"model": "linear", "idle": "100 W", "peak": "300 W"}, "price_usd": price}
+    if gpus is not None:
+        c["gpus"] = gpus
+    return c
+
+
+def test_gpu_decides_the_host_count_and_says_so():
+    # 24 x 12 GiB vGPUs on L4s (24 GiB: 2 per GPU): 12 GPUs. With 1 L4 per host: 12 hosts > 6 for CPU -> GPU limits;
+    # with 4 L4s per host: 3 hosts < 6 -> CPU/memory limits (6 hosts, 24 GPUs)
+    gpu = {"requests": [{"vms": "vdi-*", "gpu": {"mode": "vgpu", "memory": "12 GiB"}}]}
+    res = _plan(gpu, [_cand("1 x L4", {"model": "nvidia-l4", "count": 1}),
+                      _cand("4 x L4", {"model": "nvidia-l4", "count": 4}, price=26_000)],
+                {"products": ["nvidia-ai-enterprise", "nvidia-vpc"]})
+    r = {x.name: x for x in res.results}
+    one, four = r["1 x L4"], r["4 x L4"]
+    assert one.feasible and four.feasible
+    assert (one.gpu["hosts_cpu_memory"], one.gpu["hosts_gpu_vms"], one.n_hosts) == (6, 12, 12)
+    assert one.row()["limiting_factor"] == "gpu" and one.row()["gpus"] == 12
+    assert (four.gpu["hosts_gpu_vms"], four.n_hosts, four.row()["limiting_factor"]) == (3, 6, "cpu/memory")
+    # licences: AI Enterprise $4,500 per GPU-year: 12 GPUs -> 54,000; 6 hosts x 4 GPUs -> 108,000;
+    # vPC $50 per vGPU VM: 24 x 50 = 1,200 on both
+    lic = {x["name"]: x for x in one.tco["licences"]}
+    assert lic["nvidia-ai-enterprise"]["units"] == 12 and lic["nvidia-ai-enterprise"]["usd_per_year"] == pytest.approx(54_000)
+    assert lic["nvidia-vpc"]["usd_per_year"] == pytest.approx(1_200)
+    assert {x["name"]: x for x in four.tco["licences"]}["nvidia-ai-enterprise"]["usd_per_year"] == pytest.approx(108_000)
+    # GPU power, 1 x L4: 12 GPUs, each with two fully busy vGPUs (utilisation not given: 1, an upper bound):
+    # 12 x 72 W = 864 W on top of the hosts' CPU power
+    assert one.gpu["gpu_power_w"] == pytest.approx(12 * 72.0)
+
+
+def test_mig_layout_and_inference_hosts():
+    # 6 VMs ask for a 4g.40gb and 6 for a 3g.40gb on H100s (8 per host): first-fit-decreasing puts each 4g at
+    # slice 0 of a GPU and a 3g at slice 4 of the same GPU: 6 GPUs -> 1 host (6 <= 8). An LLM service on top
+    # is sized by densim.models.inference and gets whole hosts of its own.
+    gpu = {"requests": [{"vms": "vdi-0[0-5]", "gpu": {"mode": "mig", "profile": "4g.40gb"}},
+                        {"vms": "vdi-0[6-9]", "gpu": {"mode": "mig", "profile": "3g.40gb"}},
+                        {"vms": "vdi-1[0-1]", "gpu": {"mode": "mig", "profile": "3g.40gb"}}],
+           "inference": [{"name": "chat", "model": "llama-3.1-8b", "tokens_in": 512, "tokens_out": 256,
+                          "tokens_per_s": 20_000, "ttft": "2 s", "tpot": "100 ms"}]}
+    res = _plan(gpu, [_cand("hgx", {"model": "nvidia-h100-sxm", "count": 8}, price=250_000)])
+    r = res.results[0]
+    assert r.feasible, r.reason
+    assert r.gpu["hosts_gpu_vms"] == 1
+    inf = r.gpu["inference"][0]
+    assert r.gpu["hosts_inference"] == inf["hosts"] >= 1
+    assert r.n_hosts == 6 + inf["hosts"] and r.row()["limiting_factor"] == "gpu"
+    assert inf["capacity_tokens_per_s"] >= 20_000
+
+
+def test_gpu_demand_without_gpus_or_with_a_profile_the_card_lacks_is_infeasible_with_the_reason():
+    gpu = {"requests": [{"vms": "vdi-*", "gpu": {"mode": "mig", "profile": "1g.10gb"}}]}
+    res = _plan(gpu, [_cand("no gpu"), _cand("l4", {"model": "nvidia-l4", "count": 2})])
+    r = {x.name: x for x in res.results}
+    assert not r["no gpu"].feasible and "the candidate has no gpus" in r["no gpu"].reason
+    assert not r["l4"].feasible and r["l4"].reason == "nvidia-l4 does not offer MIG profile 1g.10gb"
+
+
+def test_a_pattern_that_matches_nothing_is_a_one_line_error():
+    gpu = {"requests": [{"vms": "gpu-*", "gpu": {"mode": "passthrough", "count": 1}}]}
+    with pytest.raises(InputError, match=r"gpu.requests\[0\].vms: 'gpu-\*' matches no VM of the inventory"):
+        _plan(gpu, [_cand("l4", {"model": "nvidia-l4", "count": 2})])
