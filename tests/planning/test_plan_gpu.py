@@ -90,3 +90,16 @@ def test_a_pattern_that_matches_nothing_is_a_one_line_error():
     gpu = {"requests": [{"vms": "gpu-*", "gpu": {"mode": "passthrough", "count": 1}}]}
     with pytest.raises(InputError, match=r"gpu.requests\[0\].vms: 'gpu-\*' matches no VM of the inventory"):
         _plan(gpu, [_cand("l4", {"model": "nvidia-l4", "count": 2})])
+
+
+def test_the_headline_names_the_gpu_and_the_lower_bound_counts_gpu_shares():
+    from densim.tools.plan.report import headline_lines, summary_dict
+
+    gpu = {"requests": [{"vms": "vdi-*", "gpu": {"mode": "vgpu", "memory": "12 GiB"}}]}
+    res = _plan(gpu, [_cand("1 x L4", {"model": "nvidia-l4", "count": 1})])
+    s = summary_dict(res)
+    lines = headline_lines(s)
+    # 24 vGPUs of 12 GiB = 24 x 0.5 GPU = 12 GPUs, one per host: lower bound 12 = the answer
+    assert ("Limiting resource: GPU. 1 x nvidia-l4 per host: the GPU demand needs 12 host(s) for the VMs' GPUs, "
+            "the CPU and memory bounds 6; 12 GPUs before spares.") in lines
+    assert res.results[0].lower_bound_hosts == 12

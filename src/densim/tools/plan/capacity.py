@@ -307,7 +307,10 @@ def plan_candidate(inv: Inventory, spec: PlanSpec, c: Candidate, *, vcpus=None, 
     res.window_bound_pct = bound
     spare = ha_spare(q, res.n_hosts_packed)
     res.n_hosts = res.n_hosts_packed + spare
-    res.lower_bound_hosts = lower_bound_hosts(p) + spare
+    lb = lower_bound_hosts(p)
+    if res.gpu and not res.gpu["reason"]:  # the GPU VMs' share of GPUs, then the LLM services' own hosts
+        lb = max(lb, res.gpu["lower_bound_gpu_vm_hosts"]) + res.gpu["hosts_inference"]
+    res.lower_bound_hosts = lb + spare
     res.vms_per_host = inv.n_vms / res.n_hosts
     res.ready_pct_worst = float(m.ready_pct_worst.max(initial=0.0)) if has_cpu else float("nan")
     res.ready_pct_p99 = float(m.ready_pct_p99.max(initial=0.0)) if has_cpu else float("nan")

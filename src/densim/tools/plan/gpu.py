@@ -25,6 +25,7 @@ inference replicas' GPUs times their slot utilisation. GPUs must be in the candi
 from __future__ import annotations
 
 import fnmatch
+import math
 import re
 from types import SimpleNamespace
 
@@ -104,6 +105,8 @@ def gpu_hosts(spec, c, names: np.ndarray, cpu_hosts: int) -> dict:
         util = np.array([1.0 if r.gpu.utilisation is None else r.gpu.utilisation for r in g.requests])[req[gv]]
         busy += float(np.sum(np.where(p.kind != NONE, share * util, 0.0)))
     out["hosts_gpu_vms"] = hosts_vm
+    # a lower bound: the requests' GPU shares (whole GPUs for passthrough) over the host's GPUs, no layout
+    lb_vm = 0 if not gv.size else math.ceil(float(gpu_share_of_vm(p).sum()) / per_host - 1e-9)
     # the LLM services on whole GPUs
     cat = builtin_catalog()
     services, hosts_inf = [], 0
@@ -126,6 +129,7 @@ def gpu_hosts(spec, c, names: np.ndarray, cpu_hosts: int) -> dict:
     out["hosts_inference"] = hosts_inf
     packed = max(int(cpu_hosts), hosts_vm) + hosts_inf
     out["hosts_packed"] = packed
+    out["lower_bound_gpu_vm_hosts"] = lb_vm
     out["limiting_factor"] = "gpu" if (hosts_vm > cpu_hosts or hosts_inf > 0) else "cpu/memory"
     out["gpus"] = packed * per_host
     out["gpu_busy_equivalents"] = busy
