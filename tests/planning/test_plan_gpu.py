@@ -103,3 +103,24 @@ def test_the_headline_names_the_gpu_and_the_lower_bound_counts_gpu_shares():
     assert ("Limiting resource: GPU. 1 x nvidia-l4 per host: the GPU demand needs 12 host(s) for the VMs' GPUs, "
             "the CPU and memory bounds 6; 12 GPUs before spares.") in lines
     assert res.results[0].lower_bound_hosts == 12
+
+
+def test_the_howto_plan_example_gives_the_figures_it_quotes(tmp_path):
+    # docs/howto/gpu-hosts.md, "Buying GPU hosts with densim plan"
+    import json
+    from pathlib import Path
+
+    from densim.cli.main import app
+    from typer.testing import CliRunner
+
+    ex = Path(__file__).resolve().parents[2] / "examples" / "gpu"
+    res = CliRunner().invoke(app, ["plan", str(ex / "inventory.csv"), "--candidates", str(ex / "plan-gpu.yaml"),
+                                   "--out", str(tmp_path / "o")])
+    assert res.exit_code == 0, res.output
+    s = json.loads((tmp_path / "o" / "summary.json").read_text())
+    rows = {r["candidate"]: r for r in s["ranking"]}
+    two, eight = rows["2U 2 x L40S"], rows["4U 8 x L40S"]
+    assert (two["hosts"], two["hosts_gpu_vms"], two["hosts_inference"], two["limiting_factor"]) == (10, 6, 3, "gpu")
+    assert (eight["hosts"], eight["hosts_gpu_vms"], eight["hosts_inference"]) == (4, 2, 1)
+    assert s["best"] == "2U 2 x L40S"
+    assert "buy 10 x host with 2 x nvidia-l40s (limited by gpu" in res.output
