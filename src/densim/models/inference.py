@@ -32,7 +32,8 @@ Latency under load: each replica is ``B`` slots, each holding a request for ``S(
 
 :func:`size` searches tp in {1, 2, 4, 8} (at most the host's GPUs, weights must fit), B in 1..B_max with
 TPOT within its bound, and the fewest replicas meeting the token rate with p95 TTFT within its bound;
-the answer is the fewest GPUs (then hosts): ``hosts = ceil(n / (gpus_per_host / tp))``.
+the answer is the fewest GPUs (then hosts): ``hosts = ceil(n / (gpus_per_host / tp))``. Batches above 1,024
+are tried on a geometric grid (:func:`batches`), replicas up to 63 above the throughput floor.
 
 Efficiencies ``e_bw`` (achieved share of peak memory bandwidth in decode) and ``e_f`` (of peak dense
 tensor FLOP/s in prefill and large-batch decode) default to 0.8 and 0.6: engineering estimates (E), not
@@ -155,6 +156,18 @@ def ttft_quantile_s(lam: float, round_s, slots, prefill_s: float, q: float = TTF
     return prefill_s + w
 
 
+#: batches tried one by one up to this; above it, a geometric grid (a small model on a large card holds 10^5 sequences)
+EXACT_BATCHES = 1024
+
+
+def batches(b_max: int) -> np.ndarray:
+    """The batches :func:`size` tries: every one up to :data:`EXACT_BATCHES`, then 3,072 geometric steps to ``b_max``."""
+    if b_max <= 4 * EXACT_BATCHES:
+        return np.arange(1, b_max + 1)
+    grid = np.geomspace(EXACT_BATCHES + 1, b_max, 3 * EXACT_BATCHES).astype(np.int64)
+    return np.unique(np.r_[np.arange(1, EXACT_BATCHES + 1), grid, b_max])
+
+
 def size(llm: LlmSpec, gpu: GpuSpec, wl: Workload, *, tokens_per_s: float, gpus_per_host: int,
          ttft_s: float, tpot_s: float, max_replicas: int = 100_000) -> dict:
     """The fewest GPUs (then hosts) that give ``tokens_per_s`` output tokens/s with p95 TTFT <= ``ttft_s``
@@ -169,7 +182,7 @@ def size(llm: LlmSpec, gpu: GpuSpec, wl: Workload, *, tokens_per_s: float, gpus_
             reasons.append(f"tp={tp}: weights {r['weights_bytes'] / 2**30:.1f} GiB + one sequence's KV cache do not fit "
                            f"{r['usable_bytes'] / 2**30:.1f} GiB usable")
             continue
-        bs = np.arange(1, r["batch_max"] + 1)
+        bs = batches(r["batch_max"])
         ab = at_batch(r, llm, wl, bs)
         ok = ab["tpot_s"] <= tpot_s
         if not ok.any():
