@@ -66,11 +66,13 @@ MEASURED = [
 TOLERANCE = 0.40
 
 
-def predict(model: str, batch: int, tp: int, n_in: int, n_out: int) -> dict[str, Any]:
+def predict(model: str, batch: int, tp: int, n_in: int, n_out: int, *, gpu_name: str = GPU,
+            precision: str = "fp8") -> dict[str, Any]:
+    """The roofline's output tokens/s of one replica (``tp`` GPUs) at ``batch``, and its resources' busy shares."""
     cat = builtin_catalog()
     llm = cat.get("llm_models", model, LlmSpec)
-    gpu = cat.get("gpus", GPU, GpuSpec)
-    wl = Workload(tokens_in=n_in, tokens_out=n_out, precision="fp8", kv_precision="fp8")
+    gpu = cat.get("gpus", gpu_name, GpuSpec)
+    wl = Workload(tokens_in=n_in, tokens_out=n_out, precision=precision, kv_precision=precision)
     r = replica(llm, gpu, wl, tp)
     a = at_batch(r, llm, wl, batch)
     round_s = float(a["round_s"])
