@@ -124,3 +124,20 @@ def test_the_howto_plan_example_gives_the_figures_it_quotes(tmp_path):
     assert (eight["hosts"], eight["hosts_gpu_vms"], eight["hosts_inference"]) == (4, 2, 1)
     assert s["best"] == "2U 2 x L40S"
     assert "buy 10 x host with 2 x nvidia-l40s (limited by gpu" in res.output
+
+
+def test_gpu_licence_rules_by_hand():
+    from densim.catalog.core import builtin_catalog
+    from densim.models.licensing import LicenceProduct, fleet_licences, licence_products
+
+    ps = licence_products(builtin_catalog())
+    # AI Enterprise: 3 hosts x 8 GPUs = 24 GPU-years x $4,500 = $108,000 a year
+    r = fleet_licences(ps["nvidia-ai-enterprise"], n_hosts=3, sockets=2, cores_per_socket=32, vm_vcpus=[], years=4,
+                       gpus_per_host=8)
+    assert (r["units"], r["units_per_host"], r["usd_per_year"]) == (24, 8, pytest.approx(108_000))
+    # RTX vWS: one concurrent-user licence per vGPU VM, whatever the hosts: 40 x $250 = $10,000
+    r = fleet_licences(ps["nvidia-rtx-vws"], n_hosts=3, sockets=2, cores_per_socket=32, vm_vcpus=[], years=4, vgpu_vms=40)
+    assert (r["units"], r["usd_per_year"], r["price_status"]) == (40, pytest.approx(10_000), "estimate")
+    with pytest.raises(ValueError, match="pack_cores does not apply to rule per_gpu"):
+        LicenceProduct(name="x", rule="per_gpu", unit="GPU", pack_cores=2, term="year", price_usd=1,
+                       price_status="estimate", price_date="2025", source="test")
