@@ -60,9 +60,10 @@ def test_gpu_decides_the_host_count_and_says_so():
 
 
 def test_mig_layout_and_inference_hosts():
-    # 6 VMs ask for a 4g.40gb and 6 for a 3g.40gb on H100s (8 per host): first-fit-decreasing puts each 4g at
-    # slice 0 of a GPU and a 3g at slice 4 of the same GPU: 6 GPUs -> 1 host (6 <= 8). An LLM service on top
-    # is sized by densim.models.inference and gets whole hosts of its own.
+    # 6 VMs ask for a 4g.40gb and 6 for a 3g.40gb on H100s (8 per host). Each VM has 4 vCPUs and a host 32: 8 GPU
+    # VMs per host -> 2 hosts. Host 0: the six 4g at slice 0 of GPUs 0-5, two 3g at slice 4 of GPUs 0 and 1
+    # (pack: the fullest GPU that fits); host 1: four 3g, two per GPU (starts 0 and 4): 6 + 2 = 8 GPUs.
+    # An LLM service on top is sized by densim.models.inference and gets whole hosts of its own.
     gpu = {"requests": [{"vms": "vdi-0[0-5]", "gpu": {"mode": "mig", "profile": "4g.40gb"}},
                         {"vms": "vdi-0[6-9]", "gpu": {"mode": "mig", "profile": "3g.40gb"}},
                         {"vms": "vdi-1[0-1]", "gpu": {"mode": "mig", "profile": "3g.40gb"}}],
@@ -71,7 +72,7 @@ def test_mig_layout_and_inference_hosts():
     res = _plan(gpu, [_cand("hgx", {"model": "nvidia-h100-sxm", "count": 8}, price=250_000)])
     r = res.results[0]
     assert r.feasible, r.reason
-    assert r.gpu["hosts_gpu_vms"] == 1
+    assert (r.gpu["hosts_gpu_vms"], r.gpu["gpus_used_by_vms"]) == (2, 8)
     inf = r.gpu["inference"][0]
     assert r.gpu["hosts_inference"] == inf["hosts"] >= 1
     assert r.n_hosts == 6 + inf["hosts"] and r.row()["limiting_factor"] == "gpu"

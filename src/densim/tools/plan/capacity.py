@@ -299,7 +299,8 @@ def plan_candidate(inv: Inventory, spec: PlanSpec, c: Candidate, *, vcpus=None, 
     if spec.gpu is not None:  # GPU demand: hosts for the GPU VMs and LLM services (tools/plan/gpu.py)
         from densim.tools.plan.gpu import gpu_hosts
 
-        res.gpu = gpu_hosts(spec, c, inv.names, pl.n_hosts)
+        res.gpu = gpu_hosts(spec, c, inv.names, pl.n_hosts, vcpus=vcpus, mem_bytes=mem_bytes,
+                            vcpu_cap=vcpu_capacity(host, q), mem_cap=mem_oc * host.usable_mem_bytes)
         if res.gpu["reason"] and not res.reason:
             res.reason, res.failed = res.gpu["reason"], "config"
         res.n_hosts_packed = res.gpu.get("hosts_packed", pl.n_hosts)

@@ -6,16 +6,17 @@ target tokens/s, latency bounds); each candidate gives ``gpus: {model, count}`` 
 
 Per candidate (:func:`gpu_hosts`):
 
-* the VMs' requests are placed on the candidate's GPUs alone with the engine's GPU fit test
-  (:func:`densim.placement.gpu.place_gpu`, first-fit-decreasing by share of a GPU: MIG layouts and
-  one-vGPU-size-per-GPU hold): ``H_gpu`` hosts are needed for them;
+* the GPU VMs are placed, with their vCPUs and configured memory against the plan's capacity rule
+  (``qos.vcpus_per_core`` x cores, ``qos.memory_overcommit`` x usable memory), on the candidate's GPUs with
+  the engine's GPU fit test (:func:`densim.placement.gpu.place_gpu`, first-fit-decreasing by share of a
+  GPU: MIG layouts and one-vGPU-size-per-GPU hold): ``H_gpu`` hosts are needed for them;
 * each inference service is sized by :func:`densim.models.inference.size` on whole GPUs of the candidate
   (replicas of ``tp`` GPUs within a host): ``H_inf`` hosts, dedicated to it;
 * the candidate's hosts are ``max(H_cpu, H_gpu) + H_inf`` with ``H_cpu`` the CPU/memory placement's; the
-  limiting factor is ``gpu`` when ``H_gpu > H_cpu`` (the GPU VMs could not share the CPU-placed hosts'
-  GPUs) or when ``H_inf > 0`` decides the added hosts, else ``cpu/memory``. The GPU VMs are assumed to
-  land where their GPUs are (the CPU/memory placement and the GPU placement are made separately: a
-  lower bound where both are tight).
+  limiting factor is ``gpu`` when ``H_gpu > H_cpu`` (the GPU VMs need more hosts than the whole inventory's
+  CPU and memory) or when ``H_inf > 0`` decides the added hosts, else ``cpu/memory``. The other VMs are
+  taken to fit beside the GPU VMs within ``max(H_cpu, H_gpu)`` hosts (the two placements are made
+  separately: where both are tight the answer is a lower bound).
 
 GPU power per host: ``count x idle + (max - idle) x busy`` with busy the GPU-equivalents in use: the
 requests' share of a GPU times their ``utilisation`` (1 when not given: an upper bound) and the
@@ -66,8 +67,11 @@ def request_of_vm(spec, names: np.ndarray) -> np.ndarray:
     return req
 
 
-def gpu_hosts(spec, c, names: np.ndarray, cpu_hosts: int) -> dict:
-    """The candidate's GPU part (see the module docstring): hosts, limiting factor, GPU power, or a reason."""
+def gpu_hosts(spec, c, names: np.ndarray, cpu_hosts: int, *, vcpus=None, mem_bytes=None, vcpu_cap: float = np.inf,
+              mem_cap: float = np.inf) -> dict:
+    """The candidate's GPU part (see the module docstring): hosts, limiting factor, GPU power, or a reason.
+    With ``vcpus``/``mem_bytes`` (per VM) the GPU VMs are placed with their vCPUs and configured memory too,
+    against ``vcpu_cap`` vCPUs and ``mem_cap`` bytes per host (the plan's capacity rule)."""
     from densim.catalog.core import builtin_catalog
     from densim.models.inference import LlmSpec, Workload, size
     from densim.placement.gpu import NONE, build_problem, gpu_share_of_vm, place_gpu
@@ -97,10 +101,19 @@ def gpu_hosts(spec, c, names: np.ndarray, cpu_hosts: int) -> dict:
         if (p.kind == 3).any() and int(p.count[p.kind == 3].max()) > per_host:
             return out | {"reason": f"a VM asks for {int(p.count[p.kind == 3].max())} whole GPUs; the candidate's hosts "
                                     f"have {per_host}"}
-        host = place_gpu("first-fit-decreasing", np.zeros(H), np.zeros(H), np.ones(H), np.ones(H), p)
+        vc = np.zeros(H) if vcpus is None else np.asarray(vcpus, np.float64)[gv]
+        vm = np.zeros(H) if mem_bytes is None else np.asarray(mem_bytes, np.float64)[gv]
+        too_big = (vc > vcpu_cap) | (vm > mem_cap)
+        if too_big.any():  # the CPU/memory placement names such VMs first; kept as a guard
+            return out | {"reason": f"VM {names[gv[int(np.argmax(too_big))]]!s} fits no empty host"}
+        cc = np.full(H, vcpu_cap if np.isfinite(vcpu_cap) else 1.0)
+        mc = np.full(H, mem_cap if np.isfinite(mem_cap) else 1.0)
+        host = place_gpu("first-fit-decreasing", vc if np.isfinite(vcpu_cap) else np.zeros(H),
+                         vm if np.isfinite(mem_cap) else np.zeros(H), cc, mc, p)
         if (host < 0).any():  # cannot happen with one host per VM and every request offered; kept as a guard
             return out | {"reason": f"{int((host < 0).sum())} GPU request(s) fit no empty host"}
         hosts_vm = int(host.max()) + 1
+        out["gpus_used_by_vms"] = int(np.count_nonzero(p.gmode[:, :per_host] != NONE))
         share = gpu_share_of_vm(p)
         util = np.array([1.0 if r.gpu.utilisation is None else r.gpu.utilisation for r in g.requests])[req[gv]]
         busy += float(np.sum(np.where(p.kind != NONE, share * util, 0.0)))
