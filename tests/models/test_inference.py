@@ -89,3 +89,37 @@ def test_cli_answers_how_many_hosts(tmp_path):
     doc = json.loads(res.output)
     assert doc["feasible"] and doc["hosts"] >= 1 and doc["capacity_tokens_per_s"] >= 5000
     assert json.loads((tmp_path / "o" / "summary.json").read_text())["gpus"] == doc["gpus"]
+
+
+@pytest.mark.parametrize(("args", "line"), [
+    (["--gpu", "nvidia-l4", "--tokens-per-s", "100"],
+     "--model: give a catalog LLM (--model) or its architecture (--params-b, --layers, --kv-heads, --head-dim)"),
+    (["--gpu", "nvidia-l4", "--tokens-per-s", "100", "--params-b", "7", "--layers", "32"],
+     "--kv-heads: a model given by its architecture needs --params-b, --layers, --kv-heads, --head-dim; missing "
+     "--kv-heads, --head-dim"),
+    (["--model", "llama-2-7b", "--layers", "3", "--gpu", "nvidia-l4", "--tokens-per-s", "100"],
+     "--layers: give --model (a catalog LLM) or its architecture (--params-b, --layers, --kv-heads, --head-dim), not both"),
+    (["--model", "llama-2-7b", "--gpu", "nvidia-l4", "--tokens-per-s", "100", "--requests-per-s", "3"],
+     "--tokens-per-s: give the load once: --tokens-per-s (output tokens) or --requests-per-s, not both"),
+    (["--model", "llama-2-7b", "--gpu", "nvidia-l4"],
+     "--requests-per-s: give the load: --tokens-per-s (output tokens) or --requests-per-s"),
+])
+def test_contradictory_or_missing_options_are_one_line(args, line):
+    from densim.cli.main import app
+    from typer.testing import CliRunner
+
+    res = CliRunner().invoke(app, ["gpu", "size", *args])
+    assert res.exit_code == 1 and res.output.strip().splitlines() == [f"densim: error: {line}"]
+
+
+def test_requests_per_s_and_an_architecture_give_the_catalog_models_answer():
+    # 2 requests/s x 200 output tokens = 400 tokens/s; Llama 2 7B given by its architecture = the catalog entry
+    from densim.cli.commands.gpu import run_gpu_size
+
+    common = dict(gpu="nvidia-l4", tokens_in=1024, tokens_out=200, ttft="2 s", tpot="200 ms", gpus_per_host=8,
+                  precision="fp16", kv_precision=None, bw_efficiency=None, compute_efficiency=None)
+    a = run_gpu_size(model="llama-2-7b", tokens_per_s=None, requests_per_s=2.0, **common)
+    b = run_gpu_size(model=None, tokens_per_s=400.0, arch={"--params-b": 6.74, "--layers": 32, "--kv-heads": 32,
+                                                           "--head-dim": 128}, **common)
+    assert a["target_tokens_per_s"] == 400.0
+    assert (a["gpus"], a["batch"], a["tp"]) == (b["gpus"], b["batch"], b["tp"])

@@ -12,23 +12,63 @@ from densim.cli.common import JsonOpt, Printer, QuietOpt
 from densim.cli.common import run_guarded as _guard
 
 
-def run_gpu_size(*, model: str, gpu: str, tokens_in: int, tokens_out: int, tokens_per_s: float, ttft: str, tpot: str,
-                 gpus_per_host: int, precision: str, kv_precision: str | None, bw_efficiency: float | None,
-                 compute_efficiency: float | None) -> dict:
-    """The sizing answer as a plain dict; bad names and values are one-line InputErrors naming the option."""
+ARCH = {"--params-b": "params_b", "--layers": "layers", "--kv-heads": "kv_heads", "--head-dim": "head_dim"}
+
+
+def _llm(cat, model: str | None, arch: dict):
+    """The catalog model ``model``, or one built from ``--params-b/--layers/--kv-heads/--head-dim`` (all four)."""
+    from pydantic import ValidationError
+
+    from densim.catalog.core import CatalogError
+    from densim.errors import InputError
+    from densim.models.inference import LlmSpec
+
+    given = {k: v for k, v in arch.items() if v is not None}
+    if model is not None:
+        if given:
+            raise InputError(next(iter(given)), "", "give --model (a catalog LLM) or its architecture "
+                             "(--params-b, --layers, --kv-heads, --head-dim), not both")
+        try:
+            return cat.get("llm_models", model, LlmSpec)
+        except CatalogError as exc:
+            raise InputError("--model", "", str(exc.args[0]).strip("'\"")) from None
+    missing = [k for k in ARCH if k not in given]
+    if len(missing) == len(ARCH):
+        raise InputError("--model", "", "give a catalog LLM (--model) or its architecture (--params-b, --layers, "
+                         "--kv-heads, --head-dim)")
+    if missing:
+        raise InputError(missing[0], "", f"a model given by its architecture needs {', '.join(ARCH)}; missing "
+                         f"{', '.join(missing)}")
+    try:
+        return LlmSpec(name="custom", **{ARCH[k]: v for k, v in given.items()})
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        opt = next(k for k, f in ARCH.items() if f == e["loc"][0])
+        raise InputError(opt, "", e["msg"]) from None
+
+
+def run_gpu_size(*, model: str | None, gpu: str, tokens_in: int, tokens_out: int, tokens_per_s: float | None, ttft: str,
+                 tpot: str, gpus_per_host: int, precision: str, kv_precision: str | None, bw_efficiency: float | None,
+                 compute_efficiency: float | None, requests_per_s: float | None = None,
+                 arch: dict | None = None) -> dict:
+    """The sizing answer as a plain dict; bad names and values are one-line InputErrors naming the option.
+    The load is ``tokens_per_s`` output tokens/s or ``requests_per_s`` (x ``tokens_out``), not both."""
     from pydantic import ValidationError
 
     from densim.catalog.core import CatalogError, builtin_catalog
     from densim.errors import InputError
     from densim.models.gpu import GpuSpec
-    from densim.models.inference import LlmSpec, Workload, size, tflops
+    from densim.models.inference import Workload, size, tflops
     from densim.units import UnitError, parse
 
     cat = builtin_catalog()
-    try:
-        llm = cat.get("llm_models", model, LlmSpec)
-    except CatalogError as exc:
-        raise InputError("--model", "", str(exc.args[0]).strip("'\"")) from None
+    llm = _llm(cat, model, arch or dict.fromkeys(ARCH))
+    if (tokens_per_s is None) == (requests_per_s is None):
+        raise InputError("--tokens-per-s" if tokens_per_s is not None else "--requests-per-s", "",
+                         "give the load once: --tokens-per-s (output tokens) or --requests-per-s, not both"
+                         if tokens_per_s is not None else "give the load: --tokens-per-s (output tokens) or --requests-per-s")
+    if tokens_per_s is None:
+        tokens_per_s = requests_per_s * tokens_out
     try:
         card = cat.get("gpus", gpu, GpuSpec)
     except CatalogError as exc:
@@ -86,9 +126,16 @@ def register(app: typer.Typer) -> None:
 
     @gpu_app.command("size")
     def size_cmd(
-        model: Annotated[str, typer.Option("--model", "-m", help="LLM in the catalog (section llm_models, e.g. llama-2-70b)")],
         gpu: Annotated[str, typer.Option("--gpu", "-g", help="GPU in the catalog (section gpus, e.g. nvidia-h100-sxm)")],
-        tokens_per_s: Annotated[float, typer.Option("--tokens-per-s", min=1e-9, help="target output tokens per second")],
+        model: Annotated[Optional[str], typer.Option("--model", "-m", help="LLM in the catalog (section llm_models, "
+                                                     "e.g. llama-2-70b); or give --params-b, --layers, --kv-heads, --head-dim")] = None,
+        tokens_per_s: Annotated[Optional[float], typer.Option("--tokens-per-s", min=1e-9, help="target output tokens per second")] = None,
+        requests_per_s: Annotated[Optional[float], typer.Option("--requests-per-s", min=1e-9, help="target requests per second "
+                                                                "(instead of --tokens-per-s: x --tokens-out)")] = None,
+        params_b: Annotated[Optional[float], typer.Option("--params-b", help="a model not in the catalog: parameters, billions")] = None,
+        layers: Annotated[Optional[int], typer.Option("--layers", help="... its transformer layers")] = None,
+        kv_heads: Annotated[Optional[int], typer.Option("--kv-heads", help="... its key/value heads")] = None,
+        head_dim: Annotated[Optional[int], typer.Option("--head-dim", help="... its head dimension")] = None,
         tokens_in: Annotated[int, typer.Option("--tokens-in", min=1, help="mean prompt tokens per request")] = 1024,
         tokens_out: Annotated[int, typer.Option("--tokens-out", min=1, help="mean output tokens per request")] = 256,
         ttft: Annotated[str, typer.Option("--ttft", help="bound on the p95 time to first token, e.g. '2 s'")] = "2 s",
@@ -112,7 +159,9 @@ def register(app: typer.Typer) -> None:
         folder = _guard(out_folder, out) if out is not None else None
         res = _guard(run_gpu_size, model=model, gpu=gpu, tokens_in=tokens_in, tokens_out=tokens_out,
                      tokens_per_s=tokens_per_s, ttft=ttft, tpot=tpot, gpus_per_host=gpus_per_host, precision=precision,
-                     kv_precision=kv_precision, bw_efficiency=bw_efficiency, compute_efficiency=compute_efficiency)
+                     kv_precision=kv_precision, bw_efficiency=bw_efficiency, compute_efficiency=compute_efficiency,
+                     requests_per_s=requests_per_s,
+                     arch={"--params-b": params_b, "--layers": layers, "--kv-heads": kv_heads, "--head-dim": head_dim})
         if folder is not None:
             _guard(write_result, folder, res)
         pr.json(res)
