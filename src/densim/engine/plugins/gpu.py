@@ -197,6 +197,11 @@ class GpuStage(BaseStage):
         from densim.models.gpu_contention import share_gpu_time, slowdown
 
         n, V = chunk.n_steps, ctx.vms.n
+        if not self.v_idx.size:  # no time-sliced vGPU placed: every VM at slowdown 1, no wait (read-only views)
+            if self.has_vgpu_out:
+                chunk.vm_out["gpu_slowdown"] = np.broadcast_to(np.float32(1.0), (n, V))
+                chunk.vm_out["gpu_wait_ms"] = np.broadcast_to(np.float32(0.0), (n, V))
+            return
         sd_out = np.ones((n, V), np.float32)
         wait_out = np.zeros((n, V), np.float32)
         if self.v_idx.size:
