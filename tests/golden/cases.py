@@ -169,9 +169,9 @@ def _tiles(example: str) -> Callable[[Path], dict[str, Any]]:
     return run
 
 
-def _plan(candidates: str) -> Callable[[Path], dict[str, Any]]:
+def _plan(candidates: str, inventory_file: str | None = None) -> Callable[[Path], dict[str, Any]]:
     def run(tmp: Path) -> dict[str, Any]:
-        inventory = TRACES / "gwa-t-12-rnd-2013-8-first250"
+        inventory = TRACES / "gwa-t-12-rnd-2013-8-first250" if inventory_file is None else REPO / "examples" / inventory_file
         _cli(["plan", str(inventory), "--candidates", str(REPO / "examples" / candidates), "--out", str(tmp)])
         doc = json.loads((tmp / "summary.json").read_text())
         doc.get("inventory", {}).pop("source", None)
@@ -203,6 +203,13 @@ def _sweep(example: str) -> Callable[[Path], dict[str, Any]]:
     return run
 
 
+def _gpu_size(args: list[str]) -> Callable[[Path], dict[str, Any]]:
+    def run(tmp: Path) -> dict[str, Any]:
+        return flatten(json.loads(_cli(["gpu", "size", *args, "--json"])))
+
+    return run
+
+
 def _cases() -> dict[str, Callable[[Path], dict[str, Any]]]:
     from densim.tools.studies.base import all_studies
 
@@ -212,7 +219,8 @@ def _cases() -> dict[str, Callable[[Path], dict[str, Any]]]:
     for ex in ("bitbrains-small.yaml", "planetlab.yaml", "fabric/pooled-nvme.yaml", "virt/engine-kvm.yaml",
                "storage/bitbrains-datastores.yaml", "storage/drive-failure.yaml", "sweeps/base-web.yaml", "sweeps/planetlab-base.yaml",
                "memory/swap-on-datastore.yaml", "opendc/surf-week.yaml", "opendc/1k-tasks.yaml",
-               "opendc/bitbrains-small.yaml", "opendc/bitbrains-small-multi.yaml", "combined/everything-on.yaml"):
+               "opendc/bitbrains-small.yaml", "opendc/bitbrains-small-multi.yaml", "combined/everything-on.yaml",
+               "gpu/inference-cluster.yaml"):
         cases["run-" + ex.removesuffix(".yaml").replace("/", "-")] = _run(ex)
     for ex in ("storage/fio-30-ssd-5-hba.yaml", "storage/hdd-raid10-open.yaml"):
         cases["io-" + Path(ex).stem] = _io(ex)
@@ -222,6 +230,10 @@ def _cases() -> dict[str, Callable[[Path], dict[str, Any]]]:
     cases["plan-candidates"] = _plan("planning/candidates.yaml")
     cases["plan-candidates-qos"] = _plan("planning/candidates-qos.yaml")
     cases["plan-candidates-licensing"] = _plan("planning/candidates-licensing.yaml")
+    cases["plan-gpu"] = _plan("gpu/plan-gpu.yaml", "gpu/inventory.csv")
+    cases["gpu-size-llama-3.1-70b-h100"] = _gpu_size(["--model", "llama-3.1-70b", "--gpu", "nvidia-h100-sxm", "--precision",
+                                                      "fp8", "--tokens-in", "1024", "--tokens-out", "256", "--tokens-per-s",
+                                                      "20000", "--ttft", "2 s", "--tpot", "100 ms"])
     cases["forecast-cluster-history"] = _forecast("forecast/cluster-history.csv", "forecast/forecast.yaml")
     for ex in ("sweeps/overcommit.yaml", "sweeps/planetlab-hosts.yaml"):
         cases["sweep-" + Path(ex).stem] = _sweep(ex)

@@ -75,6 +75,7 @@ def part_schemas() -> dict[str, tuple[str, type[BaseModel]]]:
     from densim.models.carbon import EmbodiedCarbon
     from densim.models.licensing import LicenceProduct
     from densim.models.gpu import GpuSpec
+    from densim.models.inference import LlmSpec
 
     return {
         "devices": ("device", DeviceSpec),
@@ -98,6 +99,7 @@ def part_schemas() -> dict[str, tuple[str, type[BaseModel]]]:
         "licensing_products": ("licensed product", LicenceProduct),
         "server_embodied_carbon": ("server embodied carbon", EmbodiedCarbon),
         "gpus": ("GPU", GpuSpec),
+        "llm_models": ("LLM", LlmSpec),
     }
 
 

@@ -16,6 +16,15 @@ Windows Server Datacenter, SQL Server licensed per host)::
 
     units_host = ceil(sockets / sockets_per_unit)
 
+``per_gpu`` (every physical GPU of every licensed host; NVIDIA AI Enterprise: "licensed per GPU", a card
+with two GPUs needs two)::
+
+    units_host = GPUs per host
+
+``per_vgpu_vm`` (every VM that runs a vGPU, NVIDIA's concurrent-user (CCU) licence: vPC, RTX vWS)::
+
+    units = VMs with a vGPU
+
 Prices are stored as published: ``price_usd`` buys ``price_covers`` units (16 cores of Windows
 Server, a 2-core pack of SQL Server, one core-year of VMware). Yearly cost::
 
@@ -44,7 +53,7 @@ class LicenceProduct(BaseModel):
 
     name: str
     title: str = ""
-    rule: Literal["per_core", "per_vm_core", "per_socket"]
+    rule: Literal["per_core", "per_vm_core", "per_socket", "per_gpu", "per_vgpu_vm"]
     unit: str = Field(description="what one priced unit is, in words: core-year, 16 cores, 2-core pack, socket pair-year")
     min_cores_per_cpu: int = Field(default=0, ge=0, description="per_core: every CPU counts at least this many cores")
     min_cores_per_host: int = Field(default=0, ge=0, description="per_core: every host counts at least this many cores")
@@ -66,8 +75,8 @@ class LicenceProduct(BaseModel):
             raise ValueError(f"min_cores_per_cpu / min_cores_per_host apply to rule per_core, not {self.rule}")
         if self.rule != "per_vm_core" and self.min_cores_per_vm:
             raise ValueError(f"min_cores_per_vm applies to rule per_vm_core, not {self.rule}")
-        if self.rule == "per_socket" and self.pack_cores != 1:
-            raise ValueError("pack_cores does not apply to rule per_socket")
+        if self.rule in ("per_socket", "per_gpu", "per_vgpu_vm") and self.pack_cores != 1:
+            raise ValueError(f"pack_cores does not apply to rule {self.rule}")
         return self
 
     @property
@@ -112,10 +121,17 @@ def yearly_usd(p: LicenceProduct, units: float, years: float, unit_price_usd: fl
 
 
 def fleet_licences(p: LicenceProduct, *, n_hosts: int, sockets: int, cores_per_socket: int, vm_vcpus,
-                   years: float, unit_price_usd: float | None = None) -> dict:
+                   years: float, unit_price_usd: float | None = None, gpus_per_host: int = 0, vgpu_vms: int = 0) -> dict:
     """Units and yearly cost of product ``p`` for ``n_hosts`` identical hosts, or for the VMs ``vm_vcpus``
-    (per_vm_core: the VMs that run the product). ``unit_price_usd`` overrides the catalog price per unit."""
-    if p.rule == "per_core":
+    (per_vm_core: the VMs that run the product). ``unit_price_usd`` overrides the catalog price per unit.
+    per_gpu counts ``gpus_per_host`` per host, per_vgpu_vm the ``vgpu_vms`` VMs with a vGPU."""
+    if p.rule == "per_gpu":
+        units = gpus_per_host * n_hosts
+        per = {"units_per_host": gpus_per_host}
+    elif p.rule == "per_vgpu_vm":
+        units = vgpu_vms
+        per = {"vms": vgpu_vms}
+    elif p.rule == "per_core":
         per_host = cores_licensed_per_host(p, [cores_per_socket] * sockets)
         units = per_host * n_hosts
         per = {"cores_per_host": per_host}

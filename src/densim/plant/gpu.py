@@ -8,6 +8,11 @@ OVER_TIME = ("GPU placement over time is not built yet: VMs that ask for a GPU a
              "remove {what} or the vms[].gpu requests")
 
 
+#: the one line that refuses a power cap on hosts with GPUs (pinned in tests)
+POWER_CAP = ("a host power cap is met by lowering the CPU clock, but {n} x {gpu} draw up to {w:g} W set by the GPUs' "
+             "own power limits, which densim does not lower: give hosts with GPUs no power_cap")
+
+
 def over_time_reasons(sc) -> list[tuple[str, str]]:
     """``(field, what)`` for every setting that would place or move VMs during the run."""
     out = []
@@ -27,6 +32,11 @@ def gpu_issues(sc, hosts) -> list[tuple[str, str]]:
     """Problems of the scenario's GPU requests against its host groups' GPUs (``hosts``: the plant's host groups)."""
     issues: list[tuple[str, str]] = []
     gpu_groups = [h for h in hosts if h.gpu is not None]
+    for h in gpu_groups:  # the cap is met by CPU P-states; the GPUs' own power limit is their max_power
+        spec = sc.cluster.hosts[h.index]
+        if spec.power_cap_w is not None:
+            issues.append((f"cluster.hosts[{h.index}].power_cap", POWER_CAP.format(
+                n=h.gpu_count, gpu=h.gpu.name, w=h.gpu_count * h.gpu.max_power_w)))
     wants = [(i, g) for i, g in enumerate(sc.vms) if g.gpu is not None]
     if not wants:
         return issues

@@ -5,6 +5,7 @@ Example::
     cluster:
       hosts:
         - {server: ..., count: 4, gpus: {model: nvidia-a100-80gb-sxm, count: 8}}
+        - {server: ..., count: 2, gpus: {model: nvidia-l40s, count: 2, scheduler: equal-share, time_slice: 2 ms}}
     vms:
       - {name: notebooks, ..., gpu: {mode: mig, profile: 1g.10gb}}       # a MIG instance
       - {name: vdi, ..., gpu: {mode: vgpu, memory: 4 GiB}}               # a time-sliced vGPU of 4 GiB
@@ -19,7 +20,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from densim.units import PosMemBytes
+from densim.units import PosMemBytes, PosSeconds
 
 _CFG = ConfigDict(allow_inf_nan=False, frozen=True, extra="forbid", populate_by_name=True)
 
@@ -33,6 +34,16 @@ class HostGpus(BaseModel):
     model_config = _CFG
     model: str = Field(description="name of a GPU in the catalog (section gpus) or in parts.gpus")
     count: int = Field(gt=0, le=MAX_GPUS_PER_HOST, strict=True)
+    scheduler: Literal["best-effort", "equal-share", "fixed-share"] = Field(
+        default="best-effort",
+        description="NVIDIA vGPU time-slice scheduler of these GPUs (time-sliced vGPUs only; MIG and passthrough are "
+                    "not time-sliced): best-effort (default; idle vGPUs cede their time), equal-share (1/N of the "
+                    "GPU's time to each of the N vGPUs on it, used or not), fixed-share (1/max vGPUs of the profile "
+                    "per GPU, used or not)")
+    time_slice_s: PosSeconds = Field(
+        default=0.002, alias="time_slice", le=1.0,
+        description="how long a vGPU runs before it is pre-empted (the scheduler's quantum): a vGPU waits up to "
+                    "(other vGPUs in the round) x time_slice for its next turn; default 2 ms (E)")
 
 
 class VmGpu(BaseModel):

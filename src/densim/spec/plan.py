@@ -11,8 +11,9 @@ from densim.models.carbon import CarbonInputs
 from densim.models.cost import BomLine, CostInputs
 from densim.models.hardware import HostCpu, PowerSpec
 from densim.spec.forecast import ForecastSpec
+from densim.spec.gpu import HostGpus, VmGpu
 from densim.spec.memory import MemorySettings
-from densim.units import PosBytes, PosMemBytes, MemBytes, PosMHz, Watts
+from densim.units import PosBytes, PosMemBytes, MemBytes, PosMHz, PosSeconds, Watts
 
 _LOCAL_CFG = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
@@ -64,6 +65,37 @@ class Candidate(BaseModel):
                                                   "P-state at which a fully busy host stays within it, and racks it at this power")
     min_mhz: PosMHz = Field(default=800.0, alias="min_clock", description="lowest P-state clock (with power_cap)")
     pstate_step_mhz: PosMHz = Field(default=100.0, alias="pstate_step", description="clock step between P-states (with power_cap)")
+    gpus: HostGpus | None = Field(default=None, description="GPUs in each host: {model, count} (with the plan's gpu section)")
+
+
+class PlanGpuRequest(BaseModel):
+    """The GPU every VM whose name matches ``vms`` asks for (a vGPU, a MIG instance or whole GPUs)."""
+
+    model_config = _CFG
+    vms: str = Field(description="VM names (glob) of the inventory")
+    gpu: VmGpu
+
+
+class PlanInference(BaseModel):
+    """An LLM served at a target token rate (densim.models.inference.size on the candidate's GPUs)."""
+
+    model_config = _CFG
+    name: str
+    model: str = Field(description="LLM in the catalog (section llm_models)")
+    precision: Literal["fp16", "fp8"] = "fp16"
+    tokens_in: int = Field(gt=0)
+    tokens_out: int = Field(gt=0)
+    tokens_per_s: float = Field(gt=0, description="target output tokens per second")
+    ttft_s: PosSeconds = Field(default=2.0, alias="ttft", description="bound on the p95 time to first token, e.g. '2 s'")
+    tpot_s: PosSeconds = Field(default=0.2, alias="tpot", description="bound on the time per output token, e.g. '200 ms'")
+
+
+class PlanGpu(BaseModel):
+    """GPU demand of the plan: the inventory VMs' GPU requests and LLM services; candidates give ``gpus``."""
+
+    model_config = _CFG
+    requests: list[PlanGpuRequest] = Field(default_factory=list)
+    inference: list[PlanInference] = Field(default_factory=list)
 
 
 class RackSpec(BaseModel):
@@ -241,3 +273,5 @@ class PlanSpec(BaseModel):
                              "give a swap_device for the plan's memory check")
         return v
     candidates: list[Candidate] = Field(min_length=1, description="host configurations to compare")
+    gpu: PlanGpu | None = Field(default=None, description="GPU demand: VMs' GPU requests and LLM inference services "
+                                "(hosts for them: candidates[].gpus)")

@@ -214,6 +214,12 @@ def _print_plan(pr: Printer, res, inv, spec, out: Path, summary: dict) -> None:
                     f"proven lower bound {o['lower_bound']}, gap {o['gap'] * 100:.1f} %" + (" - adopted" if o.get("adopted") else ""))
         if not r.feasible and summary.get("best"):  # with none feasible the reasons are the error lines (stderr)
             pr.line(f"{r.name}: infeasible: {r.reason}")
+    for r in res.ranked():  # GPU candidates: the answer in one line with what decides it (tools/plan/gpu.py)
+        g = r.gpu
+        if r.feasible and g:
+            inf = f", {g['hosts_inference']} of them for LLM inference" if g.get("hosts_inference") else ""
+            pr.line(f"{r.name}: buy {r.n_hosts} x host with {g['gpus_per_host']} x {g['model']} (limited by "
+                    f"{g['limiting_factor']}: CPU/memory {g['hosts_cpu_memory']} hosts, GPU VMs {g['hosts_gpu_vms']}{inf})")
     pr.line(f"demand rule: {inv.demand_rule}")
     for note in res.notes:
         pr.line(f"note: {note}")

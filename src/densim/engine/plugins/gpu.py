@@ -14,7 +14,14 @@ does not give one, the VM's CPU utilisation in that step (its CPU demand / (vCPU
 A GPU without tenants draws its idle power while its host is on (``cluster.unused_hosts``). The power goes
 to the hosts through ``Chunk.add_host_power`` before the CPU step, so ``power_w``, ``energy_j`` and the
 carbon stage's input include it; the stage writes ``gpu_power_w`` and ``gpu_busy`` per host and step and
-``summary["gpu"]``. See docs/background/gpus.md.
+``summary["gpu"]``.
+
+Time-sliced vGPUs contend for their GPU's time (:mod:`densim.models.gpu_contention`): each vGPU's demand
+``u_v`` is cut to what the GPU's scheduler (``cluster.hosts[].gpus.scheduler``: best-effort, equal-share,
+fixed-share) gives it, ``g_v``; the GPU's busy share is then ``sum g_v`` (an equal- or fixed-share GPU
+may idle while a vGPU waits), and every VM gets ``gpu_slowdown`` (``u_v / g_v``; 1 for MIG, passthrough
+and VMs without a GPU) and ``gpu_wait_ms`` (the longest wait for its next time slice) per step.
+See docs/background/gpus.md.
 """
 
 from __future__ import annotations
@@ -36,6 +43,11 @@ class GpuSummary(TypedDict):
     vms_with_gpu_unplaced: int  # of those, placed nowhere
     energy_kwh: float  # energy of the GPUs over the run (included in totals.energy_kwh)
     mean_busy: float  # mean busy share over the powered GPUs and the run's steps
+    vgpus: int  # placed VMs with a time-sliced vGPU
+    vgpu_slowdown_mean: float  # mean over vGPU VM-steps with GPU demand of u / g (1: no contention)
+    vgpu_slowdown_worst: float  # the worst vGPU VM-step's slowdown
+    vgpu_demand_unserved_share: float  # share of the vGPUs' GPU demand the schedulers did not serve
+    vgpu_wait_ms_worst: float  # the longest wait for a time slice of any vGPU in any step
 
 
 class GpuStage(BaseStage):
@@ -62,6 +74,12 @@ class GpuStage(BaseStage):
         self.energy_j = 0.0
         self.busy_sum = 0.0
         self.busy_n = 0
+        self.sd_sum = 0.0
+        self.sd_n = 0
+        self.sd_max = 1.0
+        self.v_dem = 0.0
+        self.v_got = 0.0
+        self.wait_max = 0.0
 
     def prepare(self, ctx) -> None:
         from densim.engine.run import host_loads
@@ -113,10 +131,41 @@ class GpuStage(BaseStage):
         grp = ctx.vms.group[self.e_vm]
         self.e_fixed = np.array([np.nan if self.fixed_u[g] is None else self.fixed_u[g] for g in grp], dtype=np.float64)
         self.e_cpu = np.isnan(self.e_fixed)
+        self._time_slices(ctx, p, G)
         vms = ctx.vms
         self.full_mhz = np.maximum(vms.vcpus.astype(np.float64) * vms.vcpu_mhz, 1e-9)
+        if p is not None:
+            ctx.declare("gpu_slowdown", level="vm", agg="mean", unit="x",
+                        doc="GPU slowdown of a time-sliced vGPU: demand / share its GPU's scheduler gave (1: none)")
+            ctx.declare("gpu_wait_ms", level="vm", agg="max", unit="ms",
+                        doc="longest wait of a time-sliced vGPU for its next time slice (0 without vGPU)")
         ctx.declare("gpu_power_w", level="host", agg="mean", unit="W", doc="power of the host's GPUs (in power_w)")
         ctx.declare("gpu_busy", level="host", agg="mean", unit="share", doc="mean busy share of the host's GPUs")
+
+    def _time_slices(self, ctx, p, G) -> None:
+        """The vGPU tenants (entries of ``e_*``) grouped by GPU, with each GPU's scheduler, profile cap and quantum."""
+        from densim.models.gpu_contention import SCHEDULERS
+        from densim.placement.gpu import VGPU
+
+        self.has_vgpu_out = p is not None
+        is_v = np.zeros(self.e_vm.size, bool)
+        if p is not None and self.e_vm.size:
+            is_v = p.kind[self.e_vm] == VGPU  # a passthrough VM's entries (its GPUs) are kind PASS
+        self.v_idx = np.flatnonzero(is_v)  # sorted by GPU column, as e_col is
+        vcol = self.e_col[self.v_idx]
+        first = np.flatnonzero(np.r_[True, vcol[1:] != vcol[:-1]]) if vcol.size else np.zeros(0, np.int64)
+        self.v_starts = np.r_[first, vcol.size].astype(np.int64)
+        gcols = vcol[first]
+        host = gcols // G if gcols.size else np.zeros(0, np.int64)
+        groups = ctx.plant.host_groups
+        specs = [ctx.scenario.cluster.hosts[groups[g].index].gpus for g in range(len(groups))]
+        hg = ctx.hosts.group[host]
+        self.v_policy = np.array([SCHEDULERS[specs[g].scheduler] for g in hg], np.int64)
+        self.v_quantum = np.array([specs[g].time_slice_s for g in hg], np.float64)
+        vm0 = self.e_vm[self.v_idx[first]] if first.size else np.zeros(0, np.int64)
+        self.v_cap = (p.vcap[p.host_model[host], p.req[vm0]].astype(np.int64) if first.size
+                      else np.zeros(0, np.int64))
+        self.v_vm = self.e_vm[self.v_idx]
 
     def before_cpu(self, ctx, chunk) -> None:
         n, H, G = chunk.n_steps, ctx.hosts.n, self.G
@@ -127,7 +176,10 @@ class GpuStage(BaseStage):
                 vmi = self.e_vm[self.e_cpu]
                 dem = np.asarray(chunk.demand(), dtype=np.float64)[:, vmi]
                 u[:, self.e_cpu] = np.clip(dem / self.full_mhz[vmi][None, :], 0.0, 1.0)
+            self._contend(ctx, chunk, u)  # vGPU demand cut to the scheduler's share (u is changed in place)
             busy[:, self.e_ucols] = np.add.reduceat(u * self.e_w[None, :], self.e_starts, axis=1)
+        elif self.has_vgpu_out:
+            self._contend(ctx, chunk, np.zeros((n, 0)))
         np.minimum(busy, 1.0, out=busy)
         busy *= self.on_slots[None, :]
         watts = (self.idle[None, :] + self.span[None, :] * busy) * self.on_slots[None, :]
@@ -140,6 +192,38 @@ class GpuStage(BaseStage):
         self.busy_sum += float(busy[:, self.on_slots].sum())
         self.busy_n += n * int(self.on_slots.sum())
 
+    def _contend(self, ctx, chunk, u) -> None:
+        """Time-sliced vGPUs: the share each gets, its slowdown and wait (``u``'s vGPU columns become the share)."""
+        from densim.models.gpu_contention import share_gpu_time, slowdown
+
+        n, V = chunk.n_steps, ctx.vms.n
+        if not self.v_idx.size:  # no time-sliced vGPU placed: every VM at slowdown 1, no wait (read-only views)
+            if self.has_vgpu_out:
+                chunk.vm_out["gpu_slowdown"] = np.broadcast_to(np.float32(1.0), (n, V))
+                chunk.vm_out["gpu_wait_ms"] = np.broadcast_to(np.float32(0.0), (n, V))
+            return
+        sd_out = np.ones((n, V), np.float32)
+        wait_out = np.zeros((n, V), np.float32)
+        if self.v_idx.size:
+            dem = np.ascontiguousarray(u[:, self.v_idx])
+            got = np.zeros_like(dem)
+            wait = np.zeros_like(dem)
+            share_gpu_time(dem, self.v_starts, self.v_policy, self.v_cap, self.v_quantum, got, wait)
+            u[:, self.v_idx] = got
+            sd = slowdown(dem, got)
+            sd_out[:, self.v_vm] = sd
+            wait_out[:, self.v_vm] = wait * 1e3
+            asked = dem > 0
+            self.sd_sum += float(sd[asked].sum())
+            self.sd_n += int(asked.sum())
+            self.sd_max = max(self.sd_max, float(sd.max()))
+            self.v_dem += float(dem.sum())
+            self.v_got += float(got.sum())
+            self.wait_max = max(self.wait_max, float(wait.max()) * 1e3)
+        if self.has_vgpu_out:
+            chunk.vm_out["gpu_slowdown"] = sd_out
+            chunk.vm_out["gpu_wait_ms"] = wait_out
+
     def finish(self, ctx, summary) -> None:
         summary.add("gpu", {
             "gpus": int(self.n_gpu.sum()),
@@ -148,6 +232,11 @@ class GpuStage(BaseStage):
             "vms_with_gpu_unplaced": self.unplaced,
             "energy_kwh": self.energy_j / 3.6e6,
             "mean_busy": self.busy_sum / self.busy_n if self.busy_n else 0.0,
+            "vgpus": int(self.v_idx.size),
+            "vgpu_slowdown_mean": self.sd_sum / self.sd_n if self.sd_n else 1.0,
+            "vgpu_slowdown_worst": self.sd_max,
+            "vgpu_demand_unserved_share": 1.0 - self.v_got / self.v_dem if self.v_dem > 0 else 0.0,
+            "vgpu_wait_ms_worst": self.wait_max,
         })
 
 

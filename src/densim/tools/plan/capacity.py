@@ -145,6 +145,7 @@ class CandidateResult:
     io_latency_mean_ms: float = float("nan")
     notes: list = field(default_factory=list)
     wall_s: float = 0.0
+    gpu: dict = field(default_factory=dict)  # the GPU part (tools/plan/gpu.py) when the plan has a gpu section
     failed: str = ""  # why infeasible: "qos" (placed, a bound broken), "fit" (VMs fit no empty host), "config"
     unplaced_vms: int = 0  # for "fit": how many VMs fit no empty host
 
@@ -181,7 +182,9 @@ class CandidateResult:
             "vms_per_kw": self.power.get("vms_per_kw"),
             "optimiser_status": self.optimiser.get("status", ""),
             "optimiser_gap": self.optimiser.get("gap", float("nan")),
-        }
+        } | ({"limiting_factor": self.gpu.get("limiting_factor"), "gpus": self.gpu.get("gpus"),
+              "gpus_per_host": self.gpu.get("gpus_per_host"), "hosts_gpu_vms": self.gpu.get("hosts_gpu_vms"),
+              "hosts_inference": self.gpu.get("hosts_inference")} if self.gpu else {})
 
 
 def _finite_or_none(x: float) -> float | None:
@@ -292,12 +295,23 @@ def plan_candidate(inv: Inventory, spec: PlanSpec, c: Candidate, *, vcpus=None, 
     res.mem_slowdown_worst = last.get("mem_slowdown_worst", 1.0)
     res.io_latency_worst_ms = last.get("io_latency_worst_ms", float("nan"))
     res.io_latency_mean_ms = last.get("io_latency_mean_ms", float("nan"))
+    res.n_hosts_packed = pl.n_hosts
+    if spec.gpu is not None:  # GPU demand: hosts for the GPU VMs and LLM services (tools/plan/gpu.py)
+        from densim.tools.plan.gpu import gpu_hosts
+
+        res.gpu = gpu_hosts(spec, c, inv.names, pl.n_hosts, vcpus=vcpus, mem_bytes=mem_bytes,
+                            vcpu_cap=vcpu_capacity(host, q), mem_cap=mem_oc * host.usable_mem_bytes)
+        if res.gpu["reason"] and not res.reason:
+            res.reason, res.failed = res.gpu["reason"], "config"
+        res.n_hosts_packed = res.gpu.get("hosts_packed", pl.n_hosts)
     res.feasible = not res.reason
     res.window_bound_pct = bound
-    res.n_hosts_packed = pl.n_hosts
-    spare = ha_spare(q, pl.n_hosts)
-    res.n_hosts = pl.n_hosts + spare
-    res.lower_bound_hosts = lower_bound_hosts(p) + spare
+    spare = ha_spare(q, res.n_hosts_packed)
+    res.n_hosts = res.n_hosts_packed + spare
+    lb = lower_bound_hosts(p)
+    if res.gpu and not res.gpu["reason"]:  # the GPU VMs' share of GPUs, then the LLM services' own hosts
+        lb = max(lb, res.gpu["lower_bound_gpu_vm_hosts"]) + res.gpu["hosts_inference"]
+    res.lower_bound_hosts = lb + spare
     res.vms_per_host = inv.n_vms / res.n_hosts
     res.ready_pct_worst = float(m.ready_pct_worst.max(initial=0.0)) if has_cpu else float("nan")
     res.ready_pct_p99 = float(m.ready_pct_p99.max(initial=0.0)) if has_cpu else float("nan")
@@ -306,8 +320,12 @@ def plan_candidate(inv: Inventory, spec: PlanSpec, c: Candidate, *, vcpus=None, 
     res.cpu_util_peak = float(m.cpu_util_peak.max(initial=0.0)) if has_cpu else float("nan")
     res.mem_peak_frac = float(m.mem_used_peak_frac.max(initial=0.0))
     res.host_of_vm = pl.host_of_vm
-    util_all = np.concatenate([util_host, np.zeros(spare)])
+    util_all = np.concatenate([util_host, np.zeros(res.n_hosts - pl.n_hosts)])  # spares (and GPU-only hosts) idle
     watts = power_w(c.power, util_all)
+    if res.gpu:
+        from densim.tools.plan.gpu import gpu_watts_per_host
+
+        watts = watts + gpu_watts_per_host(res.gpu, res.n_hosts)
     unknown = [None] * pl.n_hosts
     res.per_host = {"cpu_util_mean": m.cpu_util_mean.tolist() if has_cpu else unknown,
                     "cpu_util_peak": m.cpu_util_peak.tolist() if has_cpu else unknown,
@@ -315,7 +333,9 @@ def plan_candidate(inv: Inventory, spec: PlanSpec, c: Candidate, *, vcpus=None, 
                     "vms": np.bincount(pl.host_of_vm, minlength=pl.n_hosts).tolist()}
     from densim.tools.plan.licensing_carbon import candidate_carbon, licence_rows
 
-    lic_rows = licence_rows(spec, inv.names, vcpus, n_hosts=res.n_hosts, sockets=host.sockets, cores_per_socket=host.cores_per_socket)
+    lic_rows = licence_rows(spec, inv.names, vcpus, n_hosts=res.n_hosts, sockets=host.sockets, cores_per_socket=host.cores_per_socket,
+                            gpus_per_host=c.gpus.count if c.gpus is not None else 0,
+                            vgpu_vms=res.gpu.get("vgpu_vms", 0) if res.gpu else 0)
     res.tco = tco_per_year(
         n_hosts=res.n_hosts, n_vms=inv.n_vms, host_capex_usd=float(capex), host_rack_units=c.rack_units,
         mean_power_w=watts, sockets=host.sockets, cores_per_socket=host.cores_per_socket, inputs=spec.cost,

@@ -62,8 +62,10 @@ def _vm_mask(names: np.ndarray, pattern: str) -> np.ndarray:
     return np.fromiter((rx.match(str(n)) is not None for n in names), dtype=bool, count=names.shape[0])
 
 
-def licence_rows(spec, names: np.ndarray, vcpus: np.ndarray, *, n_hosts: int, sockets: int, cores_per_socket: int) -> list[dict]:
-    """Priced rows of the catalog licences for one candidate (``n_hosts`` hosts, spares included)."""
+def licence_rows(spec, names: np.ndarray, vcpus: np.ndarray, *, n_hosts: int, sockets: int, cores_per_socket: int,
+                 gpus_per_host: int = 0, vgpu_vms: int = 0) -> list[dict]:
+    """Priced rows of the catalog licences for one candidate (``n_hosts`` hosts, spares included; per-GPU
+    products count ``gpus_per_host`` on each, per-vGPU-VM products the ``vgpu_vms`` VMs with a vGPU)."""
     rows = []
     for i, (use, p) in enumerate(resolve_products(spec)):
         vm_vcpus = np.zeros(0)
@@ -74,7 +76,8 @@ def licence_rows(spec, names: np.ndarray, vcpus: np.ndarray, *, n_hosts: int, so
             vm_vcpus = np.asarray(vcpus)[mask]
         unit_price = None if use.price_usd is None else use.price_usd / p.price_covers
         row = fleet_licences(p, n_hosts=n_hosts, sockets=sockets, cores_per_socket=cores_per_socket, vm_vcpus=vm_vcpus,
-                             years=spec.cost.years, unit_price_usd=unit_price)
+                             years=spec.cost.years, unit_price_usd=unit_price, gpus_per_host=gpus_per_host,
+                             vgpu_vms=vgpu_vms)
         row["price_source"] = "given" if use.price_usd is not None else p.price_status
         rows.append(row)
     return rows

@@ -66,6 +66,9 @@ def chosen_scenario(res, inventory_path: str | Path, fmt: str) -> tuple[dict[str
                           "rack_units": float(c.rack_units)}
     if c.power_cap_w is not None:
         hg["power_cap"] = float(c.power_cap_w)
+    if c.gpus is not None or spec.gpu is not None:
+        dropped.append("GPUs (candidate gpus, the plan's gpu section): the replayed scenario has no GPU hosts or GPU "
+                       "requests, so its hosts are the CPU/memory part of the plan's answer")
     if c.storage is not None:
         dropped.append(f"candidate storage ({c.storage.device} x {c.storage.drives}, {c.storage.raid}): the I/O latency "
                        "check is not replayed (no datastore written)")

@@ -298,7 +298,7 @@ def answer_dict(res: PlanResult) -> dict | None:
         "limiting_through": limiting if power_bound else None,
         "power": r.power,
         "comparison": today_vs_proposed(res, r),
-    }
+    } | ({"gpu": r.gpu} if r.gpu else {})  # GPU candidates (tools/plan/gpu.py): hosts for GPU demand, limiting factor
 
 
 def _finite_or_none(x: float) -> float | None:
@@ -340,6 +340,12 @@ def headline_lines(summary: dict) -> list[str]:
                      f"{cc['capacity_loss_pct']:.0f} % of its CPU capacity), and "
                      f"on that capacity {lim['short']} binds ({lim['label']}), {_fmt(lim['value'], lim['unit'])} of "
                      f"{_fmt(lim['limit'], lim['unit'])}: {100 * lim['headroom']:.0f} % headroom.")
+    elif (a.get("gpu") or {}).get("limiting_factor") == "gpu":
+        g = a["gpu"]
+        inf = f" + {g['hosts_inference']} for LLM inference" if g["hosts_inference"] else ""
+        lines.append(f"Limiting resource: GPU. {g['gpus_per_host']} x {g['model']} per host: the GPU demand needs "
+                     f"{g['hosts_gpu_vms']} host(s) for the VMs' GPUs{inf}, the CPU and memory bounds "
+                     f"{g['hosts_cpu_memory']}; {g['gpus']} GPUs before spares.")
     else:
         lines.append(f"Limiting resource: {lim['short']} ({lim['label']}), {_fmt(lim['value'], lim['unit'])} of "
                      f"{_fmt(lim['limit'], lim['unit'])}: {100 * lim['headroom']:.0f} % headroom; every other bound has more.")

@@ -25,8 +25,9 @@ SERVER_FIELDS = ("cpu", "memory", "power", "rack_units")
 
 _EDITABLE = [
     re.compile(r"^cluster\.hosts\[(\d+)\]\.(count|server)$"),
+    re.compile(r"^cluster\.hosts\[(\d+)\]\.gpus\.(model|count|scheduler)$"),
     re.compile(r"^vms\[(\d+)\]\.count$"),
-    re.compile(r"^placement\.(cpu_overcommit|memory_overcommit|policy)$"),
+    re.compile(r"^placement\.(cpu_overcommit|memory_overcommit|policy|gpu_policy)$"),
     re.compile(r"^memory\.(model|swap_device|swap_cache_device|swap_cache_size)$"),
     re.compile(r"^storage\.datastores\[(\d+)\]\.(device|raid|drives)$"),
     re.compile(r"^failures\.ha\.(admission|host_failures)$"),
@@ -55,7 +56,7 @@ MAX_MAGNITUDE = 1e18  # any number typed in any control (a byte count of 1 EB, a
 MAX_OVERCOMMIT = 1000.0  # vCPUs per core, configured memory per byte of host memory
 ECHO_PATH = 80  # characters of a refused field path quoted back
 # the controls whose value is a number (the loader reads a text such as "1e308" as one)
-_NUMBER = re.compile(r"^(cluster\.hosts\[\d+\]\.count|vms\[\d+\]\.count|placement\.(cpu|memory)_overcommit"
+_NUMBER = re.compile(r"^(cluster\.hosts\[\d+\]\.count|cluster\.hosts\[\d+\]\.gpus\.count|vms\[\d+\]\.count|placement\.(cpu|memory)_overcommit"
                      r"|storage\.datastores\[\d+\]\.drives|failures\.ha\.host_failures|failures\.fail_largest_hosts)$")
 
 
@@ -115,6 +116,7 @@ def _choices() -> dict[str, list[str]]:
 
     from densim.catalog.core import builtin_catalog
     from densim.placement import POLICIES
+    from densim.spec.gpu import HostGpus
     from densim.spec.memory import MemorySettings
     from densim.spec.storage import RaidName
 
@@ -125,6 +127,8 @@ def _choices() -> dict[str, list[str]]:
         "policies": POLICIES.names(),
         "memory_models": list(typing.get_args(MemorySettings.model_fields["model"].annotation)),
         "raid": list(typing.get_args(RaidName)),
+        "gpus": cat.names("gpus"),
+        "gpu_schedulers": list(typing.get_args(HostGpus.model_fields["scheduler"].annotation)),
     }
 
 
@@ -157,6 +161,14 @@ def controls(mapping: dict[str, Any]) -> list[dict[str, Any]]:
             [""] + [s for s in own_servers if s] + ch["servers"],
             "a catalog server; picking one replaces the group's inline cpu, memory and power")
         add(f"cluster.hosts[{i}].count", f"hosts ({name})", "hosts", "number", g.get("count", 1))
+        gp = g.get("gpus")
+        if isinstance(gp, dict):  # a GPU host group: its GPU model, GPUs per host and vGPU scheduler
+            add(f"cluster.hosts[{i}].gpus.model", f"GPU model ({name})", "gpus", "select", gp.get("model"), ch["gpus"])
+            add(f"cluster.hosts[{i}].gpus.count", f"GPUs per host ({name})", "gpus", "number", gp.get("count", 1))
+            add(f"cluster.hosts[{i}].gpus.scheduler", f"vGPU scheduler ({name})", "gpus", "select",
+                gp.get("scheduler", "best-effort"), ch["gpu_schedulers"],
+                "time-sliced vGPUs: best-effort (idle vGPUs cede their time), equal-share (1/N each), fixed-share "
+                "(1/max per GPU each)")
     for i, v in enumerate(mapping.get("vms") or []):
         if "count" in v:
             add(f"vms[{i}].count", f"VMs ({v.get('name') or i})", "growth", "number", v["count"], help="growth: more or fewer VMs of this group")
@@ -165,6 +177,9 @@ def controls(mapping: dict[str, Any]) -> list[dict[str, Any]]:
     add("placement.cpu_overcommit", "vCPU over-commit", "placement", "number", pl.get("cpu_overcommit", 1.0), help="vCPUs per physical core")
     add("placement.memory_overcommit", "memory over-commit", "placement", "number", pl.get("memory_overcommit", 1.0),
         help="configured VM memory per byte of host memory")
+    if any(isinstance(g.get("gpus"), dict) for g in (mapping.get("cluster") or {}).get("hosts") or []):
+        add("placement.gpu_policy", "GPU of a host for a shared request", "gpus", "select", pl.get("gpu_policy", "pack"),
+            ["pack", "spread"], "pack: the fullest GPU that fits (keeps GPUs whole); spread: the emptiest")
     mem = mapping.get("memory") or {}
     add("memory.model", "memory model", "memory", "select", mem.get("model", "none"), ch["memory_models"],
         "vsphere-like: reclamation, swap and the slowdown it causes")

@@ -46,6 +46,14 @@ def headline(s: dict[str, Any]) -> list[dict[str, Any]]:
         out.append({"key": "worst_vm_slowdown", "label": "memory slowdown worst VM", "value": mem["worst_vm_slowdown"],
                     "text": f"{mem['worst_vm_slowdown']:.3f} x"})
         out.append({"key": "vms_slowed", "label": "VMs slowed by memory", "value": mem["vms_slowed"], "text": f"{mem['vms_slowed']:,}"})
+    gpu = s.get("gpu")
+    if gpu is not None:  # GPU hosts (densim.engine.plugins.gpu)
+        out.append({"key": "gpu_energy_kwh", "label": "GPU energy", "value": gpu["energy_kwh"],
+                    "text": f"{gpu['energy_kwh']:,.2f} kWh"})
+        out.append({"key": "vms_with_gpu_unplaced", "label": "GPU requests unplaced", "value": gpu["vms_with_gpu_unplaced"],
+                    "text": f"{gpu['vms_with_gpu_unplaced']:,}"})
+        out.append({"key": "vgpu_slowdown_worst", "label": "vGPU slowdown worst", "value": gpu["vgpu_slowdown_worst"],
+                    "text": f"{gpu['vgpu_slowdown_worst']:.2f} x"})
     return out
 
 

@@ -13,7 +13,7 @@ import numpy as np
 
 Role = Literal["calibration", "arithmetic", "prediction", "target"]
 ROLES: tuple[str, ...] = ("calibration", "arithmetic", "prediction", "target")
-AREAS: tuple[str, ...] = ("memory", "storage", "cpu-virtualization", "power", "cluster", "cost")
+AREAS: tuple[str, ...] = ("memory", "storage", "cpu-virtualization", "power", "cluster", "cost", "gpu")
 
 
 @dataclass(frozen=True)

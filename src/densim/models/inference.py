@@ -1,0 +1,255 @@
+"""LLM inference on GPUs: memory (weights + KV cache), throughput from a roofline, latency under load, and
+how many GPUs and hosts give a target token rate within latency bounds (``densim gpu size``).
+
+Inputs: a model (:class:`LlmSpec`: parameters ``P``, layers ``L``, KV heads ``h_kv``, head dimension
+``d``; catalog section ``llm_models``), a precision (bytes per weight ``b_w`` and per KV value ``b_kv``:
+fp16 2, fp8 1), the mean prompt and output lengths ``n_in``, ``n_out``, and the GPU (:class:`GpuSpec`:
+memory ``M``, bandwidth ``BW``, dense tensor FLOP/s ``F`` at the precision). A replica of the model runs
+on ``tp`` GPUs of one host (tensor parallel: memory, bandwidth and compute add up; the all-reduce cost
+is not modelled)::
+
+    weights  W = P x b_w                                       KV per token  k = 2 L h_kv d b_kv
+    usable   M_u = tp x M x mem_util                           mean context  c = n_in + n_out / 2
+    batch    B_max = floor((M_u - W) / (k x c))                (sequences the KV cache holds)
+    decode step   t_d(B) = max((W + B c k) / (tp BW e_bw),  2 P B / (tp F e_f))
+    prefill       t_p    = max(2 P n_in / (tp F e_f),  W / (tp BW e_bw))
+
+A decode step reads every weight once and the batch's KV cache (memory-bound at small B) and does
+``2 P`` FLOPs per sequence (compute-bound at large B); a prefill does ``2 P`` FLOPs per prompt token
+(compute-bound). With continuous batching at batch ``B``, in a round of ``n_out`` decode steps the replica
+finishes ``B`` requests and prefills ``B`` new ones::
+
+    round    S(B) = n_out t_d(B) + B t_p
+    TPOT     = S(B) / n_out = t_d(B) + B t_p / n_out         (time per output token, prefills included)
+    capacity X(B) = B / S(B) requests/s per replica,  tokens/s = X n_out
+
+Latency under load: each replica is ``B`` slots, each holding a request for ``S(B)``; ``n`` replicas at
+``lambda`` requests/s are an M/M/c queue with ``c = n B`` servers of service time ``S`` (Erlang C,
+:func:`densim.models.queueing.erlang_c`); a request waits ``W`` for a slot, then is prefilled::
+
+    TTFT = W + t_p,    P(W > t) = C(c, lambda S) exp(-(c / S - lambda) t)
+    p95 TTFT = t_p + max(0, ln(C / 0.05) / (c / S - lambda))
+
+:func:`size` searches tp in {1, 2, 4, 8} (at most the host's GPUs, weights must fit), B in 1..B_max with
+TPOT within its bound, and the fewest replicas meeting the token rate with p95 TTFT within its bound;
+the answer is the fewest GPUs (then hosts): ``hosts = ceil(n / (gpus_per_host / tp))``. Batches above 1,024
+are tried on a geometric grid (:func:`batches`), replicas up to 63 above the throughput floor.
+
+Efficiencies ``e_bw`` (achieved share of peak memory bandwidth in decode) and ``e_f`` (of peak dense
+tensor FLOP/s in prefill and large-batch decode) default to 0.8 and 0.6: engineering estimates (E), not
+fitted to any measurement. ``mem_util`` 0.9 is vLLM's default ``gpu_memory_utilization``
+(https://docs.vllm.ai/en/latest/api/vllm/config/cache.html, "gpu_memory_utilization: float = 0.9").
+Not modelled: attention FLOPs and KV reads in prefill, tensor-parallel communication, speculative
+decoding, prefix caching, quantised KV beyond fp8, MoE models, output-length variance (the queue takes
+exponential service). See docs/background/gpus.md, "LLM inference sizing".
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from densim.models.gpu import GpuSpec
+
+_CFG = ConfigDict(allow_inf_nan=False, frozen=True, extra="forbid", populate_by_name=True)
+
+#: bytes per weight / KV value by precision
+BYTES = {"fp16": 2.0, "fp8": 1.0}
+#: tensor-parallel widths tried by :func:`size`
+TP_WIDTHS = (1, 2, 4, 8)
+#: default efficiencies (E) and usable memory share (vLLM's default gpu_memory_utilization)
+BW_EFFICIENCY, COMPUTE_EFFICIENCY, MEM_UTIL = 0.8, 0.6, 0.9
+#: the TTFT quantile :func:`size` bounds
+TTFT_QUANTILE = 0.95
+
+
+class LlmSpec(BaseModel):
+    """A decoder-only transformer, as far as inference sizing needs it (catalog section ``llm_models``)."""
+
+    model_config = _CFG
+    name: str
+    params_b: float = Field(gt=0, description="parameters, billions")
+    layers: int = Field(gt=0)
+    kv_heads: int = Field(gt=0, description="key/value heads (GQA: fewer than attention heads)")
+    head_dim: int = Field(gt=0)
+    source: str = ""
+
+    @property
+    def params(self) -> float:
+        return self.params_b * 1e9
+
+    def kv_bytes_per_token(self, kv_bytes: float) -> float:
+        """KV cache of one token: 2 (K and V) x layers x KV heads x head dimension x bytes."""
+        return 2.0 * self.layers * self.kv_heads * self.head_dim * kv_bytes
+
+
+class Workload(BaseModel):
+    """The inference load: mean prompt and output tokens per request and the precision."""
+
+    model_config = _CFG
+    tokens_in: int = Field(gt=0, description="mean prompt tokens per request")
+    tokens_out: int = Field(gt=0, description="mean output tokens per request")
+    precision: Literal["fp16", "fp8"] = "fp16"
+    kv_precision: Literal["fp16", "fp8"] | None = Field(default=None, description="KV cache precision (default: precision)")
+    bw_efficiency: float = Field(default=BW_EFFICIENCY, gt=0, le=1)
+    compute_efficiency: float = Field(default=COMPUTE_EFFICIENCY, gt=0, le=1)
+    mem_util: float = Field(default=MEM_UTIL, gt=0, le=1)
+
+
+def tflops(gpu: GpuSpec, precision: str) -> float:
+    """The GPU's dense tensor TFLOP/s at ``precision``; ValueError when it has no such unit."""
+    if precision == "fp8":
+        if gpu.fp8_tflops is None:
+            raise ValueError(f"{gpu.name} has no FP8 tensor unit: use precision fp16")
+        return gpu.fp8_tflops
+    return gpu.fp16_tflops
+
+
+def replica(llm: LlmSpec, gpu: GpuSpec, wl: Workload, tp: int) -> dict:
+    """Memory and roofline figures of one replica on ``tp`` GPUs (the module docstring's equations)."""
+    bw = tp * gpu.memory_bandwidth_bps * wl.bw_efficiency
+    fl = tp * tflops(gpu, wl.precision) * 1e12 * wl.compute_efficiency
+    w = llm.params * BYTES[wl.precision]
+    k = llm.kv_bytes_per_token(BYTES[wl.kv_precision or wl.precision])
+    ctx = wl.tokens_in + wl.tokens_out / 2.0
+    usable = tp * gpu.memory_bytes * wl.mem_util
+    b_max = int(max(0.0, (usable - w) / (k * ctx)))
+    t_p = max(2.0 * llm.params * wl.tokens_in / fl, w / bw)
+    return {"tp": tp, "weights_bytes": w, "kv_bytes_per_token": k, "context_tokens": ctx, "usable_bytes": usable,
+            "batch_max": b_max, "prefill_s": t_p, "bandwidth_bps": bw, "flops": fl,
+            "prefill_bound": "compute" if 2.0 * llm.params * wl.tokens_in / fl >= w / bw else "memory-bandwidth"}
+
+
+def decode_step_s(r: dict, llm: LlmSpec, batch):
+    """``t_d(B)``: the slower of reading weights + the batch's KV cache and the batch's 2 P FLOPs per token."""
+    b = np.asarray(batch, dtype=np.float64)
+    mem = (r["weights_bytes"] + b * r["context_tokens"] * r["kv_bytes_per_token"]) / r["bandwidth_bps"]
+    comp = 2.0 * llm.params * b / r["flops"]
+    return np.maximum(mem, comp)
+
+
+def at_batch(r: dict, llm: LlmSpec, wl: Workload, batch) -> dict:
+    """Round time, TPOT and capacity of one replica at batch ``batch`` (array or scalar)."""
+    b = np.asarray(batch, dtype=np.float64)
+    td = decode_step_s(r, llm, b)
+    round_s = wl.tokens_out * td + b * r["prefill_s"]
+    return {"decode_step_s": td, "round_s": round_s, "tpot_s": round_s / wl.tokens_out,
+            "requests_per_s": b / round_s, "tokens_per_s": b / round_s * wl.tokens_out,
+            "decode_bound": np.where(2.0 * llm.params * b / r["flops"] >= td * (1 - 1e-12), "compute", "memory-bandwidth")}
+
+
+def ttft_quantile_s(lam: float, round_s, slots, prefill_s: float, q: float = TTFT_QUANTILE):
+    """Quantile ``q`` of the time to first token: the M/M/c wait for a slot (c = slots, service round_s) + prefill."""
+    from densim.models.queueing import erlang_c
+
+    s = np.asarray(round_s, dtype=np.float64)
+    c = np.asarray(slots, dtype=np.float64)
+    a = lam * s
+    pw = erlang_c(c, a)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = c / s - lam
+        w = np.where(pw > (1 - q), np.log(pw / (1 - q)) / rate, 0.0)
+        w = np.where(a < c, w, np.inf)
+    return prefill_s + w
+
+
+#: batches tried one by one up to this; above it, a geometric grid (a small model on a large card holds 10^5 sequences)
+EXACT_BATCHES = 1024
+
+
+def batches(b_max: int) -> np.ndarray:
+    """The batches :func:`size` tries: every one up to :data:`EXACT_BATCHES`, then 3,072 geometric steps to ``b_max``."""
+    if b_max <= 4 * EXACT_BATCHES:
+        return np.arange(1, b_max + 1)
+    grid = np.geomspace(EXACT_BATCHES + 1, b_max, 3 * EXACT_BATCHES).astype(np.int64)
+    return np.unique(np.r_[np.arange(1, EXACT_BATCHES + 1), grid, b_max])
+
+
+def size(llm: LlmSpec, gpu: GpuSpec, wl: Workload, *, tokens_per_s: float, gpus_per_host: int,
+         ttft_s: float, tpot_s: float, max_replicas: int = 100_000) -> dict:
+    """The fewest GPUs (then hosts) that give ``tokens_per_s`` output tokens/s with p95 TTFT <= ``ttft_s``
+    and TPOT <= ``tpot_s``; ``feasible`` False with the reason when no tensor-parallel width and batch can."""
+    lam = tokens_per_s / wl.tokens_out
+    best, reasons = None, []
+    for tp in TP_WIDTHS:
+        if tp > gpus_per_host:
+            break
+        r = replica(llm, gpu, wl, tp)
+        if r["batch_max"] < 1:
+            reasons.append(f"tp={tp}: weights {r['weights_bytes'] / 2**30:.1f} GiB + one sequence's KV cache do not fit "
+                           f"{r['usable_bytes'] / 2**30:.1f} GiB usable")
+            continue
+        bs = batches(r["batch_max"])
+        ab = at_batch(r, llm, wl, bs)
+        ok = ab["tpot_s"] <= tpot_s
+        if not ok.any():
+            reasons.append(f"tp={tp}: TPOT {ab['tpot_s'][0] * 1e3:.1f} ms at batch 1 exceeds the bound {tpot_s * 1e3:g} ms")
+            continue
+        bs, ab = bs[ok], {k: v[ok] for k, v in ab.items()}
+        if r["prefill_s"] > ttft_s:
+            reasons.append(f"tp={tp}: the prefill alone takes {r['prefill_s'] * 1e3:.1f} ms, above the TTFT bound")
+            continue
+        # fewest replicas per batch: from the throughput floor upward until p95 TTFT holds (vectorised over tries)
+        n0 = np.floor(lam * ab["round_s"] / bs).astype(np.int64) + 1
+        tries = n0[:, None] + np.arange(64)[None, :]
+        q = ttft_quantile_s(lam, ab["round_s"][:, None], tries * bs[:, None], r["prefill_s"])
+        good = q <= ttft_s
+        if not good.any():
+            reasons.append(f"tp={tp}: the queue for a slot keeps p95 TTFT above {ttft_s:g} s")
+            continue
+        first = np.where(good.any(axis=1), good.argmax(axis=1), -1)
+        n = np.where(first >= 0, tries[np.arange(bs.size), np.maximum(first, 0)], np.iinfo(np.int64).max)
+        gpus = n * tp
+        i = int(np.lexsort((-bs, gpus))[0])  # fewest GPUs, then the largest batch (lowest cost per token)
+        if n[i] > max_replicas:
+            continue
+        per_host = gpus_per_host // tp
+        cand = {"tp": tp, "batch": int(bs[i]), "replicas": int(n[i]), "gpus": int(gpus[i]),
+                "hosts": math.ceil(int(n[i]) / per_host), "replicas_per_host": per_host, "r": r, "i": i, "ab": ab,
+                "ttft_p95_s": float(q[i, first[i]])}
+        if best is None or (cand["gpus"], cand["hosts"]) < (best["gpus"], best["hosts"]):
+            best = cand
+    base = {"model": llm.name, "gpu": gpu.name, "precision": wl.precision, "tokens_in": wl.tokens_in,
+            "tokens_out": wl.tokens_out, "target_tokens_per_s": tokens_per_s, "requests_per_s": lam,
+            "ttft_p95_bound_s": ttft_s, "tpot_bound_s": tpot_s, "gpus_per_host": gpus_per_host,
+            "efficiencies": {"bandwidth": wl.bw_efficiency, "compute": wl.compute_efficiency, "memory_util": wl.mem_util}}
+    if best is None:
+        return base | {"feasible": False, "reasons": reasons}
+    r, ab, i = best.pop("r"), best.pop("ab"), best.pop("i")
+    slots = best["replicas"] * best["batch"]
+    util = lam * float(ab["round_s"][i]) / slots
+    from densim.models.queueing import erlang_c
+
+    pw = float(erlang_c(slots, lam * float(ab["round_s"][i])))
+    mean_wait = pw * float(ab["round_s"][i]) / (slots - lam * float(ab["round_s"][i]))
+    limited = "kv-cache memory" if best["batch"] == r["batch_max"] else "tpot bound" if best["batch"] < r["batch_max"] and (
+        float(at_batch(r, llm, wl, best["batch"] + 1)["tpot_s"]) > tpot_s) else "ttft bound (queue)"
+    return base | best | {
+        "feasible": True,
+        "weights_gib": r["weights_bytes"] / 2**30,
+        "kv_gib_per_replica": best["batch"] * r["context_tokens"] * r["kv_bytes_per_token"] / 2**30,
+        "kv_bytes_per_token": r["kv_bytes_per_token"],
+        "batch_max": r["batch_max"],
+        "batch_limited_by": limited,
+        "decode_step_s": float(ab["decode_step_s"][i]),
+        "decode_bound": str(ab["decode_bound"][i]),
+        "prefill_s": r["prefill_s"],
+        "prefill_bound": r["prefill_bound"],
+        "tpot_s": float(ab["tpot_s"][i]),
+        "tokens_per_s_per_replica": float(ab["tokens_per_s"][i]),
+        "tokens_per_s_per_gpu": float(ab["tokens_per_s"][i]) / best["tp"],
+        "capacity_tokens_per_s": float(ab["tokens_per_s"][i]) * best["replicas"],
+        "slot_utilisation": util,
+        "ttft_mean_s": r["prefill_s"] + mean_wait,
+        "reasons_other_widths": reasons,
+    }
+
+
+def llm_models(catalog) -> dict[str, LlmSpec]:
+    return {m.name: m for m in catalog.all("llm_models", LlmSpec)}
+
+
+__all__ = ["LlmSpec", "Workload", "at_batch", "llm_models", "decode_step_s", "replica", "size", "ttft_quantile_s"]

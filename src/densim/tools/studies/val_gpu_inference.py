@@ -1,0 +1,115 @@
+"""Study ``val-gpu-inference``: LLM output throughput on an H200 from the datasheet and a roofline.
+
+Source (measured): NVIDIA, TensorRT-LLM release 0.5.0, ``docs/source/blogs/H200launch.md`` ("H200 achieves
+nearly 12,000 tokens/sec on Llama2-13B with TensorRT-LLM"), table "H200 FP8 Max throughput"
+(https://github.com/NVIDIA/TensorRT-LLM/blob/release/0.5.0/docs/source/blogs/H200launch.md), preliminary
+measurements with TensorRT-LLM v0.5.0 on one H200 (or 2 and 4 for TP 2 and 4), FP8:
+
+===========  =====  ==  ============  =============  =====================
+model        batch  TP  input tokens  output tokens  output tokens/s
+===========  =====  ==  ============  =============  =====================
+llama_13b    1024   1   128           128            11,819
+llama_13b    128    1   128           2048           4,750
+llama_13b    64     1   2048          128            1,349
+llama_70b    512    1   128           128            3,014
+llama_70b    512    4   128           2048           6,616
+llama_70b    64     2   2048          128            682
+llama_70b    32     1   2048          128            303
+===========  =====  ==  ============  =============  =====================
+
+Inputs, fixed before the table was read: H200 SXM from the catalog (141 GiB, 4.8 TB/s, 1,979 dense FP8
+TFLOP/s: datasheet), Llama 2 13B and 70B architectures (Hugging Face config.json; catalog ``llm_models``,
+13B in ``validation.yaml``), the roofline's default efficiencies (0.8 of peak bandwidth, 0.6 of peak FP8
+compute, both (E)) and 0.9 of memory usable (vLLM's default), all set in commit 79301f2 before this
+source was found. Precision: weights and compute FP8 (the table's "FP8"); KV cache FP8 too, decided from
+memory alone: 1,024 sequences of up to 256 tokens of Llama 2 13B need 215 GB of KV cache in FP16, more
+than the 141 GB card, and 107 GB in FP8 (assumption, not stated in the source). "llama_13b"/"llama_70b"
+are taken to be Llama 2 (the blog's date, November 2023).
+
+Model: :func:`densim.models.inference.at_batch` at the published batch and TP (a static batch: ``B``
+prefills then ``n_out`` decode steps, the same round as continuous batching): output tokens/s = ``B n_out /
+(n_out t_d(B) + B t_p)``.
+
+Tolerance (a priori): +/-40 % on each row's output tokens/s (a roofline with estimated efficiencies).
+Written after a rough mental estimate of the 70B 128/128 row only (about +30 %), before any run.
+
+Expected weak spots, written before the run: (1) the TP 2 and TP 4 rows: tensor-parallel all-reduce is not
+modelled, so the model should be high there; (2) short prompts at large batch: each request's prefill is
+charged ``max(compute, one read of the weights)``, a weight read per prompt, which overstates prefill when
+prompts are batched, so the model may be low for the 128-token-prompt rows; (3) attention FLOPs are not
+counted, so the long-prompt (2048) rows may be high.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from densim.catalog.core import builtin_catalog
+from densim.models.gpu import GpuSpec
+from densim.models.inference import LlmSpec, Workload, at_batch, replica
+from densim.tools.studies.base import Study, busy_check, headline
+
+SOURCE = ("NVIDIA TensorRT-LLM release/0.5.0 docs/source/blogs/H200launch.md, table 'H200 FP8 Max throughput' "
+          "(https://github.com/NVIDIA/TensorRT-LLM/blob/release/0.5.0/docs/source/blogs/H200launch.md)")
+GPU = "nvidia-h200-sxm"
+#: (model, batch, TP, input tokens, output tokens, measured output tokens/s)
+MEASURED = [
+    ("llama-2-13b", 1024, 1, 128, 128, 11_819),
+    ("llama-2-13b", 128, 1, 128, 2048, 4_750),
+    ("llama-2-13b", 64, 1, 2048, 128, 1_349),
+    ("llama-2-70b", 512, 1, 128, 128, 3_014),
+    ("llama-2-70b", 512, 4, 128, 2048, 6_616),
+    ("llama-2-70b", 64, 2, 2048, 128, 682),
+    ("llama-2-70b", 32, 1, 2048, 128, 303),
+]
+TOLERANCE = 0.40
+
+
+def predict(model: str, batch: int, tp: int, n_in: int, n_out: int, *, gpu_name: str = GPU,
+            precision: str = "fp8") -> dict[str, Any]:
+    """The roofline's output tokens/s of one replica (``tp`` GPUs) at ``batch``, and its resources' busy shares."""
+    cat = builtin_catalog()
+    llm = cat.get("llm_models", model, LlmSpec)
+    gpu = cat.get("gpus", gpu_name, GpuSpec)
+    wl = Workload(tokens_in=n_in, tokens_out=n_out, precision=precision, kv_precision=precision)
+    r = replica(llm, gpu, wl, tp)
+    a = at_batch(r, llm, wl, batch)
+    round_s = float(a["round_s"])
+    w, bw, fl = r["weights_bytes"], r["bandwidth_bps"], r["flops"]
+    mem_s = (w + batch * r["context_tokens"] * r["kv_bytes_per_token"]) / bw
+    comp_s = 2.0 * llm.params * batch / fl
+    busy = {"HBM bandwidth": (n_out * mem_s + batch * w / bw) / round_s,
+            "tensor compute": (n_out * comp_s + batch * 2.0 * llm.params * n_in / fl) / round_s,
+            "KV cache memory": batch * r["context_tokens"] * r["kv_bytes_per_token"] / (r["usable_bytes"] - w)}
+    return {"tokens_per_s": float(a["tokens_per_s"]), "decode_step_s": float(a["decode_step_s"]),
+            "decode_bound": str(a["decode_bound"]), "prefill_s": r["prefill_s"], "prefill_bound": r["prefill_bound"],
+            "batch_max": r["batch_max"], "round_s": round_s, "busy": busy}
+
+
+def run(out_dir: Path, seed: int) -> dict[str, Any]:
+    del out_dir
+    heads, runs, busy = [], {}, []
+    for model, batch, tp, n_in, n_out, measured in MEASURED:
+        label = f"{model} TP{tp} batch {batch}, {n_in}/{n_out} tokens"
+        p = predict(model, batch, tp, n_in, n_out)
+        runs[label] = p
+        busy.append(busy_check(label, list(p["busy"]), [min(v, 1.0) for v in p["busy"].values()], kind="GPU (roofline)"))
+        heads.append(headline(f"H200 FP8 {label}: output tokens/s", measured, p["tokens_per_s"], tolerance=TOLERANCE,
+                              relative=True, source=SOURCE, unit="tokens/s", role="prediction", rests_on=[label]))
+    xs = [f"{m.split('-')[-1]} tp{t} b{b} {i}/{o}" for m, b, t, i, o, _ in MEASURED]
+    fig = {"data": [{"type": "bar", "name": "TensorRT-LLM 0.5.0 (measured)", "x": xs, "y": [m[-1] for m in MEASURED]},
+                    {"type": "bar", "name": "densim roofline", "x": xs, "y": [runs[k]["tokens_per_s"] for k in runs]}],
+           "layout": {"title": {"text": "H200 FP8 output tokens/s: measured and predicted"}, "barmode": "group",
+                      "yaxis": {"title": {"text": "output tokens/s"}, "type": "log"}}}
+    return {"study": "val-gpu-inference", "headline": heads, "figures": [fig], "runs": runs, "seed": seed, "busy": busy}
+
+
+STUDY = Study(
+    name="val-gpu-inference",
+    description="Validation: LLM output tokens/s on an H200 (FP8) from the datasheet and a roofline (TensorRT-LLM 0.5.0 measurements)",
+    run=run,
+    source=SOURCE,
+    tags=("validation", "gpu"),
+    area="gpu",
+)

@@ -1,0 +1,115 @@
+"""Study ``val-gpu-trtllm``: LLM output throughput on H100, L40S and A100 from their datasheets and a roofline.
+
+Source (measured): NVIDIA, TensorRT-LLM ``docs/source/performance.md`` ("Performance of TensorRT-LLM", data
+of v0.6.1; the L40S table of v0.5), section "Peak Throughput"
+(https://github.com/NVIDIA/TensorRT-LLM/blob/main/docs/source/performance.md at the stored commit
+138f96d45f90b9667426f7c47297d8c06bafac73). Its methodology section names the models Llama2-7b and
+Llama2-70b ("LLaMA 7B", "LLaMA 70B" in the tables) and builds the H100 and L40S engines with
+``--enable_fp8 --fp8_kv_cache`` (FP8 weights and KV cache); on A100 those options are removed (FP16).
+The H100 table gives output tokens/s **per GPU**; the L40S and A100 tables per run (all its GPUs).
+
+=====  ===========  =====  ==  =========  ==========================
+GPU    model        batch  TP  in / out   output tokens/s
+=====  ===========  =====  ==  =========  ==========================
+H100   Llama 2 7B   768    1   128/128    19,694 per GPU
+H100   Llama 2 7B   112    1   128/2048   6,818 per GPU
+H100   Llama 2 7B   80     1   2048/128   2,244 per GPU
+H100   Llama 2 7B   48     1   2048/2048  2,740 per GPU
+H100   Llama 2 70B  1024   2   128/128    2,657 per GPU
+H100   Llama 2 70B  480    4   128/2048   1,486 per GPU
+H100   Llama 2 70B  96     2   2048/128   306 per GPU
+H100   Llama 2 70B  64     2   2048/2048  547 per GPU
+L40S   Llama 2 7B   64     1   128/128    3,240
+L40S   Llama 2 7B   64     1   128/2048   1,622
+L40S   Llama 2 7B   32     1   2048/128   581
+L40S   Llama 2 7B   16     1   2048/2048  531
+A100   Llama 2 7B   384    1   128/128    5,586
+A100   Llama 2 7B   60     1   128/2048   1,928
+A100   Llama 2 7B   52     1   2048/128   591
+A100   Llama 2 7B   64     2   2048/2048  782
+A100   Llama 2 70B  1280   4   128/128    670
+A100   Llama 2 70B  240    4   128/2048   525
+A100   Llama 2 70B  120    4   2048/128   79
+=====  ===========  =====  ==  =========  ==========================
+
+Inputs: as ``val-gpu-inference`` (catalog datasheet figures of each card, Llama 2 architectures, the
+roofline's default efficiencies 0.8 / 0.6 and memory share 0.9 fixed in commit 79301f2, before either
+source was found); precision from the source's build options (fp8 weights and KV on H100 and L40S, fp16 on
+A100). Model: :func:`densim.tools.studies.val_gpu_inference.predict` at the published batch and TP
+(a static batch), divided by TP for the H100 rows (per GPU).
+
+Tolerance (a priori): +/-40 % on each row, as ``val-gpu-inference``; written after that study's first run
+(which came out high on every row) and before this one's.
+
+Expected weak spots, written before the run: (1) every TP 2 and TP 4 row high (all-reduce not modelled;
+``val-gpu-inference``'s TP 4 row was +384 %); (2) large-batch short-prompt rows high, as Llama 2 13B at
+batch 1,024 was (+68 %) on the H200; (3) some published batches may exceed what the model's KV budget
+holds (the model does not refuse them here; the study reports ``batch_max``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from densim.tools.studies.base import Study, busy_check, headline
+from densim.tools.studies.val_gpu_inference import TOLERANCE, predict
+
+SOURCE = ("NVIDIA TensorRT-LLM docs/source/performance.md, 'Peak Throughput' tables (v0.6.1; L40S v0.5), "
+          "https://github.com/NVIDIA/TensorRT-LLM/blob/main/docs/source/performance.md")
+CARDS = {"H100": ("nvidia-h100-sxm", "fp8", True), "L40S": ("nvidia-l40s", "fp8", False),
+         "A100": ("nvidia-a100-80gb-sxm", "fp16", False)}  # catalog GPU, precision, figure per GPU
+#: (card, model, batch, TP, input tokens, output tokens, measured output tokens/s)
+MEASURED = [
+    ("H100", "llama-2-7b", 768, 1, 128, 128, 19_694),
+    ("H100", "llama-2-7b", 112, 1, 128, 2048, 6_818),
+    ("H100", "llama-2-7b", 80, 1, 2048, 128, 2_244),
+    ("H100", "llama-2-7b", 48, 1, 2048, 2048, 2_740),
+    ("H100", "llama-2-70b", 1024, 2, 128, 128, 2_657),
+    ("H100", "llama-2-70b", 480, 4, 128, 2048, 1_486),
+    ("H100", "llama-2-70b", 96, 2, 2048, 128, 306),
+    ("H100", "llama-2-70b", 64, 2, 2048, 2048, 547),
+    ("L40S", "llama-2-7b", 64, 1, 128, 128, 3_240),
+    ("L40S", "llama-2-7b", 64, 1, 128, 2048, 1_622),
+    ("L40S", "llama-2-7b", 32, 1, 2048, 128, 581),
+    ("L40S", "llama-2-7b", 16, 1, 2048, 2048, 531),
+    ("A100", "llama-2-7b", 384, 1, 128, 128, 5_586),
+    ("A100", "llama-2-7b", 60, 1, 128, 2048, 1_928),
+    ("A100", "llama-2-7b", 52, 1, 2048, 128, 591),
+    ("A100", "llama-2-7b", 64, 2, 2048, 2048, 782),
+    ("A100", "llama-2-70b", 1280, 4, 128, 128, 670),
+    ("A100", "llama-2-70b", 240, 4, 128, 2048, 525),
+    ("A100", "llama-2-70b", 120, 4, 2048, 128, 79),
+]
+
+
+def run(out_dir: Path, seed: int) -> dict[str, Any]:
+    del out_dir
+    heads, runs, busy = [], {}, []
+    for card, model, batch, tp, n_in, n_out, measured in MEASURED:
+        gpu, precision, per_gpu = CARDS[card]
+        label = f"{card} {model} TP{tp} batch {batch}, {n_in}/{n_out} tokens"
+        p = predict(model, batch, tp, n_in, n_out, gpu_name=gpu, precision=precision)
+        value = p["tokens_per_s"] / tp if per_gpu else p["tokens_per_s"]
+        runs[label] = p | {"compared": value}
+        busy.append(busy_check(label, list(p["busy"]), [min(v, 1.0) for v in p["busy"].values()], kind="GPU (roofline)"))
+        what = "output tokens/s per GPU" if per_gpu else "output tokens/s"
+        heads.append(headline(f"{label} ({precision}): {what}", measured, value, tolerance=TOLERANCE, relative=True,
+                              source=SOURCE, unit="tokens/s", role="prediction", rests_on=[label]))
+    xs = [f"{c} {m.split('-')[-1]} tp{t} b{b} {i}/{o}" for c, m, b, t, i, o, _ in MEASURED]
+    fig = {"data": [{"type": "bar", "name": "TensorRT-LLM (measured)", "x": xs, "y": [m[-1] for m in MEASURED]},
+                    {"type": "bar", "name": "densim roofline", "x": xs, "y": [runs[k]["compared"] for k in runs]}],
+           "layout": {"title": {"text": "H100 / L40S / A100 output tokens/s: measured and predicted"}, "barmode": "group",
+                      "yaxis": {"title": {"text": "output tokens/s"}, "type": "log"}}}
+    return {"study": "val-gpu-trtllm", "headline": heads, "figures": [fig], "runs": runs, "seed": seed, "busy": busy}
+
+
+STUDY = Study(
+    name="val-gpu-trtllm",
+    description="Validation: LLM output tokens/s on H100, L40S and A100 from their datasheets and a roofline "
+                "(TensorRT-LLM performance tables)",
+    run=run,
+    source=SOURCE,
+    tags=("validation", "gpu"),
+    area="gpu",
+)

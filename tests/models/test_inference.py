@@ -1,0 +1,125 @@
+"""LLM inference sizing (densim.models.inference, densim gpu size): a roofline and a queue checked by hand."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from densim.models.gpu import GpuSpec
+from densim.models.inference import LlmSpec, Workload, at_batch, replica, size, ttft_quantile_s
+
+# a round-number GPU and model: 80 GiB, 1 TB/s, 100 dense TFLOP/s; 1 B parameters in fp16 (W = 2 GB),
+# 10 layers x 8 KV heads x 128 -> KV per token 2 x 10 x 8 x 128 x 2 B = 40,960 B
+GPU = GpuSpec(name="round", vendor="test", memory="80 GiB", memory_bandwidth="1 TB/s", fp16_tflops=100,
+              idle_power="50 W", max_power="500 W")
+LLM = LlmSpec(name="tiny", params_b=1.0, layers=10, kv_heads=8, head_dim=128)
+# 200 tokens in, 100 out, efficiencies 1, all memory usable: mean context 200 + 100/2 = 250 tokens,
+# KV per sequence 250 x 40,960 = 10.24 MB
+WL = Workload(tokens_in=200, tokens_out=100, bw_efficiency=1.0, compute_efficiency=1.0, mem_util=1.0)
+
+
+def test_roofline_by_hand():
+    r = replica(LLM, GPU, WL, 1)
+    assert r["weights_bytes"] == pytest.approx(2e9)
+    assert r["kv_bytes_per_token"] == pytest.approx(40_960)
+    # B_max = floor((80 x 2^30 - 2e9) / 10.24e6) = floor(8,193.29) = 8,193
+    assert r["batch_max"] == 8193
+    # prefill: 2 x 1e9 x 200 / 1e14 = 4 ms (compute) against reading the weights once, 2e9 / 1e12 = 2 ms
+    assert r["prefill_s"] == pytest.approx(4e-3) and r["prefill_bound"] == "compute"
+    # decode at batch 1: (2e9 + 10.24e6) B / 1e12 B/s = 2.01024 ms (memory-bound; 2e9 FLOP / 1e14 = 0.02 ms):
+    # 497.5 tokens/s for one sequence
+    a1 = at_batch(r, LLM, WL, 1)
+    assert float(a1["decode_step_s"]) == pytest.approx(2.01024e-3) and str(a1["decode_bound"]) == "memory-bandwidth"
+    assert 1 / float(a1["decode_step_s"]) == pytest.approx(497.45, rel=1e-4)
+    # batch 300: memory 2 ms + 300 x 10.24 us = 5.072 ms, compute 300 x 2e9 / 1e14 = 6 ms -> compute-bound, 6 ms;
+    # round = 100 x 6 ms + 300 prefills x 4 ms = 1.8 s; TPOT 18 ms; 300 / 1.8 = 166.7 requests/s = 16,667 tokens/s
+    a = at_batch(r, LLM, WL, 300)
+    assert float(a["decode_step_s"]) == pytest.approx(6e-3) and str(a["decode_bound"]) == "compute"
+    assert float(a["round_s"]) == pytest.approx(1.8)
+    assert float(a["tpot_s"]) == pytest.approx(0.018)
+    assert float(a["tokens_per_s"]) == pytest.approx(100 * 300 / 1.8)
+
+
+def test_ttft_quantile_of_one_slot_by_hand():
+    # one slot (M/M/1), S = 1 s, lambda = 0.5/s: P(wait > t) = 0.5 exp(-(1 - 0.5) t); p95: ln(0.5 / 0.05) / 0.5
+    # = 4.605 s, plus a 0.1 s prefill
+    assert float(ttft_quantile_s(0.5, 1.0, 1, 0.1)) == pytest.approx(0.1 + 2 * math.log(10))
+    # saturated: lambda S >= slots -> infinite
+    assert math.isinf(float(ttft_quantile_s(2.0, 1.0, 1, 0.1)))
+
+
+def test_size_by_hand():
+    # TPOT(B) above B = 205 (compute-bound): 0.02 B ms + B x 4 ms / 100 = 0.06 B ms <= 18 ms -> B <= 300;
+    # 30,000 tokens/s = 300 requests/s; a replica at B = 300 serves 166.7/s -> 2 replicas (ceil 1.8), 600 slots
+    # at 90 % (the queue's p95 TTFT is within 10 s)
+    out = size(LLM, GPU, WL, tokens_per_s=30_000, gpus_per_host=1, ttft_s=10.0, tpot_s=0.018)
+    assert out["feasible"]
+    assert (out["tp"], out["batch"], out["replicas"], out["gpus"], out["hosts"]) == (1, 300, 2, 2, 2)
+    assert out["batch_limited_by"] == "tpot bound" and out["decode_bound"] == "compute"
+    assert out["slot_utilisation"] == pytest.approx(0.9)
+    assert out["capacity_tokens_per_s"] == pytest.approx(2 * 100 * 300 / 1.8)
+    assert out["ttft_p95_s"] <= 10.0
+    # a TPOT bound below one decode step at batch 1 (2.05 ms with the prefill share) is infeasible, with the reason
+    out = size(LLM, GPU, WL, tokens_per_s=30_000, gpus_per_host=1, ttft_s=10.0, tpot_s=0.001)
+    assert not out["feasible"] and "exceeds the bound 1 ms" in out["reasons"][0]
+
+
+def test_fp8_on_a_card_without_it_is_refused_in_one_line(capsys):
+    from densim.cli.main import app
+    from typer.testing import CliRunner
+
+    res = CliRunner().invoke(app, ["gpu", "size", "--model", "llama-2-70b", "--gpu", "nvidia-a100-80gb-sxm",
+                                   "--tokens-per-s", "1000", "--precision", "fp8"])
+    assert res.exit_code == 1
+    assert res.output.strip().splitlines() == [
+        "densim: error: --precision: nvidia-a100-80gb-sxm has no FP8 tensor unit: use precision fp16"]
+    res = CliRunner().invoke(app, ["gpu", "size", "--model", "llama-9", "--gpu", "nvidia-l4", "--tokens-per-s", "1"])
+    assert res.exit_code == 1 and len(res.output.strip().splitlines()) == 1 and "--model" in res.output
+
+
+def test_cli_answers_how_many_hosts(tmp_path):
+    from densim.cli.main import app
+    from typer.testing import CliRunner
+
+    res = CliRunner().invoke(app, ["gpu", "size", "--model", "llama-3.1-8b", "--gpu", "nvidia-l40s", "--tokens-per-s",
+                                   "5000", "--tpot", "100 ms", "--json", "--out", str(tmp_path / "o")])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    assert doc["feasible"] and doc["hosts"] >= 1 and doc["capacity_tokens_per_s"] >= 5000
+    assert json.loads((tmp_path / "o" / "summary.json").read_text())["gpus"] == doc["gpus"]
+
+
+@pytest.mark.parametrize(("args", "line"), [
+    (["--gpu", "nvidia-l4", "--tokens-per-s", "100"],
+     "--model: give a catalog LLM (--model) or its architecture (--params-b, --layers, --kv-heads, --head-dim)"),
+    (["--gpu", "nvidia-l4", "--tokens-per-s", "100", "--params-b", "7", "--layers", "32"],
+     "--kv-heads: a model given by its architecture needs --params-b, --layers, --kv-heads, --head-dim; missing "
+     "--kv-heads, --head-dim"),
+    (["--model", "llama-2-7b", "--layers", "3", "--gpu", "nvidia-l4", "--tokens-per-s", "100"],
+     "--layers: give --model (a catalog LLM) or its architecture (--params-b, --layers, --kv-heads, --head-dim), not both"),
+    (["--model", "llama-2-7b", "--gpu", "nvidia-l4", "--tokens-per-s", "100", "--requests-per-s", "3"],
+     "--tokens-per-s: give the load once: --tokens-per-s (output tokens) or --requests-per-s, not both"),
+    (["--model", "llama-2-7b", "--gpu", "nvidia-l4"],
+     "--requests-per-s: give the load: --tokens-per-s (output tokens) or --requests-per-s"),
+])
+def test_contradictory_or_missing_options_are_one_line(args, line):
+    from densim.cli.main import app
+    from typer.testing import CliRunner
+
+    res = CliRunner().invoke(app, ["gpu", "size", *args])
+    assert res.exit_code == 1 and res.output.strip().splitlines() == [f"densim: error: {line}"]
+
+
+def test_requests_per_s_and_an_architecture_give_the_catalog_models_answer():
+    # 2 requests/s x 200 output tokens = 400 tokens/s; Llama 2 7B given by its architecture = the catalog entry
+    from densim.cli.commands.gpu import run_gpu_size
+
+    common = dict(gpu="nvidia-l4", tokens_in=1024, tokens_out=200, ttft="2 s", tpot="200 ms", gpus_per_host=8,
+                  precision="fp16", kv_precision=None, bw_efficiency=None, compute_efficiency=None)
+    a = run_gpu_size(model="llama-2-7b", tokens_per_s=None, requests_per_s=2.0, **common)
+    b = run_gpu_size(model=None, tokens_per_s=400.0, arch={"--params-b": 6.74, "--layers": 32, "--kv-heads": 32,
+                                                           "--head-dim": 128}, **common)
+    assert a["target_tokens_per_s"] == 400.0
+    assert (a["gpus"], a["batch"], a["tp"]) == (b["gpus"], b["batch"], b["tp"])
