@@ -64,9 +64,11 @@ class PowerComponents(BaseModel):
     min_mhz: PosMHz = Field(alias="min_clock", description="lowest P-state clock (datasheet LFM)")
     package_c_states: bool = Field(default=True, description="the package sleeps when all cores are idle (Nehalem and later)")
     dvfs: bool = Field(default=True, description="the OS governor lowers the clock at light load")
-    step_share: float = Field(default=0.22, ge=0.0, lt=1.0,
+    # defaults: least-squares fit on the 15 package-C-state servers of catalog specpower.yaml (calibration; each
+    # server's validation row uses a fit without it: study val-specpower-components)
+    step_share: float = Field(default=0.134, ge=0.0, lt=1.0,
                               description="share of the idle-to-peak span the package adds on leaving package sleep")
-    busy_target: float = Field(default=0.80, gt=0.0, le=1.0, description="busy share the governor keeps a core at")
+    busy_target: float = Field(default=0.926, gt=0.0, le=1.0, description="busy share the governor keeps a core at")
     v_floor: float = Field(default=0.5, ge=0.0, le=1.0, description="V/V_top extrapolated to f = 0 (E)")
 
     @model_validator(mode="after")
