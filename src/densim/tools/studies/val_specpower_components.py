@@ -23,6 +23,16 @@ Inputs of each server's prediction:
 Checked figures: each of the nine intermediate levels (10 %, ..., 90 %) of each server, one row each.
 Tolerance: +/-10 % (a priori, as ``val-specpower-2s``: the spread between comparable servers' curves).
 
+The idle floor and the full-load power (the 0 % and 100 % rows), from the datasheet only (added after the
+first run of the rows above, before its own first run): per class of CPU (package C-states or not),
+``P_idle = a + b S TDP`` and ``P_peak = c + d S TDP`` (S sockets, TDP from the datasheet; a and c the
+platform: board, memory, fans, disks, PSU loss; b and d the packages' idle and full-load share of TDP), the
+four coefficients fitted by least squares on the *other* servers of the class (leave-one-server-out; a class
+of n servers gives each fold n - 1). Rows: active idle and 100 % of each server. Tolerance +/-25 % (a priori:
+the platform, memory amount and PSU are not in the inputs, and they move idle power by tens of watts). The
+curve from these two predictions and the shape above (every level from the datasheet alone) is reported in
+the runs, not as rows.
+
 Also reported (runs, not rows): the linear model's errors on the same levels (before), both models on every
 server (so the rule's choice can be checked against the data), the parameters of each fold, and the fit on all
 servers (the defaults of ``PowerComponents``: calibration).
