@@ -67,6 +67,12 @@ FEATURES = {
     # 400 W per host (220 W idle, 760 W peak): six VMs' 57,600 MHz of 140,000 MHz (u0 = 0.41) run at
     # 2,200 MHz (220 + 540 x 0.41 x 0.88^2 = 392 W); a host's P-states are 800 .. 2,500 MHz
     "power_cap": lambda d: d["cluster"]["hosts"][0].update(power_cap="400 W"),
+    # issue 30: the component power model (idle floor, package C-state step, convex rise) on the same
+    # 220 / 760 W ends; 28 cores, 2.5 .. 1.0 GHz. Same idle and full-load power, so the power cap's full-load
+    # clock (from those two) is unchanged
+    "power_component": lambda d: d["cluster"]["hosts"][0].update(power={
+        "model": "component", "idle": "220 W", "peak": "760 W",
+        "component": {"cores_per_socket": 28, "top_clock": "2.5 GHz", "min_clock": "1.0 GHz"}}),
 }
 PAIRS = list(itertools.combinations(FEATURES, 2))
 
@@ -139,7 +145,21 @@ def check_invariants(r, features) -> None:
     if "power_cap" in features:  # within the cap in every step; capped at 2,200 MHz where six VMs run
         assert power.max() <= 400.0 * (1 + 1e-6)
         pc = r.summary["power_cap"]
-        assert pc["host_steps_capped"] > 0 and pc["full_load_clock_mhz"]["cluster-a"] == pytest.approx(1700.0)
+        assert pc["full_load_clock_mhz"]["cluster-a"] == pytest.approx(1700.0)
+        # the linear model draws 220 + 540 x 0.41 = 441 W at the six VMs' load: capped; the convex component curve
+        # draws 393 W there (its 11-point table at u = 0.41), within the cap: never capped
+        assert (pc["host_steps_capped"] > 0) == ("power_component" not in features)
+    if "power_component" in features:  # every host's power is the component curve (its 11-point table) at its load
+        from densim.models.hardware import PowerComponents
+        from densim.models.power import component_w
+
+        comp = PowerComponents(cores_per_socket=28, top_clock="2.5 GHz", min_clock="1.0 GHz")
+        table = component_w(np.linspace(0.0, 1.0, 11), 220.0, 760.0, comp)
+        util = np.asarray(r.host_acc.series["utilisation"], dtype=np.float64)
+        up = power > 0
+        if not {"power_cap", "storage"} & set(features):  # (the cap's own formula; drives add their power)
+            assert power[up] == pytest.approx(np.interp(np.clip(util[up], 0, 1), np.linspace(0, 1, 11), table),
+                                              rel=1e-5, abs=0.01)
     if "migration" in features:
         m = r.summary["migration"]
         maint = {e["host"]: e["at_s"] for e in m["evacuations"]}
