@@ -77,3 +77,20 @@ def test_cost_model_power_uses_the_component_block():
         "cores_per_socket": 8, "top_clock": "2000 MHz", "min_clock": "1000 MHz", "step_share": 0.0, "busy_target": 1.0,
         "package_c_states": False}})
     assert power_w(spec, 0.5) == pytest.approx(156.25)  # as in the convex-rise test above
+
+
+def test_a_scenario_names_the_field_of_a_bad_component_block():
+    from densim.errors import InputError
+    from densim.spec.loader import scenario_from_dict
+
+    d = {"name": "t", "cluster": {"hosts": [{"name": "a", "count": 1, "server": "dual-platinum-8180-768g", "power": {
+        "model": "component", "idle": "220 W", "peak": "760 W",
+        "component": {"cores_per_socket": 28, "top_clock": "2.5 GHz", "min_clock": "3 GHz"}}}]},
+         "vms": [{"name": "v", "count": 1, "vcpus": 2, "memory": "4 GiB", "profile": {"kind": "constant", "mean": 0.3}}],
+         "simulation": {"step": "1 min", "horizon": "1 h"}}
+    with pytest.raises(InputError, match=r"^<scenario>:cluster.hosts\[0\].power.component: min_clock 3000 MHz is above "
+                                         r"top_clock 2500 MHz$"):
+        scenario_from_dict(d)
+    d["cluster"]["hosts"][0]["power"]["component"]["min_clock"] = "1 GHz"
+    sc = scenario_from_dict(d)  # valid: the option is a field of the host group's power block
+    assert sc.cluster.hosts[0].power.model == "component"

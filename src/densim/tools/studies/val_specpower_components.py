@@ -157,6 +157,9 @@ def evaluate() -> dict[str, Any]:
                      "datasheet_only_mape_pct": float(100 * np.mean(np.abs(strict / s["points"] - 1))),
                      "component_mape_pct": float(100 * np.mean(np.abs(c_curve[1:10] / s["points"][1:10] - 1))),
                      "linear_mape_pct": float(100 * np.mean(np.abs(l_curve[1:10] / s["points"][1:10] - 1)))})
+        # which model the server's own curve favours (hindsight, for checking the rule; never used to choose)
+        rows[-1]["data_favours"] = "component" if rows[-1]["component_mape_pct"] < rows[-1]["linear_mape_pct"] else "linear"
+        rows[-1]["rule_agrees_with_data"] = rows[-1]["data_favours"] == model
     step_all, busy_all = fit_shape(comp)
     return {"servers": rows, "fit_all": {"step_share": step_all, "busy_target": busy_all, "v_floor": V_FLOOR,
                                          "fitted_on": len(comp)}}
@@ -192,6 +195,7 @@ def run(out_dir: Path, seed: int) -> dict[str, Any]:
         chosen_err += list(np.abs(pred[1:10] / meas[1:10] - 1))
     lin_err, chosen_err = np.asarray(lin_err), np.asarray(chosen_err)
     summary = {"levels": int(lin_err.size),
+               "rule_agrees_with_data": f"{sum(r['rule_agrees_with_data'] for r in ev['servers'])} of {len(ev['servers'])}",
                "linear": {"mape_pct": float(100 * lin_err.mean()), "within": int((lin_err <= TOLERANCE + 1e-12).sum())},
                "chosen": {"mape_pct": float(100 * chosen_err.mean()), "within": int((chosen_err <= TOLERANCE + 1e-12).sum())},
                "datasheet_only_all_levels": {"levels": len(strict_err), "mape_pct": float(100 * np.mean(strict_err)),
