@@ -46,5 +46,9 @@ def test_no_server_is_in_its_own_fit_and_the_table_gets_a_row_per_level():
     comp = sum(r["model"] == "component" for r in ev["servers"])
     for r in ev["servers"]:  # the fold leaves the predicted server out
         assert r["fold"]["fitted_on"] == (comp - 1 if r["model"] == "component" else comp)
+        # the idle/full-load fit leaves it out too: the other servers of its CPU class
+        same = sum(t["model"] == r["model"] for t in ev["servers"])
+        assert r["ends_fold"]["fitted_on"] == same - 1
     s = v.run(__import__("pathlib").Path("."), 42)
-    assert len(s["headline"]) == 20 * 9 and all(h["role"] == "prediction" for h in s["headline"])
+    # 9 intermediate levels + active idle + 100 % per server
+    assert len(s["headline"]) == 20 * 11 and all(h["role"] == "prediction" for h in s["headline"])
