@@ -45,3 +45,18 @@ def test_sequential_access_starts_from_the_sequential_latency():
     old = DeviceSpec.model_validate({k: v for k, v in P3700_DATASHEET.items() if not k.startswith("seq_") or k in (
         "seq_read", "seq_write")} | {"read_latency": "80 us", "write_latency": "30 us"})
     assert block_service(old, 131072, 1.0, sequential=True)[0] == pytest.approx(80e-6 + 126976 / 2.8e9)
+
+
+def test_a_scenario_part_with_only_a_sequential_latency_is_one_line_naming_it():
+    from densim.errors import InputError
+    from densim.spec.loader import scenario_from_dict
+
+    d = {"name": "t", "parts": {"devices": [{**P3700_DATASHEET, "name": "p3700-ds"}]},
+         "cluster": {"hosts": [{"name": "a", "count": 1, "server": "dual-platinum-8180-768g"}]},
+         "vms": [{"name": "v", "count": 1, "vcpus": 2, "memory": "4 GiB", "profile": {"kind": "constant", "mean": 0.3}}],
+         "simulation": {"step": "1 min", "horizon": "1 h"}}
+    with pytest.raises(InputError, match=r"^t:parts.devices\[0\]: device 'p3700-ds': read_latency \(random 4 KiB read at "
+                                         r"QD1\) is required; seq_read_latency 20 us is a sequential figure [^\n]*$"):
+        from densim.plant import resolve
+
+        resolve(scenario_from_dict(d))
