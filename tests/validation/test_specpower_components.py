@@ -29,15 +29,15 @@ def test_the_rule_reads_the_cpu_not_the_curve():
 
 
 def test_a_row_by_hand_dell_r740_at_10_percent():
-    # Dell R740: idle 52.3 W, peak 457 W; CPU (E) 20 cores, top 2,700 MHz, lowest 1,000 MHz; shape
-    # step_share 0.134, busy_target 0.926, v_floor 0.5. At u = 0.1:
-    #   wanted clock 0.1 x 2700 / 0.926 = 292 MHz -> floor 1,000 MHz; busy b = 0.1 x 2700 / 1000 = 0.27
-    #   x = 1000 / 2700 = 0.37037, V/V_top = 0.5 + 0.5 x 0.37037 = 0.685185, phi = 0.37037 x 0.685185^2 = 0.173881
-    #   package awake 1 - 0.73^20 = 0.998151
-    #   p = 0.134 x 0.998151 + 0.866 x 0.27 x 0.173881 = 0.133752 + 0.040657 = 0.174409
-    #   P = 52.3 + 404.7 x 0.174409 = 122.88 W (published 129 W: -4.7 %; the straight line: 92.8 W, -28 %)
+    # Dell R740: idle 52.3 W, peak 457 W; 2x Xeon Platinum 8180: 28 cores, top 3,150 MHz (half-way between 2.5
+    # and 3.8 GHz), lowest 1,000 MHz; shape step_share 0.134, busy_target 0.926, v_floor 0.5. At u = 0.1:
+    #   wanted clock 0.1 x 3150 / 0.926 = 340 MHz -> floor 1,000 MHz; busy b = 0.1 x 3150 / 1000 = 0.315
+    #   x = 1000 / 3150 = 0.31746, V/V_top = 0.5 + 0.5 x 0.31746 = 0.65873, phi = 0.31746 x 0.65873^2 = 0.137754
+    #   package awake 1 - 0.685^28 = 0.999975
+    #   p = 0.134 x 0.999975 + 0.866 x 0.315 x 0.137754 = 0.133997 + 0.037578 = 0.171575
+    #   P = 52.3 + 404.7 x 0.171575 = 121.74 W (published 129 W: -5.6 %; the straight line: 92.8 W, -28 %)
     p = v.curve(_server("dell-r740-2s-2017"), "component", 0.134, 0.926)
-    assert p[1] == pytest.approx(122.88, abs=0.01)
+    assert p[1] == pytest.approx(121.74, abs=0.01)
     assert v.curve(_server("dell-r740-2s-2017"), "linear")[1] == pytest.approx(52.3 + 0.1 * 404.7)
 
 
