@@ -33,6 +33,12 @@ the platform, memory amount and PSU are not in the inputs, and they move idle po
 curve from these two predictions and the shape above (every level from the datasheet alone) is reported in
 the runs, not as rows.
 
+Added after the first runs (catalog section ``specpower_ends``; written before its own first run): seven
+2018-2023 results (HPE, ASUS, Dell, Fujitsu; AMD EPYC 7551P/7702/7742/9654, Xeon 8180/8490H) whose intermediate
+levels are not in a readable transcription. Their idle and 100 % rows use the same rule, ``a + b S TDP`` fitted on
+every other server of the class (the 20 above and the other six); tolerance +/-25 %. The 20 servers' own rows keep
+their fits on the 20 (unchanged).
+
 Also reported (runs, not rows): the linear model's errors on the same levels (before), both models on every
 server (so the rule's choice can be checked against the data), the parameters of each fold, and the fit on all
 servers (the defaults of ``PowerComponents``: calibration).
