@@ -50,5 +50,9 @@ def test_no_server_is_in_its_own_fit_and_the_table_gets_a_row_per_level():
         same = sum(t["model"] == r["model"] for t in ev["servers"])
         assert r["ends_fold"]["fitted_on"] == same - 1
     s = v.run(__import__("pathlib").Path("."), 42)
-    # 9 intermediate levels + active idle + 100 % per server
-    assert len(s["headline"]) == 20 * 11 and all(h["role"] == "prediction" for h in s["headline"])
+    # 9 intermediate levels + active idle + 100 % per server, and idle + 100 % of the 7 results with only those
+    assert len(s["headline"]) == 20 * 11 + 7 * 2 and all(h["role"] == "prediction" for h in s["headline"])
+    # an idle/100 %-only result is predicted from every other server of its class (27 servers, all package C-state
+    # but the 5 Core 2 ones: 15 + 7 - 1 = 21)
+    assert all(r["ends_fold"]["fitted_on"] == 21 for r in ev["ends_only"])
+    assert {r["year"] for r in ev["ends_only"]} >= {2018, 2020, 2022, 2023}

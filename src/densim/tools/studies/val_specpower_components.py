@@ -78,6 +78,21 @@ def servers() -> tuple[dict[str, Any], ...]:
     return tuple(sorted(out, key=lambda s: (s["year"], s["name"])))
 
 
+@lru_cache(maxsize=1)
+def ends_only() -> tuple[dict[str, Any], ...]:
+    """The catalog's results with only their idle and 100 % readings (``specpower_ends``)."""
+    from densim.catalog.core import builtin_catalog
+
+    cat = builtin_catalog()
+    out = []
+    for name in cat.names("specpower_ends"):
+        e = cat.raw("specpower_ends", name)
+        pts = np.full(11, np.nan)
+        pts[0], pts[10] = float(e["idle_w"]), float(e["peak_w"])
+        out.append({**e, "points": pts, "year": int(e["year"])})
+    return tuple(sorted(out, key=lambda s: (s["year"], s["name"])))
+
+
 def choose_model(s: dict[str, Any]) -> tuple[str, str]:
     """The model the CPU's datasheet supports, and why (the rule, not the curve)."""
     cpu = s["cpu"]
@@ -167,8 +182,20 @@ def evaluate() -> dict[str, Any]:
         rows[-1]["data_favours"] = "component" if rows[-1]["component_mape_pct"] < rows[-1]["linear_mape_pct"] else "linear"
         rows[-1]["rule_agrees_with_data"] = rows[-1]["data_favours"] == model
     step_all, busy_all = fit_shape(comp)
-    return {"servers": rows, "fit_all": {"step_share": step_all, "busy_target": busy_all, "v_floor": V_FLOOR,
-                                         "fitted_on": len(comp)}}
+    ends_rows = []
+    pool = list(ss) + list(ends_only())
+    for s in ends_only():
+        cls = [t for t in pool if t["name"] != s["name"] and t["cpu"]["package_c_states"] == s["cpu"]["package_c_states"]]
+        ends = fit_ends(cls)
+        tdp = total_tdp_w(s)
+        ends_rows.append({"server": s["name"], "label": s["label"], "vendor": s["vendor"], "year": s["year"],
+                          "result": s.get("result") or f"SPECpower results list, {s['listed_in']}",
+                          "total_tdp_w": tdp, "ends_fold": {**ends, "fitted_on": len(cls)},
+                          "measured_w": [float(s["points"][0]), float(s["points"][10])],
+                          "idle_predicted_w": ends["idle"][0] + ends["idle"][1] * tdp,
+                          "peak_predicted_w": ends["peak"][0] + ends["peak"][1] * tdp})
+    return {"servers": rows, "ends_only": ends_rows,
+            "fit_all": {"step_share": step_all, "busy_target": busy_all, "v_floor": V_FLOOR, "fitted_on": len(comp)}}
 
 
 def run(out_dir: Path, seed: int) -> dict[str, Any]:
@@ -199,6 +226,16 @@ def run(out_dir: Path, seed: int) -> dict[str, Any]:
         strict_err += list(np.abs(np.asarray(r["datasheet_only_w"]) / meas - 1))
         lin_err += list(np.abs(np.asarray(r["linear_w"])[1:10] / meas[1:10] - 1))
         chosen_err += list(np.abs(pred[1:10] / meas[1:10] - 1))
+    for r in ev["ends_only"]:
+        est = [f"total TDP {r['total_tdp_w']:.0f} W (sockets x datasheet TDP)",
+               f"a + b S TDP fitted on the {r['ends_fold']['fitted_on']} other servers of the CPU class "
+               "(leave-one-server-out)"]
+        src = r["result"] if r["result"].startswith("http") else r["result"]
+        for k, key in ((0, "idle"), (1, "peak")):
+            heads.append(headline(f"{r['label']} ({r['year']}): power at {'active idle' if k == 0 else '100 % load'} (W), "
+                                  "from TDP and sockets", float(r["measured_w"][k]), float(r[f"{key}_predicted_w"]),
+                                  tolerance=TOLERANCE_ENDS, relative=True, source=f"SPECpower_ssj2008 {src}", unit="W",
+                                  role="prediction", estimated_inputs=est))
     lin_err, chosen_err = np.asarray(lin_err), np.asarray(chosen_err)
     summary = {"levels": int(lin_err.size),
                "rule_agrees_with_data": f"{sum(r['rule_agrees_with_data'] for r in ev['servers'])} of {len(ev['servers'])}",
@@ -207,7 +244,8 @@ def run(out_dir: Path, seed: int) -> dict[str, Any]:
                "datasheet_only_all_levels": {"levels": len(strict_err), "mape_pct": float(100 * np.mean(strict_err)),
                                              "within_25pct": int((np.asarray(strict_err) <= 0.25 + 1e-12).sum())}}
     return {"study": "val-specpower-components", "seed": seed, "headline": heads,
-            "runs": {"servers": ev["servers"], "fit_all": ev["fit_all"], "before_after": summary},
+            "runs": {"servers": ev["servers"], "ends_only": ev["ends_only"], "fit_all": ev["fit_all"],
+                     "before_after": summary},
             "figures": [figure(ev["servers"])]}
 
 
