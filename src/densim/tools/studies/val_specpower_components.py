@@ -189,7 +189,8 @@ def evaluate() -> dict[str, Any]:
         ends = fit_ends(cls)
         tdp = total_tdp_w(s)
         ends_rows.append({"server": s["name"], "label": s["label"], "vendor": s["vendor"], "year": s["year"],
-                          "result": s.get("result") or f"SPECpower results list, {s['listed_in']}",
+                          "result": s.get("result") or ("SPECpower results list (cloud-carbon-footprint/cloud-carbon-coefficients), "
+                                                         f"{s['listed_in']}"),
                           "total_tdp_w": tdp, "ends_fold": {**ends, "fitted_on": len(cls)},
                           "measured_w": [float(s["points"][0]), float(s["points"][10])],
                           "idle_predicted_w": ends["idle"][0] + ends["idle"][1] * tdp,
