@@ -94,3 +94,14 @@ def test_a_scenario_names_the_field_of_a_bad_component_block():
     d["cluster"]["hosts"][0]["power"]["component"]["min_clock"] = "1 GHz"
     sc = scenario_from_dict(d)  # valid: the option is a field of the host group's power block
     assert sc.cluster.hosts[0].power.model == "component"
+
+
+def test_voltage_floor_zero_is_the_cpu_models_cube_law():
+    from densim.models.cpu_power import core_power_w, dynamic_power_share
+
+    # v_floor 0: V proportional to f, so f V^2 = f^3: at half clock 0.5^3 = 0.125 of full dynamic power, as
+    # core_power_w (leakage 0, 10 W at the base clock) gives at 1,000 of 2,000 MHz: 10 x 0.125 = 1.25 W
+    assert dynamic_power_share(0.5, 0.0) == pytest.approx(0.125)
+    assert core_power_w(1000.0, 2000.0, 10.0, 0.0) == pytest.approx(10.0 * dynamic_power_share(0.5, 0.0))
+    # v_floor 0.5: 0.5 x (0.5 + 0.25)^2 = 0.28125 (the convex-rise test above)
+    assert dynamic_power_share(0.5, 0.5) == pytest.approx(0.28125)

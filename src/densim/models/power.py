@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from densim.models.cpu_power import dynamic_power_share, governor_clock_busy
 from densim.registry import Registry
 
 POWER_MODELS: Registry = Registry("power-model", default="linear")
@@ -121,22 +122,11 @@ def as_table_w(spec) -> np.ndarray:
 # p(u) = step_share (1 - q) + (1 - step_share) b phi(f / f_top);  p(0) = 0 and p(1) = 1 by construction.
 
 
-def governor_clock_busy(util, top_mhz: float, min_mhz: float, busy_target: float, dvfs: bool = True):
-    """Clock (MHz) and busy share of a core at load ``util`` of the full-clock capacity (demand-based switching)."""
-    u = np.clip(np.asarray(util, dtype=np.float64), 0.0, 1.0)
-    if not dvfs:
-        return np.full_like(u, float(top_mhz)), u
-    f = np.clip(u * top_mhz / busy_target, min_mhz, top_mhz)
-    b = np.minimum(u * top_mhz / f, 1.0)
-    return f, b
-
-
 def package_share(util, *, cores: int, top_mhz: float, min_mhz: float, step_share: float, busy_target: float,
                   v_floor: float, package_c_states: bool = True, dvfs: bool = True):
     """Mean package power at load ``util`` as a share of its full-load value above the idle floor (0 at idle, 1 at full)."""
     f, b = governor_clock_busy(util, top_mhz, min_mhz, busy_target, dvfs)
-    x = f / float(top_mhz)
-    phi = x * (v_floor + (1.0 - v_floor) * x) ** 2
+    phi = dynamic_power_share(f / float(top_mhz), v_floor)
     awake = 1.0 - (1.0 - b) ** int(cores) if package_c_states else np.zeros_like(b)
     return step_share * awake + (1.0 - step_share) * b * phi
 
