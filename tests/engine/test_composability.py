@@ -71,6 +71,12 @@ FEATURES = {
     # still decides the placement); best-effort scheduler: six vGPUs ask 3.0 of one GPU's time, each gets 1/6
     "gpu": lambda d: (d["cluster"]["hosts"][0].update(gpus={"model": "nvidia-l40s", "count": 2}),
                       d["vms"][0].update(gpu={"mode": "vgpu", "memory": "8 GiB", "utilisation": 0.5})),
+    # issue 30: the component power model (idle floor, package C-state step, convex rise) on the same
+    # 220 / 760 W ends; 28 cores, 2.5 .. 1.0 GHz. Same idle and full-load power, so the power cap's full-load
+    # clock (from those two) is unchanged
+    "power_component": lambda d: d["cluster"]["hosts"][0].update(power={
+        "model": "component", "idle": "220 W", "peak": "760 W",
+        "component": {"cores_per_socket": 28, "top_clock": "2.5 GHz", "min_clock": "1.0 GHz"}}),
 }
 PAIRS = list(itertools.combinations(FEATURES, 2))
 
@@ -159,7 +165,10 @@ def check_invariants(r, features) -> None:
     if "power_cap" in features:  # within the cap in every step; capped at 2,200 MHz where six VMs run
         assert power.max() <= 400.0 * (1 + 1e-6)
         pc = r.summary["power_cap"]
-        assert pc["host_steps_capped"] > 0 and pc["full_load_clock_mhz"]["cluster-a"] == pytest.approx(1700.0)
+        assert pc["full_load_clock_mhz"]["cluster-a"] == pytest.approx(1700.0)
+        # the linear model draws 220 + 540 x 0.41 = 441 W at the six VMs' load: capped; the convex component curve
+        # draws 393 W there (its 11-point table at u = 0.41), within the cap: never capped
+        assert (pc["host_steps_capped"] > 0) == ("power_component" not in features)
     if "gpu" in features:  # six vGPUs at 0.5 on GPU 0 of hosts 0 and 1 (pack): busy min(1, 6 x 1/6) = 1 -> 350 W;
         # the other 4 GPUs idle at 35 W: (2 x 350 + 4 x 35) W x 3,600 s = 0.84 kWh; best-effort: each vGPU gets 1/6
         # of the GPU's time against 0.5 asked: slowdown 3
@@ -167,6 +176,17 @@ def check_invariants(r, features) -> None:
         assert (g["gpus"], g["gpus_with_tenants"], g["vgpus"]) == (6, 2, 12)
         assert g["energy_kwh"] == pytest.approx(0.84)
         assert g["vgpu_slowdown_worst"] == pytest.approx(3.0)
+    if "power_component" in features:  # every host's power is the component curve (its 11-point table) at its load
+        from densim.models.hardware import PowerComponents
+        from densim.models.power import component_w
+
+        comp = PowerComponents(cores_per_socket=28, top_clock="2.5 GHz", min_clock="1.0 GHz")
+        table = component_w(np.linspace(0.0, 1.0, 11), 220.0, 760.0, comp)
+        util = np.asarray(r.host_acc.series["utilisation"], dtype=np.float64)
+        up = power > 0
+        if not {"power_cap", "storage", "gpu"} & set(features):  # (the cap's own formula; drives and GPUs add power)
+            assert power[up] == pytest.approx(np.interp(np.clip(util[up], 0, 1), np.linspace(0, 1, 11), table),
+                                              rel=1e-5, abs=0.01)
     if "migration" in features:
         m = r.summary["migration"]
         maint = {e["host"]: e["at_s"] for e in m["evacuations"]}

@@ -112,7 +112,8 @@ def power_w(spec: PowerSpec, util) -> np.ndarray:
     from densim.models.power import POWER_MODELS
 
     return np.asarray(POWER_MODELS.get(spec.model)(util, idle_w=spec.idle_w, peak_w=spec.peak_w,
-                                                   points_w=spec.points_w, exponent=spec.exponent), dtype=np.float64)
+                                                   points_w=spec.points_w, exponent=spec.exponent,
+                                                   component=spec.component), dtype=np.float64)
 
 
 def licence_units(lic: Licence, sockets: int, cores_per_socket: int, n_hosts: int, n_vms: int) -> int:

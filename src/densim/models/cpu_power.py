@@ -132,6 +132,35 @@ def power_limited_frequency_mhz(active_cores, *, tdp_w: float, base_mhz: float, 
     return out[()] if out.ndim == 0 else out
 
 
+# ---- governor and voltage scaling for the server power model (issue 30; models/power.py ``component``) -----
+
+
+def governor_clock_busy(util, top_mhz: float, min_mhz: float, busy_target: float, dvfs: bool = True):
+    """Clock (MHz) and busy share of a core at load ``util`` of the full-clock capacity (demand-based switching).
+
+    The governor picks the lowest clock that keeps a core busy at most ``busy_target`` of the time,
+    ``f = clip(u f_top / busy_target, f_min, f_top)``; the core is then busy ``b = min(u f_top / f, 1)``.
+    Without DVFS the clock stays at ``f_top`` and ``b = u``.
+    """
+    u = np.clip(np.asarray(util, dtype=np.float64), 0.0, 1.0)
+    if not dvfs:
+        return np.full_like(u, float(top_mhz)), u
+    f = np.clip(u * top_mhz / busy_target, min_mhz, top_mhz)
+    b = np.minimum(u * top_mhz / f, 1.0)
+    return f, b
+
+
+def dynamic_power_share(freq_ratio, v_floor: float):
+    """Dynamic power of a busy core at ``f / f_top`` relative to ``f_top``: ``f V^2`` with ``V / V_top = v0 + (1 - v0) f / f_top``.
+
+    ``v_floor = 0`` gives the ``(f / f_base)^3`` law of :func:`core_power_w`; a floor > 0 keeps the voltage
+    from falling in proportion at low clocks (the lowest P-states share a minimum voltage), so power falls
+    more slowly than ``f^3``.
+    """
+    x = np.asarray(freq_ratio, dtype=np.float64)
+    return x * (v_floor + (1.0 - v_floor) * x) ** 2
+
+
 # ---- power capping: the highest P-state whose power fits the cap ------------------------------------------
 #
 # A host's power model P(u) is stated at its nominal clock f0 (the capacity the engine gives it). At a

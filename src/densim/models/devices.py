@@ -55,6 +55,14 @@ class DeviceSpec(BaseModel):
     )
     read_iops: PerSecond | None = Field(default=None, gt=0, description="random 4 KiB read IOPS at full depth (datasheet, QD32)")
     write_iops: PerSecond | None = Field(default=None, gt=0, description="random 4 KiB write IOPS at full depth")
+    seq_read_latency_s: PosSeconds | None = Field(
+        default=None, alias="seq_read_latency",
+        description="sequential 4 KiB read latency at QD1 (what many NVMe datasheets print as 'latency'); sequential access only")
+    seq_write_latency_s: PosSeconds | None = Field(
+        default=None, alias="seq_write_latency", description="sequential 4 KiB write latency at QD1; sequential access only")
+    iops_queue_depth: int | None = Field(
+        default=None, gt=0,
+        description="queue depth at which read_iops/write_iops are rated (datasheet footnote, e.g. 4 workers x QD32 = 128)")
     parallelism: float | None = Field(
         default=None, gt=0, description="internal parallel units; default IOPS x QD1 latency (Little's law)"
     )
@@ -129,11 +137,24 @@ class DeviceSpec(BaseModel):
                 fill["seq_write_bps"] = self.media_bps
         for k, v in fill.items():
             object.__setattr__(self, k, float(v))
+        for kind, f, seq in (("read", "read_latency_s", self.seq_read_latency_s),
+                             ("write", "write_latency_s", self.seq_write_latency_s)):
+            if getattr(self, f) is None and seq is not None:  # the datasheet's only latency is a sequential one
+                raise ValueError(f"{who}: {kind}_latency (random 4 KiB {kind} at QD1) is required; seq_{kind}_latency "
+                                 f"{seq * 1e6:g} us is a sequential figure and is not used for random I/O (a random "
+                                 f"{kind} pays the media access: give the random QD1 latency, marked if estimated)")
         for alias, f in (("read_latency", "read_latency_s"), ("write_latency", "write_latency_s"),
                          ("read_iops", "read_iops"), ("write_iops", "write_iops")):
             if getattr(self, f) is None:
                 raise ValueError(f"{who}: {alias} is required (give it, or for an HDD its mechanics: "
                                  f"rpm, seek_read, seek_write, media_rate, ncq_gain)")
+        if self.iops_queue_depth is not None:  # Little's law at the rated point: in flight = IOPS x latency <= depth
+            for kind, iops, lat in (("read", self.read_iops, self.read_latency_s), ("write", self.write_iops, self.write_latency_s)):
+                if iops * lat > self.iops_queue_depth * (1 + 1e-9):
+                    raise ValueError(
+                        f"{who}: {kind}_iops {iops:g} with {kind}_latency {lat * 1e6:g} us needs {iops * lat:.3g} requests "
+                        f"in flight, more than the iops_queue_depth {self.iops_queue_depth} the figure is rated at: the "
+                        f"latency and the IOPS are not the same I/O (is one sequential, or rated at another depth?)")
         if (self.idle_power_w is None) != (self.active_power_w is None):
             missing = "idle_power" if self.idle_power_w is None else "active_power"
             raise ValueError(f"{who}: {missing} is required when the other power figure is given")
@@ -260,8 +281,12 @@ def block_service(dev: DeviceSpec, block_bytes: float = REF_BLOCK_BYTES, read_fr
             return lat + extra / bw, bw / float(block_bytes)
         return lat + extra / bw, 1.0 / (1.0 / iops + extra / bw)
 
-    tr, cr = per_op(dev.read_latency_s, dev.read_iops, False)
-    tw, cw = per_op(dev.write_latency_s, dev.write_iops, True)
+    # sequential SSD access starts from the datasheet's sequential QD1 latency when it gives one
+    seq_ssd = sequential and dev.kind != "hdd"
+    tr, cr = per_op(dev.seq_read_latency_s if seq_ssd and dev.seq_read_latency_s is not None else dev.read_latency_s,
+                    dev.read_iops, False)
+    tw, cw = per_op(dev.seq_write_latency_s if seq_ssd and dev.seq_write_latency_s is not None else dev.write_latency_s,
+                    dev.write_iops, True)
     t1 = float(mix_service_s(tr, tw, p))
     cap = float(mix_iops(cr, cw, p))
     servers = float(dev.parallelism) if dev.parallelism is not None else max(1.0, cap * t1)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from densim.models.cpu_power import dynamic_power_share, governor_clock_busy
 from densim.registry import Registry
 
 POWER_MODELS: Registry = Registry("power-model", default="linear")
@@ -92,4 +93,55 @@ def as_table_w(spec) -> np.ndarray:
         return fan_w(u, spec.idle_w, spec.peak_w, spec.exponent)
     if spec.model == "sqrt":
         return sqrt_w(u, spec.idle_w, spec.peak_w)
+    if spec.model == "component":  # exact at the 11 SPECpower levels; linear in between (the step sits in 0-10 %)
+        return component_w(u, spec.idle_w, spec.peak_w, spec.component)
     return linear_w(u, spec.idle_w, spec.peak_w)
+
+
+# ---- server power from components (issue 30) ----------------------------------------------------------------
+#
+# A server's power at load u is its idle floor plus the part of the idle-to-peak span the CPU packages add:
+#
+#     P(u) = P_idle + (P_peak - P_idle) * (p(u) - p(0)) / (p(1) - p(0))
+#
+# with p(u) the mean package power in units of its full-load value (the platform's load-dependent part, VR and
+# PSU losses and fans, is taken proportional to package power, so it rides on the same shape; its fixed part is
+# in P_idle). Per socket with N cores:
+#
+# * governor (demand-based switching, as SPECpower submissions run): the clock is the lowest that keeps each
+#   core busy at most ``busy_target`` of the time, f = clip(u f_top / busy_target, f_min, f_top), and a core is
+#   busy b = min(u f_top / f, 1) of the time. Without DVFS, f = f_top and b = u.
+# * package C-states: the package (uncore, memory controller, ring/mesh) sleeps only when all N cores are idle
+#   at once, probability q = (1 - b)^N (cores taken as independent, (E)); leaving package sleep costs the
+#   ``step_share`` of the span at once: the jump from idle to light load. A CPU without package C-states has
+#   no such step (q = 0 at every load but the idle floor is then already the awake package: the step is 0).
+# * cores: dynamic power of a busy core ~ f V^2 with V/V_top = v_floor + (1 - v_floor) f/f_top (V falls with f
+#   down to a floor), so the cores add (1 - step_share) b phi(f/f_top), phi(x) = x (v_floor + (1 - v_floor) x)^2:
+#   the convex rise (the clock, and with it the voltage, climbs with load).
+#
+# p(u) = step_share (1 - q) + (1 - step_share) b phi(f / f_top);  p(0) = 0 and p(1) = 1 by construction.
+
+
+def package_share(util, *, cores: int, top_mhz: float, min_mhz: float, step_share: float, busy_target: float,
+                  v_floor: float, package_c_states: bool = True, dvfs: bool = True):
+    """Mean package power at load ``util`` as a share of its full-load value above the idle floor (0 at idle, 1 at full)."""
+    f, b = governor_clock_busy(util, top_mhz, min_mhz, busy_target, dvfs)
+    phi = dynamic_power_share(f / float(top_mhz), v_floor)
+    awake = 1.0 - (1.0 - b) ** int(cores) if package_c_states else np.zeros_like(b)
+    return step_share * awake + (1.0 - step_share) * b * phi
+
+
+@POWER_MODELS.register(
+    "component",
+    description="idle floor + package C-state step + convex core rise (governor clock, f V^2), anchored at idle and peak",
+    source="issue 30; shape from densim.models.cpu_power's f V^2 and power gating; validated in val-specpower-components",
+)
+def component_w(util, idle_w, peak_w, component=None, **_):
+    if component is None:
+        raise ValueError("power model 'component' needs a 'component' block (cores_per_socket, top_clock, min_clock)")
+    c = component if isinstance(component, dict) else component.model_dump()
+    kw = {k: c[k] for k in ("top_mhz", "min_mhz", "step_share", "busy_target", "v_floor", "package_c_states", "dvfs")}
+    u = np.asarray(util, dtype=np.float64)
+    p = package_share(u, cores=int(c["cores_per_socket"]), **kw)
+    p1 = package_share(1.0, cores=int(c["cores_per_socket"]), **kw)
+    return idle_w + (peak_w - idle_w) * p / p1

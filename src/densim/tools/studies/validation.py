@@ -337,6 +337,16 @@ MISS_NOTES: dict[str, str] = {
         "*server* power model. `densim.models.cpu_power` has both (gated idle cores, turbo bins, P ~ f^3) but "
         "server power is only `linear`/`fan`/`table`; a server curve built from `expected_package_power_w` plus a "
         "platform floor would carry the convexity. The `fan` curve (concave) would be worse here."),
+    "val-specpower-components": (
+        "Component model (idle floor, package C-state step, convex rise; docs/background/power.md): 37 of 180 "
+        "intermediate levels and 7 of 54 idle/full-load figures miss. Nehalem/Westmere-EP and Lynnfield servers "
+        "(IBM x3550 M3, x3650 M2, x3250 M3) get the component model by the datasheet rule but the data favours a "
+        "line after the step: believed missing, their fixed-clock uncore (no uncore DVFS before Haswell) and each "
+        "submission's OS power policy (on the result page, not in the transcriptions). Huawei RH2288 V2 E5-2670: a "
+        "100 % reading 40-50 W above Dell servers with the same CPUs lifts every level (power drawn only at the top: "
+        "turbo held, fans). Idle from TDP x sockets misses where the platform (FB-DIMMs, memory amount, PSU) or a "
+        "newer generation's deeper idle (Skylake-SP Dell R740/R640, HPE DL380 Gen10) or a Sapphire Rapids "
+        "platform's higher one (Fujitsu RX2530 M7) departs from the class line: not an input."),
     "val-nvme-p3700": (
         "Both P3700 figures miss, as written down before the run: Intel's 20 us is a *sequential* 4 KB latency; a "
         "random read pays the NAND read (measured 77.9 us at QD1), and the 460 k IOPS are rated at QD128 "
