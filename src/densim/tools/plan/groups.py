@@ -146,15 +146,19 @@ def infer_groups(inv, by=DEFAULT_BY, max_shared: int = DEFAULT_MAX_SHARED, file:
             missing.append(key)
             continue
         vm_idx, val = [], []
-        for i in np.flatnonzero(free):
+        for i in range(n):  # every VM counts towards how widely a value is shared; only VMs not in the file are tied
             v = str(vals[i])
             parts = [p for p in v.split(";") if p] if key == "network" else ([v] if v else [])
             vm_idx += [i] * len(parts)
             val += parts
         if not val:
             continue
+        vm_idx = np.asarray(vm_idx, dtype=np.int64)
         uniq, inverse, counts = np.unique(np.asarray(val, dtype=object).astype(str), return_inverse=True, return_counts=True)
-        keep = (counts >= 2) & (counts <= max_shared)
+        on_free = free[vm_idx]
+        vm_idx, inverse = vm_idx[on_free], inverse[on_free]
+        free_counts = np.bincount(inverse, minlength=uniq.size)
+        keep = (free_counts >= 2) & (counts <= max_shared)
         for u, c in zip(uniq[counts > max_shared], counts[counts > max_shared]):
             ignored.append({"key": key, "value": str(u), "vms": int(c)})
         if not keep.any():
@@ -167,7 +171,7 @@ def infer_groups(inv, by=DEFAULT_BY, max_shared: int = DEFAULT_MAX_SHARED, file:
         label_src += [key.split(":")[0] if key.startswith(("attr:", "name:")) else key] * int(keep.sum())
         e = new_id[inverse]
         ok = e >= 0
-        rows += list(np.asarray(vm_idx)[ok])
+        rows += list(vm_idx[ok])
         cols += list(e[ok])
     m = n + len(labels)
     g = coo_matrix((np.ones(len(rows)), (np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64))), shape=(m, m))

@@ -237,21 +237,24 @@ def landing_run(res, landed: np.ndarray, land_s: np.ndarray, vcpus, mem_bytes, s
 
 
 def _per_wave_engine(result, waves: list[dict], t0: float, mem_room_per_host: float) -> None:
-    """Add to each wave the landing cluster's CPU Ready (worst host-step, and the mean over hosts with VMs) and
-    configured memory placed from its window's start to the next one's (the last: to the end of the run)."""
+    """Add to each wave the landing cluster's CPU Ready (worst host-step, and the mean over the hosts with VMs, over
+    the steps from its window's start to the next one's; the last: to the end of the run) and the configured memory
+    placed, in all and on the fullest host against its room, just before the next window (the last: at the run's
+    end): the VMs (or, after a failure, their restarted instances) alive at that instant."""
     ctx = result.ctx
-    t = ctx.grid.edges_s()[:-1]
+    edges = ctx.grid.edges_s()
+    t = edges[:-1]
     ready = result.host_acc.series.get("cpu_ready_pct")
     sch = ctx.schedule
     starts = np.where(np.isnan(sch.start_s), np.inf, sch.start_s)
     for i, w in enumerate(waves):
         lo = t0 + w["window_start_s"]
-        hi = t0 + waves[i + 1]["window_start_s"] if i + 1 < len(waves) else np.inf
+        hi = t0 + waves[i + 1]["window_start_s"] if i + 1 < len(waves) else float(edges[-1])
         sel = (t >= lo) & (t < hi)
-        alive = (starts < hi) & (sch.end_s > lo)
-        hosts_busy = np.unique(sch.host[alive & (sch.host >= 0)])
-        mem = np.bincount(sch.host[alive & (sch.host >= 0)], weights=ctx.vms.mem_bytes[alive & (sch.host >= 0)],
-                          minlength=ctx.hosts.n)
+        snap = hi - 1e-6
+        alive = (starts <= snap) & (sch.end_s > snap) & (sch.host >= 0)
+        hosts_busy = np.unique(sch.host[alive])
+        mem = np.bincount(sch.host[alive], weights=ctx.vms.mem_bytes[alive], minlength=ctx.hosts.n)
         if ready is not None and sel.any() and hosts_busy.size:
             r = ready[sel][:, hosts_busy]
             w["cpu_ready_pct_worst"] = float(r.max())
@@ -379,7 +382,7 @@ def plan_waves(res, spec, groups_file=None) -> dict:
                "move_start": [_iso(t0 + x) if np.isfinite(x) else "" for x in out["start_off_s"]],
                "landing": [_iso(x) if np.isfinite(x) else "" for x in land_abs],
                "move_s": pc.total_s, "downtime_s": pc.downtime_s, "rounds": pc.rounds, "converged": pc.converged,
-               "dirty_rate_MBps": dirty / 1e6, "source_host": src_host}
+               "dirty_rate_MBps": dirty / 1e6, "source_host": src_host, "landing_s": land_abs}
     return {
         "planned": True, "candidate": best.name, "start": _iso(t0), "waves": len(waves), "calendar": waves,
         "vms_moved": int(moved.size), "vms_held": int(inv.n_vms - moved.size), "held_groups": held_groups,
@@ -392,6 +395,7 @@ def plan_waves(res, spec, groups_file=None) -> dict:
                   "order": "largest configured memory first; a group joins the first window with room on the landing "
                            "cluster whose moves (longest first on the earliest free slot) end within the window"},
         "_vm_rows": vm_rows,
+        "_landing_result": result,  # the engine run (not written)
     }
 
 
