@@ -13,7 +13,7 @@ import numpy as np
 import densim
 from densim.atomic import write_atomic, write_json_atomic
 from densim.engine.state import EngineContext
-from densim.engine.summary import Core, GridInfo, ModelsInfo, PlacementInfo, Qos, SchedulingInfo, Summary, Totals
+from densim.engine.summary import Core, GridInfo, ModelsInfo, PlacementInfo, Qos, SchedulingInfo, Summary, Totals, data_quality
 
 # output columns, documented (the reference page is generated from this table)
 VM_COLUMNS = {
@@ -274,6 +274,7 @@ class Result:
                 energy_kwh=energy_j / 3.6e6,
             ),
             scheduling=self._scheduling_info(),
+            data_quality=data_quality(_parts(c.source), n_vms),
             notes=source_notes(c.source) + _overspeed_notes(c),
             qos=Qos(
                 cpu_ready_pct_mean=float(vm_ready_mean[placed].mean()) if placed.any() else 0.0,
