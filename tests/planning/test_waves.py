@@ -234,6 +234,7 @@ def test_plan_report_on_the_rvtools_exports_shows_readiness_waves_and_the_rating
     # blocked VMs hold their groups (waves.blocked: hold): pg-shop (vm-1, vm-2: vm-2 blocked) and pg-erp: nothing moves
     assert wv["waves"] == 0 and wv["vms_held"] == 4 and len(wv["held_groups"]) == 2
     assert all("blocked by the readiness checks" in h["why"] for h in wv["held_groups"])
+    assert sorted(wv["source_hosts_never_freed"]) == ["esx01", "esx02"]  # a held VM keeps its host busy
     html = (out / "report.html").read_text()
     assert 'id="waves"' in html and 'id="readiness"' in html and 'id="confidence"' in html
     assert "Migration onto" in r.output

@@ -64,15 +64,18 @@ def move_times(mem_bytes, dirty_bps, spec):
                    max_rounds=spec.max_rounds, downtime_target_s=spec.downtime_target_s, resume_s=spec.resume_s)
 
 
-def _lpt(slots: np.ndarray, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each time (longest first) on the earliest-free slot: (slots after, start offset per time in the given order)."""
-    slots = slots.copy()
-    start = np.empty(times.size)
-    for j in np.argsort(-times, kind="stable"):
-        s = int(np.argmin(slots))
-        start[j] = slots[s]
-        slots[s] += times[j]
-    return slots, start
+def _lpt(slots: list[float], times: list[float]) -> tuple[list[float], list[float]]:
+    """Each time, in the order given (longest first), on the earliest-free slot: (slots after, as a heap; the start of
+    each time). ``slots`` is a heap of the slots' free times (left unchanged)."""
+    import heapq
+
+    heap = list(slots)
+    start = []
+    for d in times:
+        t = heapq.heappop(heap)
+        start.append(t)
+        heapq.heappush(heap, t + d)
+    return heap, start
 
 
 def schedule_waves(mi: MoveInputs, total_s: np.ndarray, spec, capacity) -> dict:
@@ -82,13 +85,16 @@ def schedule_waves(mi: MoveInputs, total_s: np.ndarray, spec, capacity) -> dict:
     G = len(mi.group_names)
     gv = np.bincount(mi.group_of, weights=mi.vcpus, minlength=G)
     gm = np.bincount(mi.group_of, weights=mi.mem_bytes, minlength=G)
-    members = [np.flatnonzero(mi.group_of == g) for g in range(G)] if G < 2000 else _members(mi.group_of, G)
+    members = _members(mi.group_of, G)
     held = list(mi.held)
     cap_at = np.array([c[0] for c in capacity], float)
     cap_v = np.array([c[1] for c in capacity], float)
     cap_m = np.array([c[2] for c in capacity], float)
     final_v, final_m = cap_v[-1], cap_m[-1]
     k = spec.max_concurrent
+    # per group its VMs longest move first (LPT order; ties by VM order) and their move times, as Python floats
+    members = [m[np.argsort(-total_s[m], kind="stable")] for m in members]
+    times = [total_s[m].tolist() for m in members]
     for g in range(G):
         if held[g]:
             continue
@@ -96,11 +102,15 @@ def schedule_waves(mi: MoveInputs, total_s: np.ndarray, spec, capacity) -> dict:
             held[g] = (f"larger than the landing cluster at its largest ({gv[g]:,.0f} vCPUs, {gm[g] / GIB:,.1f} GiB against "
                        f"{cap_v.max():,.0f} vCPUs, {cap_m.max() / GIB:,.1f} GiB of room)")
             continue
-        span = _lpt(np.zeros(k), total_s[members[g]])[0].max()
+        span = max(_lpt([0.0] * k, times[g])[0])
         if span > spec.window_s:
             held[g] = (f"its moves take {span / 3600:.2f} h with {k} at once, longer than one window "
                        f"({spec.window_s / 3600:.2f} h)")
     order = sorted((g for g in range(G) if not held[g]), key=lambda g: (-gm[g], mi.group_names[g]))
+    gsum = np.bincount(mi.group_of, weights=total_s, minlength=G).tolist()
+    gmax = [t[0] if t else 0.0 for t in times]
+    gmin = [t[-1] if t else 0.0 for t in times]
+    gv, gm = gv.tolist(), gm.tolist()
     wave_of_vm = np.full(mi.group_of.size, -1)
     start_off = np.full(mi.group_of.size, np.nan)
     land_off = np.full(mi.group_of.size, np.nan)
@@ -115,30 +125,38 @@ def schedule_waves(mi: MoveInputs, total_s: np.ndarray, spec, capacity) -> dict:
         t = j * spec.every_s
         c = int(np.searchsorted(cap_at, t, side="right") - 1)
         room_v, room_m = cap_v[c], cap_m[c]
-        slots = np.zeros(k)
+        slots = [0.0] * k  # a heap of the move slots' free times, s from the window's start
+        busy = 0.0  # their sum
         took = []
+        shortest = min(gmin[g] for g in pending)
+        win = spec.window_s + 1e-9
         for g in pending:
+            if slots[0] + shortest > win:
+                break  # no pending move fits in what is left of the window
             if landed_v + gv[g] > room_v + 1e-9 or landed_m + gm[g] > room_m * (1 + 1e-12):
                 continue
-            idx = members[g]
-            trial, st = _lpt(slots, total_s[idx])
-            if trial.max() > spec.window_s + 1e-9:
+            # bounds on the makespan after adding the group (the LPT result is at least each): skip LPT when one fails
+            if slots[0] + gmax[g] > win or (busy + gsum[g]) / k > win:
                 continue
-            slots = trial
+            trial, st = _lpt(slots, times[g])
+            if max(trial) > win:
+                continue
+            slots, busy = trial, busy + gsum[g]
+            idx = members[g]
             took.append(g)
             landed_v += gv[g]
             landed_m += gm[g]
             w = len(waves)
             group_wave[g] = w
             wave_of_vm[idx] = w
-            start_off[idx] = t + st
-            land_off[idx] = t + st + total_s[idx]
+            start_off[idx] = t + np.asarray(st)
+            land_off[idx] = start_off[idx] + total_s[idx]
         if took:
-            pending = [g for g in pending if g not in set(took)]
-            vm_idx = np.flatnonzero(np.isin(mi.group_of, took))
+            taken = set(took)
+            pending = [g for g in pending if g not in taken]
             waves.append({"wave": len(waves) + 1, "window_start_s": t, "groups": [mi.group_names[g] for g in took],
-                          "vms": int(vm_idx.size), "vcpus": float(gv[took].sum()), "memory_bytes": float(gm[took].sum()),
-                          "moves_end_s": float(slots.max()), "landing_hosts": int(capacity[c][3]) if len(capacity[c]) > 3 else None,
+                          "vms": int(sum(members[g].size for g in took)), "vcpus": float(sum(gv[g] for g in took)), "memory_bytes": float(sum(gm[g] for g in took)),
+                          "moves_end_s": float(max(slots)), "landing_hosts": int(capacity[c][3]) if len(capacity[c]) > 3 else None,
                           "landed_vcpus": landed_v, "landed_memory_bytes": landed_m,
                           "room_vcpus": float(room_v), "room_memory_bytes": float(room_m)})
         elif cap_at[-1] <= t:  # nothing fits and the landing cluster will not grow again
@@ -339,13 +357,15 @@ def plan_waves(res, spec, groups_file=None) -> dict:
     # source hosts freed: the wave moving a host's last VM (a host with a VM held is never freed)
     src_host = np.asarray(inv.tags.get("host", np.full(inv.n_vms, "", dtype=object)), dtype=object).astype(str)
     freed_per_wave = [[] for _ in waves]
-    never = []
-    for h in np.unique(src_host[src_host != ""]):
-        w = out["wave_of_vm"][src_host == h]
-        if (w < 0).any():
-            never.append(str(h))
-        else:
-            freed_per_wave[int(w.max())].append(str(h))
+    known = src_host != ""
+    hosts_u, h_of = np.unique(src_host[known], return_inverse=True)
+    wv = out["wave_of_vm"][known]
+    last = np.full(hosts_u.size, -1)
+    np.maximum.at(last, h_of, wv)
+    held_on = np.bincount(h_of, weights=(wv < 0).astype(float), minlength=hosts_u.size) > 0
+    never = [str(h) for h in hosts_u[held_on]]
+    for h, w in zip(hosts_u[~held_on], last[~held_on]):
+        freed_per_wave[int(w)].append(str(h))
     cores_of: dict[str, int] = {}
     if inv.hosts is not None:
         cores_of = {str(n): int(c) for n, c in zip(inv.hosts.names, inv.hosts.cores)}
