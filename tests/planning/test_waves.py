@@ -277,3 +277,12 @@ def test_cli_groups_file_errors_are_one_line(tmp_path):
 def test_contradictory_window_is_refused():
     with pytest.raises(ValueError, match="longer than every"):
         WavesSpec(window=7200, every=3600)
+
+
+def test_a_failure_target_not_on_the_landing_cluster_is_one_line_naming_the_field(tmp_path):
+    inv = write_rvtools_xlsx(tmp_path / "e.xlsx", small_workload(), migration=True, groups=True)
+    cand = _candidates(tmp_path, {"blocked": "move", "failures": {"events": [{"time": "1 h", "target": "nohost", "duration": "1 h"}]}})
+    r = CliRunner().invoke(app, ["plan", str(inv), "--candidates", str(cand), "--out", str(tmp_path / "o"), "--no-progress"])
+    assert r.exit_code == 1 and not (tmp_path / "o" / "summary.json").exists()
+    line = [x for x in r.output.splitlines() if x.startswith("densim: error")]
+    assert len(line) == 1 and "waves.failures.events[0].target" in line[0] and "'nohost'" in line[0]

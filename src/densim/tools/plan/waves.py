@@ -251,7 +251,13 @@ def landing_run(res, landed: np.ndarray, land_s: np.ndarray, vcpus, mem_bytes, s
                         None if inv.cpu_mhz is None else np.asarray(inv.cpu_mhz)[:, landed],
                         None if inv.mem_used_bytes is None else np.asarray(inv.mem_used_bytes)[:, landed],
                         inv.step_s, inv.start_s, land_s[landed])
-    return simulate(resolve(scenario, source="waves landing run"), source=src), dropped
+    try:
+        return simulate(resolve(scenario, source="waves landing run"), source=src), dropped
+    except InputError as exc:  # a failures target not among the landing hosts, say: name the candidates file's field
+        if exc.source != "waves landing run":
+            raise
+        raise InputError(None, f"waves.{exc.where}", exc.problem + f" (landing hosts: {sc['cluster']['hosts'][0]['name']}-0 .."
+                         f" -{int(hosts) - 1})") from None
 
 
 def _per_wave_engine(result, waves: list[dict], t0: float, mem_room_per_host: float) -> None:
