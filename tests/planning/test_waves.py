@@ -230,6 +230,9 @@ def test_plan_report_on_the_rvtools_exports_shows_readiness_waves_and_the_rating
     # readiness (fixtures' add_migration_tabs): vm-2 (ISO, vmx-8), vm-3 (RDM), vm-4 (multi-writer) blocked; vm-1 ready
     assert (s["readiness"]["blocked"], s["readiness"]["ready"]) == (3, 1)
     assert s["confidence"]["rating"] == "C"  # a single snapshot
+    # the vInfo columns read by nothing are named, never dropped in silence; the grouping columns found are listed
+    assert "SRM Placeholder" in " ".join(s["confidence"]["facts"]["vinfo_columns_unread"])
+    assert "Application" in " ".join(s["confidence"]["facts"]["custom_attributes"])
     wv = s["waves"]
     # blocked VMs hold their groups (waves.blocked: hold): pg-shop (vm-1, vm-2: vm-2 blocked) and pg-erp: nothing moves
     assert wv["waves"] == 0 and wv["vms_held"] == 4 and len(wv["held_groups"]) == 2
