@@ -231,7 +231,7 @@ def test_plan_report_on_the_rvtools_exports_shows_readiness_waves_and_the_rating
     assert (s["readiness"]["blocked"], s["readiness"]["ready"]) == (3, 1)
     assert s["confidence"]["rating"] == "C"  # a single snapshot
     # the vInfo columns read by nothing are named, never dropped in silence; the grouping columns found are listed
-    assert "SRM Placeholder" in " ".join(s["confidence"]["facts"]["vinfo_columns_unread"])
+    assert "srmplaceholder" in "".join(s["confidence"]["facts"]["vinfo_columns_unread"]).lower().replace(" ", "")
     assert "Application" in " ".join(s["confidence"]["facts"]["custom_attributes"])
     wv = s["waves"]
     # blocked VMs hold their groups (waves.blocked: hold): pg-shop (vm-1, vm-2: vm-2 blocked) and pg-erp: nothing moves
@@ -289,3 +289,14 @@ def test_a_failure_target_not_on_the_landing_cluster_is_one_line_naming_the_fiel
     assert r.exit_code == 1 and not (tmp_path / "o" / "summary.json").exists()
     line = [x for x in r.output.splitlines() if x.startswith("densim: error")]
     assert len(line) == 1 and "waves.failures.events[0].target" in line[0] and "'nohost'" in line[0]
+
+
+def test_a_groups_file_in_the_candidates_file_is_read_beside_it(tmp_path):
+    from densim.tools.plan.capacity import load_plan_spec
+
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "groups.csv").write_text("vm,group\nvm-1,a\n")
+    d = yaml.safe_load(CANDIDATES.read_text()) | {"waves": {"groups": {"file": "groups.csv"}}}
+    p = tmp_path / "sub" / "cand.yaml"
+    p.write_text(yaml.safe_dump(d))
+    assert load_plan_spec(p).waves.groups.file == str((tmp_path / "sub" / "groups.csv").resolve())

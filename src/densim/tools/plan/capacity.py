@@ -55,6 +55,10 @@ def load_plan_spec(path: str | Path) -> PlanSpec:
     if gs is not None and not Path(gs.file).is_absolute():  # relative to the candidates file, as scenario paths are
         carbon = spec.carbon.model_copy(update={"grid_series": gs.model_copy(update={"file": str(Path(path).resolve().parent / gs.file)})})
         spec = spec.model_copy(update={"carbon": carbon})
+    wv = spec.waves
+    if wv is not None and wv.groups.file is not None and not Path(wv.groups.file).is_absolute():  # the same for a groups file
+        groups = wv.groups.model_copy(update={"file": str(Path(path).resolve().parent / wv.groups.file)})
+        spec = spec.model_copy(update={"waves": wv.model_copy(update={"groups": groups})})
     issues = plan_spec_issues(spec)
     if issues:
         from densim.errors import ScenarioInvalid
