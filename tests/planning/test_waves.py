@@ -300,3 +300,15 @@ def test_a_groups_file_in_the_candidates_file_is_read_beside_it(tmp_path):
     p = tmp_path / "sub" / "cand.yaml"
     p.write_text(yaml.safe_dump(d))
     assert load_plan_spec(p).waves.groups.file == str((tmp_path / "sub" / "groups.csv").resolve())
+
+
+def test_the_landing_source_repeats_the_inventory_series_over_the_programme():
+    from densim.tools.plan.waves import LandingSource
+    from densim.workloads.timegrid import TimeGrid
+
+    # a 3-sample series (100, 200, 300 MHz at 1-h samples from t = 0); the programme's steps at 2.5 h, 3.5 h, 7.5 h
+    # read samples floor(2.5) mod 3 = 2, floor(3.5) mod 3 = 0, floor(7.5) mod 3 = 1
+    src = LandingSource(["a"], [1], [1000.0], [GIB], np.array([[100.0], [200.0], [300.0]]), None, 3600.0, 0.0, [0.0])
+    out = src.window(TimeGrid(start_s=2 * 3600.0, step_s=3600.0, n_steps=6), 0, 6, ("cpu_mhz", "mem_used_bytes"))
+    assert out["cpu_mhz"][:, 0].tolist() == [300.0, 100.0, 200.0, 300.0, 100.0, 200.0]
+    assert out["mem_used_bytes"][:, 0].tolist() == [GIB] * 6  # no memory series: the configured size in use

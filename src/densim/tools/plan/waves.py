@@ -375,10 +375,11 @@ def plan_waves(res, spec, groups_file=None) -> dict:
     cores_of: dict[str, int] = {}
     if inv.hosts is not None:
         cores_of = {str(n): int(c) for n, c in zip(inv.hosts.names, inv.hosts.cores)}
+    hosts_known = bool(known.any())  # an inventory without a host column (a trace) cannot say which hosts empty
     for w, freed in zip(waves, freed_per_wave):
         w["window_start"] = _iso(t0 + w["window_start_s"])
-        w["source_hosts_freed"] = freed
-        w["source_cores_freed"] = int(sum(cores_of.get(h, 0) for h in freed)) if cores_of else None
+        w["source_hosts_freed"] = freed if hosts_known else None
+        w["source_cores_freed"] = int(sum(cores_of.get(h, 0) for h in freed)) if cores_of and hosts_known else None
         d = pc.downtime_s[np.flatnonzero(out["wave_of_vm"] == w["wave"] - 1)]
         w["downtime_s_max"] = float(d.max(initial=0.0))
     result = None
@@ -460,8 +461,10 @@ def waves_lines(w: dict | None) -> list[str]:
              f"{w['vms_held']:,} held; worst downtime {w['downtime_s']['max']:.2f} s."]
     for c in w["calendar"]:
         ready = "" if c.get("cpu_ready_pct_worst") is None else f", landing CPU Ready worst {c['cpu_ready_pct_worst']:.2f} %"
+        freed = ("source hosts not in the inventory" if c["source_hosts_freed"] is None
+                 else f"source hosts freed {len(c['source_hosts_freed'])}")
         lines.append(f"Wave {c['wave']} ({c['window_start']}): {len(c['groups'])} group(s), {c['vms']} VMs, moves end "
-                     f"after {c['moves_end_s'] / 3600:.2f} h; source hosts freed {len(c['source_hosts_freed'])}{ready}.")
+                     f"after {c['moves_end_s'] / 3600:.2f} h; {freed}{ready}.")
     if w["not_converging"]:
         lines.append(f"{len(w['not_converging'])} VM(s) never converge at the link share: "
                      + ", ".join(x["vm"] for x in w["not_converging"][:5]) + ".")
