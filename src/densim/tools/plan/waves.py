@@ -338,7 +338,9 @@ def plan_waves(res, spec, groups_file=None) -> dict:
     not_conv = []
     for i in stuck:
         g = int(grp.group_of[i])
-        why = (f"VM {inv.names[i]} never converges: it dirties {dirty[i] / 1e6:,.1f} MB/s of a {spec.wws_fraction * inv.mem_bytes[i] / GIB:,.2f} "
+        how = ("never converges" if pc.rounds[i] < spec.max_rounds else
+               f"does not converge within waves.max_rounds = {spec.max_rounds} rounds")
+        why = (f"VM {inv.names[i]} {how}: it dirties {dirty[i] / 1e6:,.1f} MB/s of a {spec.wws_fraction * inv.mem_bytes[i] / GIB:,.2f} "
                f"GiB working set against a link share of {share / 1e6:,.1f} MB/s (downtime {pc.downtime_s[i]:,.2f} s > target "
                f"{spec.downtime_target_s:g} s)")
         not_conv.append({"vm": str(inv.names[i]), "group": grp.names[g], "dirty_rate_MBps": float(dirty[i] / 1e6),
