@@ -312,3 +312,28 @@ def test_the_landing_source_repeats_the_inventory_series_over_the_programme():
     out = src.window(TimeGrid(start_s=2 * 3600.0, step_s=3600.0, n_steps=6), 0, 6, ("cpu_mhz", "mem_used_bytes"))
     assert out["cpu_mhz"][:, 0].tolist() == [300.0, 100.0, 200.0, 300.0, 100.0, 200.0]
     assert out["mem_used_bytes"][:, 0].tolist() == [GIB] * 6  # no memory series: the configured size in use
+
+
+def test_a_utf16_tab_separated_export_gives_the_same_groups_readiness_and_waves(tmp_path):
+    # Excel's "Unicode text" save of every tab (UTF-16, tab-separated, CRLF), as in tests/workloads/test_rvtools_real_exports.py
+    import csv
+    import io
+
+    from tests.planning.fixtures import rvtools_tables
+
+    folder = tmp_path / "export"
+    folder.mkdir()
+    for tab, (header, rows) in rvtools_tables(small_workload(), migration=True, groups=True).items():
+        buf = io.StringIO()
+        wr = csv.writer(buf, delimiter="\t", lineterminator="\r\n")
+        wr.writerow(header)
+        wr.writerows([[str(c) for c in r] for r in rows])
+        (folder / f"RVTools_tab{tab}.csv").write_bytes(buf.getvalue().encode("utf-16"))
+    cand = _candidates(tmp_path, {"start": "2026-12-01T22:00", "blocked": "move", "groups": {"by": ["network"], "max_shared": 3}})
+    out = tmp_path / "out"
+    r = CliRunner().invoke(app, ["plan", str(folder), "--candidates", str(cand), "--out", str(out), "--no-progress"])
+    assert r.exit_code == 0, r.output
+    s = json.loads((out / "summary.json").read_text())
+    assert (s["readiness"]["blocked"], s["readiness"]["ready"]) == (3, 1) and s["confidence"]["rating"] == "C"
+    # vm-4's pg-erp NIC is only in the vNetwork tab: still tied to vm-3
+    assert s["waves"]["groups"]["groups"] == 2 and s["waves"]["waves"] == 1 and s["waves"]["vms_moved"] == 4
