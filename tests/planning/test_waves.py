@@ -125,12 +125,13 @@ def test_a_vm_dirtying_faster_than_its_link_share_never_converges_and_is_reporte
 
 
 def test_waves_compose_with_failures_and_memory_overcommit_on_the_landing_cluster():
-    # 6 VMs of 2 vCPUs and 24 GiB on 4-core, 64 GiB hosts with memory over-commit 1.5 (96 GiB of room per host) and the
-    # memory model on: the plan needs 2 hosts (6 x 24 = 144 GiB); one wave per night of 2 VMs (a window of 1 h on a
-    # link of 24 GiB/h per move: max_concurrent 1); the first landing host fails for 3 h on day 1 and its VMs restart
+    # 6 VMs of 2 vCPUs and 24 GiB (20 GiB active) on 4-core, 64 GiB hosts with memory over-commit 1.5 (96 GiB of room
+    # per host) and the memory model on: the plan needs 2 hosts (6 x 24 = 144 GiB); one wave per night of 2 VMs (a
+    # window of 1 h on a link of 24 GiB/h per move: max_concurrent 1); the first landing host fails for 3 h on day 1
+    # and its VMs restart
     n = 6
     inv = build_inventory([f"vm-{i}" for i in range(n)], [2] * n, [1000.0] * n, [24 * GIB] * n,
-                          cpu_mhz=np.full((24, n), 500.0), mem_used_bytes=np.full((24, n), 8.0 * GIB), step_s=3600.0,
+                          cpu_mhz=np.full((24, n), 500.0), mem_used_bytes=np.full((24, n), 20.0 * GIB), step_s=3600.0,
                           start_s=1_800_000_000.0)
     share = 24 * GIB / 1800.0  # 24 GiB in 30 min: two moves per 1-h window
     spec = _spec({"link": share, "max_concurrent": 1, "dirty_rate": 0, "resume": 0, "window": 3600,
@@ -142,7 +143,7 @@ def test_waves_compose_with_failures_and_memory_overcommit_on_the_landing_cluste
     assert w["waves"] == 3 and [c["vms"] for c in w["calendar"]] == [2, 2, 2]
     eng = w["landing"]["engine"]
     assert eng["vms_placed"] == n and eng["vms_unplaced"] == 0
-    assert "memory" in eng and eng["memory"]["hosts_swapping"] == []
+    assert "memory" in eng and eng["memory"]["hosts_swapping"] == ["4c-1"]  # see the swapping per wave below
     # the failure at 25 h (day 1, 1 h after the second window opened) finds vm-0, vm-1 (landed on day 0) and vm-2
     # (landed at 24.5 h) on 4c-0 (first-fit): 3 interrupted and restarted on 4c-1
     assert (eng["failures"]["vms_interrupted"], eng["failures"]["restarts"]) == (3, 3)
@@ -157,6 +158,12 @@ def test_waves_compose_with_failures_and_memory_overcommit_on_the_landing_cluste
     last = w["calendar"][-1]
     assert last["landing_memory_placed_bytes"] == 144 * GIB
     assert max(c["landing_memory_worst_host_share"] for c in w["calendar"]) == pytest.approx(1.0)
+    # the memory model per wave: before the failure no host holds more than 2 VMs (40 GiB active of 64): no swapping in
+    # wave 1 (day 0 to 24 h); from the restarts at 25 h 4c-1 holds 4 (80 GiB active > 64 GiB): it swaps in every hourly
+    # step of wave 2 from 25 h to 48 h (23 host-steps) and of wave 3 from 48 h to the run's end at 73 h (the last
+    # landing at 49 h + one period: 25); 4c-0 takes wave 3's 2 VMs and does not swap
+    assert [c["landing_host_steps_swapping"] for c in w["calendar"]] == [0, 23, 25]
+    assert w["calendar"][0]["landing_memory_swapped_gib_worst"] == 0 and w["calendar"][1]["landing_memory_swapped_gib_worst"] > 0
 
 
 # ------------------------------------------------------------------------------------ groups

@@ -285,6 +285,13 @@ def _per_wave_engine(result, waves: list[dict], t0: float, mem_room_per_host: fl
             w["cpu_ready_pct_mean"] = float(r.mean())
         else:
             w["cpu_ready_pct_worst"] = w["cpu_ready_pct_mean"] = None
+        # with the memory model on: the landing hosts' swap in use and their steps swapping over the interval
+        for key, name in (("host_mem_swapped_gib", "landing_memory_swapped_gib_worst"),
+                          ("mem_swapping", "landing_host_steps_swapping")):
+            arr = result.host_acc.series.get(key)
+            if arr is not None:
+                x = np.asarray(arr)[sel]
+                w[name] = (int((x > 0).sum()) if key == "mem_swapping" else float(x.max(initial=0.0))) if sel.any() else None
         w["landing_hosts_used"] = int(hosts_busy.size)
         w["landing_memory_placed_bytes"] = float(mem.sum())
         w["landing_memory_worst_host_share"] = float(mem.max(initial=0.0) / mem_room_per_host) if mem_room_per_host > 0 else None
