@@ -474,6 +474,11 @@ def waves_lines(w: dict | None) -> list[str]:
                  else f"source hosts freed {len(c['source_hosts_freed'])}")
         lines.append(f"Wave {c['wave']} ({c['window_start']}): {len(c['groups'])} group(s), {c['vms']} VMs, moves end "
                      f"after {c['moves_end_s'] / 3600:.2f} h; {freed}{ready}.")
+    g = w["groups"]
+    n_vms = w["vms_moved"] + w["vms_held"]
+    if n_vms >= 20 and g["largest"] > 0.25 * n_vms:
+        lines.append(f"The largest move group holds {g['largest']:,} of {n_vms:,} VMs: ties chain through shared values "
+                     f"({', '.join(g['keys_used'])}); lower waves.groups.max_shared or drop a key to split it.")
     if w["not_converging"]:
         lines.append(f"{len(w['not_converging'])} VM(s) never converge at the link share: "
                      + ", ".join(x["vm"] for x in w["not_converging"][:5]) + ".")
