@@ -344,3 +344,14 @@ def test_a_utf16_tab_separated_export_gives_the_same_groups_readiness_and_waves(
     assert (s["readiness"]["blocked"], s["readiness"]["ready"]) == (3, 1) and s["confidence"]["rating"] == "C"
     # vm-4's pg-erp NIC is only in the vNetwork tab: still tied to vm-3
     assert s["waves"]["groups"]["groups"] == 2 and s["waves"]["waves"] == 1 and s["waves"]["vms_moved"] == 4
+
+
+def test_a_chained_giant_group_is_said():
+    from densim.tools.plan.waves import waves_lines
+
+    w = {"planned": True, "candidate": "c", "waves": 0, "start": "2026-12-01 22:00:00", "vms_moved": 0, "vms_held": 40,
+         "downtime_s": {"max": 0.0}, "calendar": [], "not_converging": [], "held_groups": [],
+         "groups": {"largest": 11, "keys_used": ["network"]}}
+    assert not any("largest move group" in x for x in waves_lines(w))  # 11 of 40: not above a quarter
+    w["groups"]["largest"] = 30
+    assert any("holds 30 of 40 VMs" in x and "max_shared" in x for x in waves_lines(w))
