@@ -211,3 +211,29 @@ def test_a_split_run_sums_carbon_over_its_parts():
     for k in ("it_energy_kwh", "operational_kg", "vm_years", "operational_kg_per_vm_year"):
         assert split.summary["carbon"][k] == pytest.approx(whole.summary["carbon"][k], rel=1e-6), k  # float32 power
     assert split.summary["carbon"]["it_energy_kwh"] == pytest.approx(split.summary["totals"]["energy_kwh"], rel=1e-6)
+
+
+def test_vms_landing_from_a_given_source_keep_the_invariants_with_failures_and_memory():
+    # densim plan's migration waves (issue 35) run the landed VMs as a given demand source whose VMs arrive at their
+    # landing times: the twelve data nodes land one every 4 min from the start (the last at 44 min), at 30 % CPU of
+    # 16 vCPUs x 2,500 MHz; host cluster-a-1 fails at 30 min for 10 min with the memory model on. The run keeps the
+    # invariants above, each VM starts at its landing, and the failure's VMs restart (tests/planning/test_waves.py runs
+    # the whole programme with memory over-commit)
+    from densim.tools.plan.waves import LandingSource
+
+    d = copy.deepcopy(BASE)
+    FEATURES["failures"](d)
+    FEATURES["memory"](d)
+    d["scheduling"] = {"lifetimes": "on"}
+    n, t0 = 12, 0.0
+    land = t0 + 240.0 * np.arange(n)
+    src = LandingSource([f"dn-{i}" for i in range(n)], [16] * n, [2500.0] * n, [112 * 2**30] * n,
+                        np.full((1, n), 0.3 * 16 * 2500.0), None, 60.0, t0, land)
+    r = simulate(resolve(scenario_from_dict(d)), source=src)
+    check_invariants(r, ("failures", "memory"))
+    sch, names = r.ctx.schedule, r.ctx.vms.names
+    first = {}
+    for nm, st in zip(names, sch.start_s):
+        first.setdefault(str(nm).split("~")[0], st)
+    assert [first[f"dn-{i}"] for i in range(n)] == land.tolist()
+    assert r.summary["failures"]["restarts"] > 0 and "memory" in r.summary

@@ -14,7 +14,7 @@ import densim
 from densim.atomic import write_atomic, write_json_atomic
 from densim.engine.state import EngineContext
 from densim.engine.summary import (Core, GridInfo, ModelsInfo, PlacementInfo, Qos, SchedulingInfo, Summary, Totals,
-                                   alive_steps, ready_over_life)
+                                   alive_steps, data_quality, ready_over_life)
 
 # output columns, documented (the reference page is generated from this table)
 VM_COLUMNS = {
@@ -286,6 +286,7 @@ class Result:
                 energy_kwh=energy_j / 3.6e6,
             ),
             scheduling=self._scheduling_info(),
+            data_quality=data_quality(_parts(c.source), n_vms),
             notes=source_notes(c.source) + _overspeed_notes(c),
             qos=Qos(
                 cpu_ready_pct_mean=float(vm_ready_life[lived].mean()) if lived.any() else 0.0,

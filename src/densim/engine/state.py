@@ -372,10 +372,18 @@ def build_context(plant: Plant, seed: int | None = None, source: DemandSource | 
     seed = sc.simulation.seed if seed is None else int(seed)
     hosts = build_hosts(plant)
     sched = frun = fsched = moves = None
-    if source is None:
+    from densim.workloads.tasks import lifetimes
+
+    # a given source whose VMs arrive (per-VM start_s/end_s: densim plan's migration waves landing VMs) is scheduled
+    # like the scenario's own groups: online placement, failures and maintenance on the one timeline
+    given_arrivals = source is not None and lifetimes(source) is not None
+    if source is None or given_arrivals:
         from densim.engine.lifetimes import plan_schedule, wants_lifetimes
 
-        source, group_names, group = build_source(sc, seed)
+        if source is None:
+            source, group_names, group = build_source(sc, seed)
+        else:
+            group_names, group = [getattr(source, "group_name", "synthetic")], np.zeros(source.n_vms, dtype=np.int32)
         from densim.engine.failures import wants_timeline
 
         timeline = wants_timeline(sc)

@@ -123,6 +123,7 @@ class Core:
     qos: Qos
     scheduling: SchedulingInfo | None = None  # written only when VMs arrive and leave
     notes: list[str] = field(default_factory=list)  # warnings from the workload readers (written only when there are some)
+    data_quality: dict[str, Any] | None = None  # how far the demand can be trusted (:func:`data_quality`)
 
 
 CORE_FIELDS = frozenset(Core.__dataclass_fields__) | {"saturation"}
@@ -221,6 +222,8 @@ class Summary(Mapping):
                 del out["scheduling"]
             if not out["notes"]:
                 del out["notes"]
+            if out["data_quality"] is None:
+                del out["data_quality"]
             out.update(self.sections)
             out["saturation"] = self.saturation
             self._dict = out
@@ -291,3 +294,48 @@ def check_section(stage: str, section: str, schema: type, value: Mapping[str, An
         if extra:
             parts.append(f"undeclared {', '.join(extra)}")
         raise SummaryError(f"stage {stage!r}: summary section {section!r} ({schema.__name__}): {'; '.join(parts)}")
+
+
+def data_quality(leaves: list, n_vms: int) -> dict[str, Any]:
+    """The run's data-quality section: the plan's rating rule (:func:`densim.workloads.quality.rate`) on the facts
+    of the run's demand sources (``leaves``: the leaf sources, in VM order).
+
+    A VM group driven by a synthetic profile or a synthetic trace has no measured demand: its VMs count as sized
+    by a default rule, and a run with no measured source at all grades D ("synthetic"). A trace's history is its
+    span and native sample interval; with several traces, the shortest span and the coarsest interval are graded.
+    Hosts are given by the scenario, so the host-list grades of the plan do not apply."""
+    from densim.workloads.quality import DAY_S, rate
+    from densim.workloads.sources import ProfileSource
+    from densim.workloads.synthetic_trace import SyntheticTrace
+
+    groups = []
+    synthetic_vms = 0
+    measured_days: list[float] = []
+    measured_step: list[float] = []
+    for p in leaves:
+        synthetic = isinstance(p, (ProfileSource, SyntheticTrace))
+        span = None if synthetic else p.span_s()
+        step = None if synthetic else p.native_step_s()
+        row: dict[str, Any] = {"source": type(p).__name__, "vms": int(p.n_vms),
+                               "kind": "synthetic" if synthetic else ("series" if span is not None else "unknown")}
+        if synthetic:
+            synthetic_vms += int(p.n_vms)
+        elif span is not None:
+            row["days"] = (float(span[1]) - float(span[0])) / DAY_S
+            row["step_s"] = None if step is None else float(step)
+            measured_days.append(row["days"])
+            if step is not None:
+                measured_step.append(float(step))
+        groups.append(row)
+    n = max(int(n_vms), 1)
+    total = sum(g["vms"] for g in groups) or n
+    measured = bool(measured_days)
+    facts: dict[str, Any] = {
+        "kind": "series" if measured else "synthetic",
+        "days": min(measured_days) if measured else 0.0,
+        "step_s": max(measured_step) if measured_step else None,
+        "vms": int(n_vms), "synthetic_vms_share": synthetic_vms / total,
+        "cpu_default_vms": int(round(synthetic_vms * n / total)), "mem_default_vms": int(round(synthetic_vms * n / total)),
+        "defaulted_share": synthetic_vms / total, "hosts_listed": None, "sources": groups,
+    }
+    return {"facts": facts} | rate(facts)

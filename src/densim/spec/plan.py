@@ -13,7 +13,7 @@ from densim.models.hardware import HostCpu, PowerSpec
 from densim.spec.forecast import ForecastSpec
 from densim.spec.gpu import HostGpus, VmGpu
 from densim.spec.memory import MemorySettings
-from densim.units import PosBytes, PosMemBytes, MemBytes, PosMHz, PosSeconds, Watts
+from densim.units import BytesPerSecond, PosBytes, PosMemBytes, MemBytes, PosMHz, PosSeconds, Seconds, Watts
 
 _LOCAL_CFG = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
@@ -245,6 +245,84 @@ class ConfidenceSpec(BaseModel):
     level: float = Field(default=0.9, gt=0, lt=1, description="central share of the resampled host counts the interval covers")
 
 
+class GroupsSpec(BaseModel):
+    """How VMs are grouped to move together (densim.tools.plan.groups; docs/howto/migration-waves.md)."""
+
+    model_config = _CFG
+
+    by: list[str] = Field(default_factory=lambda: ["vapp", "cluster_rule", "network"],
+                          description="evidence that ties VMs: vapp, folder, resource_pool, annotation, cluster_rule, "
+                          "network, attr:<vInfo column>, name:<regular expression>")
+    max_shared: int = Field(default=50, ge=2, description="a value shared by more VMs than this ties nothing (shared "
+                            "infrastructure, such as a common port group); listed in the summary")
+    file: str | None = Field(default=None, description="CSV vm,group: these VMs take the file's group (--groups overrides)")
+
+
+class LandingHosts(BaseModel):
+    """Hosts of the landing cluster from a time on (the count in service from then)."""
+
+    model_config = _CFG
+
+    at_s: Seconds = Field(alias="at", description="from the programme's start")
+    hosts: int = Field(ge=0, description="hosts in service from then on")
+
+
+class WavesSpec(BaseModel):
+    """A migration programme onto the chosen candidate: move groups in waves (densim.tools.plan.waves)."""
+
+    model_config = _CFG
+
+    start: float | None = Field(default=None, description="first maintenance window's start (Unix seconds, or an ISO date-time "
+                         "string); default: the inventory's start")
+    window_s: PosSeconds = Field(default=4 * 3600.0, alias="window", description="maintenance window of each wave")
+    every_s: PosSeconds = Field(default=86400.0, alias="every", description="one window per this period (a wave per night)")
+    link_bps: BytesPerSecond = Field(default=1.25e9, alias="link", gt=0,
+                                     description="migration bandwidth of the programme, shared equally by the concurrent moves "
+                                     "(estimate: one 10 GbE link)")
+    max_concurrent: int = Field(default=8, ge=1, description="moves at once (vCenter: 8 vMotions per host on 10 GbE)")
+    dirty_rate_bps: BytesPerSecond = Field(default=100e6, alias="dirty_rate",
+                                           description="page dirtying of a VM at 100 % CPU, scaled by its CPU use (estimate; "
+                                           "the engine's migration.dirty_rate)")
+    wws_fraction: float = Field(default=0.1, gt=0, le=1, description="writable working set as a share of the VM's memory (estimate)")
+    downtime_target_s: PosSeconds = Field(default=0.3, alias="downtime_target", description="stop-and-copy when the remainder "
+                                          "fits this (QEMU default 300 ms)")
+    max_rounds: int = Field(default=30, ge=1, description="live pre-copy rounds at most")
+    resume_s: Seconds = Field(default=0.02, alias="resume", description="VM start-up on the destination (estimate)")
+    landing: list[LandingHosts] | None = Field(default=None, description="landing hosts in service over time (default: the "
+                                               "chosen candidate's count from the start)")
+    blocked: Literal["hold", "move"] = Field(default="hold", description="hold: a group with a VM the readiness checks "
+                                             "BLOCK waits (reported); move: plan it anyway")
+    groups: GroupsSpec = Field(default_factory=GroupsSpec)
+    step_s: PosSeconds = Field(default=3600.0, alias="step", description="step of the landing cluster's engine run")
+    failures: dict | None = Field(default=None, description="the landing run's failures section (scenario syntax)")
+    max_waves: int = Field(default=366, ge=1, description="windows tried at most")
+
+    @field_validator("start", mode="before")
+    @classmethod
+    def _date(cls, v):
+        if isinstance(v, str):
+            import datetime as dt
+
+            try:
+                t = dt.datetime.fromisoformat(v.strip())
+            except ValueError:
+                raise ValueError(f"not an ISO date-time: {v!r} (e.g. 2026-12-01T22:00)") from None
+            return (t if t.tzinfo else t.replace(tzinfo=dt.timezone.utc)).timestamp()
+        if hasattr(v, "timestamp"):
+            return v.timestamp()
+        return v
+
+    @model_validator(mode="after")
+    def _window_in_period(self):
+        if self.window_s > self.every_s:
+            raise ValueError(f"window ({self.window_s:g} s) is longer than every ({self.every_s:g} s): windows would overlap")
+        if self.landing is not None:
+            ats = [x.at_s for x in self.landing]
+            if not ats or ats[0] != 0 or any(b <= a for a, b in zip(ats, ats[1:])):
+                raise ValueError("landing: the first entry must be at 0 and the times must increase")
+        return self
+
+
 class PlanSpec(BaseModel):
     """The candidates file of ``densim plan``: QoS bounds, cost inputs and candidate host types."""
 
@@ -264,6 +342,7 @@ class PlanSpec(BaseModel):
     forecast: ForecastSpec | None = Field(default=None, description="time remaining from the inventory's history (summary key time_remaining)")
     racks: RackSpec | None = Field(default=None, description="rack power and circuits: hosts per rack, racks, VMs per kW")
     confidence: ConfidenceSpec = Field(default_factory=ConfidenceSpec, description="data-quality rating and host-count interval")
+    waves: WavesSpec | None = Field(default=None, description="migration waves onto the chosen candidate (off when absent)")
 
     @field_validator("memory")
     @classmethod

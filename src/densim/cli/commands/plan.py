@@ -38,6 +38,8 @@ def plan_command(
     verify: Annotated[bool, typer.Option("--verify/--no-verify", help="run chosen-scenario.yaml (the chosen candidate as a "
                                          "scenario) through the engine and set its QoS figures beside the plan's (summary.json "
                                          "'verify', the report)")] = False,
+    groups: Annotated[Optional[Path], typer.Option("--groups", help="CSV vm,group: VMs that move together in one migration "
+                                                   "wave (overrides waves.groups.file; needs a waves: section)")] = None,
     json_out: JsonOpt = False,
     as_csv: CsvOpt = False,
     quiet: QuietOpt = False,
@@ -104,7 +106,7 @@ def plan_command(
                 seen.append(name)
                 phase(f"candidate {len(seen)}/{n_cand} {name} ({inv.n_vms:,} VMs)")
 
-            res = plan(inv, spec, progress=on_candidate, seed=seed, phase=phase)
+            res = plan(inv, spec, progress=on_candidate, seed=seed, phase=phase, groups_file=groups)
             scenario, ver = _chosen_scenario(res, inventory, fmt, verify, phase)
             phase("writing the outputs and report")
             summary = write_outputs(res, out, seed, scenario=scenario, verify=ver)
@@ -180,7 +182,10 @@ def _print_plan(pr: Printer, res, inv, spec, out: Path, summary: dict) -> None:
 
     for line in headline_lines(summary):
         pr.line(line)
-    for line in (confidence_lines(summary["confidence"]) if summary.get("confidence") else []) + readiness_lines(summary):
+    from densim.tools.plan.waves import waves_lines
+
+    for line in ((confidence_lines(summary["confidence"]) if summary.get("confidence") else []) + readiness_lines(summary)
+                 + waves_lines(summary.get("waves"))):
         pr.line(line)
     pr.line()
     t = Table(title=f"densim plan: {inv.describe()}")
@@ -226,6 +231,7 @@ def _print_plan(pr: Printer, res, inv, spec, out: Path, summary: dict) -> None:
     best = f"best: {summary['best']}" if summary.get("best") else "no candidate is feasible"
     extra = ", readiness.csv" if inv.readiness is not None else ""
     extra += ", chosen-scenario.yaml" if summary.get("chosen_scenario") else ""
+    extra += ", waves.csv" if (summary.get("waves") or {}).get("planned") else ""
     v = summary.get("verify")
     if v:
         p, e = v["plan"], v["engine"]

@@ -55,6 +55,10 @@ def load_plan_spec(path: str | Path) -> PlanSpec:
     if gs is not None and not Path(gs.file).is_absolute():  # relative to the candidates file, as scenario paths are
         carbon = spec.carbon.model_copy(update={"grid_series": gs.model_copy(update={"file": str(Path(path).resolve().parent / gs.file)})})
         spec = spec.model_copy(update={"carbon": carbon})
+    wv = spec.waves
+    if wv is not None and wv.groups.file is not None and not Path(wv.groups.file).is_absolute():  # the same for a groups file
+        groups = wv.groups.model_copy(update={"file": str(Path(path).resolve().parent / wv.groups.file)})
+        spec = spec.model_copy(update={"waves": wv.model_copy(update={"groups": groups})})
     issues = plan_spec_issues(spec)
     if issues:
         from densim.errors import ScenarioInvalid
@@ -554,6 +558,7 @@ class PlanResult:
     notes: list[str] = field(default_factory=list)  # warnings about the inventory and the plan (shown and in summary.json)
     time_remaining: dict | None = None  # with a forecast section (densim.tools.plan.forecast)
     confidence: dict | None = None  # data-quality rating, its facts and the host-count interval (densim.tools.plan.confidence)
+    waves: dict | None = None  # the migration programme onto the chosen candidate (densim.tools.plan.waves)
 
     def ranked(self) -> list[CandidateResult]:
         return sorted(self.results, key=lambda r: (not r.feasible, r.tco.get("per_vm_usd", float("inf")), r.n_hosts))
@@ -563,9 +568,11 @@ class PlanResult:
         return closest(self.results)
 
 
-def plan(inv: Inventory, spec: PlanSpec, progress=None, seed: int = 42, phase=None) -> PlanResult:
+def plan(inv: Inventory, spec: PlanSpec, progress=None, seed: int = 42, phase=None, groups_file=None) -> PlanResult:
     """Every candidate planned for ``inv``; ``progress(name)``, if given, is called as each candidate starts, ``phase(text)``
-    as the host-count interval starts. ``seed`` draws its day resamples (:mod:`densim.tools.plan.confidence`)."""
+    as the host-count interval starts. ``seed`` draws its day resamples (:mod:`densim.tools.plan.confidence`).
+    With ``spec.waves`` (or a ``groups_file``, which needs it), the migration waves onto the chosen candidate
+    (:mod:`densim.tools.plan.waves`)."""
     from densim.tools.plan.rightsizing import rightsize
 
     from densim.tools.plan.licensing_carbon import grid_intensity_mean, resolve_products
@@ -611,6 +618,15 @@ def plan(inv: Inventory, spec: PlanSpec, progress=None, seed: int = 42, phase=No
     if phase is not None and spec.confidence.resamples:
         phase(f"host-count interval ({spec.confidence.resamples} resamples)")
     out.confidence = confidence(out, plan_candidate, seed)
+    if groups_file is not None and spec.waves is None:
+        raise InputError(None, "--groups", "a groups file needs a waves: section in the candidates file (the migration "
+                         "waves it groups VMs for)")
+    if spec.waves is not None:
+        from densim.tools.plan.waves import plan_waves
+
+        if phase is not None:
+            phase("migration waves and the landing cluster's engine run")
+        out.waves = plan_waves(out, spec.waves, groups_file)
     out.wall_s = time.perf_counter() - t0
     return out
 

@@ -62,6 +62,8 @@ def summary_dict(res: PlanResult, seed: int | None = None) -> dict:
         out["confidence"] = res.confidence
     if res.time_remaining is not None:
         out["time_remaining"] = res.time_remaining
+    if res.waves is not None:
+        out["waves"] = {k: v for k, v in res.waves.items() if not k.startswith("_")}
     if res.rightsizing is not None:
         rs = res.rightsizing
         out["rightsizing"] = {"percentile": rs.percentile, "headroom": rs.headroom,
@@ -555,6 +557,8 @@ def report_context(summary: dict, figure_ids: list[str], unplaced: dict[str, int
         "confidence": summary.get("confidence"),
         "confidence_lines": _confidence_lines(summary),
         "readiness": summary.get("readiness"),
+        "waves": summary.get("waves"),
+        "waves_lines": _waves_lines(summary),
         "time_remaining": summary.get("time_remaining"),
         "licensing": summary.get("licensing"),
         "carbon": summary.get("carbon"),
@@ -584,6 +588,12 @@ def _confidence_lines(summary: dict) -> list[str]:
     from densim.tools.plan.confidence import confidence_lines
 
     return confidence_lines(summary["confidence"]) if summary.get("confidence") else []
+
+
+def _waves_lines(summary: dict) -> list[str]:
+    from densim.tools.plan.waves import waves_lines
+
+    return waves_lines(summary.get("waves"))
 
 
 def write_report(res: PlanResult, summary: dict, path: str | Path) -> Path:
@@ -647,6 +657,10 @@ def write_outputs(res: PlanResult, out_dir: str | Path, seed: int | None = None,
             from densim.tools.plan.readiness import readiness_csv
 
             write_text_atomic(out / "readiness.csv", readiness_csv(res.inventory))
+        if res.waves is not None and res.waves.get("planned"):
+            from densim.tools.plan.waves import waves_csv
+
+            write_text_atomic(out / "waves.csv", waves_csv(res.waves))
         write_report(res, summary, out / "report.html")
         write_json_atomic(out / "summary.json", summary)
     return summary

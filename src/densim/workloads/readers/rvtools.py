@@ -17,6 +17,11 @@ removing the CSV export's tab prefix such as ``vInfo`` in ``vInfoCPUs``):
 * vSnapshot, vCD, vDisk, vTools, vInfo ``HW version`` / ``min Required EVC Mode Key`` and vHost ``Current EVC``: the
   migration-readiness checks (:mod:`densim.workloads.readers.rvtools_readiness`); a tab or column not in the export
   makes its check unknown, never "ready".
+* vInfo ``Folder``, ``vApp``, ``Annotation``, ``Resource pool``, ``Cluster rule name(s)``, ``Network #1`` .. ``#8`` and
+  the vNetwork tab's ``Network`` (port group per NIC): text tags per VM for the migration groups
+  (:mod:`densim.tools.plan.groups`); a vInfo column outside the documented 4.x list is a custom attribute, carried as
+  the tag ``attr:<header>``. The documented vInfo columns densim does not read are named in the inventory's facts
+  (``vinfo_columns_unread``, shown in the plan's data-quality section), never dropped in silence.
 
 The snapshot demand rule (RVTools has no time series) is :data:`SNAPSHOT_RULE`. An export without
 any usage column (only vInfo, say) has no demand series at all: ``densim plan`` then sizes hosts by
@@ -55,7 +60,42 @@ SNAPSHOT_RULE = (
 
 UNKNOWN_CPU_PCT = 100.0  # CPU % of a VM with no usage exported: busy on every vCPU (the safe side for a plan)
 
-SHEETS = ("vInfo", "vCPU", "vMemory", "vHost", "vDatastore", "vSnapshot", "vCD", "vDisk", "vTools", "vCluster")
+SHEETS = ("vInfo", "vCPU", "vMemory", "vHost", "vDatastore", "vSnapshot", "vCD", "vDisk", "vTools", "vCluster", "vNetwork")
+
+# what the inventory shows about VMs that belong together (densim.tools.plan.groups), carried as text tags per VM:
+# vInfo 'Folder', 'vApp', 'Annotation', 'Resource pool', 'Cluster rule name(s)' (DRS rules) and the port groups of
+# 'Network #1' .. 'Network #8' and of the vNetwork tab's 'Network' column (one row per NIC)
+GROUP_COLUMNS = {
+    "folder": ("folder",),
+    "vapp": ("vapp",),
+    "annotation": ("annotation", "notes"),
+    "resource_pool": ("resourcepool",),
+    "cluster_rule": ("clusterrulenames", "clusterrulename"),
+}
+NETWORK_COLUMNS = tuple(f"network#{i}" for i in range(1, 9))
+# the vInfo columns of a 4.x export (../shared/reference/ecosystem.md §1.1, 93 columns), normalised: a vInfo column
+# outside this list is a custom attribute (RVTools appends one column per vCenter custom attribute) and is carried
+# as the tag "attr:<header>" for grouping; the documented ones densim does not read are listed in the facts
+DOCUMENTED_VINFO = frozenset(norm(h) for h in (
+    "VM, Powerstate, Template, SRM Placeholder, Config status, DNS Name, Connection state, Guest state, Heartbeat, "
+    "Consolidation Needed, PowerOn, Suspended To Memory, Suspend time, Suspend Interval, Creation date, Change Version, "
+    "CPUs, Overall Cpu Readiness, Memory, Active Memory, NICs, Disks, Total disk capacity MiB, Fixed Passthru HotPlug, "
+    "min Required EVC Mode Key, Latency Sensitivity, Op Notification Timeout, EnableUUID, CBT, Primary IP Address, "
+    "Network #1, Network #2, Network #3, Network #4, Network #5, Network #6, Network #7, Network #8, Num Monitors, "
+    "Video Ram KiB, Resource pool, Folder ID, Folder, vApp, DAS protection, FT State, FT Role, FT Latency, FT Bandwidth, "
+    "FT Sec. Latency, Vm Failover In Progress, Provisioned MiB, In Use MiB, Unshared MiB, HA Restart Priority, "
+    "HA Isolation Response, HA VM Monitoring, Cluster rule(s), Cluster rule name(s), Boot Required, Boot delay, "
+    "Boot retry delay, Boot retry enabled, Boot BIOS setup, Reboot PowerOff, EFI Secure boot, Firmware, HW version, "
+    "HW upgrade status, HW upgrade policy, HW target, Path, Log directory, Snapshot directory, Suspend directory, "
+    "Annotation, Backup status, ClusterInvariantVMMId, Last backup, Datacenter, Cluster, Host, "
+    "OS according to the configuration file, OS according to the VMware Tools, Customization Info, Guest Detailed Data, "
+    "VM ID, SMBIOS UUID, VM UUID, VI SDK Server type, VI SDK API Version, VI SDK Server, VI SDK UUID, "
+    "Provisioned MB, In Use MB, Unshared MB, Total disk capacity MB, Memory MB, Active Memory MB").split(", "))
+# the vInfo columns read (sizes, demand, readiness, grouping): every other documented column is listed as not read
+_VINFO_READ = frozenset(("vm", "vmname", "cpus", "numcpu", "memory", "memorymib", "memorymb", "activememory",
+                         "activememorymib", "activememorymb", "powerstate", "template", "cluster", "host", "visdkserver",
+                         "overallcpureadiness", "hwversion", "minrequiredevcmodekey", *NETWORK_COLUMNS,
+                         *(a for al in GROUP_COLUMNS.values() for a in al)))
 
 # canonical column -> accepted normalised header keys (unit suffix handled separately for memory)
 VINFO = {
@@ -435,6 +475,54 @@ def _hosts(vh: "_Sheet", notes: list[str]) -> HostInventory | None:
     )
 
 
+def _text(v) -> str:
+    return "" if v is None else str(v).strip()
+
+
+def _group_tags(vi: "_Sheet", vn: "_Sheet | None", names: list[str], keys: list[str], idx: np.ndarray, multi_server: bool,
+                servers: list[str], tags: dict) -> dict:
+    """Add the grouping tags (:data:`GROUP_COLUMNS`, ``networks``, ``attr:<header>`` per custom attribute) of the kept
+    VMs ``idx`` to ``tags``; return the facts saying which were found and which vInfo columns were not read."""
+    found = []
+    for tag, aliases in GROUP_COLUMNS.items():
+        c = vi.find(aliases)
+        if c is not None:
+            col = vi.column(c)
+            tags[tag] = [_text(col[i]) for i in idx]
+            found.append(vi.header[c])
+    nets: list[set[str]] = [set() for _ in names]
+    net_cols = [i for i, k in enumerate(vi.keys) if k in NETWORK_COLUMNS]
+    for c in net_cols:
+        for i, v in enumerate(vi.column(c)):
+            if _text(v):
+                nets[i].add(_text(v))
+    found += [vi.header[c] for c in net_cols]
+    network_tab = False
+    if vn is not None and vn.header and vn.rows:
+        nc, pc = vn.find(("vm", "vmname", "name")), vn.find(("network", "portgroup"))
+        if nc is not None and pc is not None:
+            network_tab = True
+            sc = vn.find(("visdkserver",))
+            row = {k: i for i, k in enumerate(keys)}
+            vms = vn.column(nc)
+            srv = vn.column(sc) if sc is not None else [""] * len(vms)
+            for v, s, pg in zip(vms, srv, vn.column(pc)):
+                k = f"{_text(s)}/{_text(v)}" if multi_server else _text(v)
+                if k in row and _text(pg):
+                    nets[row[k]].add(_text(pg))
+    if net_cols or network_tab:
+        tags["networks"] = [";".join(sorted(nets[i])) for i in idx]
+    attrs = []
+    for c, (h, k) in enumerate(zip(vi.header, vi.keys)):
+        if h and k not in DOCUMENTED_VINFO and k not in _VINFO_READ:
+            col = vi.column(c)
+            tags[f"attr:{h}"] = [_text(col[i]) for i in idx]
+            attrs.append(h)
+    unread = [h for h, k in zip(vi.header, vi.keys) if h and k in DOCUMENTED_VINFO and k not in _VINFO_READ]
+    return {"group_columns": found + (["vNetwork: Network"] if network_tab else []), "custom_attributes": attrs,
+            "vinfo_columns_unread": unread}
+
+
 def _truthy(v) -> bool:
     return str(v).strip().lower() in ("true", "1", "yes", "wahr", "y")
 
@@ -662,6 +750,7 @@ def read_rvtools(
         "cluster": [clusters[i] for i in idx],
         "host": [hosts[i] for i in idx],
     }
+    group_facts = _group_tags(vi, sheets.get("vnetwork"), names, keys, idx, multi_server, servers, tags)
     from densim.workloads.readers.rvtools_readiness import readiness
 
     ready = readiness(sheets, keys, idx, hosts, multi_server)
@@ -674,7 +763,7 @@ def read_rvtools(
              "usage_columns": [r.removeprefix("CPU from ").removeprefix("memory from ") for r in dict.fromkeys(rules)
                                if r.startswith(("CPU from", "memory from"))],
              "cpu_default_vms": cpu_default, "mem_default_vms": mem_default,
-             "hosts_listed": None if today is None else today.n_hosts, "unknown_cpu_hosts": unknown_cpu_hosts}
+             "hosts_listed": None if today is None else today.n_hosts, "unknown_cpu_hosts": unknown_cpu_hosts} | group_facts
     return build_inventory(
         [keys[i] for i in idx],
         cpus[idx].astype(np.int32),
