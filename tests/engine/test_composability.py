@@ -67,6 +67,13 @@ FEATURES = {
     # 400 W per host (220 W idle, 760 W peak): six VMs' 57,600 MHz of 140,000 MHz (u0 = 0.41) run at
     # 2,200 MHz (220 + 540 x 0.41 x 0.88^2 = 392 W); a host's P-states are 800 .. 2,500 MHz
     "power_cap": lambda d: d["cluster"]["hosts"][0].update(power_cap="400 W"),
+    # NVMe memory tiering at 1:1 on 384 GiB of DRAM (half the server's): six 112 GiB VMs (672 GiB, memory
+    # over-commit 2.0) at 60 % active (403 GiB > DRAM's ~377 GiB for guests) spill active pages to the tier
+    "tiering": lambda d: (d["cluster"]["hosts"][0].update(memory="384 GiB"),
+                          d["placement"].update(memory_overcommit=2.0),
+                          d["vms"][0]["profile"].update(active_memory_fraction=0.6),
+                          d.setdefault("memory", {"model": "vsphere-like"}).update(
+                              tiering={"device": "intel-dc-p4600-1.6tb", "ratio": "1:1"})),
 }
 PAIRS = list(itertools.combinations(FEATURES, 2))
 
@@ -140,6 +147,10 @@ def check_invariants(r, features) -> None:
         assert power.max() <= 400.0 * (1 + 1e-6)
         pc = r.summary["power_cap"]
         assert pc["host_steps_capped"] > 0 and pc["full_load_clock_mhz"]["cluster-a"] == pytest.approx(1700.0)
+    if "tiering" in features:  # the tier holds what DRAM cannot, and active pages on it slow their VMs
+        t = r.summary["memory"]["tiering"]
+        assert t["hosts_using_tier"] and t["worst_vm_tier_slowdown"] > 1.0
+        assert max(t["tier_peak_gib_by_host"].values()) <= t["tier_gib_per_host"] * (1 + 1e-6)
     if "migration" in features:
         m = r.summary["migration"]
         maint = {e["host"]: e["at_s"] for e in m["evacuations"]}

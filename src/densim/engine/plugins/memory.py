@@ -626,7 +626,8 @@ class MemoryStage(BaseStage):
         rec = self._reclaim(cfg_t, act, host, H, n, tidx, capacity=cap)
         seg = M.segments(host, H, n)
         res_act = rec.active_bytes * rec.resident_active_fraction
-        pl = TI.place_pages(rec.resident_bytes, res_act, rec.resident_active_fraction, seg, n * H, np.ravel(dram))
+        pl = TI.place_pages(rec.resident_bytes, res_act, rec.resident_active_fraction, seg, n * H,
+                            np.broadcast_to(dram, (n, H)).ravel())
         groups = np.tile(self.miss_group[tidx], n)
         ratio = TI.tier_access_ratio(self._miss(groups, pl.dram_active_fraction),
                                      self._miss(groups, rec.resident_active_fraction))
