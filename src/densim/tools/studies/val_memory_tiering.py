@@ -37,6 +37,17 @@ active-memory rule and active pages spill; the model spreads accesses uniformly 
 accesses are skewed (hot index and warehouse pages), which would keep most accesses in DRAM; if the
 HammerDB row misses high, the missing mechanism is that skew (a measured miss-ratio curve for OLTP,
 miss model ``table``), not the tier device: the device is far from busy at these rates.
+
+Outcome (after the run; the set-up's 30 VMs first ran as 28, CPU-bound at 2 vCPUs each on 56 cores,
+and were given 1 vCPU so that the set-up written above is what runs): both rows miss.
+
+* HammerDB: 26.9 % loss against 5-10 % (band [2, 13]), active memory 1.72x DRAM's guest capacity,
+  tier device 5 % busy: high, as expected above. Missing mechanism: access skew within the buffer
+  pool (the uniform ``random`` curve sends 1 - 1/1.72 of the active accesses past DRAM).
+* VMmark: 1.6 % against 5 % (band [2, 8]): low. The tier faults alone are few at 100 accesses/s (E),
+  and that estimate is not tuned (issue 30 rules). Missing mechanisms believed to be the page-temperature
+  tracking ESX runs on every tiered VM (access-bit scans, promotion and demotion work, larger-page
+  splits) that costs CPU and TLB reach even when no page faults, which the model does not charge.
 """
 
 from __future__ import annotations
@@ -67,7 +78,7 @@ def scenario(profile: str, n_vms: int, tiered: bool) -> dict[str, Any]:
         "name": f"val-tier-{profile}",
         "cluster": {"hosts": [{"name": "host", "count": 1, "cpu": {"sockets": 2, "cores_per_socket": 28, "base_clock": "2.5 GHz"},
                                "memory": DRAM, "power": {"model": "linear", "idle": "150 W", "peak": "500 W"}}]},
-        "vms": [{"name": "vm", "count": n_vms, "vcpus": 2, "vcpu_speed": "2500 MHz", "memory": f"{VM_GIB} GiB",
+        "vms": [{"name": "vm", "count": n_vms, "vcpus": 1, "vcpu_speed": "2500 MHz", "memory": f"{VM_GIB} GiB",
                  "profile": {"kind": "constant", "mean": 1.0}, "workload": {"memory_profile": profile}}],
         "placement": {"policy": "first-fit", "cpu_overcommit": 1.0, "memory_overcommit": 2.0 if tiered else 1.0},
         "simulation": {"step": "5 min", "horizon": "30 min", "seed": 1},
@@ -83,10 +94,13 @@ def run_profile(profile: str) -> dict[str, Any]:
     base = simulate(resolve(scenario_from_dict(scenario(profile, BASE_VMS, False))))
     tier = simulate(resolve(scenario_from_dict(scenario(profile, 2 * BASE_VMS, True))))
     t = tier.summary["memory"]["tiering"]
+    placed = [int((x.ctx.vms.host >= 0).sum()) for x in (base, tier)]
+    if placed != [BASE_VMS, 2 * BASE_VMS]:  # the set-up is the comparison: every VM must be on the host
+        raise RuntimeError(f"val-memory-tiering: {placed} VMs placed, expected {BASE_VMS} and {2 * BASE_VMS}")
     s0 = base.summary["memory"]["worst_vm_slowdown"]
     s = tier.summary["memory"]["worst_vm_slowdown"]
     return {"all_dram_slowdown": s0, "tiered_slowdown": s, "loss_pct": 100.0 * (1.0 - s0 / s),
-            "vms_placed": tier.summary["totals"].get("vms_placed"), "active_over_dram": t["active_over_dram_by_host"],
+            "vms_placed": placed, "active_over_dram": t["active_over_dram_by_host"],
             "tier_peak_gib": t["tier_peak_gib_by_host"], "tier_device_util_peak": t["tier_device_util_peak"],
             "hosts_breaking_active_rule": t["hosts_breaking_active_rule"]}
 
