@@ -46,3 +46,35 @@ def test_the_example_scenario_answers_1_to_1_5_at_a_5_percent_bound():
 def test_a_scenario_without_a_tier_is_refused():
     with pytest.raises(InputError, match=r"memory.tiering: the tier-ratio plan needs memory.model: vsphere-like"):
         tier_ratio_plan(load_scenario("examples/planetlab.yaml"))
+
+
+def test_densim_plan_with_a_tier_names_the_tier_ratio_when_its_slowdown_binds():
+    # 16 VMs x 7.5 GiB, 6 GiB in use each, at 25 % of 2 vCPUs, on 64 GiB hosts with a 1:1 NVMe tier and
+    # memory over-commit 2.5: one host takes all 16 (120 GiB configured <= DRAM + tier, 4 vCPUs per core).
+    # DRAM's guest share ~60.4 GiB (64 - 1.5 hypervisor - 0.8 overheads - 1.26 minFree); spill ~59.6 GiB,
+    # idle 24 GiB, so ~35.6 GiB of the 96 GiB active spills: g ~ 0.63, tier access ratio ~ 0.37 at
+    # 200 x 0.25 = 50 accesses/s -> ~18.5 tier faults/s x ~0.42 ms: slowdown ~ 1.0077. With the bound at
+    # 1.0085 the tier ratio is the tightest bound (share ~0.9; configured memory 120/64/2.5 = 0.75):
+    # the headline names it.
+    from densim.tools.plan.capacity import PlanSpec, plan
+    from densim.tools.plan.report import answer_dict
+    from densim.tools.plan.report import headline_lines as plan_headline
+
+    from .test_plan_qos import HOST, inventory
+
+    inv = inventory(n=16, active_gib=6.0, cfg_gib=7.5, util=0.25)
+    sp = PlanSpec.model_validate({
+        "policy": "first-fit-decreasing", "windows": 12, "candidates": [HOST],
+        "qos": {"cpu_ready_pct": 50, "vcpus_per_core": 4, "memory_overcommit": 2.5, "memory_slowdown": 1.0085},
+        "memory": {"model": "vsphere-like", "swap_device": "intel-dc-s3710-400gb",
+                   "tiering": {"device": "intel-dc-p4600-1.6tb", "ratio": "1:1"}}})
+    res = plan(inv, sp)
+    r = res.results[0]
+    assert r.feasible and r.n_hosts == 1 and r.mem_slowdown_worst == pytest.approx(1.0077, abs=5e-4)
+    a = answer_dict(res)
+    assert a["limiting"] == "tier_ratio"
+    assert any(line.startswith("Limiting resource: tier ratio (memory slowdown of the worst VM at its worst step "
+                               "with the 1:1 NVMe memory tier)") for line in plan_headline({"answer": a}))
+    # without the tier the same VMs need 2 hosts (at most 64 GiB of usable memory in use per host)
+    sp2 = PlanSpec.model_validate({**sp.model_dump(by_alias=True), "memory": {"model": "vsphere-like", "swap_device": "intel-dc-s3710-400gb"}})
+    assert plan(inv, sp2).results[0].n_hosts == 2

@@ -141,7 +141,8 @@ def bounds_held(res: PlanResult, r: CandidateResult) -> list[dict]:
     out: list[dict] = []
 
     short = {"cpu_ready": "CPU Ready", "cpu_demand": "CPU demand", "vcpus": "vCPUs per physical core", "memory_configured":
-             "configured memory", "memory_in_use": "memory in use", "memory_slowdown": "memory slowdown", "io_latency": "I/O latency"}
+             "configured memory", "memory_in_use": "memory in use", "memory_slowdown": "memory slowdown", "io_latency": "I/O latency",
+             "tier_ratio": "tier ratio"}
 
     def add(key: str, label: str, value: float, limit: float, unit: str, share: float | None = None) -> None:
         sh = value / limit if share is None else share
@@ -158,8 +159,14 @@ def bounds_held(res: PlanResult, r: CandidateResult) -> list[dict]:
     add("memory_configured", "configured memory per byte of usable host memory on the fullest host",
         float(host_mem.max()) / host.usable_mem_bytes, r.memory_overcommit_used, "x")
     if inv.mem_used_bytes is not None:
-        add("memory_in_use", "memory in use on the fullest host at its peak", 100 * r.mem_peak_frac, 100.0, "%")
-    if res.spec.memory is not None:
+        tiered = res.spec.memory is not None and res.spec.memory.tiering is not None
+        add("memory_in_use", "memory in use on the fullest host at its peak" + (" (of DRAM + NVMe tier)" if tiered else ""),
+            100 * r.mem_peak_frac, 100.0, "%")
+    tier = res.spec.memory.tiering if res.spec.memory is not None else None
+    if tier is not None:  # the memory slowdown comes from the NVMe tier's faults (and swap beyond it): the ratio binds
+        add("tier_ratio", f"memory slowdown of the worst VM at its worst step with the 1:{tier.ratio:g} NVMe memory tier",
+            r.mem_slowdown_worst, q.memory_slowdown, "x", (r.mem_slowdown_worst - 1.0) / max(q.memory_slowdown - 1.0, 1e-12))
+    elif res.spec.memory is not None:
         add("memory_slowdown", "memory slowdown of the worst VM at its worst step", r.mem_slowdown_worst, q.memory_slowdown,
             "x", (r.mem_slowdown_worst - 1.0) / max(q.memory_slowdown - 1.0, 1e-12))
     if np.isfinite(r.io_latency_worst_ms):

@@ -145,3 +145,105 @@ def headline_lines(ans: dict) -> list[str]:
             f"Limiting factor: {ans['limiting']} ({ans['reason']})."] + (
         [f"{ans['fewest_hosts_from']} already packs the VMs on {ans['hosts_used']} host(s): a higher ratio buys no fewer "
          f"hosts here (another resource binds first)."] if ans["fewest_hosts_from"] != ans["ratio"] else [])
+
+
+# ---------------------------------------------------------------------------------------------
+# densim plan: the memory check of a plan file whose memory section has a tier
+
+
+def memory_check_tiered(host_of, n_hosts: int, host_mem_bytes: float, mem_bytes, capacity_mhz, cpu_mhz, mem_used_bytes,
+                        settings, catalog, *, block_elements: int = 2_000_000):
+    """:func:`densim.tools.plan.qos.memory_check` for a plan whose ``memory.tiering`` gives every candidate host an
+    NVMe tier of ``ratio x`` its memory: reclamation starts beyond DRAM + tier, the spill beyond DRAM lives on the
+    tier (idle pages first, :func:`densim.models.tiering.place_pages`), tier faults queue at the host's tier
+    device; a VM's slowdown is 1 + its swap stretch + its tier stretch (as in the engine's memory stage)."""
+    from densim.catalog.core import CatalogError
+    from densim.models import memory as M
+    from densim.models import tiering as TI
+    from densim.models.devices import DeviceSpec
+    from densim.models.workload_memory import MemoryWorkload
+    from densim.plant.memory import memory_params
+    from densim.tools.plan.qos import MemoryCheck
+
+    t = settings.tiering
+    if t.hosts is not None:
+        raise InputError(None, "memory.tiering.hosts", "a plan's candidates have no host groups: give the tier to every "
+                                                       "candidate (leave hosts out)")
+    try:
+        dev = catalog.get("devices", t.device, DeviceSpec)
+    except CatalogError as exc:
+        raise InputError(None, "memory.tiering.device", str(exc.args[0]).strip("'\"")) from None
+    if dev.kind != "nvme_ssd" or dev.capacity_bytes is None:
+        raise InputError(None, "memory.tiering.device", f"device {t.device!r} must be an NVMe SSD with a capacity")
+    tier = t.ratio * float(host_mem_bytes)
+    if tier > t.devices_per_host * float(dev.capacity_bytes) * (1 + 1e-9):
+        raise InputError(None, "memory.tiering.ratio", f"a 1:{t.ratio:g} tier of {host_mem_bytes / 2**30:.0f} GiB needs "
+                                                       f"{tier / 2**30:.0f} GiB of NVMe but {t.devices_per_host} x "
+                                                       f"{t.device} hold {t.devices_per_host * dev.capacity_bytes / 2**30:.0f} GiB")
+    params = memory_params(settings, catalog)
+    prof = catalog.get("memory_workloads", settings.workload, MemoryWorkload)
+    mem_bytes = np.asarray(mem_bytes, float)
+    n = mem_bytes.shape[0]
+    cfg_h = np.bincount(host_of, weights=mem_bytes, minlength=n_hosts)
+    n_h = np.bincount(host_of, minlength=n_hosts).astype(float)
+    dram_h = M.guest_capacity_bytes(float(host_mem_bytes), n_h, params)
+    short = cfg_h > dram_h  # hosts whose memory spills past DRAM (to the tier, and beyond it to swap)
+    out = MemoryCheck(np.ones(n_hosts), np.ones(n), int((cfg_h > dram_h + tier).sum()), np.zeros(n_hosts))
+    idx = np.flatnonzero(short[host_of])
+    if idx.size == 0:
+        return out
+    store = M.DeviceArrays.from_spec(catalog.get("devices", settings.swap_device, DeviceSpec))
+    cache = (M.DeviceArrays.from_spec(catalog.get("devices", settings.swap_cache_device, DeviceSpec))
+             if settings.swap_cache_device else None)
+    tdev = TI.tier_device_arrays(dev, t.devices_per_host)
+    tcost = TI.tier_costs(params.software_s if t.software_s is None else t.software_s,
+                          params.writes_per_fault if t.writes_per_fault is None else t.writes_per_fault, params.costs())
+    k = idx.size
+    cfg = mem_bytes[idx]
+    hosts = np.asarray(host_of)[idx]
+    cap_vm = np.asarray(capacity_mhz, float)[idx]
+    t_total = cpu_mhz.shape[0]
+    block = max(1, block_elements // k)
+    for t0 in range(0, t_total, block):
+        t1 = min(t_total, t0 + block)
+        steps = t1 - t0
+        if mem_used_bytes is not None:
+            act = np.minimum(mem_used_bytes[t0:t1][:, idx].astype(float), cfg[None, :])
+        else:
+            act = np.broadcast_to(prof.active_fraction * cfg, (steps, k))
+        util = np.clip(cpu_mhz[t0:t1][:, idx] / cap_vm[None, :], 0.0, 1.0)
+        seg = M.segments(hosts, n_hosts, steps)
+        dram = np.broadcast_to(dram_h, (steps, n_hosts)).ravel()
+        rec = M.reclaim(np.tile(cfg, steps), np.ascontiguousarray(act).ravel(), seg, steps * n_hosts, dram + tier,
+                        zero_page_fraction=params.zero_page_fraction, inter_vm_sharing_fraction=params.inter_vm_sharing_fraction,
+                        balloon_limit=params.balloon_limit, balloon_active_share=prof.balloon_active_share,
+                        compression_cache_fraction=params.compression_cache_fraction if params.compression else 0.0,
+                        compression_ratio=params.compression_ratio,
+                        compressible_fraction=prof.compressible_fraction if params.compression else 0.0,
+                        swap_cache_bytes=settings.swap_cache_bytes if cache is not None else 0.0)
+        rate = (prof.total_access_rate_per_s * util).ravel()
+        f = M.fault_rates(rec, rate, miss_model=prof.miss_model, miss_params=prof.miss_params())
+        sw = M.solve_throughput(f, seg, steps * n_hosts, store=store, cache=cache, costs=params.costs(), overlap=prof.overlap,
+                                background_store_iops=settings.background_swap_iops)
+        pl = TI.place_pages(rec.resident_bytes, rec.active_bytes * rec.resident_active_fraction, rec.resident_active_fraction,
+                            seg, steps * n_hosts, dram)
+        m_dram = M.miss_ratio(prof.miss_model, pl.dram_active_fraction, **prof.miss_params())
+        tf = TI.tier_faults(rate, TI.tier_access_ratio(m_dram, f.miss_ratio))
+        tp = TI.solve_tier(tf, seg, steps * n_hosts, device=tdev, costs=tcost, overlap=prof.overlap)
+        sl = (sw.slowdown + tp.slowdown - 1.0).reshape(steps, k)
+        np.maximum.at(out.vm_slowdown_max, idx, sl.max(axis=0))
+        swapped = M.seg_sum(rec.swapped_bytes, seg, steps * n_hosts).reshape(steps, n_hosts)
+        np.maximum(out.swapped_gib_peak, swapped.max(axis=0) / M.GIB, out=out.swapped_gib_peak)
+    np.maximum.at(out.slowdown_worst, host_of, out.vm_slowdown_max)
+    return out
+
+
+def in_use_for_capacity(inv, spec):
+    """The inventory's memory-in-use series as the plan's placement counts it against a host's usable memory:
+    with a ``1:k`` NVMe tier the host holds ``(1 + k)`` x that in use (the tier takes what DRAM cannot, and the
+    memory check then measures what it costs), so the series is divided by ``1 + k``; unchanged without a tier."""
+    used = inv.mem_used_bytes
+    t = spec.memory.tiering if spec.memory is not None else None
+    if used is None or t is None:
+        return used
+    return used / np.float32(1.0 + t.ratio)
