@@ -39,9 +39,9 @@ VM's tier faults on that host)::
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
 
 from densim.units import Bytes, PosBytes, Seconds
 
@@ -63,13 +63,22 @@ def parse_tier_ratio(text) -> float:
     return k
 
 
+TierRatio = Annotated[
+    float,
+    BeforeValidator(parse_tier_ratio),
+    WithJsonSchema({"anyOf": [{"type": "string", "pattern": r"^\s*1\s*:\s*[0-9]*\.?[0-9]+\s*$"},
+                              {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_TIER_RATIO}],
+                    "description": "DRAM:NVMe as '1:k', k from 0 to 4 ('1:1' is vSphere 9's default)"}),
+]
+
+
 class TieringSettings(BaseModel):
     """A host memory tier on NVMe (vSphere 9 Memory Tiering): DRAM:NVMe ``ratio`` on the named host groups."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
     device: str = Field(description="catalog device (an NVMe SSD) holding the tier; its capacity must hold ratio x DRAM")
-    ratio: float = Field(description="DRAM:NVMe as '1:k', k from 0 to 4 ('1:1' is vSphere 9's default)")
+    ratio: TierRatio
     devices_per_host: int = Field(default=1, ge=1, description="tier devices per host, striped (IOPS and parallelism add)")
     hosts: list[str] | None = Field(default=None, description="cluster.hosts[] group names with the tier (default: every group)")
     software_s: Seconds | None = Field(
@@ -77,11 +86,6 @@ class TieringSettings(BaseModel):
         description="hypervisor time per tier fault besides the device read; default memory.fault_software_time")
     writes_per_fault: float | None = Field(
         default=None, ge=0, description="demotions (tier writes) per promotion; default memory.writes_per_fault")
-
-    @field_validator("ratio", mode="before")
-    @classmethod
-    def _ratio(cls, v):
-        return parse_tier_ratio(v)
 
 
 class MemorySettings(BaseModel):
