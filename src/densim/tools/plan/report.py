@@ -25,7 +25,7 @@ def summary_dict(res: PlanResult, seed: int | None = None) -> dict:
                       "memory_gib": float(inv.mem_bytes.sum() / 2**30), "steps": inv.n_steps, "step_s": inv.step_s,
                       "demand_rule": inv.demand_rule},
         "qos": res.spec.qos.model_dump(),
-        "memory": res.spec.memory.model_dump(by_alias=True) if res.spec.memory is not None else None,
+        "memory": _memory_dump(res.spec.memory),
         "storage": {c.name: c.storage.model_dump(by_alias=True) for c in res.spec.candidates if c.storage is not None},
         "policy": res.spec.policy,
         "windows": res.spec.windows,
@@ -100,6 +100,16 @@ def rightsizing_csv(res: PlanResult) -> str:
 
 def ranking_csv(res: PlanResult) -> str:
     return _dict_rows_csv([r.row() for r in res.ranked()])
+
+
+def _memory_dump(m) -> dict | None:
+    """The plan's memory settings for summary.json; ``tiering`` only when the plan has a tier."""
+    if m is None:
+        return None
+    d = m.model_dump(by_alias=True)
+    if d.get("tiering") is None:
+        d.pop("tiering", None)
+    return d
 
 
 def _finite(x: float | None) -> float:
