@@ -154,3 +154,25 @@ def test_a_tier_larger_than_its_devices_is_refused():
     d["memory"]["tiering"]["ratio"] = "1:2"
     with pytest.raises(InputError, match=r"needs 2048 GiB of NVMe but 1 x intel-dc-p4600-1.6tb hold 1490 GiB"):
         resolve(scenario_from_dict(d))
+
+
+def test_four_vms_queue_at_one_slow_tier_device_in_a_run():
+    # The model case above, in a run: 64 GiB DRAM (no hypervisor memory, overheads or minFree) + 1:1 tier on
+    # a device of 10,000 IOPS at 100 us (one M/M/1 server), no software time, no demotion writes.
+    # Four 32 GiB VMs at 75 % active: resident 128 GiB, spill 64, idle 32 -> 32 GiB of the 96 GiB active
+    # spill, g = 2/3, tier access ratio 1/3; at 6,000 accesses/s (100 % CPU) F = 2,000 tier faults/s each.
+    # rho = 4 F X s = 0.8 X and X = (1 - rho)/(1.2 - rho): rho = 1 - sqrt(0.2) = 0.55279, X = 0.69098,
+    # slowdown 1.44721 (one VM alone on the device: 1.2385; no queue at all: 1.2)
+    import copy
+
+    d = copy.deepcopy(BASE)
+    d["parts"] = {"devices": [{"name": "slow-nvme", "kind": "nvme_ssd", "read_latency": "100 us", "write_latency": "100 us",
+                               "read_iops": 10000, "write_iops": 10000, "capacity": "1 TB"}]}
+    d["vms"][0].update(count=4, memory="32 GiB")
+    d["vms"][0]["workload"]["memory_access_rate_per_s"] = 6000
+    d["memory"]["tiering"] = {"device": "slow-nvme", "ratio": "1:1", "fault_software_time": "0 us", "writes_per_fault": 0}
+    r = simulate(resolve(scenario_from_dict(d)))
+    t = r.summary["memory"]["tiering"]
+    assert t["worst_vm_tier_slowdown"] == pytest.approx(1 / 0.69098, rel=1e-4)
+    assert t["tier_device_util_peak"] == pytest.approx(0.55279, rel=1e-4)
+    assert np.asarray(r.host_acc.series["mem_tier_iops"]) == pytest.approx(5527.9, rel=1e-4)
