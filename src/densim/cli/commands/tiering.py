@@ -8,21 +8,16 @@ from typing import Annotated, Optional
 
 import typer
 
-from densim.cli.common import JsonOpt, Printer, QuietOpt, run_guarded
+from densim.cli.common import CsvOpt, JsonOpt, NoProgressOpt, Printer, QuietOpt, out_folder, run_guarded, status, write_result
 
 
-def _plan(path: Path, bound: float, ratios: str | None, keep_overcommit: bool, out: Path | None) -> dict:
-    from densim.atomic import dumps_strict, write_text_atomic
+def _plan(path: Path, bound: float, ratios: str | None, keep_overcommit: bool, phase) -> dict:
     from densim.spec.loader import load_scenario
     from densim.tools.plan.tiering import DEFAULT_RATIOS, tier_ratio_plan
 
     sc = load_scenario(path)
     rs = DEFAULT_RATIOS if ratios is None else [r.strip() for r in ratios.split(",") if r.strip()]
-    ans = tier_ratio_plan(sc, bound=bound, ratios=rs, keep_overcommit=keep_overcommit, source=path)
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(out / "tier_ratio.json", dumps_strict(ans, indent=2))
-    return ans
+    return tier_ratio_plan(sc, bound=bound, ratios=rs, keep_overcommit=keep_overcommit, source=path, progress=phase)
 
 
 def register(app: typer.Typer) -> None:
@@ -32,16 +27,21 @@ def register(app: typer.Typer) -> None:
         bound: Annotated[float, typer.Option("--bound", help="worst slowdown allowed for every VM group (x, > 1)")] = 1.10,
         ratios: Annotated[Optional[str], typer.Option("--ratios", help="ratios to try, e.g. '1:1,1:2,1:4' (default 1:1,1:1.5,1:2,1:3,1:4)")] = None,
         keep_overcommit: Annotated[bool, typer.Option("--keep-overcommit", help="keep the scenario's memory over-commit instead of packing up to DRAM + tier")] = False,
-        out: Annotated[Optional[Path], typer.Option("--out", help="folder for tier_ratio.json")] = None,
-        json_out: JsonOpt = False, quiet: QuietOpt = False,
+        out: Annotated[Optional[Path], typer.Option("--out", "-o", help="output folder for summary.json")] = None,
+        json_out: JsonOpt = False, csv_out: CsvOpt = False, quiet: QuietOpt = False, no_progress: NoProgressOpt = False,
     ) -> None:
         """Highest NVMe memory-tiering ratio (DRAM:NVMe) that keeps every workload's slowdown within --bound."""
         from rich.table import Table
 
         from densim.tools.plan.tiering import headline_lines
 
-        pr = Printer(as_json=json_out, quiet=quiet)
-        ans = run_guarded(_plan, scenario, bound, ratios, keep_overcommit, out)
+        pr = Printer(as_json=json_out, as_csv=csv_out, quiet=quiet)
+        if out is not None:
+            run_guarded(out_folder, out)
+        with status("tier-ratio", quiet=quiet, no_progress=no_progress) as phase:
+            ans = run_guarded(_plan, scenario, bound, ratios, keep_overcommit, phase)
+        if out is not None:
+            write_result(out, ans)
         pr.json(ans)
         for line in headline_lines(ans):
             pr.line(line)
@@ -55,3 +55,5 @@ def register(app: typer.Typer) -> None:
             tab.add_row(r["ratio"], f"{r['memory_overcommit']:g}", str(r["hosts_used"]), f"{r['vms_placed']}/{r['vms']}",
                         f"{r['worst_slowdown']:.3f}", f"{r['hosts_breaking_active_rule']} host(s)", f"{100 * r['tier_device_util_peak']:.1f} %")
         pr.table(tab)
+        if out is not None:
+            pr.line(f"wrote {out}/summary.json")

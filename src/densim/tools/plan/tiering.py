@@ -36,7 +36,7 @@ def _ratio_text(k: float) -> str:
 
 
 def tier_ratio_plan(scenario, *, bound: float = 1.10, ratios=DEFAULT_RATIOS, keep_overcommit: bool = False,
-                    source: str | Path = "scenario") -> dict[str, Any]:
+                    source: str | Path = "scenario", progress=None) -> dict[str, Any]:
     """Run ``scenario`` (a :class:`densim.spec.scenario.Scenario` with ``memory.tiering``) at each ratio; the answer.
 
     Raises :class:`InputError` (one line, the field named) when the scenario has no tier or the bound is not above 1.
@@ -61,6 +61,8 @@ def tier_ratio_plan(scenario, *, bound: float = 1.10, ratios=DEFAULT_RATIOS, kee
     names = [g.name for g in scenario.vms]
     rows = []
     for k in ks:
+        if progress is not None:
+            progress(f"ratio {_ratio_text(k)}")
         tiering = scenario.memory.tiering.model_copy(update={"ratio": k})
         upd: dict[str, Any] = {"memory": scenario.memory.model_copy(update={"tiering": tiering})}
         if not keep_overcommit:
@@ -79,7 +81,7 @@ def tier_ratio_plan(scenario, *, bound: float = 1.10, ratios=DEFAULT_RATIOS, kee
         np.maximum.at(by_group, np.asarray(vms.group), worst)
         t = r.summary["memory"].get("tiering", {})
         rows.append({
-            "ratio": _ratio_text(k), "k": k,
+            "ratio": _ratio_text(k), "k": k, "seed": r.summary.get("seed"),
             "memory_overcommit": float(sc.placement.memory_overcommit),
             "hosts_used": int(np.unique(vms.host[placed]).size),
             "vms_placed": int(placed.sum()), "vms": int(vms.n),
@@ -102,7 +104,8 @@ def _answer(rows: list[dict], bound: float, keep_overcommit: bool) -> dict[str, 
             best = i
         else:
             break  # a higher ratio only spills more: the answer is the last ratio before the first miss
-    out: dict[str, Any] = {"bound": bound, "keep_overcommit": keep_overcommit, "ratios": rows}
+    out: dict[str, Any] = {"bound": bound, "keep_overcommit": keep_overcommit, "ratios": rows,
+                           "seed": rows[0].get("seed") if rows else None}
     if best is None:
         first = rows[0]
         out.update(ratio=None, limiting="tier ratio" if "refused" not in first else "tier device",
