@@ -28,6 +28,12 @@ def test_the_answer_is_the_last_ratio_before_the_first_one_beyond_the_bound():
     # a ratio that leaves VMs unplaced stops the search: placement is the limit
     a = _answer([_row("1:1", 1, 1.0), _row("1:2", 2, 1.0, placed=9)], 1.1, False)
     assert (a["ratio"], a["limiting"]) == ("1:1", "placement")
+    # with the active-memory rule required: 1:2 keeps the bound but 1:3 breaks the rule on one host
+    rows2 = [_row("1:1", 1, 1.00), _row("1:2", 2, 1.01), _row("1:3", 3, 1.02, rule=1)]
+    a = _answer(rows2, 1.10, False, active_rule=True)
+    assert (a["ratio"], a["limiting"]) == ("1:2", "active-memory rule")
+    assert a["reason"] == "at 1:3 1 host(s) break the active-memory rule (active memory beyond DRAM; worst slowdown 1.020x)"
+    assert _answer(rows2, 1.10, False)["ratio"] == "1:3"  # without it, 1:3 is within the bound
     # not even 1:1 within the bound
     a = _answer([_row("1:1", 1, 1.2)], 1.1, False)
     assert a["ratio"] is None and headline_lines(a)[0].startswith("No tier ratio keeps every workload within 1.1x")

@@ -11,13 +11,14 @@ import typer
 from densim.cli.common import CsvOpt, JsonOpt, NoProgressOpt, Printer, QuietOpt, out_folder, run_guarded, status, write_result
 
 
-def _plan(path: Path, bound: float, ratios: str | None, keep_overcommit: bool, phase) -> dict:
+def _plan(path: Path, bound: float, ratios: str | None, keep_overcommit: bool, active_rule: bool, phase) -> dict:
     from densim.spec.loader import load_scenario
     from densim.tools.plan.tiering import DEFAULT_RATIOS, tier_ratio_plan
 
     sc = load_scenario(path)
     rs = DEFAULT_RATIOS if ratios is None else [r.strip() for r in ratios.split(",") if r.strip()]
-    return tier_ratio_plan(sc, bound=bound, ratios=rs, keep_overcommit=keep_overcommit, source=path, progress=phase)
+    return tier_ratio_plan(sc, bound=bound, ratios=rs, keep_overcommit=keep_overcommit, active_rule=active_rule,
+                           source=path, progress=phase)
 
 
 def register(app: typer.Typer) -> None:
@@ -27,6 +28,7 @@ def register(app: typer.Typer) -> None:
         bound: Annotated[float, typer.Option("--bound", help="worst slowdown allowed for every VM group (x, > 1)")] = 1.10,
         ratios: Annotated[Optional[str], typer.Option("--ratios", help="ratios to try, e.g. '1:1,1:2,1:4' (default 1:1,1:1.5,1:2,1:3,1:4)")] = None,
         keep_overcommit: Annotated[bool, typer.Option("--keep-overcommit", help="keep the scenario's memory over-commit instead of packing up to DRAM + tier")] = False,
+        active_rule: Annotated[bool, typer.Option("--active-rule", help="also require every host's active memory to fit its DRAM (VMware's sizing rule)")] = False,
         out: Annotated[Optional[Path], typer.Option("--out", "-o", help="output folder for summary.json")] = None,
         json_out: JsonOpt = False, csv_out: CsvOpt = False, quiet: QuietOpt = False, no_progress: NoProgressOpt = False,
     ) -> None:
@@ -39,7 +41,7 @@ def register(app: typer.Typer) -> None:
         if out is not None:
             run_guarded(out_folder, out)
         with status("tier-ratio", quiet=quiet, no_progress=no_progress) as phase:
-            ans = run_guarded(_plan, scenario, bound, ratios, keep_overcommit, phase)
+            ans = run_guarded(_plan, scenario, bound, ratios, keep_overcommit, active_rule, phase)
         if out is not None:
             write_result(out, ans)
         pr.json(ans)

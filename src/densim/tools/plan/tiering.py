@@ -11,6 +11,8 @@ within ``bound`` and every VM is placed; the **limiting factor** says what stops
 
 * ``tier ratio``: the next ratio tried slows a group beyond the bound (named with its slowdown);
 * ``placement``: the next ratio leaves VMs unplaced;
+* ``active-memory rule`` (with ``active_rule``): the next ratio keeps the bound but some host's active
+  memory no longer fits its DRAM (VMware's sizing rule for tiering, docs/background/tiering.md);
 * ``vSphere maximum``: 1:4 itself is within the bound.
 
 ``fewest_hosts_from`` is the lowest ratio that already packs the VMs on the answer's number of hosts
@@ -36,7 +38,7 @@ def _ratio_text(k: float) -> str:
 
 
 def tier_ratio_plan(scenario, *, bound: float = 1.10, ratios=DEFAULT_RATIOS, keep_overcommit: bool = False,
-                    source: str | Path = "scenario", progress=None) -> dict[str, Any]:
+                    active_rule: bool = False, source: str | Path = "scenario", progress=None) -> dict[str, Any]:
     """Run ``scenario`` (a :class:`densim.spec.scenario.Scenario` with ``memory.tiering``) at each ratio; the answer.
 
     Raises :class:`InputError` (one line, the field named) when the scenario has no tier or the bound is not above 1.
@@ -90,36 +92,32 @@ def tier_ratio_plan(scenario, *, bound: float = 1.10, ratios=DEFAULT_RATIOS, kee
             "hosts_breaking_active_rule": len(t.get("hosts_breaking_active_rule", [])),
             "tier_device_util_peak": float(t.get("tier_device_util_peak", 0.0)),
         })
-    return _answer(rows, bound, keep_overcommit)
+    return _answer(rows, bound, keep_overcommit, active_rule)
 
 
-def _ok(row: dict, bound: float) -> bool:
-    return "refused" not in row and row["vms_placed"] == row["vms"] and row["worst_slowdown"] <= bound + 1e-12
+def _ok(row: dict, bound: float, active_rule: bool = False) -> bool:
+    return ("refused" not in row and row["vms_placed"] == row["vms"] and row["worst_slowdown"] <= bound + 1e-12
+            and not (active_rule and row["hosts_breaking_active_rule"]))
 
 
-def _answer(rows: list[dict], bound: float, keep_overcommit: bool) -> dict[str, Any]:
+def _answer(rows: list[dict], bound: float, keep_overcommit: bool, active_rule: bool = False) -> dict[str, Any]:
     best = None
     for i, row in enumerate(rows):
-        if _ok(row, bound):
+        if _ok(row, bound, active_rule):
             best = i
         else:
             break  # a higher ratio only spills more: the answer is the last ratio before the first miss
-    out: dict[str, Any] = {"bound": bound, "keep_overcommit": keep_overcommit, "ratios": rows,
+    out: dict[str, Any] = {"bound": bound, "keep_overcommit": keep_overcommit, "active_rule": active_rule, "ratios": rows,
                            "seed": rows[0].get("seed") if rows else None}
     if best is None:
         first = rows[0]
-        out.update(ratio=None, limiting="tier ratio" if "refused" not in first else "tier device",
-                   reason=_why(first, bound))
+        out.update(ratio=None, limiting=_limit(first, bound, active_rule), reason=_why(first, bound))
         return out
     nxt = rows[best + 1] if best + 1 < len(rows) else None
     if nxt is None:
         limiting, reason = "vSphere maximum", f"{rows[best]['ratio']} is the highest ratio tried and within the bound"
-    elif "refused" in nxt:
-        limiting, reason = "tier device", _why(nxt, bound)
-    elif nxt["vms_placed"] < nxt["vms"]:
-        limiting, reason = "placement", _why(nxt, bound)
     else:
-        limiting, reason = "tier ratio", _why(nxt, bound)
+        limiting, reason = _limit(nxt, bound, active_rule), _why(nxt, bound)
     # the lowest ratio that already packs the VMs on as few hosts: above it another resource (CPU) binds
     enough = next(r for r in rows[: best + 1] if r["hosts_used"] == rows[best]["hosts_used"])
     out.update(ratio=rows[best]["ratio"], k=rows[best]["k"], hosts_used=rows[best]["hosts_used"],
@@ -128,14 +126,27 @@ def _answer(rows: list[dict], bound: float, keep_overcommit: bool) -> dict[str, 
     return out
 
 
+def _limit(row: dict, bound: float, active_rule: bool) -> str:
+    """What stops ``row`` (the first ratio that fails)."""
+    if "refused" in row:
+        return "tier device"
+    if row["vms_placed"] < row["vms"]:
+        return "placement"
+    if row["worst_slowdown"] > bound + 1e-12:
+        return "tier ratio"
+    return "active-memory rule" if active_rule and row["hosts_breaking_active_rule"] else "tier ratio"
+
+
 def _why(row: dict, bound: float) -> str:
     if "refused" in row:
         return f"at {row['ratio']}: {row['refused']}"
     if row["vms_placed"] < row["vms"]:
         return f"at {row['ratio']} {row['vms'] - row['vms_placed']} VM(s) are not placed"
     g, s = max(row["worst_slowdown_by_group"].items(), key=lambda kv: kv[1])
-    rule = f"; {row['hosts_breaking_active_rule']} host(s) break the active-memory rule" if row["hosts_breaking_active_rule"] else ""
-    return f"at {row['ratio']} VM group {g!r} slows {s:.3f}x > {bound:g}x{rule}"
+    rule = f"{row['hosts_breaking_active_rule']} host(s) break the active-memory rule" if row["hosts_breaking_active_rule"] else ""
+    if s <= bound + 1e-12:  # within the bound: the active-memory rule is what fails
+        return f"at {row['ratio']} {rule} (active memory beyond DRAM; worst slowdown {s:.3f}x)"
+    return f"at {row['ratio']} VM group {g!r} slows {s:.3f}x > {bound:g}x" + (f"; {rule}" if rule else "")
 
 
 def headline_lines(ans: dict) -> list[str]:
