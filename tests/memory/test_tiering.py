@@ -215,3 +215,16 @@ def test_only_the_named_host_groups_have_a_tier():
     t = r.summary["memory"]["tiering"]
     assert t["hosts_tiered"] == 1 and t["hosts_using_tier"] == ["h-0"]
     assert r.summary["memory"]["hosts_short_of_memory"] == ["plain-1"]  # host names count across groups
+
+
+def test_a_skewed_miss_curve_keeps_most_accesses_in_dram():
+    # The spill case above (g = 8/9 of the active set in DRAM), with a measured curve instead of uniform
+    # access: (resident fraction 0.5, miss ratio 0.1) and (1, 0), linear between. m(8/9) = 0.1 x (1 - 8/9)/0.5
+    # = 0.02222, so F = 900 x 0.02222 = 20 tier faults/s (uniform: 100) -> slowdown 1 + 20 x 95 us = 1.0019
+    import copy
+
+    d = copy.deepcopy(BASE)
+    d["vms"][0]["workload"].update(memory_miss_model="table", memory_miss_table=[[0.5, 0.1]])
+    r = simulate(resolve(scenario_from_dict(d)))
+    assert r.summary["memory"]["tiering"]["worst_vm_tier_slowdown"] == pytest.approx(1.0019, rel=2e-5)
+    assert np.asarray(r.vm_acc.series["mem_tier_fault_rate_per_s"]) == pytest.approx(20 / 1.0019, rel=1e-4)
