@@ -36,7 +36,7 @@ runner = CliRunner()
 # every other command reports and must take --json and --quiet
 NOT_REPORTING = {"schema", "serve"}
 # commands that can take more than a second on the shipped inputs: progress on stderr (--no-progress to hide)
-SLOW = {"run", "demo", "plan", "study", "studies", "size", "sweep", "report", "bench tiles", "forecast"}
+SLOW = {"run", "demo", "plan", "study", "studies", "size", "sweep", "report", "bench tiles", "forecast", "tier-ratio"}
 
 
 def _commands() -> dict[str, object]:
@@ -163,10 +163,13 @@ def _argv(name: str, d: Path, tmp: Path) -> list[str]:
         "sweep": ["sweep", str(d / "study.yaml"), "--out", str(d / "results"), "--backend", "inprocess"],
         "query": ["query", str(d / "study.yaml"), "--out", str(d / "results"), "SELECT scenario, seed FROM results"],
         "report": ["report", str(d / "study.yaml"), "--out", str(d / "results"), "--html", str(tmp / "r.html")],
+        "tier-ratio": ["tier-ratio", str(Path(__file__).resolve().parents[2] / "examples" / "memory" / "nvme-tiering.yaml"),
+                       "--ratios", "1:1,1:2", "--out", str(tmp / "tier")],
     }[name]
 
 
-RUN_HERE = ["validate", "models", "run", "plan", "io", "size", "study", "bench tiles", "bench compare", "sweep", "query", "report"]
+RUN_HERE = ["validate", "models", "run", "plan", "io", "size", "study", "bench tiles", "bench compare", "sweep", "query", "report",
+            "tier-ratio"]
 
 
 @pytest.mark.parametrize("name", RUN_HERE)

@@ -77,6 +77,13 @@ FEATURES = {
     "power_component": lambda d: d["cluster"]["hosts"][0].update(power={
         "model": "component", "idle": "220 W", "peak": "760 W",
         "component": {"cores_per_socket": 28, "top_clock": "2.5 GHz", "min_clock": "1.0 GHz"}}),
+    # NVMe memory tiering at 1:1 on 384 GiB of DRAM (half the server's): six 112 GiB VMs (672 GiB, memory
+    # over-commit 2.0) at 60 % active (403 GiB > DRAM's ~377 GiB for guests) spill active pages to the tier
+    "tiering": lambda d: (d["cluster"]["hosts"][0].update(memory="384 GiB"),
+                          d["placement"].update(memory_overcommit=2.0),
+                          d["vms"][0]["profile"].update(active_memory_fraction=0.6),
+                          d.setdefault("memory", {"model": "vsphere-like"}).update(
+                              tiering={"device": "intel-dc-p4600-1.6tb", "ratio": "1:1"})),
 }
 PAIRS = list(itertools.combinations(FEATURES, 2))
 
@@ -187,6 +194,10 @@ def check_invariants(r, features) -> None:
         if not {"power_cap", "storage", "gpu"} & set(features):  # (the cap's own formula; drives and GPUs add power)
             assert power[up] == pytest.approx(np.interp(np.clip(util[up], 0, 1), np.linspace(0, 1, 11), table),
                                               rel=1e-5, abs=0.01)
+    if "tiering" in features:  # the tier holds what DRAM cannot, and active pages on it slow their VMs
+        t = r.summary["memory"]["tiering"]
+        assert t["hosts_using_tier"] and t["worst_vm_tier_slowdown"] > 1.0
+        assert max(t["tier_peak_gib_by_host"].values()) <= t["tier_gib_per_host"] * (1 + 1e-6)
     if "migration" in features:
         m = r.summary["migration"]
         maint = {e["host"]: e["at_s"] for e in m["evacuations"]}

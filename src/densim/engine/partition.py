@@ -125,7 +125,11 @@ SPLIT_RULES: dict[str, dict[str, Any]] = {
     "memory": {"sections": {"memory": {
         "hosts_short_of_memory": "concat", "hosts_swapping": "concat", "host_swapping_step_share": "union",
         "oversubscription_by_host": "union", "vms_slowed": "sum", "worst_vm_slowdown": "max",
-        "fault_cpu": {"host_mean_mhz": "union", "host_peak_mhz": "union"}}}},
+        "fault_cpu": {"host_mean_mhz": "union", "host_peak_mhz": "union"},
+        "tiering": {"hosts_tiered": "sum", "tier_gib_per_host": "max", "hosts_using_tier": "concat",
+                    "tier_peak_gib_by_host": "union", "active_over_dram_by_host": "union",
+                    "hosts_breaking_active_rule": "concat", "tier_device_util_peak": "max", "vms_slowed_by_tier": "sum",
+                    "worst_vm_tier_slowdown": "max"}}}},
     "storage": {"slots": True, "sections": {
         "storage": {"datastores": "slots"},
         "storage_failures": {"data_loss_events": "sum", "vm_io_down_minutes": "sum", "datastores": "slots",

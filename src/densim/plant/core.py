@@ -50,6 +50,8 @@ class MemoryPlant:
     swap_device: DeviceSpec
     swap_cache_device: DeviceSpec | None
     profiles: tuple[MemoryWorkload, ...]  # one per VM group
+    tier_device: DeviceSpec | None = None  # memory.tiering: the NVMe tier's device (densim.plant.memory.tiering_parts)
+    tier_groups: tuple[bool, ...] = ()  # per host group: it has the tier
 
 
 @dataclass(frozen=True)
@@ -149,7 +151,7 @@ def resolve(sc: Scenario, *, source: str | Path | None = None) -> Plant:
 
         issues += gpu_issues(sc, hosts)
     datastores = _datastores(sc, catalog, issues) if sc.storage.model != "none" else ()
-    memory = _memory(sc, catalog, issues, src) if sc.memory.model != "none" else None
+    memory = _memory(sc, catalog, issues, src, hosts) if sc.memory.model != "none" else None
     virt = _virtualization(sc, catalog, hosts, issues) if sc.virtualization.model == "kvm" and hosts is not None else None
     if not issues:
         from densim.plant.checks import scenario_issues
@@ -337,8 +339,8 @@ def resolve_memory(sc: Scenario, catalog: Catalog, source: str = "scenario") -> 
     return mem
 
 
-def _memory(sc: Scenario, catalog: Catalog, issues: _Issues, src: str) -> MemoryPlant | None:
-    from densim.plant.memory import memory_params
+def _memory(sc: Scenario, catalog: Catalog, issues: _Issues, src: str, hosts=None) -> MemoryPlant | None:
+    from densim.plant.memory import memory_params, tiering_parts
 
     s = sc.memory
     n0 = len(issues)
@@ -351,6 +353,7 @@ def _memory(sc: Scenario, catalog: Catalog, issues: _Issues, src: str) -> Memory
     cache = issues.get(catalog, "devices", s.swap_cache_device, DeviceSpec, "memory.swap_cache_device") if s.swap_cache_device else None
     if s.swap_datastore is not None:
         _check_swap_datastore(sc, issues)
+    tier_device, tier_groups = tiering_parts(s, catalog, hosts, issues)
     profiles = []
     for gi, g in enumerate(sc.vms):
         wl = dict(g.workload or {})
@@ -365,7 +368,8 @@ def _memory(sc: Scenario, catalog: Catalog, issues: _Issues, src: str) -> Memory
         profiles.append(base)
     if len(issues) > n0:
         return None
-    return MemoryPlant(params=params, swap_device=store, swap_cache_device=cache, profiles=tuple(profiles))
+    return MemoryPlant(params=params, swap_device=store, swap_cache_device=cache, profiles=tuple(profiles),
+                       tier_device=tier_device, tier_groups=tier_groups)
 
 
 def _check_swap_datastore(sc: Scenario, issues: _Issues) -> None:

@@ -24,15 +24,68 @@ cost::
       swap_datastore: vm                 # each VM's .vswp on its own datastore (vSphere default)
       # swap_datastore: swap-lun         # or every host's swap on storage.datastores[] 'swap-lun'
                                          # (a per-host datastore: the host's own instance)
+
+NVMe memory tiering (vSphere 9 "Memory Tiering over NVMe", :mod:`densim.models.tiering`): a host's
+DRAM plus an NVMe tier of ``ratio`` times its DRAM; hot pages stay in DRAM, cold ones go to the
+tier, and a VM touching a page in the tier waits for the NVMe device (queueing with every other
+VM's tier faults on that host)::
+
+    memory:
+      model: vsphere-like
+      tiering: {device: intel-dc-p4600-1.6tb, ratio: "1:1"}   # DRAM:NVMe, 1:1 .. 1:4
+    placement: {memory_overcommit: 2.0}                        # configured memory up to DRAM + tier
 """
 
 from __future__ import annotations
 
-from typing import Literal
+import re
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
 
 from densim.units import Bytes, PosBytes, Seconds
+
+MAX_TIER_RATIO = 4.0  # vSphere 9: Mem.TierNvmePct up to 400 % of DRAM (docs/background/tiering.md)
+
+
+def parse_tier_ratio(text) -> float:
+    """``"1:2"`` -> 2.0 (NVMe bytes per byte of DRAM); a bare number is the NVMe share itself."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        k = float(text)
+    else:
+        m = re.fullmatch(r"\s*1\s*:\s*([0-9]*\.?[0-9]+)\s*", str(text))
+        if m is None:
+            raise ValueError(f"ratio {text!r} is not DRAM:NVMe as '1:k' (e.g. '1:2')")
+        k = float(m.group(1))
+    if not 0.0 < k <= MAX_TIER_RATIO:
+        raise ValueError(f"ratio {text!r}: the NVMe tier must be more than 0 and at most {MAX_TIER_RATIO:g} x DRAM "
+                         f"(vSphere 9's Mem.TierNvmePct goes to 400 %)")
+    return k
+
+
+TierRatio = Annotated[
+    float,
+    BeforeValidator(parse_tier_ratio),
+    WithJsonSchema({"anyOf": [{"type": "string", "pattern": r"^\s*1\s*:\s*[0-9]*\.?[0-9]+\s*$"},
+                              {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_TIER_RATIO}],
+                    "description": "DRAM:NVMe as '1:k', k from 0 to 4 ('1:1' is vSphere 9's default)"}),
+]
+
+
+class TieringSettings(BaseModel):
+    """A host memory tier on NVMe (vSphere 9 Memory Tiering): DRAM:NVMe ``ratio`` on the named host groups."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    device: str = Field(description="catalog device (an NVMe SSD) holding the tier; its capacity must hold ratio x DRAM")
+    ratio: TierRatio
+    devices_per_host: int = Field(default=1, ge=1, description="tier devices per host, striped (IOPS and parallelism add)")
+    hosts: list[str] | None = Field(default=None, description="cluster.hosts[] group names with the tier (default: every group)")
+    software_s: Seconds | None = Field(
+        default=None, alias="fault_software_time",
+        description="hypervisor time per tier fault besides the device read; default memory.fault_software_time")
+    writes_per_fault: float | None = Field(
+        default=None, ge=0, description="demotions (tier writes) per promotion; default memory.writes_per_fault")
 
 
 class MemorySettings(BaseModel):
@@ -79,6 +132,7 @@ class MemorySettings(BaseModel):
         default=4096.0, alias="swap_block_size",
         description="bytes per swap I/O with swap_datastore (4 KiB: one page per I/O); swap IOPS = faults x 4 KiB / this",
     )
+    tiering: TieringSettings | None = Field(default=None, description="NVMe memory tier (vSphere 9 Memory Tiering)")
     # demand
     workload: str = Field(default="generic-server", description="memory_workloads profile for VMs that name none")
     trace_memory: Literal["auto", "on", "off"] = Field(

@@ -61,8 +61,21 @@ HOST_METRICS = {
 }
 
 
+TIER_VM_METRICS = {  # declared only with memory.tiering
+    "mem_tier_gib": ("GiB", "guest memory on the NVMe memory tier"),
+    "mem_tier_fault_rate_per_s": ("1/s", "accesses per second that found their page on the NVMe tier"),
+    "mem_tier_slowdown": ("x", "completion-time stretch from NVMe tier faults alone (1 = none)"),
+}
+TIER_HOST_METRICS = {
+    "host_mem_tier_gib": ("GiB", "guest memory on the host's NVMe tier"),
+    "mem_tier_iops": ("IOPS", "tier reads (promotions) and writes (demotions) on the tier device(s)"),
+    "mem_tier_device_util": ("share", "utilisation of the host's NVMe tier device(s)"),
+}
+
+
 class _MemorySummaryOptional(TypedDict, total=False):
     swap_datastore: str  # only when swap goes to the storage stage's datastores
+    tiering: dict  # only with memory.tiering: ratio, device, tier use, the active-memory rule per host
 
 
 class MemorySummary(_MemorySummaryOptional):
@@ -113,6 +126,17 @@ class MemoryStage(BaseStage):
         self.coupled = self.settings.swap_datastore is not None
         self.ios_per_fault = M.PAGE_BYTES / self.settings.swap_block_size_bytes
         self.profiles: list[MemoryWorkload] = list(mem.profiles)  # one memory profile per VM group
+        # NVMe memory tiering (memory.tiering): the tier device per host and the tier-fault costs
+        self.tiering = self.settings.tiering if getattr(mem, "tier_device", None) is not None else None
+        if self.tiering is not None:
+            from densim.models import tiering as TI
+
+            t, p = self.tiering, self.params
+            self.tier_dev = TI.tier_device_arrays(mem.tier_device, t.devices_per_host)
+            self.tier_costs = TI.tier_costs(p.software_s if t.software_s is None else t.software_s,
+                                            p.writes_per_fault if t.writes_per_fault is None else t.writes_per_fault,
+                                            p.costs())
+            self.tier_groups = np.asarray(mem.tier_groups, dtype=bool)
 
     def prepare(self, ctx) -> None:
         vms, hosts = ctx.vms, ctx.hosts
@@ -155,6 +179,12 @@ class MemoryStage(BaseStage):
                 vms.host, np.stack([vms.mem_bytes + p.overhead_per_vm_bytes, vms.mem_bytes, np.ones(vms.n)]), H)
         ovh = n_h * p.overhead_per_vm_bytes
         self.capacity_h = M.guest_capacity_bytes(hosts.mem_bytes, n_h, p)
+        # memory tiering: DRAM's guest capacity stays as it is; the tier adds ratio x DRAM before reclamation starts
+        self.tier_h = np.zeros(H)
+        if self.tiering is not None:
+            self.tier_h = self.tiering.ratio * np.asarray(hosts.mem_bytes, float) * self.tier_groups[np.asarray(hosts.group)]
+            self.dram_cap_h = self.capacity_h
+            self.capacity_h = self.capacity_h + self.tier_h
         self.deficit_h = np.maximum(cfg_h - self.capacity_h, 0.0)
         self.cfg_h = cfg_h
         self.ratio_h = M.oversubscription(cfg_h, hosts.mem_bytes, p.hypervisor_bytes, ovh)
@@ -180,6 +210,8 @@ class MemoryStage(BaseStage):
         for name, (unit, doc) in HOST_METRICS.items():
             ctx.declare("host_" + name if name in HOST_PREFIXED else name, level="host",
                         agg="max" if name.endswith("util") else "mean", unit=unit, doc=doc)
+        if self.tiering is not None:
+            self._prepare_tier(ctx, placed)
 
     def _active(self, chunk, idx, cfg, b0, b1):
         """Active bytes (steps b0..b1, VMs idx): trace memory usage where available, else profile."""
@@ -220,6 +252,13 @@ class MemoryStage(BaseStage):
         chunk.host_out["mem_deficit_gib"] = np.broadcast_to((self.deficit_h / M.GIB).astype(np.float32), (T, H))
 
     def before_cpu(self, ctx, chunk) -> None:
+        # the tier faults follow the VM's own demand, before the swap faults' CPU is added to it
+        tier_demand = self._tier_demand(chunk) if self.tiering is not None else None
+        self._before_cpu_swap(ctx, chunk)
+        if self.tiering is not None:
+            self._tier(ctx, chunk, tier_demand)
+
+    def _before_cpu_swap(self, ctx, chunk) -> None:
         vms, hosts = ctx.vms, ctx.hosts
         T, V, H = chunk.n_steps, vms.n, hosts.n
         idx = self.vm_idx
@@ -270,7 +309,7 @@ class MemoryStage(BaseStage):
                 cfg_t = cfg[None, :] * live
                 cell = (np.arange(n)[:, None] * H + host[None, :]).ravel()  # VMs alive per (step, host)
                 n_h = np.bincount(cell, weights=live.ravel(), minlength=n * H).reshape(n, H)
-                cap_t = M.guest_capacity_bytes(ctx.hosts.mem_bytes[None, :], n_h, self.params)
+                cap_t = M.guest_capacity_bytes(ctx.hosts.mem_bytes[None, :], n_h, self.params) + self.tier_h[None, :]
                 rec = self._reclaim(cfg_t, self._active(chunk, idx, cfg, b0, b1) * live, host, H, n, idx, capacity=cap_t)
             miss = self._miss(np.tile(self.miss_group[idx], n), rec.resident_active_fraction)
             f = M.fault_rates(rec, (self.rate[idx][None, :] * util).ravel(), miss_ratio_values=miss)
@@ -539,6 +578,180 @@ class MemoryStage(BaseStage):
             util_s = out_h["mem_swap_device_util"]
         self._publish(ctx, chunk, util_s, util_c, swap_io)
 
+    # ------------------------------------------------------------------ NVMe memory tiering
+    def _prepare_tier(self, ctx, placed) -> None:
+        """The VMs on tiered hosts whose configured memory (at its peak) is beyond DRAM: the only ones that can
+        have pages on the tier; the tier metrics declared."""
+        vms, hosts = ctx.vms, ctx.hosts
+        spills = (self.tier_h > 0) & (self.cfg_h > self.dram_cap_h)
+        self.tier_idx = np.flatnonzero(placed & spills[np.where(placed, vms.host, 0)])
+        self._tier_static = None  # placement per VM, kept while active memory is constant
+        self._tier_names = _DeviceNames(self.tiering.device, hosts.names)
+        H = hosts.n
+        self.tier_peak_gib_h = np.zeros(H)
+        self.tier_active_peak_h = np.zeros(H)  # active memory / DRAM guest capacity, worst step (the active-memory rule)
+        self.tier_util_peak_h = np.zeros(H)
+        self.tier_max_slowdown = np.ones(vms.n)
+        for name, (unit, doc) in TIER_VM_METRICS.items():
+            ctx.declare(name, level="vm", agg="max" if name.endswith("slowdown") else "mean", unit=unit, doc=doc)
+        for name, (unit, doc) in TIER_HOST_METRICS.items():
+            ctx.declare(name, level="host", agg="max" if name.endswith("util") else "mean", unit=unit, doc=doc)
+
+    def _tier_demand(self, chunk):
+        """The tier VMs' CPU demand (steps x VMs), copied before the swap stage adds its fault CPU."""
+        if self.tier_idx.size == 0:
+            return None
+        return np.take(np.asarray(chunk.demand()), self.tier_idx, axis=1).astype(np.float64)
+
+    def _tier_place(self, ctx, chunk, b0, b1, alive):
+        """Page placement for steps b0..b1 of the tier VMs: (tier bytes, tier access ratio, host active) per element."""
+        from densim.models import tiering as TI
+
+        vms, H, n = ctx.vms, ctx.hosts.n, b1 - b0
+        tidx = self.tier_idx
+        cfg = vms.mem_bytes[tidx]
+        host = vms.host[tidx]
+        act = np.asarray(self._active(chunk, tidx, cfg, b0, b1), float)
+        cap, dram = self.capacity_h, self.dram_cap_h
+        if alive is not None:  # VMs arrive and leave: only the living hold memory; overheads of the living
+            live = alive[b0:b1]
+            cfg_t = cfg[None, :] * live
+            act = act * live
+            cell = (np.arange(n)[:, None] * H + host[None, :]).ravel()
+            n_h = np.bincount(cell, weights=live.ravel(), minlength=n * H).reshape(n, H)
+            dram = M.guest_capacity_bytes(ctx.hosts.mem_bytes[None, :], n_h, self.params)
+            cap = dram + self.tier_h[None, :]
+        else:
+            cfg_t = np.broadcast_to(cfg, (n, tidx.size))
+        rec = self._reclaim(cfg_t, act, host, H, n, tidx, capacity=cap)
+        seg = M.segments(host, H, n)
+        res_act = rec.active_bytes * rec.resident_active_fraction
+        pl = TI.place_pages(rec.resident_bytes, res_act, rec.resident_active_fraction, seg, n * H,
+                            np.broadcast_to(dram, (n, H)).ravel())
+        groups = np.tile(self.miss_group[tidx], n)
+        ratio = TI.tier_access_ratio(self._miss(groups, pl.dram_active_fraction),
+                                     self._miss(groups, rec.resident_active_fraction))
+        host_active = M.seg_sum(np.asarray(act, float).ravel(), seg, n * H).reshape(n, H)
+        rule = TI.active_rule(host_active, np.broadcast_to(dram, (n, H)))
+        return pl.tier_bytes.reshape(n, -1), ratio.reshape(n, -1), rule
+
+    def _tier(self, ctx, chunk, demand_t) -> None:
+        """Tier faults at the tier device under load: metrics, slowdown and fault CPU merged into the memory stage's."""
+        vms, hosts = ctx.vms, ctx.hosts
+        T, V, H = chunk.n_steps, vms.n, hosts.n
+        tidx = self.tier_idx
+        k = tidx.size
+        if k == 0:
+            for name in TIER_VM_METRICS:
+                chunk.vm_out[name] = np.broadcast_to(np.float32(1.0 if name.endswith("slowdown") else 0.0), (T, V))
+            for name in TIER_HOST_METRICS:
+                chunk.host_out[name] = np.broadcast_to(np.float32(0.0), (T, H))
+            return
+        live = getattr(ctx, "liveness", None)
+        alive = live.alive_mask(ctx.grid.edges_s(chunk.t0, chunk.t1), tidx) if live is not None else None
+        static = alive is None and not (chunk.vm.get("mem_used_bytes") is not None and self.use_trace_mem[tidx].any())
+        host = vms.host[tidx]
+        cap_vm = self._cap_vm[tidx]
+        rate, theta, core = self.rate[tidx], self.theta[tidx], self._core_mhz_vm[tidx]
+        tier_gib = np.zeros((T, V), np.float32)
+        fr = np.zeros((T, V), np.float32)
+        sd = np.ones((T, V), np.float32)
+        fc = np.zeros((T, k))
+        h_gib = np.zeros((T, H), np.float32)
+        h_iops = np.zeros((T, H), np.float32)
+        h_util = np.zeros((T, H), np.float32)
+        h_cpu = np.zeros((T, H))
+        block = max(1, BLOCK_ELEMENTS // k)
+        for b0 in range(0, T, block):
+            b1 = min(T, b0 + block)
+            n = b1 - b0
+            if static:
+                if self._tier_static is None:
+                    tb, ratio, rule = self._tier_place(ctx, chunk, 0, 1, None)
+                    self._tier_static = (tb[0], ratio[0], rule[0])
+                tb1, ratio1, rule1 = self._tier_static
+                tb, ratio, rule = np.broadcast_to(tb1, (n, k)), np.broadcast_to(ratio1, (n, k)), rule1[None, :]
+            else:
+                tb, ratio, rule = self._tier_place(ctx, chunk, b0, b1, alive)
+            np.maximum(self.tier_active_peak_h, np.where(self.tier_h > 0, rule, 0.0).max(axis=0), out=self.tier_active_peak_h)
+            r = rate[None, :] * np.clip(demand_t[b0:b1] / cap_vm[None, :], 0.0, 1.0)
+            from densim.models import tiering as TI
+
+            f = TI.tier_faults(r.ravel(), np.ascontiguousarray(ratio).ravel())
+            seg = M.segments(host, H, n)
+            tp = TI.solve_tier(f, seg, n * H, device=self.tier_dev, costs=self.tier_costs, overlap=np.tile(theta, n))
+            cpu = M.fault_cpu_cycles_per_s(f, tp.throughput, self.tier_costs, core_mhz=np.tile(core, n)) / 1e6
+            sl = slice(b0, b1)
+            tier_gib[sl, tidx] = tb / M.GIB
+            fr[sl, tidx] = tp.fault_rate_per_s.reshape(n, k)
+            sd[sl, tidx] = tp.slowdown.reshape(n, k)
+            fc[sl] = cpu.reshape(n, k)
+            h_gib[sl] = M.seg_sum(np.ascontiguousarray(tb).ravel(), seg, n * H).reshape(n, H) / M.GIB
+            h_iops[sl] = tp.load_store_iops.reshape(n, H)
+            h_util[sl] = tp.util_store.reshape(n, H)
+            h_cpu[sl] = M.seg_sum(cpu, seg, n * H).reshape(n, H)
+        chunk.vm_out.update(mem_tier_gib=tier_gib, mem_tier_fault_rate_per_s=fr, mem_tier_slowdown=sd)
+        chunk.host_out.update(host_mem_tier_gib=h_gib, mem_tier_iops=h_iops, mem_tier_device_util=h_util)
+        np.maximum(self.tier_peak_gib_h, h_gib.max(axis=0), out=self.tier_peak_gib_h)
+        np.maximum(self.tier_util_peak_h, h_util.max(axis=0), out=self.tier_util_peak_h)
+        add_saturation(ctx, "memory tier device", self._tier_names, h_util, key="tier")
+        # merged into the memory stage's figures: the stretches add (1 + sum F t / theta over every tier,
+        # each tier's fixed point solved on its own), the fault CPU adds to the VM's demand
+        extra = sd[:, tidx] - np.float32(1.0)
+        if "mem_slowdown" in chunk.vm_out:
+            m = np.array(chunk.vm_out["mem_slowdown"], dtype=np.float32)
+            m[:, tidx] += extra
+            chunk.vm_out["mem_slowdown"] = m
+            worst = m[:, tidx].max(axis=0)
+        else:  # sums over the chunk's steps; the worst step bounded by the sum of the two worst stretches
+            s_, mx = chunk.vm_reduced["mem_slowdown"]
+            s_, mx = np.array(s_, dtype=np.float64), np.array(mx, dtype=np.float64)
+            s_[tidx] += extra.sum(axis=0)
+            mx[tidx] += extra.max(axis=0)
+            chunk.vm_reduced["mem_slowdown"] = (s_, mx)
+            worst = mx[tidx]
+        self.max_slowdown[tidx] = np.maximum(self.max_slowdown[tidx], worst)
+        self.tier_max_slowdown[tidx] = np.maximum(self.tier_max_slowdown[tidx], sd[:, tidx].max(axis=0))
+        if "mem_fault_cpu_mhz" in chunk.vm_out:
+            c = np.array(chunk.vm_out["mem_fault_cpu_mhz"], dtype=np.float32)
+            c[:, tidx] += fc.astype(np.float32)
+            chunk.vm_out["mem_fault_cpu_mhz"] = c
+        else:
+            s_, mx = chunk.vm_reduced["mem_fault_cpu_mhz"]
+            s_ = np.array(s_, dtype=np.float64)
+            s_[tidx] += fc.sum(axis=0)
+            chunk.vm_reduced["mem_fault_cpu_mhz"] = (s_, mx)
+        hc = np.array(chunk.host_out["host_mem_fault_cpu_mhz"], dtype=np.float32) + h_cpu.astype(np.float32)
+        chunk.host_out["host_mem_fault_cpu_mhz"] = hc
+        self.fault_mhz_sum += h_cpu.sum(axis=0)
+        np.maximum(self.fault_mhz_peak, hc.max(axis=0), out=self.fault_mhz_peak)
+        d = chunk.demand()
+        new = d if ("cpu_demand_mhz" in chunk.owned and d.flags.writeable) else np.array(d)
+        new[:, tidx] += fc.astype(new.dtype)
+        chunk.vm["cpu_demand_mhz"] = new
+
+    def _tier_summary(self, hosts) -> dict:
+        t = self.tiering
+        tiered = np.flatnonzero(self.tier_h > 0)
+        names = [str(h) for h in np.asarray(hosts.names)[tiered]]
+        rule = self.tier_active_peak_h[tiered]
+        busy = self.tier_peak_gib_h[tiered] > 0
+        return {
+            "device": t.device,
+            "ratio": f"1:{t.ratio:g}",
+            "devices_per_host": t.devices_per_host,
+            "hosts_tiered": len(names),
+            "tier_gib_per_host": float(self.tier_h[tiered][0] / M.GIB) if tiered.size else 0.0,
+            "hosts_using_tier": [n for n, b in zip(names, busy) if b],
+            "tier_peak_gib_by_host": {n: float(g) for n, g, b in zip(names, self.tier_peak_gib_h[tiered], busy) if b},
+            # the active-memory rule: active memory fits DRAM (vSphere's "at most 50 % active" at 1:1)
+            "active_over_dram_by_host": {n: float(r) for n, r, b in zip(names, rule, busy) if b},
+            "hosts_breaking_active_rule": [n for n, r in zip(names, rule) if r > 1.0 + 1e-9],
+            "tier_device_util_peak": float(self.tier_util_peak_h.max(initial=0.0)),
+            "vms_slowed_by_tier": int(np.count_nonzero(self.tier_max_slowdown > 1.0 + 1e-9)),
+            "worst_vm_tier_slowdown": float(self.tier_max_slowdown.max(initial=1.0)),
+        }
+
     def finish(self, ctx, summary) -> None:
         hosts, vms = ctx.hosts, ctx.vms
         T = max(ctx.grid.n_steps, 1)
@@ -558,6 +771,7 @@ class MemoryStage(BaseStage):
             "vms_slowed": int(np.count_nonzero(self.max_slowdown > 1.0 + 1e-9)),
             "worst_vm_slowdown": float(self.max_slowdown.max()) if vms.n else 1.0,
             "fault_cpu": self._fault_cpu_summary(hosts, T),
+            **({"tiering": self._tier_summary(hosts)} if self.tiering is not None else {}),
         })
 
     def _fault_cpu_summary(self, hosts, T: int) -> dict:

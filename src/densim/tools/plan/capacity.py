@@ -253,10 +253,13 @@ def plan_candidate(inv: Inventory, spec: PlanSpec, c: Candidate, *, vcpus=None, 
         return res
     bound = q.cpu_ready_pct
     mem_oc = q.memory_overcommit
+    from densim.tools.plan.tiering import in_use_for_capacity
+
+    used = in_use_for_capacity(inv, spec)  # memory in use against DRAM (+ an NVMe tier's share)
     oc_logical = vcpu_capacity(host, q) / host.logical_cpus  # the placement library counts per logical CPU
     for _attempt in range(10):
         p = build_problem(
-            vcpus, mem_bytes, cpu if has_cpu else None, inv.mem_used_bytes, host, n_windows=spec.windows, cpu_overcommit=oc_logical,
+            vcpus, mem_bytes, cpu if has_cpu else None, used, host, n_windows=spec.windows, cpu_overcommit=oc_logical,
             memory_overcommit=mem_oc, max_cpu_utilisation=q.max_cpu_utilisation, ready_bound_pct=bound,
             anti_affinity=anti, affinity=aff, io_iops=qos.io_iops, io_cap_iops=qos.io_cap,
         )
@@ -271,7 +274,7 @@ def plan_candidate(inv: Inventory, spec: PlanSpec, c: Candidate, *, vcpus=None, 
             res.failed, res.unplaced_vms = "fit", len(pl.unplaceable)
             res.wall_s = time.perf_counter() - t0
             return res
-        m = host_metrics(pl.host_of_vm, pl.n_hosts, host, vcpus, cpu, inv.mem_used_bytes)
+        m = host_metrics(pl.host_of_vm, pl.n_hosts, host, vcpus, cpu, used)
         broken = qos.broken(pl.host_of_vm, pl.n_hosts, m, mem_bytes, vcpus)
         if not broken:
             break
@@ -537,7 +540,9 @@ def _optimise(inv, spec: PlanSpec, host, vcpus, mem_bytes, cpu, heuristic_host_o
     if over.size:
         info["reason"] = f"windows still overloaded after {o.rounds} rounds"
     elif r.n_hosts < heur_hosts:
-        m = host_metrics(r.host_of_vm, r.n_hosts, host, vcpus, cpu, inv.mem_used_bytes)
+        from densim.tools.plan.tiering import in_use_for_capacity
+
+        m = host_metrics(r.host_of_vm, r.n_hosts, host, vcpus, cpu, in_use_for_capacity(inv, spec))
         broken = qos.broken(r.host_of_vm, r.n_hosts, m, mem_bytes, vcpus)
         if m.mem_used_peak_frac.max(initial=0.0) > 1 + 1e-9:
             broken.append("memory in use")

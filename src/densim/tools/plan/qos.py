@@ -49,6 +49,11 @@ def memory_check(host_of: np.ndarray, n_hosts: int, host_mem_bytes: float, mem_b
                  capacity_mhz: np.ndarray, cpu_mhz: np.ndarray, mem_used_bytes: np.ndarray | None, settings,
                  catalog, *, block_elements: int = 2_000_000) -> MemoryCheck:
     """Worst memory slowdown per host for a placement (``settings``: scenario ``MemorySettings``)."""
+    if settings.tiering is not None:  # an NVMe memory tier on every candidate host (densim.tools.plan.tiering)
+        from densim.tools.plan.tiering import memory_check_tiered
+
+        return memory_check_tiered(host_of, n_hosts, host_mem_bytes, mem_bytes, capacity_mhz, cpu_mhz, mem_used_bytes,
+                                   settings, catalog, block_elements=block_elements)
     from densim.models import memory as M
     from densim.models.devices import DeviceSpec
     from densim.models.workload_memory import MemoryWorkload

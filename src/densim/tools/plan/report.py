@@ -25,7 +25,7 @@ def summary_dict(res: PlanResult, seed: int | None = None) -> dict:
                       "memory_gib": float(inv.mem_bytes.sum() / 2**30), "steps": inv.n_steps, "step_s": inv.step_s,
                       "demand_rule": inv.demand_rule},
         "qos": res.spec.qos.model_dump(),
-        "memory": res.spec.memory.model_dump(by_alias=True) if res.spec.memory is not None else None,
+        "memory": _memory_dump(res.spec.memory),
         "storage": {c.name: c.storage.model_dump(by_alias=True) for c in res.spec.candidates if c.storage is not None},
         "policy": res.spec.policy,
         "windows": res.spec.windows,
@@ -142,6 +142,16 @@ def ranking_csv(res: PlanResult) -> str:
     return _dict_rows_csv([r.row() for r in res.ranked()])
 
 
+def _memory_dump(m) -> dict | None:
+    """The plan's memory settings for summary.json; ``tiering`` only when the plan has a tier."""
+    if m is None:
+        return None
+    d = m.model_dump(by_alias=True)
+    if d.get("tiering") is None:
+        d.pop("tiering", None)
+    return d
+
+
 def _finite(x: float | None) -> float:
     """Not checked (NaN or None: no CPU demand series) plotted as 0."""
     return float(x) if x is not None and x == x else 0.0
@@ -181,7 +191,8 @@ def bounds_held(res: PlanResult, r: CandidateResult) -> list[dict]:
     out: list[dict] = []
 
     short = {"cpu_ready": "CPU Ready", "cpu_demand": "CPU demand", "vcpus": "vCPUs per physical core", "memory_configured":
-             "configured memory", "memory_in_use": "memory in use", "memory_slowdown": "memory slowdown", "io_latency": "I/O latency"}
+             "configured memory", "memory_in_use": "memory in use", "memory_slowdown": "memory slowdown", "io_latency": "I/O latency",
+             "tier_ratio": "tier ratio"}
 
     def add(key: str, label: str, value: float, limit: float, unit: str, share: float | None = None) -> None:
         sh = value / limit if share is None else share
@@ -198,8 +209,14 @@ def bounds_held(res: PlanResult, r: CandidateResult) -> list[dict]:
     add("memory_configured", "configured memory per byte of usable host memory on the fullest host",
         float(host_mem.max()) / host.usable_mem_bytes, r.memory_overcommit_used, "x")
     if inv.mem_used_bytes is not None:
-        add("memory_in_use", "memory in use on the fullest host at its peak", 100 * r.mem_peak_frac, 100.0, "%")
-    if res.spec.memory is not None:
+        tiered = res.spec.memory is not None and res.spec.memory.tiering is not None
+        add("memory_in_use", "memory in use on the fullest host at its peak" + (" (of DRAM + NVMe tier)" if tiered else ""),
+            100 * r.mem_peak_frac, 100.0, "%")
+    tier = res.spec.memory.tiering if res.spec.memory is not None else None
+    if tier is not None:  # the memory slowdown comes from the NVMe tier's faults (and swap beyond it): the ratio binds
+        add("tier_ratio", f"memory slowdown of the worst VM at its worst step with the 1:{tier.ratio:g} NVMe memory tier",
+            r.mem_slowdown_worst, q.memory_slowdown, "x", (r.mem_slowdown_worst - 1.0) / max(q.memory_slowdown - 1.0, 1e-12))
+    elif res.spec.memory is not None:
         add("memory_slowdown", "memory slowdown of the worst VM at its worst step", r.mem_slowdown_worst, q.memory_slowdown,
             "x", (r.mem_slowdown_worst - 1.0) / max(q.memory_slowdown - 1.0, 1e-12))
     if np.isfinite(r.io_latency_worst_ms):

@@ -387,6 +387,16 @@ MISS_NOTES: dict[str, str] = {
         "and not used: the A100 table's header says 'out tok/s' where the H100 table's says 'out tok/s/GPU'; read "
         "per GPU, the A100 TP 2 and TP 4 rows would come within 8 % except 128/2048 tokens (+143 %). Missing: "
         "tensor-parallel communication and a per-width scaling efficiency."),
+    "val-memory-tiering": (
+        "vSphere 9 NVMe memory tiering at 1:1 and twice the VM density (VMware 2025), the workloads' memory profiles "
+        "taken as fixed before (oltp-sql from VMware's 2009 swap study, enterprise-server-load from Intel IT 2016), "
+        "a DC P4600 as the tier (the blog names no device) and 512 GiB of DRAM (E). HammerDB misses high (26.9 % "
+        "against 5-10 %): both profiles are 85-90 % active, so at 2x density the active memory is ~1.7x DRAM and "
+        "the uniform miss curve (random) sends 1 - 1/1.7 of the active accesses to the tier; a buffer pool's "
+        "accesses are skewed. Missing: a measured OLTP miss-ratio curve (miss model table). VMmark misses low "
+        "(1.6 % against 5 %) on an estimated 100 accesses/s that is not tuned; missing: the CPU cost of ESX's "
+        "page-temperature tracking (access-bit scans, promotions and demotions) that every tiered VM pays even "
+        "without faults. The tier device is < 5 % busy in both: queueing is not what these rows test."),
     "val-live-migration": (
         "Pre-copy model (models/migration.py) with the engine's default settings: both downtimes land in the band "
         "(SPECweb 270 ms against 210 ms, Quake 3 74 ms against 60 ms), but for a converging VM the predicted downtime "
