@@ -31,13 +31,13 @@ def _tree_build(cpu_free, mem_free, size):
     return tc, tm
 
 
-@njit
-def _tree_find(tc, tm, size, c, m):
+@njit(inline="always")
+def _tree_find_in(tc, tm, size, c, m, stack):
     """Leftmost leaf where a VM of ``c`` vCPUs and ``m`` bytes :func:`~densim.placement.capacity.fits`
-    (tc, tm: the largest free vCPUs and memory below each node), or -1 (DFS with pruning)."""
+    (tc, tm: the largest free vCPUs and memory below each node), or -1 (DFS with pruning; ``stack``:
+    scratch of at least 2 x the tree's depth + 1 slots, so a caller per event allocates nothing)."""
     if not fits(tc[1], tm[1], c, m):
         return -1
-    stack = np.empty(128, dtype=np.int64)
     top = 0
     stack[top] = 1
     top += 1
@@ -57,6 +57,12 @@ def _tree_find(tc, tm, size, c, m):
 
 
 @njit
+def _tree_find(tc, tm, size, c, m):
+    """:func:`_tree_find_in` with its own scratch stack."""
+    return _tree_find_in(tc, tm, size, c, m, np.empty(128, dtype=np.int64))
+
+
+@njit(inline="always")
 def _tree_update(tc, tm, size, leaf, cval, mval):
     i = size + leaf
     tc[i] = cval

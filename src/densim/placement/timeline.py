@@ -46,7 +46,7 @@ import numpy as np
 from densim._jit import njit
 from densim.models.migration import precopy_one
 from densim.placement.capacity import fits  # the one fit test (placement/capacity.py)
-from densim.placement.heuristics import _tree_find
+from densim.placement.heuristics import _tree_find_in
 from densim.placement.heuristics import _tree_update as _set_leaf
 
 
@@ -114,12 +114,12 @@ def _grow(a, n):
 
 
 @njit(inline="always")
-def _find(policy, c, m, cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size):
+def _find(policy, c, m, cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size, stack):
     """The host the policy picks for ``c`` vCPUs and ``m`` bytes (-1: none has room).
     0 first-fit (leftmost leaf of the segment tree with room), 1 best-fit, 2 worst-fit (least /
     most room left, summed over both resources as shares of capacity)."""
     if policy == 0:
-        return _tree_find(tc, tm, size, c, m)  # the static first-fit's segment-tree search
+        return _tree_find_in(tc, tm, size, c, m, stack)  # the static first-fit's segment-tree search
     chosen = -1
     best = 0.0
     for h in range(cpu_free.size):
@@ -162,7 +162,7 @@ def _unlink(head, nxt, prv, h, v):
 
 @njit(inline="always")
 def _add_instance(inst, cnt, v, h, place, start, end):
-    inst = _grow(inst, cnt[N_INST])
+    """Instance row ``cnt[N_INST]`` (the caller made room: ``inst = _grow(inst, cnt[N_INST])``); returns it."""
     k = cnt[N_INST]
     inst[k, I_VM] = v
     inst[k, I_HOST] = h
@@ -170,7 +170,7 @@ def _add_instance(inst, cnt, v, h, place, start, end):
     inst[k, I_START] = start
     inst[k, I_END] = end
     cnt[N_INST] = k + 1
-    return inst, k
+    return k
 
 
 @njit(inline="always")
@@ -185,7 +185,8 @@ def _admits(admission, sc, c, m, res):
 
 @njit(inline="always")
 def _run_on(v, h, t, start, vi, st, vf, inst, cnt, cpu_free, mem_free, tc, tm, size, head, nxt, prv, sc, vm_cpu, vm_mem):
-    """VM ``v`` runs on host ``h`` from ``t`` (up from ``start``): room taken, listed on the host, an instance."""
+    """VM ``v`` runs on host ``h`` from ``t`` (up from ``start``): room taken, listed on the host, an instance
+    (the caller made room for one more)."""
     vi[v, 0] = h
     st[v] = RUNNING
     _room(h, -1.0, cpu_free, mem_free, tc, tm, size, vm_cpu[v], vm_mem[v])
@@ -194,9 +195,7 @@ def _run_on(v, h, t, start, vi, st, vf, inst, cnt, cpu_free, mem_free, tc, tm, s
     sc[USED_CPU] += vm_cpu[v]
     sc[USED_MEM] += vm_mem[v]
     end = vf[v, 1] if vf[v, 1] == vf[v, 1] else np.inf
-    inst, k = _add_instance(inst, cnt, v, h, t, start, end)
-    vi[v, 1] = k
-    return inst
+    vi[v, 1] = _add_instance(inst, cnt, v, h, t, start, end)
 
 
 @njit(inline="always")
@@ -227,7 +226,7 @@ def _cancel(v, t, vi, migs, cpu_free, mem_free, tc, tm, size, vm_cpu, vm_mem, bl
 
 @njit
 def _migrate(vs, nv, src, t, e, vi, migs, cnt, lt, lv, cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size,
-             vm_cpu, vm_mem, util, core_mhz, mig_par, evac):
+             vm_cpu, vm_mem, util, core_mhz, mig_par, evac, stack):
     """Migrate VMs ``vs[:nv]`` (largest memory first) off ``src`` from ``t`` for evacuation ``e``: destinations
     by worst-fit, room reserved there now; waves of ``max_concurrent`` sharing the link. Returns records."""
     link, dirty, wws, target, resume, max_rounds, kmax = (mig_par[0], mig_par[1], mig_par[2], mig_par[3],
@@ -238,7 +237,7 @@ def _migrate(vs, nv, src, t, e, vi, migs, cnt, lt, lv, cpu_free, mem_free, cpu_c
     nc = 0
     for j in range(nv):
         v = vs[order[j]]
-        d = _find(2, vm_cpu[v], vm_mem[v], cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size)
+        d = _find(2, vm_cpu[v], vm_mem[v], cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size, stack)
         if d < 0:
             evac[e, 1] += 1  # stranded
             continue
@@ -301,7 +300,8 @@ def _land(r, t, vi, st, vf, migs, inst, cnt, head, nxt, prv, cpu_free, mem_free,
     _link(head, nxt, prv, d, v)
     vi[v, 0] = d
     end = vf[v, 1] if vf[v, 1] == vf[v, 1] else np.inf
-    inst, k2 = _add_instance(inst, cnt, v, d, t, t, end)
+    inst = _grow(inst, cnt[N_INST])
+    k2 = _add_instance(inst, cnt, v, d, t, t, end)
     vi[v, 1] = k2
     vi[v, 3] = -1
     migs[r, M_STATUS] = M_LANDED
@@ -406,14 +406,15 @@ def _start_static(initial, arrival, run, admission, res, sc, st, refused, vi, vf
             continue
         vf[v, 0] = arrival[v]
         vf[v, 1] = arrival[v] + run[v]
-        inst = _run_on(v, h, arrival[v], arrival[v], vi, st, vf, inst, cnt, cpu_free, mem_free, tc, tm, size, head, nxt,
-                       prv, sc, vm_cpu, vm_mem)
+        inst = _grow(inst, cnt[N_INST])
+        _run_on(v, h, arrival[v], arrival[v], vi, st, vf, inst, cnt, cpu_free, mem_free, tc, tm, size, head, nxt, prv, sc,
+                vm_cpu, vm_mem)
         if run[v] < np.inf:
             cnt[N_DEP] = _heap_push(ht, hv, cnt[N_DEP], vf[v, 1], v)
     return inst, static
 
 
-@njit(inline="always")
+@njit(refcount=False)
 def _next_time(cnt, ht, lt, rel_t, d_end, up_order, ui, d_start, di, m_at, mi):
     """The next instant some event other than an arrival happens (inf: none)."""
     t = ht[0] if cnt[N_DEP] > 0 else np.inf
@@ -430,7 +431,7 @@ def _next_time(cnt, ht, lt, rel_t, d_end, up_order, ui, d_start, di, m_at, mi):
     return t
 
 
-@njit(inline="always")
+@njit(refcount=False)
 def _repairs(t, ui, up_order, d_host, d_end, down, maint, blocked, cpu_free, mem_free, cpu_cap, mem_cap, sc, tc, tm, size):
     """1. Hosts repaired at ``t`` (not in maintenance) take VMs again. Returns the next repair and whether room freed."""
     freed = False
@@ -449,7 +450,7 @@ def _repairs(t, ui, up_order, d_host, d_end, down, maint, blocked, cpu_free, mem
     return ui, freed
 
 
-@njit(inline="always")
+@njit(refcount=False)
 def _departures(t, ht, hv, cnt, st, vi, migs, cpu_free, mem_free, tc, tm, size, head, nxt, prv, sc, vm_cpu, vm_mem,
                 blocked):
     """2. VMs whose lifetime ends at ``t`` leave (a migration in flight is cancelled). Returns whether room freed."""
@@ -469,7 +470,7 @@ def _departures(t, ht, hv, cnt, st, vi, migs, cpu_free, mem_free, tc, tm, size, 
 
 @njit
 def _landings(t, lt, lv, cnt, migs, vi, st, vf, inst, head, nxt, prv, cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size,
-              vm_cpu, vm_mem, blocked, maint, evac_of, vs, util, core_mhz, mig_par, evac):
+              vm_cpu, vm_mem, blocked, maint, evac_of, vs, util, core_mhz, mig_par, evac, stack):
     """3. Migrations landing at ``t``; a VM landing on a host put into maintenance meanwhile moves on at once."""
     landed = False
     while cnt[N_LAND] > 0 and lt[0] == t:
@@ -484,7 +485,7 @@ def _landings(t, lt, lv, cnt, migs, vi, st, vf, inst, head, nxt, prv, cpu_free, 
             vs[0] = int(migs[r, M_VM])
             lt, lv = _grow(lt, cnt[N_LAND] + 1), _grow(lv, cnt[N_LAND] + 1)
             migs = _migrate(vs, 1, d, t, evac_of[d], vi, migs, cnt, lt, lv, cpu_free, mem_free, cpu_cap, mem_cap, tc, tm,
-                            size, vm_cpu, vm_mem, util, core_mhz, mig_par, evac)
+                            size, vm_cpu, vm_mem, util, core_mhz, mig_par, evac, stack)
         landed = True
     return inst, migs, lt, lv, landed
 
@@ -492,7 +493,7 @@ def _landings(t, lt, lv, cnt, migs, vi, st, vf, inst, head, nxt, prv, cpu_free, 
 @njit
 def _failures(t, di, d_host, d_start, down, maint, blocked, sc, cpu_cap, mem_cap, detect_s, vi, st, inst, outs, migs, cnt,
               rel_t, rel_v, lt, lv, head, nxt, prv, cpu_free, mem_free, tc, tm, size, vm_cpu, vm_mem, evac_of, vs, util,
-              core_mhz, mig_par, evac):
+              core_mhz, mig_par, evac, stack):
     """4. Hosts failing at ``t``: their VMs stop (:func:`_fail`); migrations to them are cancelled and
     their VMs, still on a source in maintenance, sent elsewhere at once."""
     while di < d_start.size and d_start[di] == t:
@@ -513,14 +514,14 @@ def _failures(t, di, d_host, d_start, down, maint, blocked, sc, cpu_cap, mem_cap
                     vs[0] = v
                     lt, lv = _grow(lt, cnt[N_LAND] + 1), _grow(lv, cnt[N_LAND] + 1)
                     migs = _migrate(vs, 1, src, t, evac_of[src], vi, migs, cnt, lt, lv, cpu_free, mem_free, cpu_cap,
-                                    mem_cap, tc, tm, size, vm_cpu, vm_mem, util, core_mhz, mig_par, evac)
+                                    mem_cap, tc, tm, size, vm_cpu, vm_mem, util, core_mhz, mig_par, evac, stack)
         di += 1
     return di, outs, rel_t, rel_v, migs, lt, lv
 
 
 @njit
 def _maintenance(t, mi, m_host, m_at, maint, evac_of, blocked, sc, cpu_cap, mem_cap, cpu_free, mem_free, tc, tm, size,
-                 head, nxt, vi, vs, migs, cnt, lt, lv, vm_cpu, vm_mem, util, core_mhz, mig_par, evac):
+                 head, nxt, vi, vs, migs, cnt, lt, lv, vm_cpu, vm_mem, util, core_mhz, mig_par, evac, stack):
     """5. Hosts entering maintenance at ``t``: all of this instant first (no destination for each other),
     then their evacuations in event order."""
     m0 = mi
@@ -550,7 +551,7 @@ def _maintenance(t, mi, m_host, m_at, maint, evac_of, blocked, sc, cpu_cap, mem_
             v = nxt[v]
         lt, lv = _grow(lt, cnt[N_LAND] + nv), _grow(lv, cnt[N_LAND] + nv)
         migs = _migrate(vs, nv, h, t, mj, vi, migs, cnt, lt, lv, cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size,
-                        vm_cpu, vm_mem, util, core_mhz, mig_par, evac)
+                        vm_cpu, vm_mem, util, core_mhz, mig_par, evac, stack)
     return mi, migs, lt, lv
 
 
@@ -599,6 +600,7 @@ def _event_loop(arrival, run, vm_cpu, vm_mem, prio, initial, cpu_cap, mem_cap, d
     rq = np.empty(16, dtype=np.int64)
     rq_t = np.empty(16)
     vs = np.empty(n, dtype=np.int64)
+    stack = np.empty(2 * 64 + 2, dtype=np.int64)  # the first-fit tree search's scratch (depth <= 63)
     up_order = np.argsort(d_end, kind="mergesort")
     di = 0
     ui = 0
@@ -618,8 +620,10 @@ def _event_loop(arrival, run, vm_cpu, vm_mem, prio, initial, cpu_cap, mem_cap, d
                 break
             v = order[i]
             i += 1
-            inst = _arrive(v, next_arr, st, refused, vi, vf, inst, cnt, queue, ht, hv, policy, discipline, admission, res,
-                           sc, run, vm_cpu, vm_mem, cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size, head, nxt, prv)
+            if cnt[N_INST] >= inst.shape[0]:  # room for the one instance an arrival can start
+                inst = _grow(inst, cnt[N_INST])
+            _arrive(v, next_arr, st, refused, vi, vf, inst, cnt, queue, ht, hv, policy, discipline, admission, res,
+                           sc, run, vm_cpu, vm_mem, cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size, head, nxt, prv, stack)
             continue
         if t > until:
             break
@@ -631,46 +635,47 @@ def _event_loop(arrival, run, vm_cpu, vm_mem, prio, initial, cpu_cap, mem_cap, d
         if cnt[N_LAND] > 0 and lt[0] == t:
             inst, migs, lt, lv, landed = _landings(t, lt, lv, cnt, migs, vi, st, vf, inst, head, nxt, prv, cpu_free,
                                                    mem_free, cpu_cap, mem_cap, tc, tm, size, vm_cpu, vm_mem, blocked, maint,
-                                                   evac_of, vs, util, core_mhz, mig_par, evac)
+                                                   evac_of, vs, util, core_mhz, mig_par, evac, stack)
             freed |= landed
         if di < d_start.size and d_start[di] == t:
             di, outs, rel_t, rel_v, migs, lt, lv = _failures(t, di, d_host, d_start, down, maint, blocked, sc, cpu_cap,
                                                             mem_cap, detect_s, vi, st, inst, outs, migs, cnt, rel_t, rel_v,
                                                             lt, lv, head, nxt, prv, cpu_free, mem_free, tc, tm, size,
-                                                            vm_cpu, vm_mem, evac_of, vs, util, core_mhz, mig_par, evac)
+                                                            vm_cpu, vm_mem, evac_of, vs, util, core_mhz, mig_par, evac, stack)
         if mi < m_at.size and m_at[mi] == t:
             mi, migs, lt, lv = _maintenance(t, mi, m_host, m_at, maint, evac_of, blocked, sc, cpu_cap, mem_cap, cpu_free,
                                             mem_free, tc, tm, size, head, nxt, vi, vs, migs, cnt, lt, lv, vm_cpu, vm_mem,
-                                            util, core_mhz, mig_par, evac)
+                                            util, core_mhz, mig_par, evac, stack)
         released = False
         if cnt[R_HEAD] < cnt[R_TAIL] and rel_t[cnt[R_HEAD]] == t:  # 6. restarts
             released, rq, rq_t = _release(t, prio, st, rel_t, rel_v, rq, rq_t, cnt)
         if (released or freed) and cnt[N_RQ] > 0:
             inst, outs = _serve_restarts(t, boot_s, policy, rq, rq_t, cnt, st, vi, vf, inst, outs, cpu_free, mem_free,
-                                         cpu_cap, mem_cap, tc, tm, size, head, nxt, prv, sc, vm_cpu, vm_mem)
+                                         cpu_cap, mem_cap, tc, tm, size, head, nxt, prv, sc, vm_cpu, vm_mem, stack)
         if freed and cnt[Q_TAIL] > cnt[Q_HEAD]:  # 7. the arrival queue
             inst = _serve_queue(t, queue, cnt, st, vi, vf, inst, ht, hv, policy, discipline, admission, res, sc, run,
-                                vm_cpu, vm_mem, cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size, head, nxt, prv)
+                                vm_cpu, vm_mem, cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size, head, nxt, prv, stack)
     return (st, refused, vf, inst[: cnt[N_INST]], outs[: cnt[N_OUT]], migs[: cnt[N_MIG]], evac[:E])
 
 
 @njit(inline="always")
 def _start_new(v, h, t, st, vi, vf, inst, cnt, ht, hv, run, vm_cpu, vm_mem, cpu_free, mem_free, tc, tm, size, head,
                nxt, prv, sc):
-    """VM ``v``'s first start, on ``h`` at ``t``: its end is fixed (start + run) and scheduled."""
+    """VM ``v``'s first start, on ``h`` at ``t``: its end is fixed (start + run) and scheduled (the caller
+    made room for one more instance)."""
     vf[v, 0] = t
     vf[v, 1] = t + run[v]
-    inst = _run_on(v, h, t, t, vi, st, vf, inst, cnt, cpu_free, mem_free, tc, tm, size, head, nxt, prv, sc, vm_cpu, vm_mem)
+    _run_on(v, h, t, t, vi, st, vf, inst, cnt, cpu_free, mem_free, tc, tm, size, head, nxt, prv, sc, vm_cpu, vm_mem)
     if run[v] < np.inf:
         cnt[N_DEP] = _heap_push(ht, hv, cnt[N_DEP], vf[v, 1], v)
-    return inst
 
 
-@njit(inline="always")
+@njit(refcount=False)
 def _arrive(v, t, st, refused, vi, vf, inst, cnt, queue, ht, hv, policy, discipline, admission, res, sc, run, vm_cpu,
-            vm_mem, cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size, head, nxt, prv):
+            vm_mem, cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size, head, nxt, prv, stack):
     """VM ``v`` arrives at ``t``: fails if no empty host could hold it; waits behind a fifo queue; else
-    placed (admission permitting), queued, or refused (``reject``)."""
+    placed (admission permitting), queued, or refused (``reject``). The caller made room for one more
+    instance (this function borrows its arrays: it allocates and returns none)."""
     ever = False
     for h in range(cpu_cap.size):
         if fits(cpu_cap[h], mem_cap[h], vm_cpu[v], vm_mem[v]):
@@ -678,14 +683,14 @@ def _arrive(v, t, st, refused, vi, vf, inst, cnt, queue, ht, hv, policy, discipl
             break
     if not ever:
         st[v] = FAILED
-        return inst
+        return
     if discipline == 0 and cnt[Q_TAIL] > cnt[Q_HEAD]:
         queue[cnt[Q_TAIL]] = v
         cnt[Q_TAIL] += 1
         st[v] = WAITING
-        return inst
+        return
     ok = _admits(admission, sc, vm_cpu[v], vm_mem[v], res)
-    h = _find(policy, vm_cpu[v], vm_mem[v], cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size) if ok else -1
+    h = _find(policy, vm_cpu[v], vm_mem[v], cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size, stack) if ok else -1
     if h < 0:
         refused[v] = not ok
         if discipline == 2:
@@ -694,21 +699,21 @@ def _arrive(v, t, st, refused, vi, vf, inst, cnt, queue, ht, hv, policy, discipl
             queue[cnt[Q_TAIL]] = v
             cnt[Q_TAIL] += 1
             st[v] = WAITING
-        return inst
+        return
     return _start_new(v, h, t, st, vi, vf, inst, cnt, ht, hv, run, vm_cpu, vm_mem, cpu_free, mem_free, tc, tm, size,
                       head, nxt, prv, sc)
 
 
 @njit
 def _serve_queue(t, queue, cnt, st, vi, vf, inst, ht, hv, policy, discipline, admission, res, sc, run, vm_cpu, vm_mem,
-                 cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size, head, nxt, prv):
+                 cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size, head, nxt, prv, stack):
     """Capacity freed at ``t``: the arrival queue in order (fifo: the head blocks the rest; backfill: every VM that fits)."""
     k = cnt[Q_HEAD]
     w = cnt[Q_HEAD]
     while k < cnt[Q_TAIL]:
         v = queue[k]
         ok = _admits(admission, sc, vm_cpu[v], vm_mem[v], res)
-        h = _find(policy, vm_cpu[v], vm_mem[v], cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size) if ok else -1
+        h = _find(policy, vm_cpu[v], vm_mem[v], cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size, stack) if ok else -1
         if h < 0:
             if discipline == 0:
                 break
@@ -716,7 +721,8 @@ def _serve_queue(t, queue, cnt, st, vi, vf, inst, ht, hv, policy, discipline, ad
             w += 1
             k += 1
             continue
-        inst = _start_new(v, h, t, st, vi, vf, inst, cnt, ht, hv, run, vm_cpu, vm_mem, cpu_free, mem_free, tc, tm, size,
+        inst = _grow(inst, cnt[N_INST])
+        _start_new(v, h, t, st, vi, vf, inst, cnt, ht, hv, run, vm_cpu, vm_mem, cpu_free, mem_free, tc, tm, size,
                           head, nxt, prv, sc)
         k += 1
     if discipline == 0:
@@ -732,21 +738,22 @@ def _serve_queue(t, queue, cnt, st, vi, vf, inst, ht, hv, policy, discipline, ad
 
 @njit
 def _serve_restarts(t, boot_s, policy, rq, rq_t, cnt, st, vi, vf, inst, outs, cpu_free, mem_free, cpu_cap, mem_cap, tc,
-                    tm, size, head, nxt, prv, sc, vm_cpu, vm_mem):
+                    tm, size, head, nxt, prv, sc, vm_cpu, vm_mem, stack):
     """The restart queue in priority order: each VM down is placed where the policy finds room, up ``boot_s`` later."""
     w = 0
     for k in range(cnt[N_RQ]):
         v = rq[k]
         if st[v] != DOWN:
             continue
-        h = _find(policy, vm_cpu[v], vm_mem[v], cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size)
+        h = _find(policy, vm_cpu[v], vm_mem[v], cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size, stack)
         if h < 0:
             rq[w] = v
             rq_t[w] = rq_t[k]
             w += 1
             continue
         up = min(t + boot_s, vf[v, 1]) if vf[v, 1] == vf[v, 1] else t + boot_s
-        inst = _run_on(v, h, t, up, vi, st, vf, inst, cnt, cpu_free, mem_free, tc, tm, size, head, nxt, prv, sc, vm_cpu,
+        inst = _grow(inst, cnt[N_INST])
+        _run_on(v, h, t, up, vi, st, vf, inst, cnt, cpu_free, mem_free, tc, tm, size, head, nxt, prv, sc, vm_cpu,
                        vm_mem)
         o = vi[v, 2]
         outs[o, O_PLACE] = t
