@@ -353,7 +353,7 @@ class HciRuntime:
         # components would have taken, 1 / hosts of them
         wr_per_host = self._be_write * self.block / self.H
         for j in self.jobs:
-            if j.kind == "delta" and j.end_s is None:
+            if j.kind != "evacuate" and j.end_s is None:  # (a rebuild that cannot run turns into a delta resync)
                 ov = np.clip(np.minimum(hi, j.absent_to) - np.maximum(lo, j.absent_from), 0.0, None)
                 j.delta_bytes += float((wr_per_host * ov).sum())
         t_free = lo[0] if T else 0.0
@@ -370,7 +370,7 @@ class HciRuntime:
                 break
             # a rebuild needs the policy's hosts up besides the absent one
             if j.kind == "rebuild":
-                ok = n_up >= self.min_hosts - 1e-9
+                ok = (n_up >= self.min_hosts - 1e-9) & (lo < j.absent_to)  # (once it is back: a delta resync instead)
                 first = np.flatnonzero(ok & (hi > begin))
                 if not first.size:
                     if hi[-1] > j.absent_to:  # it came back first: copy back what it missed instead
@@ -385,7 +385,7 @@ class HciRuntime:
                 j.began = begin
             avail = np.clip(hi - np.maximum(lo, begin), 0.0, None) * (1.0 - active)
             if j.kind == "rebuild":
-                avail = avail * (n_up >= self.min_hosts - 1e-9)
+                avail = avail * (n_up >= self.min_hosts - 1e-9) * (lo < j.absent_to)
             prog = rate * avail
             cum = np.cumsum(prog)
             if j.left <= 0.0:
