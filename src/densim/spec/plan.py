@@ -12,6 +12,7 @@ from densim.models.cost import BomLine, CostInputs
 from densim.models.hardware import HostCpu, PowerSpec
 from densim.spec.forecast import ForecastSpec
 from densim.spec.memory import MemorySettings
+from densim.spec.storage import HciPlanSpec
 from densim.units import PosBytes, PosMemBytes, MemBytes, PosMHz, Watts
 
 _LOCAL_CFG = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
@@ -232,6 +233,8 @@ class PlanSpec(BaseModel):
     forecast: ForecastSpec | None = Field(default=None, description="time remaining from the inventory's history (summary key time_remaining)")
     racks: RackSpec | None = Field(default=None, description="rack power and circuits: hosts per rack, racks, VMs per kW")
     confidence: ConfidenceSpec = Field(default_factory=ConfidenceSpec, description="data-quality rating and host-count interval")
+    hci: HciPlanSpec | None = Field(default=None, description="every VM's data on a hyper-converged datastore of the "
+                                    "candidate's hosts: storage may need more hosts than compute (tools/plan/hci.py)")
 
     @field_validator("memory")
     @classmethod

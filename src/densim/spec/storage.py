@@ -145,6 +145,29 @@ class HciSpec(BaseModel):
         return self
 
 
+class HciPlanSpec(BaseModel):
+    """``densim plan``'s ``hci`` section: every VM's data on a hyper-converged datastore of the candidate's hosts."""
+
+    model_config = _CFG
+
+    device: str = Field(description="catalog device of every capacity disk")
+    disks_per_host: int = Field(gt=0, le=MAX_DRIVES, strict=True)
+    nic: str = Field(description="catalog NIC carrying each host's storage traffic")
+    policy: str = Field(description="storage policy of every VM (densim.models.storage.hci.POLICIES)")
+    disk_bytes: PosBytes = Field(alias="disk", description="data each VM stores (logical)")
+    cold_fraction: float | None = Field(default=None, ge=0.0, le=1.0, description="EC-X policies: the write-cold share")
+    dedupe_compression: float = Field(default=1.0, ge=1.0)
+    slack: float = Field(default=0.25, ge=0.0, lt=1.0)
+    rebuild_reserve_hosts: int = Field(default=1, ge=0, le=16, strict=True)
+    rebuild_share: float = Field(gt=0.0, le=1.0, description="share of each host a resync may take (vSAN 0.2, Nutanix 0.25)")
+
+    @model_validator(mode="after")
+    def _policy(self) -> "HciPlanSpec":
+        HciPolicyGroup.model_validate({"vms": "all", "policy": self.policy, "disk": self.disk_bytes,
+                                       "cold_fraction": self.cold_fraction})
+        return self
+
+
 class StorageSettings(BaseModel):
     """Per-VM storage: devices, arrays and datastores VMs use. Owned by the storage model.
 
@@ -364,6 +387,7 @@ class SizingScenario(BaseModel):
 
 __all__ = [
     "DatastoreSpec",
+    "HciPlanSpec",
     "HciPolicyGroup",
     "HciSpec",
     "StorageSettings",
