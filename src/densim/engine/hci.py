@@ -463,3 +463,41 @@ class HciRuntime:
             "energy_kwh": self.energy_j / 3.6e6 if self.power_known else None,
             "resyncs": resyncs,
         }
+
+    def report_section(self, ctx) -> dict[str, Any]:
+        """Run-report section: notes, a table of the resyncs and a figure of VM latency and resync traffic over time."""
+        h = self.summary(ctx)
+        c = h["capacity"]
+        notes = [f"{c['hosts']} hosts x {self.spec.disks_per_host} x {self.hp.device.name}: {c['raw_tib']:,.1f} TiB raw, "
+                 f"{c['usable_tib']:,.1f} TiB usable after a {c['rebuild_reserve_hosts']}-host rebuild reserve and "
+                 f"{100 * c['slack']:.0f} % slack ({c['used_raw_tib']:,.1f} TiB raw used); hosts needed {c['hosts_needed']} "
+                 f"(limit: {c['limiting']})."]
+        if c["over_slack"]:
+            notes.append(f"The data takes more raw than the slack and rebuild reserve leave ({c['used_raw_tib']:,.1f} of "
+                         f"{c['available_raw_tib']:,.1f} TiB): {c['hosts_needed']} hosts would keep them.")
+        for name, p in h["policies"].items():
+            notes.append(f"{name}: FTT={p['ftt']}, at least {p['min_hosts']} hosts; {p['write_amplification']:.2f} back-end "
+                         f"I/Os and {p['network_transfers_per_write']:.2f} network transfers per write, "
+                         f"{p['network_transfers_per_read']:.2f} per read.")
+        if h["latency_s_resync_mean"] is not None:
+            notes.append(f"VM I/O latency during resyncs {1e3 * h['latency_s_resync_mean']:.3f} ms mean "
+                         f"({1e3 * h['latency_s_resync_worst']:.3f} ms worst step) against "
+                         f"{1e3 * (h['latency_s_outside_mean'] or 0.0):.3f} ms outside them.")
+        rows = [[r["host"], r["event"], r["kind"], r["absent_from_s"], r["start_s"], r["end_s"], r["bytes"] / 2**30,
+                 r["time_to_compliance_s"], r.get("waiting", "")] for r in h["resyncs"]]
+        ser = np.asarray(self.series, dtype=np.float64).reshape(-1, 4)
+        fig = None
+        if ser.size:
+            k = max(1, int(math.ceil(ser.shape[0] / 2000)))
+            s = ser[::k]
+            fig = {"data": [{"type": "scatter", "mode": "lines", "name": "VM I/O latency (ms)", "x": (s[:, 0] / 3600).tolist(),
+                             "y": (1e3 * s[:, 1]).tolist()},
+                            {"type": "scatter", "mode": "lines", "name": "resync (GB/s)", "yaxis": "y2",
+                             "x": (s[:, 0] / 3600).tolist(), "y": (s[:, 2] / 1e9).tolist()}],
+                   "layout": {"title": {"text": f"HCI datastore {self.spec.name}: VM latency and resync over time"},
+                              "xaxis": {"title": {"text": "hours from start"}}, "yaxis": {"title": {"text": "ms"}, "rangemode": "tozero"},
+                              "yaxis2": {"title": {"text": "GB/s"}, "overlaying": "y", "side": "right", "rangemode": "tozero"},
+                              "height": 340}}
+        return {"title": f"HCI datastore {self.spec.name}", "notes": notes, "figure": fig,
+                "table": {"columns": ["host", "event", "resync", "absent from (s)", "started (s)", "ended (s)", "GiB",
+                                      "time to compliance (s)", "note"], "rows": rows}}

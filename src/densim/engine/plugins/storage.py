@@ -514,6 +514,10 @@ class StorageStage(BaseStage):
         return {"rebuild_rate_basis": basis, "data_loss_events": lost, "vm_io_down_minutes": self.vm_down_s / 60.0,
                 "datastores": ds, "boot_storms": boots}
 
+    def report_section(self, ctx, result) -> dict | None:
+        """The HCI datastore in the run report: capacity, policies, each resync and VM latency over time."""
+        return self.hci.report_section(ctx) if self.hci is not None else None
+
     def finish(self, ctx, summary) -> None:
         out = {}
         for k in range(self.slot_ds.size):
