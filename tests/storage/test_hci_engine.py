@@ -99,3 +99,16 @@ def test_refusals_name_the_field():
     d["storage"]["hci"]["policies"][0] |= {"policy": "nutanix-rf2-ecx"}
     with pytest.raises(ScenarioInvalid, match="give cold_fraction"):
         resolve(scenario_from_dict(d))
+
+
+def test_two_failures_resync_one_after_the_other():
+    # h-1 down at 10 min, h-2 at 11 min, both for 100 min: rebuilds due at 70 and 71 min (60-min timer).
+    # 3 hosts up: 0.2 x 3 x 3.7208e9 = 2.2325e9 B/s; 800 GiB each -> 384.8 s. The first runs 4,200..4,584.8 s,
+    # the second waits for it (resyncs run one after the other) and ends 384.8 s later
+    r = run(failures={"events": [{"time": "10 min", "target": "h-1", "duration": "100 min"},
+                                 {"time": "11 min", "target": "h-2", "duration": "100 min"}]})
+    a, b = r.summary["hci"]["resyncs"]
+    per_host = 1.0 / (1.0 / (4 * 3.27e9) + 1.0 / (4 * 1.3e9))
+    t = 800 * 2**30 / (0.2 * 3 * per_host)
+    assert (a["start_s"], a["end_s"]) == pytest.approx((4200.0, 4200.0 + t), rel=1e-6)
+    assert (b["start_s"], b["end_s"]) == pytest.approx((4200.0 + t, 4200.0 + 2 * t), rel=1e-6)

@@ -363,7 +363,7 @@ class HciRuntime:
                 continue
             if j.kind == "delta":
                 if hi[-1] <= j.absent_to:
-                    break  # not back yet: later jobs wait (FIFO)
+                    continue  # not back yet (a later job may run meanwhile)
                 j.left = j.bytes = j.delta_bytes
             begin = max(j.start_s, t_free)
             if begin >= hi[-1]:
@@ -378,12 +378,14 @@ class HciRuntime:
                         j.left = j.bytes = j.delta_bytes
                         begin = max(j.start_s, t_free)
                     else:
-                        break
+                        continue  # waits for hosts; a later job may run meanwhile
                 else:
                     begin = max(begin, lo[first[0]])
             if j.began is None:
                 j.began = begin
-            avail = np.clip(hi - np.maximum(lo, begin), 0.0, None) * (1.0 - active)
+            # the job's time in each step starts after ``begin`` and after what earlier jobs took of the step
+            t_s = np.maximum(np.maximum(lo, begin), lo + active * (hi - lo))
+            avail = np.clip(hi - t_s, 0.0, None)
             if j.kind == "rebuild":
                 avail = avail * (n_up >= self.min_hosts - 1e-9) * (lo < j.absent_to)
             prog = rate * avail
@@ -399,11 +401,10 @@ class HciRuntime:
                 break
             before = float(cum[idx - 1]) if idx > 0 else 0.0
             need = (j.left - before) / max(rate[idx], 1e-300)
-            start_in = max(lo[idx], begin) + (hi[idx] - lo[idx]) * active[idx] if avail[idx] > 0 else lo[idx]
-            end = min(start_in + need, hi[idx])
+            end = min(t_s[idx] + need, hi[idx])
             frac = avail.copy()
             frac[idx + 1:] = 0.0
-            frac[idx] = max(end - max(lo[idx], begin), 0.0)
+            frac[idx] = max(end - t_s[idx], 0.0)
             active += frac / np.maximum(hi - lo, 1e-12)
             j.end_s = float(end)
             j.left = 0.0
