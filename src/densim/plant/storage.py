@@ -233,4 +233,17 @@ def resolve_hci(sc, catalog, issues: list) -> HciPlant | None:
                            f"hosts; the cluster has {n_hosts}"))
     if len(issues) > n0 or dev is None or nic is None:
         return None
-    return HciPlant(h, dev, nic, named, n_hosts)
+    plant = HciPlant(h, dev, nic, named, n_hosts)
+    groups = [sc.vms[i] for i in hci_vm_groups(sc)]
+    if groups and all(g.count is not None for g in groups):  # (a trace's VM count is known at run time: checked then)
+        from densim.models.storage.hci import TIB, GroupData, used_raw
+
+        data = [GroupData(g.name, named[g.name].policy, g.count * named[g.name].disk_bytes, named[g.name].cold_fraction or 0.0)
+                for g in groups]
+        used, raw = used_raw(data, n_hosts, h.dedupe_compression), n_hosts * plant.raw_per_host_bytes
+        if used > raw:
+            issues.append(("storage.hci.policies", f"the VMs' data takes {used / TIB:,.1f} TiB raw at their policies but the "
+                           f"{n_hosts} hosts have {raw / TIB:,.1f} TiB raw ({h.disks_per_host} x {dev.name} each): it cannot "
+                           "be stored (add hosts or disks, or a cheaper policy)"))
+            return None
+    return plant
