@@ -260,7 +260,7 @@ def answer_dict(res: PlanResult) -> dict | None:
         "bounds": bounds, "limiting": "storage" if storage_bound else "power" if power_bound else limiting,
         "limiting_through": limiting if power_bound and not storage_bound else None,
         "power": r.power,
-        "hci": r.hci or None,
+        **({"hci": r.hci} if r.hci else {}),  # an hci section in the candidates file
         "comparison": today_vs_proposed(res, r),
     }
 
