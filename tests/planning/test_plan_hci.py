@@ -58,3 +58,30 @@ def test_headline_names_the_storage_policy_as_the_limit():
 def test_ecx_plan_needs_cold_fraction():
     with pytest.raises(ValueError, match="give cold_fraction"):
         _spec(policy="nutanix-rf2-ecx")
+
+
+def test_a_plan_with_an_hci_section_is_storage_bound_end_to_end(tmp_path):
+    from densim.spec.plan import PlanSpec
+    from densim.tools.plan.capacity import plan
+    from densim.tools.plan.report import summary_dict, write_outputs
+    from densim.workloads.inventory import build_inventory
+
+    # 4 VMs of 2 vCPUs, 8 GiB, 1,000 MHz each on 4-core hosts at 1 vCPU per core: compute needs 2 hosts.
+    # Their 4 x 1 TiB at RAID-5 take 5.33 TiB raw (4.37 TiB available per host): capacity 1 + 2 = 3 hosts,
+    # the policy 4 + 1 = 5: buy 5, storage-bound
+    inv = build_inventory([f"v{i}" for i in range(4)], [2] * 4, [2000.0] * 4, [8 * 2**30] * 4,
+                          cpu_mhz=np.full((4, 4), 1000.0))
+    spec = PlanSpec.model_validate({
+        "qos": {"cpu_ready_pct": 5.0, "vcpus_per_core": 1.0},
+        "candidates": [{"name": "new", "cpu": {"sockets": 1, "cores_per_socket": 4, "base_clock": "2 GHz"},
+                        "memory": "32 GiB", "power": {"model": "linear", "idle": "100 W", "peak": "300 W"}, "price_usd": 5000}],
+        "hci": {"device": "intel-dc-p4600-1.6tb", "disks_per_host": 4, "nic": "connectx-4-lx-2x25g", "policy": "vsan-raid5",
+                "disk": "1 TiB", "rebuild_share": 0.2}})
+    res = plan(inv, spec)
+    s = summary_dict(res)
+    a = s["answer"]
+    assert (a["hosts"], a["hosts_packed"], a["limiting"]) == (5, 2, "storage")
+    assert a["hci"]["hosts_for_capacity"] == 3 and a["hci"]["storage_limit"] == "policy vsan-raid5"
+    write_outputs(res, tmp_path)  # the report renders the storage-bound answer
+    html = (tmp_path / "report.html").read_text()
+    assert "limiting: storage policy vsan-raid5" in html

@@ -112,3 +112,16 @@ def test_two_failures_resync_one_after_the_other():
     t = 800 * 2**30 / (0.2 * 3 * per_host)
     assert (a["start_s"], a["end_s"]) == pytest.approx((4200.0, 4200.0 + t), rel=1e-6)
     assert (b["start_s"], b["end_s"]) == pytest.approx((4200.0 + t, 4200.0 + 2 * t), rel=1e-6)
+
+
+def test_full_data_migration_maintenance_copies_the_hosts_share_from_the_decision():
+    # h-0 into maintenance at 10 min with full-data-migration: its 800 GiB are copied away from 600 s on, at
+    # 0.2 x hosts up x 3.7208e9 B/s: between 5 hosts up (288.6 s) and 4 once h-0 has emptied (360.8 s)
+    d = copy.deepcopy(BASE)
+    d["storage"]["hci"]["maintenance_mode"] = "full-data-migration"
+    d["migration"] = {"model": "precopy", "maintenance": [{"host": "h-0", "at": "10 min"}]}
+    (x,) = simulate(resolve(scenario_from_dict(d))).summary["hci"]["resyncs"]
+    per_host = 1.0 / (1.0 / (4 * 3.27e9) + 1.0 / (4 * 1.3e9))
+    b = 800 * 2**30
+    assert (x["kind"], x["host"], x["start_s"], x["finished"]) == ("evacuate", "h-0", 600.0, True)
+    assert b / (0.2 * 5 * per_host) <= x["time_to_compliance_s"] <= b / (0.2 * 4 * per_host) + 1e-6
