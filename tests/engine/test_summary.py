@@ -96,8 +96,9 @@ def test_every_registered_stage_declares_what_its_finish_writes():
     assert set(STAGES.names()) >= {"fabric", "memory", "storage", "virtualization"}
     for cls, name in [(FabricStage, "fabric"), (MemoryStage, "memory"), (StorageStage, "storage"),
                       (VirtualizationStage, "virtualization")]:
-        # a stage's own section, plus (storage) the storage_failures section it writes when the run has failures:
-        assert set(cls.summary_sections) == {name} | ({"storage_failures"} if name == "storage" else set())
+        # a stage's own section, plus (storage) the storage_failures section it writes when the run has failures
+        # and the hci section of an HCI datastore (storage.hci):
+        assert set(cls.summary_sections) == {name} | ({"storage_failures", "hci"} if name == "storage" else set())
         for sec in cls.summary_sections.values():
             assert sec.__required_keys__
 

@@ -28,9 +28,13 @@ def test_worked_example_two_12_core_cpus_license_32_cores_under_16_per_cpu():
     # 2 x 12-core CPUs -> max(12, 16) + max(12, 16) = 16 + 16 = 32 cores licensed (not 24)
     vcf = product("vmware-vcf")
     assert cores_licensed_per_host(vcf, [12, 12]) == 32
-    # at $350 per core-year: 32 x 350 = $11,200 per host-year
-    row = fleet_licences(vcf, n_hosts=1, sockets=2, cores_per_socket=12, vm_vcpus=[], years=4)
-    assert row["units"] == 32 and row["usd_per_year"] == 32 * 350 == 11_200
+    # at $350 per core-year: 32 x 350 = $11,200 per host-year (three hosts: 96 cores, above the 72-core order minimum)
+    row = fleet_licences(vcf, n_hosts=3, sockets=2, cores_per_socket=12, vm_vcpus=[], years=4)
+    assert row["units"] == 96 and row["usd_per_year"] == 3 * 32 * 350 == 3 * 11_200
+    # one host alone: an order is at least 72 cores (since 2025-04-10), so max(32, 72) = 72 cores = $25,200;
+    # each VCF core includes 1 TiB of raw vSAN: 72 TiB
+    one = fleet_licences(vcf, n_hosts=1, sockets=2, cores_per_socket=12, vm_vcpus=[], years=4)
+    assert (one["units"], one["usd_per_year"], one["vsan_tib_included"]) == (72, 72 * 350, 72.0)
     # above the minimum every core counts: 2 x 24 -> 48; mixed 8 + 20 -> 16 + 20 = 36
     assert cores_licensed_per_host(vcf, [24, 24]) == 48
     assert cores_licensed_per_host(vcf, [8, 20]) == 36

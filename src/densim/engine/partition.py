@@ -155,9 +155,13 @@ def _shared_datastore(ctx: EngineContext) -> tuple[str, str] | None:
     st = sc.storage
     if st.model == "none":
         return None
+    placed = ctx.vms.host >= 0
+    if st.hci is not None and placed.any():
+        return ("storage.hci", f"the HCI datastore {st.hci.name!r} spreads every VM's data over every host's disks and "
+                               f"storage network (and a resync over every host up): {SPLIT} cannot give a part its latency "
+                               "(run it in one process)")
     names = [d.name for d in st.datastores]
     shared = {d.name for d in st.datastores if d.scope == "shared"}
-    placed = ctx.vms.host >= 0
     if not shared or not placed.any():
         return None
     tail = (f"{SPLIT} cannot give a part its latency (run it in one process, or give the datastore scope: per-host, "

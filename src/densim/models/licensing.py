@@ -33,6 +33,11 @@ Server, a 2-core pack of SQL Server, one core-year of VMware). Yearly cost::
 
 with L the amortisation years of the plan. Worked example (the issue's): 2 x 12-core CPUs under a
 16-core-per-CPU minimum -> max(12, 16) + max(12, 16) = 32 cores licensed.
+
+An order minimum (``min_cores_per_order``, VCF/VVF: 72 cores since 2025-04-10) lifts a small fleet to it: two
+such hosts license max(2 x 32, 72) = 72 cores. A product with ``vsan_tib_per_core`` (VCF 9: 1 TiB of raw
+vSAN capacity per licensed core) includes ``cores x tib_per_core`` TiB; an HCI datastore claiming more raw
+needs add-on TiB (:func:`densim.models.storage.hci.vsan_entitlement`).
 """
 
 from __future__ import annotations
@@ -58,6 +63,10 @@ class LicenceProduct(BaseModel):
     min_cores_per_cpu: int = Field(default=0, ge=0, description="per_core: every CPU counts at least this many cores")
     min_cores_per_host: int = Field(default=0, ge=0, description="per_core: every host counts at least this many cores")
     min_cores_per_vm: int = Field(default=0, ge=0, description="per_vm_core: every VM counts at least this many cores")
+    min_cores_per_order: int = Field(default=0, ge=0, description="per_core: an order (the whole fleet here) is at least "
+                                     "this many cores (VCF/VVF since 2025-04-10: 72)")
+    vsan_tib_per_core: float | None = Field(default=None, ge=0, description="vSAN raw capacity (TiB) each licensed core "
+                                            "includes (VCF 9: 1 TiB); raw claimed beyond it is bought as add-on TiB")
     pack_cores: int = Field(default=1, ge=1, description="cores are bought in packs of this many (rounded up)")
     sockets_per_unit: int = Field(default=1, ge=1, description="per_socket: sockets one subscription covers")
     term: Literal["year", "perpetual"]
@@ -73,6 +82,8 @@ class LicenceProduct(BaseModel):
     def _rule_fields(self) -> "LicenceProduct":
         if self.rule != "per_core" and (self.min_cores_per_cpu or self.min_cores_per_host):
             raise ValueError(f"min_cores_per_cpu / min_cores_per_host apply to rule per_core, not {self.rule}")
+        if self.rule != "per_core" and (self.min_cores_per_order or self.vsan_tib_per_core is not None):
+            raise ValueError(f"min_cores_per_order / vsan_tib_per_core apply to rule per_core, not {self.rule}")
         if self.rule != "per_vm_core" and self.min_cores_per_vm:
             raise ValueError(f"min_cores_per_vm applies to rule per_vm_core, not {self.rule}")
         if self.rule in ("per_socket", "per_gpu", "per_vgpu_vm") and self.pack_cores != 1:
@@ -133,8 +144,12 @@ def fleet_licences(p: LicenceProduct, *, n_hosts: int, sockets: int, cores_per_s
         per = {"vms": vgpu_vms}
     elif p.rule == "per_core":
         per_host = cores_licensed_per_host(p, [cores_per_socket] * sockets)
-        units = per_host * n_hosts
+        units = max(per_host * n_hosts, p.min_cores_per_order)  # the per-order minimum (additive: 0 by default)
         per = {"cores_per_host": per_host}
+        if p.min_cores_per_order:
+            per["order_minimum_cores"] = p.min_cores_per_order
+        if p.vsan_tib_per_core is not None:
+            per["vsan_tib_included"] = units * p.vsan_tib_per_core
     elif p.rule == "per_socket":
         per_host = units_per_host(p, sockets)
         units = per_host * n_hosts

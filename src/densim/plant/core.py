@@ -78,6 +78,7 @@ class Plant:
     memory: MemoryPlant | None = None  # memory model on
     virtualization: tuple[VirtPlatform, ...] | None = None  # kvm model on: one per host group
     fabric: Any = None  # densim.models.jobs.JobSystem when the fabric model is on
+    hci: Any = None  # densim.plant.storage.HciPlant when storage.hci is given
 
     @property
     def name(self) -> str:
@@ -151,6 +152,11 @@ def resolve(sc: Scenario, *, source: str | Path | None = None) -> Plant:
 
         issues += gpu_issues(sc, hosts)
     datastores = _datastores(sc, catalog, issues) if sc.storage.model != "none" else ()
+    hci = None
+    if sc.storage.model != "none" and sc.storage.hci is not None:
+        from densim.plant.storage import resolve_hci
+
+        hci = resolve_hci(sc, catalog, issues)
     memory = _memory(sc, catalog, issues, src, hosts) if sc.memory.model != "none" else None
     virt = _virtualization(sc, catalog, hosts, issues) if sc.virtualization.model == "kvm" and hosts is not None else None
     if not issues:
@@ -168,7 +174,7 @@ def resolve(sc: Scenario, *, source: str | Path | None = None) -> Plant:
     if issues:
         raise ScenarioInvalid(src, list(issues))
     return Plant(spec=sc, source=src, catalog=catalog, host_groups=hosts, datastores=datastores, memory=memory,
-                 virtualization=virt, fabric=fabric)
+                 virtualization=virt, fabric=fabric, hci=hci)
 
 
 # ---------------------------------------------------------------------------------------- checks
@@ -323,7 +329,7 @@ def _datastores(sc: Scenario, catalog: Catalog, issues: _Issues) -> tuple[Datast
         ctl = issues.get(catalog, "controllers", d.controller, ControllerSpec, f"storage.datastores[{i}].controller") if d.controller else None
         if dev is not None:
             out.append(DatastorePlant(d, dev, ctl))
-    names = {d.name for d in st.datastores}
+    names = {d.name for d in st.datastores} | ({st.hci.name} if st.hci is not None else set())
     for i, g in enumerate(sc.vms):
         if g.datastore is not None and g.datastore not in names:
             issues.append((f"vms[{i}].datastore", f"unknown datastore {g.datastore!r}; storage.datastores: {', '.join(names)}"))

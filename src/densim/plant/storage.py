@@ -158,3 +158,92 @@ def load_sizing(path: str | Path) -> tuple[SizingScenario, SizingPlant]:
     if issues:
         raise ScenarioInvalid(path, issues)
     return sc, SizingPlant(devices, ctls, encl, float(cycles))
+
+
+# --------------------------------------------------------------------------------------------
+# hyper-converged datastore (storage.hci)
+
+
+@dataclass(frozen=True)
+class HciPlant:
+    """``storage.hci`` resolved: the capacity disk, the storage adapter and each VM group's policy."""
+
+    spec: Any  # densim.spec.storage.HciSpec
+    device: DeviceSpec
+    nic: Any  # densim.models.fabric.NicSpec
+    group_policy: dict[str, Any]  # VM group name -> HciPolicyGroup
+    hosts: int  # every host of the cluster gives disks_per_host disks
+
+    @property
+    def raw_per_host_bytes(self) -> float:
+        return self.spec.disks_per_host * self.device.capacity("HCI model")
+
+    def per_host_resync_Bps(self) -> float:
+        from densim.models.storage.hci import host_resync_Bps
+
+        d = self.device
+        return host_resync_Bps(self.spec.disks_per_host, d.seq_bps(False, "HCI model"), d.seq_bps(True, "HCI model"),
+                               self.nic.bandwidth_bps)
+
+
+def hci_vm_groups(sc) -> list[int]:
+    """Indices of the VM groups whose disks live on the HCI datastore."""
+    st = sc.storage
+    if st.hci is None:
+        return []
+    return [i for i, g in enumerate(sc.vms) if (g.datastore or st.default_datastore) == st.hci.name]
+
+
+def resolve_hci(sc, catalog, issues: list) -> HciPlant | None:
+    """``storage.hci`` against the catalog, the VM groups and the cluster (appends ``(field path, problem)`` to ``issues``)."""
+    from densim.errors import PartError
+    from densim.models.devices import block_service
+    from densim.models.fabric import NicSpec
+    from densim.models.storage.hci import POLICIES
+
+    h = sc.storage.hci
+    if h is None:
+        return None
+    n0 = len(issues)
+    dev = _get(catalog, "devices", h.device, DeviceSpec, "storage.hci.device", issues)
+    if dev is not None:
+        try:
+            dev.capacity("HCI model")
+            dev.seq_bps(False, "HCI model (resync)")
+            dev.seq_bps(True, "HCI model (resync)")
+            block_service(dev, sc.storage.block_size_bytes, 1.0)
+            block_service(dev, sc.storage.block_size_bytes, 0.0)
+        except PartError as exc:
+            issues.append(("storage.hci.device", exc.problem))
+    nic = _get(catalog, "nics", h.nic, NicSpec, "storage.hci.nic", issues)
+    groups = {g.name for g in sc.vms}
+    for i, p in enumerate(h.policies):
+        if p.vms not in groups:
+            issues.append((f"storage.hci.policies[{i}].vms", f"no VM group {p.vms!r}; groups: {', '.join(sorted(groups))}"))
+    named = {p.vms: p for p in h.policies}
+    for i in hci_vm_groups(sc):
+        if sc.vms[i].name not in named:
+            issues.append((f"vms[{i}].datastore", f"VM group {sc.vms[i].name!r} lives on the HCI datastore {h.name!r} but "
+                           "storage.hci.policies gives it no policy (add an entry with its policy and disk)"))
+    n_hosts = sum(g.count for g in sc.cluster.hosts)
+    for i, p in enumerate(h.policies):
+        need = POLICIES[p.policy].min_hosts
+        if n_hosts < need:
+            issues.append((f"storage.hci.policies[{i}].policy", f"{p.policy} places its components on at least {need} "
+                           f"hosts; the cluster has {n_hosts}"))
+    if len(issues) > n0 or dev is None or nic is None:
+        return None
+    plant = HciPlant(h, dev, nic, named, n_hosts)
+    groups = [sc.vms[i] for i in hci_vm_groups(sc)]
+    if groups and all(g.count is not None for g in groups):  # (a trace's VM count is known at run time: checked then)
+        from densim.models.storage.hci import TIB, GroupData, used_raw
+
+        data = [GroupData(g.name, named[g.name].policy, g.count * named[g.name].disk_bytes, named[g.name].cold_fraction or 0.0)
+                for g in groups]
+        used, raw = used_raw(data, n_hosts, h.dedupe_compression), n_hosts * plant.raw_per_host_bytes
+        if used > raw:
+            issues.append(("storage.hci.policies", f"the VMs' data takes {used / TIB:,.1f} TiB raw at their policies but the "
+                           f"{n_hosts} hosts have {raw / TIB:,.1f} TiB raw ({h.disks_per_host} x {dev.name} each): it cannot "
+                           "be stored (add hosts or disks, or a cheaper policy)"))
+            return None
+    return plant

@@ -59,7 +59,8 @@ def _section(sec: dict[str, Any]) -> dict[str, Any]:
     """
     table = sec.get("table")
     return {"title": str(sec["title"]), "notes": [str(n) for n in sec.get("notes") or []],
-            "table": {"columns": list(table["columns"]), "rows": [list(r) for r in table["rows"]]} if table else None}
+            "table": {"columns": list(table["columns"]), "rows": [list(r) for r in table["rows"]]} if table else None,
+            "fig_id": None}
 
 
 MAX_SATURATION_ROWS = 50  # rows shown in the run report (summary.json keeps up to 200)
@@ -199,7 +200,11 @@ def render_run_report(result, out_path: str | Path) -> Path:
         if fn is not None:
             sec = fn(c, result)
             if sec:
-                extra.append(_section(sec))
+                one = _section(sec)
+                if sec.get("figure"):  # a plotly figure dict (the HCI datastore's latency during resyncs over time)
+                    one["fig_id"] = f"fig-stage-{len(extra)}"
+                    figures[one["fig_id"]] = go.Figure(sec["figure"])
+                extra.append(one)
     return write_report(
         out_path, "run.html.j2", figures=figures, title=f"densim run: {s['scenario']}",
         subtitle=f"{c.grid.n_steps} steps of {step:g} s; placement {s['placement']['policy']}; CPU model {s['models']['cpu_contention']}",

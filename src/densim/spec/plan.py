@@ -13,6 +13,7 @@ from densim.models.hardware import HostCpu, PowerSpec
 from densim.spec.forecast import ForecastSpec
 from densim.spec.gpu import HostGpus, VmGpu
 from densim.spec.memory import MemorySettings
+from densim.spec.storage import HciPlanSpec
 from densim.units import BytesPerSecond, PosBytes, PosMemBytes, MemBytes, PosMHz, PosSeconds, Seconds, Watts
 
 _LOCAL_CFG = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
@@ -343,6 +344,8 @@ class PlanSpec(BaseModel):
     racks: RackSpec | None = Field(default=None, description="rack power and circuits: hosts per rack, racks, VMs per kW")
     confidence: ConfidenceSpec = Field(default_factory=ConfidenceSpec, description="data-quality rating and host-count interval")
     waves: WavesSpec | None = Field(default=None, description="migration waves onto the chosen candidate (off when absent)")
+    hci: HciPlanSpec | None = Field(default=None, description="every VM's data on a hyper-converged datastore of the "
+                                    "candidate's hosts: storage may need more hosts than compute (tools/plan/hci.py)")
 
     @field_validator("memory")
     @classmethod

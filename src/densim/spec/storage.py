@@ -77,6 +77,97 @@ class DatastoreSpec(BaseModel):
         return _check_drives(v, info)
 
 
+class HciPolicyGroup(BaseModel):
+    """The storage policy of one VM group on the HCI datastore and the data each of its VMs stores."""
+
+    model_config = _CFG
+
+    vms: str = Field(description="VM group name (vms[].name)")
+    policy: str = Field(description="storage policy (densim.models.storage.hci.POLICIES), e.g. vsan-raid5, nutanix-rf2")
+    disk_bytes: PosBytes = Field(alias="disk", description="data each VM of the group stores (logical, before dedupe/compression)")
+    cold_fraction: float | None = Field(default=None, ge=0.0, le=1.0,
+                                        description="EC-X policies: the write-cold share of the data EC-X codes (required for them)")
+
+    @model_validator(mode="after")
+    def _policy(self) -> "HciPolicyGroup":
+        from densim.models.storage.hci import POLICIES
+
+        if self.policy not in POLICIES:
+            raise ValueError(f"unknown storage policy {self.policy!r}; known: {', '.join(POLICIES)}")
+        ecx = POLICIES[self.policy].kind == "rf-ecx"
+        if ecx and self.cold_fraction is None:
+            raise ValueError(f"{self.policy} codes only write-cold data: give cold_fraction (the share of the data that is "
+                             "write-cold, 0..1)")
+        if not ecx and self.cold_fraction is not None:
+            raise ValueError(f"cold_fraction applies to EC-X policies (nutanix-rf2-ecx, nutanix-rf3-ecx), not {self.policy}")
+        return self
+
+
+class HciSpec(BaseModel):
+    """A hyper-converged datastore (vSAN-, Nutanix-style) built from every host's disks (``storage.hci``).
+
+    VMs name it as their datastore (``vms[].datastore`` or ``storage.default_datastore``). Every VM group on
+    it needs a ``policies`` entry. See docs/background/hci.md.
+    """
+
+    model_config = _CFG
+
+    name: str = Field(default="hci", description="the datastore's name, as VMs name it")
+    device: str = Field(description="catalog device of every capacity disk")
+    disks_per_host: int = Field(gt=0, le=MAX_DRIVES, strict=True)
+    nic: str = Field(description="catalog NIC (nics) carrying the storage traffic of each host")
+    network_latency_s: Seconds = Field(default=20e-6, alias="network_latency",
+                                       description="per remote I/O: switch, wire and storage stack of both hosts (E: 20 us)")
+    policies: list[HciPolicyGroup] = Field(min_length=1)
+    dedupe_compression: float = Field(default=1.0, ge=1.0, description="data reduction factor (an input, >= 1)")
+    slack: float = Field(default=0.25, ge=0.0, lt=1.0, description="slack / operations reserve: share of raw kept free")
+    rebuild_reserve_hosts: int = Field(default=1, ge=0, le=16, strict=True,
+                                       description="hosts' raw kept free to re-protect a failed host's data")
+    rebuild_share: float = Field(gt=0.0, le=1.0, description="share of each host's disks and adapter a resync may take "
+                                 "(vSAN adaptive resync: 0.2; Nutanix admission control: 0.25)")
+    repair_delay_s: Seconds = Field(alias="repair_delay", description="how long a host is absent before its data is "
+                                    "rebuilt elsewhere (vSAN object repair timer: 60 min; Nutanix node: 60 s)")
+    maintenance_mode: Literal["ensure-accessibility", "full-data-migration"] = Field(
+        default="ensure-accessibility", description="a host entering maintenance: leave its data (absent, rebuilt after "
+        "repair_delay) or copy it away first")
+
+    @model_validator(mode="after")
+    def _groups(self) -> "HciSpec":
+        names = [g.vms for g in self.policies]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"one policy per VM group: {', '.join(dup)} listed twice")
+        from densim.models.storage.hci import POLICIES
+
+        flav = {POLICIES[g.policy].flavour for g in self.policies}
+        if len(flav) > 1:
+            raise ValueError("policies mix vsan and nutanix: one datastore runs one product's policies")
+        return self
+
+
+class HciPlanSpec(BaseModel):
+    """``densim plan``'s ``hci`` section: every VM's data on a hyper-converged datastore of the candidate's hosts."""
+
+    model_config = _CFG
+
+    device: str = Field(description="catalog device of every capacity disk")
+    disks_per_host: int = Field(gt=0, le=MAX_DRIVES, strict=True)
+    nic: str = Field(description="catalog NIC carrying each host's storage traffic")
+    policy: str = Field(description="storage policy of every VM (densim.models.storage.hci.POLICIES)")
+    disk_bytes: PosBytes = Field(alias="disk", description="data each VM stores (logical)")
+    cold_fraction: float | None = Field(default=None, ge=0.0, le=1.0, description="EC-X policies: the write-cold share")
+    dedupe_compression: float = Field(default=1.0, ge=1.0)
+    slack: float = Field(default=0.25, ge=0.0, lt=1.0)
+    rebuild_reserve_hosts: int = Field(default=1, ge=0, le=16, strict=True)
+    rebuild_share: float = Field(gt=0.0, le=1.0, description="share of each host a resync may take (vSAN 0.2, Nutanix 0.25)")
+
+    @model_validator(mode="after")
+    def _policy(self) -> "HciPlanSpec":
+        HciPolicyGroup.model_validate({"vms": "all", "policy": self.policy, "disk": self.disk_bytes,
+                                       "cold_fraction": self.cold_fraction})
+        return self
+
+
 class StorageSettings(BaseModel):
     """Per-VM storage: devices, arrays and datastores VMs use. Owned by the storage model.
 
@@ -94,17 +185,18 @@ class StorageSettings(BaseModel):
     read_fraction: float = Field(default=0.7, ge=0.0, le=1.0, description="for VMs whose source gives no read/write split")
     burstiness: float = Field(default=1.0, ge=0.0, description="(ca^2 + cs^2)/2 multiplier on queueing delay (Kingman)")
     cycles_per_io: float = Field(default=0.0, ge=0.0, description="host CPU cycles per I/O added to the VM's host")
+    hci: HciSpec | None = Field(default=None, description="a hyper-converged datastore from every host's disks")
 
     @model_validator(mode="after")
     def _names(self) -> "StorageSettings":
-        names = [d.name for d in self.datastores]
+        names = [d.name for d in self.datastores] + ([self.hci.name] if self.hci is not None else [])
         dup = {n for n in names if names.count(n) > 1}
         if dup:
             raise ValueError(f"datastore names must be unique: {', '.join(sorted(dup))}")
         if self.default_datastore is not None and self.default_datastore not in names:
             raise ValueError(f"default_datastore {self.default_datastore!r} is not a datastore")
-        if self.model == "queueing" and not self.datastores:
-            raise ValueError("model 'queueing' needs at least one datastore")
+        if self.model == "queueing" and not self.datastores and self.hci is None:
+            raise ValueError("model 'queueing' needs at least one datastore (or storage.hci)")
         return self
 
 
@@ -295,6 +387,9 @@ class SizingScenario(BaseModel):
 
 __all__ = [
     "DatastoreSpec",
+    "HciPlanSpec",
+    "HciPolicyGroup",
+    "HciSpec",
     "StorageSettings",
     "IoScenario",
     "IoWorkloadSpec",

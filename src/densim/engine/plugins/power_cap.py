@@ -79,6 +79,12 @@ class PowerCapStage(BaseStage):
         self.peak: dict[str, float] = {}
         cap_h = np.full(hosts.n, np.nan)
         grids = {}
+        # an HCI datastore's drives sit in the capped host and draw from its cap: the CPU gets the cap less their
+        # active power (budgeted at full, as their load is known only after the CPU step)
+        hci = getattr(ctx.plant, "hci", None)
+        dev = hci.device if hci is not None else None
+        self.drives_w = (hci.spec.disks_per_host * float(dev.active_power_w)
+                         if dev is not None and dev.active_power_w is not None else 0.0)
         for gi, (g, hg) in enumerate(zip(sc.cluster.hosts, ctx.plant.host_groups)):
             if g.power_cap_w is None:
                 continue
@@ -86,9 +92,13 @@ class PowerCapStage(BaseStage):
             scales = pstate_scales(base, ps.min_mhz, ps.pstate_step_mhz)
             t = as_table_w(hg.server.power)
             p0, p1 = float(t[0]), float(t[-1])
-            cap = float(g.power_cap_w)
+            cap = float(g.power_cap_w) - self.drives_w
             full = full_load_capped_scale(p0, p1, cap, scales)
-            self.caps[hg.label] = cap
+            if full is None:
+                raise InputError(sc.name, f"cluster.hosts[{gi}].power_cap",
+                                 f"{g.power_cap_w:g} W less the HCI drives' {self.drives_w:g} W leaves {cap:g} W: a fully busy "
+                                 f"host at the lowest P-state draws {p0 + (p1 - p0) * float(scales[0]) ** 3:.1f} W")
+            self.caps[hg.label] = float(g.power_cap_w)
             self.full_clock[hg.label] = float(full * base)
             self.full_power[hg.label] = float(p0 + (p1 - p0) * full**3)
             self.peak[hg.label] = p1

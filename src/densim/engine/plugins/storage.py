@@ -30,6 +30,7 @@ import numpy as np
 
 from typing import TypedDict
 
+from densim.engine.hci import HciSummary
 from densim.engine.stages import STAGES, BaseStage, add_saturation
 
 
@@ -83,7 +84,8 @@ class StorageFailuresSummary(TypedDict):
 
 
 class StorageStage(BaseStage):
-    summary_sections = {"storage": StorageSummary, "storage_failures": StorageFailuresSummary}
+    summary_sections = {"storage": StorageSummary, "storage_failures": StorageFailuresSummary,
+                        "hci": HciSummary}
     name = "storage"
 
     def __init__(self, ctx) -> None:
@@ -116,7 +118,7 @@ class StorageStage(BaseStage):
         grp = np.asarray(vms.group, dtype=np.int64)
         ds = np.asarray(group_ds, dtype=np.int64)[grp] if V else np.zeros(0, np.int64)
         host = np.asarray(vms.host, dtype=np.int64)
-        per_host = np.array([d.scope == "per-host" for d in st.datastores], dtype=bool)
+        per_host = np.array([d.scope == "per-host" for d in st.datastores] or [False], dtype=bool)  # (only an HCI datastore: none)
 
         def slot_key(ds_of_vm, ok_vm):
             """One slot per shared datastore, one per (datastore, host) for a per-host one."""
@@ -159,6 +161,11 @@ class StorageStage(BaseStage):
             (np.ones(int((host >= 0).sum())), (np.nonzero(host >= 0)[0], host[host >= 0])), shape=(V, H))
         self.n_ds = D
         self.grid = ctx.grid
+        self.hci = None
+        if getattr(ctx.plant, "hci", None) is not None:  # storage.hci: VMs on the hyper-converged datastore
+            from densim.engine.hci import HciRuntime
+
+            self.hci = HciRuntime(ctx, self)
         self._power_setup(ctx, H)
         self._failures_setup(ctx, V)
         self.acc = {k: np.zeros(S) for k in ("iops_s", "lat_iops_s", "sat_steps", "steps")}
@@ -170,6 +177,10 @@ class StorageStage(BaseStage):
         ctx.declare("vm_io_iops", level="host", agg="mean", unit="1/s", doc="I/Os per second of the host's VMs")
         if self.faults:
             ctx.declare("io_down", level="vm", agg="mean", unit="", doc="1 when the VM's datastore was down (data lost or no controller)")
+        if self.hci is not None:
+            ctx.declare("hci_net_Bps", level="host", agg="mean", unit="B/s",
+                        doc="HCI storage traffic on the host's storage adapter, each direction (VM I/O and resync)")
+            ctx.declare("hci_resync_Bps", level="host", agg="mean", unit="B/s", doc="HCI resync traffic the host moves")
 
     def _failures_setup(self, ctx, V: int) -> None:
         """Up-times of the instances, boot reads of restarts, and the arrays with drive or controller failures."""
@@ -181,7 +192,8 @@ class StorageStage(BaseStage):
         self.boot = None
         if fr is not None and fr.boot_read_Bps > 0 and fr.boot_from_s is not None:
             b, u = np.asarray(fr.boot_from_s, float), np.asarray(fr.up_s, float)
-            idx = np.flatnonzero(np.isfinite(b) & np.isfinite(u) & (u > b) & self.vm_ok)
+            on = self.vm_ok if self.hci is None else (self.vm_ok | self.hci.vm_on)  # boot reads on the HCI datastore too
+            idx = np.flatnonzero(np.isfinite(b) & np.isfinite(u) & (u > b) & on)
             self.boot = (idx, b[idx], u[idx], fr.boot_read_Bps / self.settings.block_size_bytes)
         self.faults = array_faults(ctx, self.slot_ds, self.slot_host, self.slot_names, self.models,
                                    [d.device for d in ctx.plant.datastores])
@@ -307,6 +319,9 @@ class StorageStage(BaseStage):
         from densim.models.storage.vmio import datastore_operating_point
 
         read, write = self._vm_io(chunk)
+        hci_out = self._hci_step(ctx, chunk, read, write) if self.hci is not None else None
+        if hci_out is not None:
+            hci_io = read[:, self.hci.vm_on] + write[:, self.hci.vm_on]
         read[:, ~self.vm_ok] = 0.0
         write[:, ~self.vm_ok] = 0.0
         total = write
@@ -364,6 +379,13 @@ class StorageStage(BaseStage):
         if S:
             vm_lat[:, okv] = lat.astype(np.float32)[:, self.vm_slot]
             vm_sat[:, okv] = sat[:, self.vm_slot]
+        if hci_out is not None:  # the VMs on the HCI datastore
+            total[:, self.hci.vm_on] = hci_io
+            vm_lat[:, self.hci.vm_on] = hci_out["lat"][:, self.hci.vm_on]
+            chunk.host_out["hci_net_Bps"] = hci_out["net_host_Bps"].astype(np.float32)
+            chunk.host_out["hci_resync_Bps"] = hci_out["resync_host_Bps"].astype(np.float32)
+            chunk.add_host_power(hci_out["host_w"])
+            add_saturation(ctx, "hci", [f"{self.hci.spec.name}@{h}" for h in self.hci.host_names], hci_out["util"])
         if swap_tot is not None:
             total += swap_tot  # a VM's I/O includes its swap traffic
         chunk.vm_out["io_iops"] = total
@@ -376,6 +398,19 @@ class StorageStage(BaseStage):
             self.vm_down_s += float(vm_down.sum(dtype=np.float64)) * chunk.step_s
             chunk.vm_out["io_down"] = vm_down
         chunk.host_out["vm_io_iops"] = np.asarray(self.host_onehot.T.dot(total.T).T, dtype=np.float32)
+
+    def _hci_step(self, ctx, chunk, read, write):
+        """The HCI datastore's step (:mod:`densim.engine.hci`) for its VMs; their swap lands on it when memory puts
+        swap on the VM's own datastore."""
+        on = self.hci.vm_on
+        r = np.where(on[None, :], read, 0.0).astype(np.float32)
+        w = np.where(on[None, :], write, 0.0).astype(np.float32)
+        if self.hci.swap_here:
+            for key, arr in (("swap_read_iops", r), ("swap_write_iops", w)):
+                sw = chunk.vm.get(key)
+                if sw is not None:
+                    arr[:, on] += np.asarray(sw, dtype=np.float32)[:, on]
+        return self.hci.step(ctx, chunk, r, w)
 
     def _apply_faults(self, chunk, slot_total, rf, lat, util, sat):
         """Degraded, rebuilding and down arrays (:mod:`densim.engine.storage_faults`): rewrites their cells of
@@ -479,6 +514,10 @@ class StorageStage(BaseStage):
         return {"rebuild_rate_basis": basis, "data_loss_events": lost, "vm_io_down_minutes": self.vm_down_s / 60.0,
                 "datastores": ds, "boot_storms": boots}
 
+    def report_section(self, ctx, result) -> dict | None:
+        """The HCI datastore in the run report: capacity, policies, each resync and VM latency over time."""
+        return self.hci.report_section(ctx) if self.hci is not None else None
+
     def finish(self, ctx, summary) -> None:
         out = {}
         for k in range(self.slot_ds.size):
@@ -494,6 +533,8 @@ class StorageStage(BaseStage):
                 "saturated_steps": int(self.acc["sat_steps"][k]),
             }
         summary.add("storage", {"model": "queueing", "datastores": out})
+        if self.hci is not None:
+            summary.add("hci", self.hci.summary(ctx))
         if self.has_failures:
             summary.add("storage_failures", self._failures_summary(ctx))
 

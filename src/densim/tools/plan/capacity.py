@@ -115,6 +115,10 @@ def plan_spec_issues(spec: PlanSpec) -> list[tuple[str, str]]:
         recipe(spec.policy)
     except KeyError as exc:
         issues.append(("policy", str(exc.args[0]).strip("'\"")))
+    if spec.hci is not None:
+        from densim.tools.plan.hci import hci_plan_issues
+
+        issues += hci_plan_issues(spec)
     return issues
 
 
@@ -137,6 +141,7 @@ class CandidateResult:
     tco: dict = field(default_factory=dict)
     power: dict = field(default_factory=dict)  # power cap's clock, hosts per rack, racks, VMs per kW (tools/plan/power.py)
     carbon: dict = field(default_factory=dict)  # operational / embodied kgCO2e (tools/plan/licensing_carbon.py)
+    hci: dict = field(default_factory=dict)  # HCI storage: hosts it needs, usable TiB, network, resync (tools/plan/hci.py)
     host_of_vm: np.ndarray | None = None
     per_host: dict = field(default_factory=dict)
     window_bound_pct: float = 0.0
@@ -188,7 +193,9 @@ class CandidateResult:
             "optimiser_gap": self.optimiser.get("gap", float("nan")),
         } | ({"limiting_factor": self.gpu.get("limiting_factor"), "gpus": self.gpu.get("gpus"),
               "gpus_per_host": self.gpu.get("gpus_per_host"), "hosts_gpu_vms": self.gpu.get("hosts_gpu_vms"),
-              "hosts_inference": self.gpu.get("hosts_inference")} if self.gpu else {})
+              "hosts_inference": self.gpu.get("hosts_inference")} if self.gpu else {}
+        ) | ({"hci_hosts_needed": self.hci["hosts_needed"], "hci_usable_tib": self.hci["usable_tib"],
+              "hci_limit": self.hci["storage_limit"]} if self.hci else {})
 
 
 def _finite_or_none(x: float) -> float | None:
@@ -318,6 +325,13 @@ def plan_candidate(inv: Inventory, spec: PlanSpec, c: Candidate, *, vcpus=None, 
     lb = lower_bound_hosts(p)
     if res.gpu and not res.gpu["reason"]:  # the GPU VMs' share of GPUs, then the LLM services' own hosts
         lb = max(lb, res.gpu["lower_bound_gpu_vm_hosts"]) + res.gpu["hosts_inference"]
+    if spec.hci is not None:  # the datastore of the hosts' disks may need more hosts than compute (tools/plan/hci.py)
+        from densim.tools.plan.hci import hci_answer
+
+        res.hci = hci_answer(spec, inv, res.n_hosts, *_vsan_licence(spec, host))
+        if res.hci["binds"]:
+            spare += res.hci["hosts_needed"] - res.n_hosts  # hosts for storage hold no VMs in the packing
+            res.n_hosts = res.hci["hosts_needed"]
     res.lower_bound_hosts = lb + spare
     res.vms_per_host = inv.n_vms / res.n_hosts
     res.ready_pct_worst = float(m.ready_pct_worst.max(initial=0.0)) if has_cpu else float("nan")
@@ -356,6 +370,20 @@ def plan_candidate(inv: Inventory, spec: PlanSpec, c: Candidate, *, vcpus=None, 
     res.power["capped"] = capped_clock(c, float(resolve_cpu(c.cpu, builtin_catalog()).base_mhz))
     res.wall_s = time.perf_counter() - t0
     return res
+
+
+def _vsan_licence(spec, host) -> tuple[int | None, float | None]:
+    """(cores licensed per host, vSAN TiB per core) of the first licensed product with a vSAN allowance, else Nones."""
+    from densim.tools.plan.licensing_carbon import resolve_products
+
+    if spec.licensing is None:
+        return None, None
+    from densim.models.licensing import cores_licensed_per_host
+
+    for _use, p in resolve_products(spec):
+        if p.vsan_tib_per_core is not None and p.rule == "per_core":
+            return cores_licensed_per_host(p, [host.cores_per_socket] * host.sockets), float(p.vsan_tib_per_core)
+    return None, None
 
 
 _FILTER_WORDS = {

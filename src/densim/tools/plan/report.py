@@ -307,15 +307,17 @@ def answer_dict(res: PlanResult) -> dict | None:
     # the CPU bounds are held on the capacity of the clock the power cap leaves a fully busy host: when one of
     # them binds and the cap lowered that clock, the answer is power-bound, not CPU-bound
     power_bound = bool(capped and capped["binds"] and limiting in ("cpu_ready", "cpu_demand"))
+    storage_bound = bool(r.hci and r.hci["binds"])  # the HCI datastore needs more hosts than compute
     return {
         "candidate": r.name, "hosts": r.n_hosts, "hosts_packed": r.n_hosts_packed, "ha_spare_hosts": res.spec.qos.ha_spare_hosts,
         "vms": res.inventory.n_vms, "vms_per_host": r.vms_per_host, "host_capex_usd": r.host_capex_usd,
         "tco_per_year_usd": r.tco["total_usd"], "tco_per_vm_year_usd": r.tco["per_vm_usd"], "years": res.spec.cost.years,
         "ready_pct_worst": _finite_or_none(r.ready_pct_worst),
         "feasible": len(ok), "candidates": len(res.results),
-        "bounds": bounds, "limiting": "power" if power_bound else limiting,
-        "limiting_through": limiting if power_bound else None,
+        "bounds": bounds, "limiting": "storage" if storage_bound else "power" if power_bound else limiting,
+        "limiting_through": limiting if power_bound and not storage_bound else None,
         "power": r.power,
+        **({"hci": r.hci} if r.hci else {}),  # an hci section in the candidates file
         "comparison": today_vs_proposed(res, r),
     } | ({"gpu": r.gpu} if r.gpu else {})  # GPU candidates (tools/plan/gpu.py): hosts for GPU demand, limiting factor
 
@@ -343,16 +345,26 @@ def headline_lines(summary: dict) -> list[str]:
         near = summary.get("closest")
         return ["No candidate meets every bound." + (f" The closest, {near['candidate']}, fails: {near['reason']}" if near else "")]
     spare = a["ha_spare_hosts"]
-    lines = [f"Buy {a['hosts']} x {a['candidate']}" + (f" ({a['hosts_packed']} for the VMs + {spare} spare for HA)" if spare else "")
+    extra = a["hosts"] - a["hosts_packed"] - spare if a["limiting"] == "storage" else 0  # hosts only the HCI datastore needs
+    parts = ([f"{a['hosts_packed']} for the VMs"] + ([f"{spare} spare for HA"] if spare else [])
+             + ([f"{extra} more for the HCI datastore"] if extra > 0 else []))
+    lines = [f"Buy {a['hosts']} x {a['candidate']}" + (f" ({' + '.join(parts)})" if len(parts) > 1 else "")
              + f": {a['vms_per_host']:.1f} VMs per host for {a['vms']:,} VMs.",
              f"Cost: {a['tco_per_vm_year_usd']:,.0f} USD per VM-year, {a['tco_per_year_usd']:,.0f} USD per year "
              f"({a['years']:g}-year amortisation); the cheapest of {a['feasible']} feasible candidate(s) of {a['candidates']}."]
     through = a.get("limiting_through")
-    lim = next(b for b in a["bounds"] if b["key"] == (through or a["limiting"]))
+    hci = a.get("hci")
+    lim = next((b for b in a["bounds"] if b["key"] == (through or a["limiting"])), None)
     lines.append("Bounds held (worst host, worst step): " + "; ".join(f"{b['short']} {_fmt(b['value'], b['unit'])} <= {_fmt(b['limit'], b['unit'])}"
                                              for b in a["bounds"]) + ".")
     pw = a.get("power") or {}
-    if through:
+    if a["limiting"] == "storage":
+        why = (f"its minimum of {hci['min_hosts']} hosts plus {hci['hosts_for_policy'] - hci['min_hosts']} to rebuild on"
+               if hci["storage_limit"].startswith("policy") else
+               f"{hci['data_tib']:,.1f} TiB of data at {hci['used_raw_tib'] / max(hci['data_tib'], 1e-12):.2f} raw per byte")
+        lines.append(f"Limiting resource: storage policy {hci['policy']} (FTT={hci['ftt']}): the HCI datastore needs "
+                     f"{hci['hosts_needed']} hosts ({why}); compute alone needs {hci['compute_hosts']}.")
+    elif through:
         cc = pw["capped"]
         lines.append(f"Limiting resource: power. The {cc['cap_w']:,.0f} W cap per host leaves a fully busy host "
                      f"{cc['clock_mhz']:,.0f} MHz of its {cc['base_mhz']:,.0f} MHz base clock ({cc['clock_power_w']:,.0f} W; "
@@ -368,6 +380,16 @@ def headline_lines(summary: dict) -> list[str]:
     else:
         lines.append(f"Limiting resource: {lim['short']} ({lim['label']}), {_fmt(lim['value'], lim['unit'])} of "
                      f"{_fmt(lim['limit'], lim['unit'])}: {100 * lim['headroom']:.0f} % headroom; every other bound has more.")
+    if hci:
+        net = (f"; storage network at the busiest step {100 * hci['network_peak_util']:.1f} % of each host's adapter"
+               if hci.get("network_peak_util") is not None else "")
+        lic = hci.get("vsan_licence")
+        lic_t = (f"; the licence includes {lic['included_tib']:,.0f} TiB of vSAN ({lic['addon_tib']:,} add-on TiB)" if lic else "")
+        lines.append(f"HCI storage ({hci['policy']}): {hci['usable_tib']:,.1f} TiB usable of {hci['raw_tib']:,.1f} TiB raw, "
+                     f"{hci['used_raw_tib']:,.1f} TiB raw used; write amplification {hci['write_amplification']:.2f}, "
+                     f"{hci['network_transfers_per_write']:.2f} network copies per write{net}; re-protecting a host's "
+                     f"{hci['host_share_tib']:,.2f} TiB takes {hci['resync_s_one_host'] / 60:,.0f} min at a "
+                     f"{hci['rebuild_share']:g} rebuild share{lic_t}.")
     if pw.get("hosts_per_rack") is not None:
         bind = {"power": f"power-bound: {pw['rack_usable_w'] / 1000:,.1f} kW usable ({pw['rack_usable_bound']}) / "
                          f"{pw['host_budget_w']:,.0f} W per host ({pw['basis']})",
