@@ -21,6 +21,11 @@ How CloudSim Plus's set-up maps onto densim's terms (1 MIPS of a CloudSim Plus P
   1,000 x u MIPS, E[u] = 0.5: 20 s expected, the tasks' run time here. CloudSim Plus's time-shared VM scheduler
   admits VMs up to the host's MIPS (400,000 / 4,000 = 100 VMs = 400 vCPUs on 8 cores), hence cpu_overcommit 50.
 
+Mode ``static`` (third argument; pr341 only): the same hosts, VMs, work and simulated time, but the VMs are present
+for the whole run (``scheduling.lifetimes: off``, horizon 1e7 s) instead of being tasks that arrive and leave, so
+densim's plain engine path runs it. A cloudlet counts as finished when its VM's delivered CPU reaches the cloudlet's
+work (1e10 MI x 2 PEs); the simulated end is then the run's horizon, an input, not a result.
+
 Energy (both sides, neither peer scenario has a power model): every host on for the whole run at a linear
 100 W idle to 250 W peak in its CPU utilisation.
 """
@@ -45,13 +50,28 @@ def counts(name: str, scale: float) -> tuple[int, int, int]:
     return max(1, round(h * scale)), max(1, round(v * scale)), max(1, round(c * scale))
 
 
-def scenario_mapping(name: str, scale: float) -> dict:
+def scenario_mapping(name: str, scale: float, mode: str = "tasks") -> dict:
+    if mode not in ("tasks", "static") or (mode == "static" and name != "pr341"):
+        raise SystemExit(f"mode {mode!r}: 'tasks', or 'static' for pr341")
     hosts, vms, cloudlets = counts(name, scale)
     common = {
         "placement": {"policy": "first-fit"},
         "output": {"vm_timeseries": "off", "host_timeseries": "off"},
         "scheduling": {"lifetimes": "on", "queue": "fifo", "idle_hosts": "on"},
     }
+    if name == "pr341" and mode == "static":
+        return {
+            "name": f"peer-cloudsimplus-pr341-static-{hosts}h-{vms}v",
+            "cluster": {"hosts": [{"name": "pm", "count": hosts, "memory": "2048 MiB", "power": POWER,
+                                   "cpu": {"sockets": 1, "cores_per_socket": 64, "base_clock": "1000 MHz"}}]},
+            "vms": [{"name": "vm", "count": vms, "vcpus": 4, "vcpu_speed": "1000 MHz", "memory": "512 MiB",
+                     "profile": {"kind": "constant", "mean": 0.5}}],
+            # 2,778 steps of 3,599.71 s (CloudSim Plus's 1 h interval, shortened by 0.3 s so the steps end at 1e7 s)
+            "simulation": {"step": f"{1e7 / 2778!r} s", "horizon": "1e7 s", "seed": 42},
+            "placement": common["placement"],
+            "output": common["output"],
+            "scheduling": {"lifetimes": "off"},
+        }
     if name == "pr341":
         return {
             "name": f"peer-cloudsimplus-pr341-{hosts}h-{vms}v",
@@ -89,6 +109,7 @@ def main() -> None:
 
     atexit.register(gc.freeze)  # as the densim CLI does (cli/main.py)
     name, scale = sys.argv[1], float(sys.argv[2])
+    mode = sys.argv[3] if len(sys.argv) > 3 else "tasks"
     hosts, vms, cloudlets = counts(name, scale)
     t0 = time.perf_counter()
     from densim.engine import simulate
@@ -96,15 +117,21 @@ def main() -> None:
     from densim.spec.loader import scenario_from_dict
 
     t_import = time.perf_counter()
-    sc = scenario_from_dict(scenario_mapping(name, scale), source="peer")
+    sc = scenario_from_dict(scenario_mapping(name, scale, mode), source="peer")
     res = simulate(resolve(sc), seed=42)
     s = res.summary
+    grid = res.ctx.grid
+    if mode == "static":  # a VM's cloudlet is done when the VM has delivered its 1e10 MI x 2 PEs
+        delivered = res.vm_acc.sum["cpu_delivered_mhz"] * grid.step_s
+        sched = {"completed": int((delivered >= 2e10 * (1 - 1e-9)).sum()), "simulated_end_s": grid.n_steps * grid.step_s}
+    else:
+        sched = s["scheduling"]
     t_end = time.perf_counter()
-    sched = s["scheduling"]
     tot = s["totals"]
     print(json.dumps({
         "simulator": "densim",
         "scenario": name,
+        "mode": mode,
         "hosts": hosts,
         "vms": vms,
         "cloudlets": cloudlets,
@@ -115,8 +142,8 @@ def main() -> None:
         "delivered_mhz_s": tot["cpu_delivered_mhz_s"],
         "cpu_ready_s": tot["cpu_ready_s"],
         "energy_kwh": tot["energy_kwh"],
-        "steps": res.ctx.grid.n_steps,
-        "grid_end_s": res.ctx.grid.n_steps * res.ctx.grid.step_s,
+        "steps": grid.n_steps,
+        "grid_end_s": grid.n_steps * grid.step_s,
         "import_s": round(t_import - t0, 3),
         "run_s": round(res.timings.get("engine_s", 0.0), 3),
         "wall_s": round(t_end - t_import, 3),

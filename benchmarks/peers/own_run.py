@@ -47,11 +47,11 @@ def run_java(name: str, scale: float, java_opts: list[str]) -> dict:
     return res
 
 
-def run_densim(name: str, scale: float) -> dict:
+def run_densim(name: str, scale: float, mode: str = "tasks") -> dict:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     before = load()
-    res, wall, rss, cpu = measured([sys.executable, str(HERE / "densim_own.py"), name, repr(scale)], env=env)
+    res, wall, rss, cpu = measured([sys.executable, str(HERE / "densim_own.py"), name, repr(scale), mode], env=env)
     res.update(process_wall_s=round(wall, 3), process_cpu_s=round(cpu, 3), peak_rss_mib=round(rss, 1),
                load_before=before, load_after=load())
     return res
@@ -86,6 +86,8 @@ def main() -> None:
     ap.add_argument("--scale", type=float, default=1.0, help="fraction of the published host/VM/cloudlet counts")
     ap.add_argument("--reuse-peer", action="store_true")
     ap.add_argument("--java-opt", action="append", default=[])
+    ap.add_argument("--densim-mode", choices=["tasks", "static"], default="tasks",
+                    help="pr341 only: static runs its VMs for the whole run instead of as tasks (densim_own.py)")
     ap.add_argument("--only", choices=["both", "cloudsimplus", "densim"], default="both")
     args = ap.parse_args()
     outdir = HERE / "out"
@@ -103,9 +105,9 @@ def main() -> None:
                 csp = run_java(name, args.scale, args.java_opt)
                 saved.write_text(json.dumps(csp) + "\n")
         if args.only in ("both", "densim"):
-            ds = run_densim(name, args.scale)
-            (outdir / f"densim-{tag}.json").write_text(json.dumps(ds) + "\n")
-        line: dict = {"scenario": name, "scale": args.scale, "hosts": h, "vms": v, "cloudlets": c}
+            ds = run_densim(name, args.scale, args.densim_mode)
+            (outdir / f"densim-{tag}-{args.densim_mode}.json").write_text(json.dumps(ds) + "\n")
+        line: dict = {"scenario": name, "scale": args.scale, "densim_mode": args.densim_mode, "hosts": h, "vms": v, "cloudlets": c}
         if ds:
             line["densim"] = ds
         if csp:

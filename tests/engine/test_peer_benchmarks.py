@@ -65,3 +65,18 @@ def test_counts_refuse_an_unknown_scenario_or_scale():
         mod.counts("nope", 1.0)
     with pytest.raises(SystemExit):
         mod.counts("pr341", 2.0)
+
+
+def test_pr341_static_mode_delivers_exactly_the_cloudlets_work_by_the_horizon():
+    mod = _densim_own()
+    sc = scenario_from_dict(mod.scenario_mapping("pr341", 0.001, "static"), source="peer-test")
+    res = simulate(resolve(sc), seed=42)
+    grid = res.ctx.grid
+    # 2,778 steps of 1e7 / 2,778 s end at 1e7 s; each VM delivers 2 x 1,000 MHz x 1e7 s = 2e10 MHz s = its cloudlet
+    assert grid.n_steps == 2778 and grid.n_steps * grid.step_s == pytest.approx(1e7, rel=1e-12)
+    delivered = res.vm_acc.sum["cpu_delivered_mhz"] * grid.step_s
+    assert delivered == pytest.approx(2e10, rel=1e-9)
+    # energy: 50 hosts x 100 W x 1e7 s + 25 hosts x 150 W x 0.125 x 1e7 s
+    assert res.summary["totals"]["energy_j"] == pytest.approx(50 * 100 * 1e7 + 25 * 150 * 0.125 * 1e7, rel=1e-9)
+    with pytest.raises(SystemExit):
+        mod.scenario_mapping("perfpage", 0.001, "static")
