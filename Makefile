@@ -9,7 +9,7 @@ STAMP      := $(VENV)/.densim-installed
 TEST_STAMP := $(VENV)/.densim-test-tools
 PYTEST_ARGS ?=
 
-.PHONY: setup-test lint golden demo test bench bench-placement bench-io bench-plan bench-outofcore bench-peers bench-lifetimes bench-failures bench-serve bench-distributed docs clean setup browser
+.PHONY: setup-test lint golden demo test bench bench-placement bench-io bench-plan bench-outofcore bench-peers bench-peers-own bench-lifetimes bench-failures bench-serve bench-distributed docs clean setup browser
 
 setup: $(STAMP)
 
@@ -76,6 +76,11 @@ bench-distributed: $(TEST_STAMP)
 
 bench-peers: $(TEST_STAMP)
 	$(MAKE) -C benchmarks/peers run PYTHON=$(abspath $(BIN)/python)
+
+# CloudSim Plus's own benchmarks (its PR #341 and docs/performance.md scenarios), CloudSim Plus built from source;
+# PEER_SCALE=0.1 runs a tenth of the published size
+bench-peers-own: $(TEST_STAMP)
+	$(MAKE) -C benchmarks/peers own PYTHON=$(abspath $(BIN)/python) SCALE=$(or $(PEER_SCALE),1.0)
 
 docs: $(TEST_STAMP)
 	$(BIN)/python -m densim.tools.docgen docs/reference
