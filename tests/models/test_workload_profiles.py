@@ -13,7 +13,8 @@ from densim.errors import InputError
 from densim.models.numa import NumaSpec
 from densim.models.requests import PathCosts, visit_cycles
 from densim.models.virtualization import ExitCosts, IoPath, ShadowPaging, TlbSpec, shadow_sync_cycles_per_kinstr
-from densim.models.workload_profiles import PROFILES, RATE_FIELDS, expand_visit, load_profile
+from densim.catalog.profiles import expand_tile_visit as expand_visit, load_profile
+from densim.models.workload_profiles import PROFILES, RATE_FIELDS
 
 CLASSES = ("oltp-database", "web-app", "vdi", "analytics-batch", "mail", "file-server", "in-memory-cache")
 
@@ -123,7 +124,7 @@ def test_a_figure_without_a_source_is_refused_in_one_line_naming_it():
 
 
 def test_a_bad_figure_is_refused_naming_the_field():
-    with pytest.raises(InputError, match=r"workload_profiles\.bad\.cpi_core: .*> 0"):
+    with pytest.raises(InputError, match=r"workload_profiles\.bad\.cpi_core: Input should be greater than 0"):
         load_profile("bad", _layered(cpi_core=-1))
     with pytest.raises(InputError, match=r"workload_profiles\.bad\.io_read_fraction"):
         load_profile("bad", _layered(io_read_fraction=1.5))

@@ -32,7 +32,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from densim.registry import Registry
-from densim.units import Bytes, BytesPerSecond, PosBytes
+from densim.units import BytesPerSecond, PosBytes
 
 # the figures a profile must source, one ``sources`` entry each
 RATE_FIELDS = (
@@ -112,49 +112,21 @@ class WorkloadProfile(BaseModel):
 
 
 SECTION = "workload_profiles"
+# filled from the catalog by densim.catalog.profiles.register_builtin (models do not read the catalog)
 PROFILES: Registry[WorkloadProfile] = Registry("workload-profile")
 
 
-def load_profile(name: str, catalog=None) -> WorkloadProfile:
-    """A profile by name from ``catalog`` (default: the built-in catalog)."""
-    from pydantic import ValidationError
-
-    from densim.catalog.core import CatalogError, builtin_catalog
-    from densim.errors import InputError
-    from densim.spec.loader import validation_issues
-
-    try:
-        return (catalog or builtin_catalog()).get(SECTION, name, WorkloadProfile)
-    except CatalogError as exc:
-        raise InputError("catalog", f"{SECTION}.{name}", str(exc.args[0])) from None
-    except ValidationError as exc:  # one line naming the profile and the field
-        loc, problem = validation_issues(exc)[0]
-        raise InputError("catalog", f"{SECTION}.{name}{'.' + loc if loc else ''}", problem) from None
-
-
-def _register_builtin() -> None:
-    from densim.catalog.core import builtin_catalog
-
-    for p in builtin_catalog().all(SECTION, WorkloadProfile):
-        if p.name not in PROFILES:
-            cited = sum(1 for f in RATE_FIELDS if not p.sources[f].lstrip().startswith(("(E)", "(R)")))
-            PROFILES.add(p.name, p, description=p.description,
-                         source=f"catalog {SECTION}: {cited} of {len(RATE_FIELDS)} figures cited, the rest (E)/(R)")
-
-
-def expand_visit(entry: dict, catalog=None) -> dict:
+def expand_visit(entry: dict, load) -> dict:
     """A tile visit entry with ``profile: <name>`` (and optional ``requests``) filled from the profile.
 
-    Fields written in the entry win over the profile's (an explicit override); the result is a plain
-    mapping for :class:`~densim.models.requests.Visit`. An entry without ``profile`` is returned as is.
+    ``load(name) -> WorkloadProfile`` finds the profile. Fields written in the entry win over the
+    profile's (an explicit override); the result is a plain mapping for
+    :class:`~densim.models.requests.Visit`. An entry without ``profile`` is returned as is.
     """
     if not isinstance(entry, dict) or "profile" not in entry:
         return entry
     rest = dict(entry)
     name = rest.pop("profile")
     requests = float(rest.pop("requests", 1.0))
-    base = load_profile(str(name), catalog).visit(str(rest.get("vm", "")), requests).model_dump()
+    base = load(str(name)).visit(str(rest.get("vm", "")), requests).model_dump()
     return {**base, **rest}
-
-
-_register_builtin()

@@ -64,12 +64,12 @@ class TileSpec(BaseModel):
 
 
 def builtin_tile() -> TileSpec:
-    from densim.models.workload_profiles import expand_visit
+    from densim.catalog.profiles import expand_tile_visit
 
     text = (resources.files("densim") / "tools" / "tiles" / "tile.yaml").read_text(encoding="utf-8")
     doc = yaml.safe_load(text)
     for rc in doc.get("classes", []):  # a visit may name a catalog workload profile (``profile: oltp-database``)
-        rc["visits"] = [expand_visit(v) for v in rc.get("visits", [])]
+        rc["visits"] = [expand_tile_visit(v) for v in rc.get("visits", [])]
     return TileSpec.model_validate(doc)
 
 
