@@ -149,3 +149,16 @@ def test_the_oltp_profile_moves_the_npt_what_if_the_way_its_rates_say():
     r = s.profile_ratios("oltp-database")
     assert r["npt_over_shadow"] > npt / fv
     assert r["npt_pv_over_fv"] > base["nested paging + PV drivers"] / fv
+
+
+def test_densim_models_lists_the_profiles_in_a_fresh_process():
+    # `densim models` imports the catalog profiles itself (a fresh interpreter, nothing else imported)
+    import json
+    import subprocess
+    import sys
+
+    code = "import sys; from densim.cli.main import main; sys.argv = ['densim', 'models', '--json']; main()"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    rows = [r for r in json.loads(out.stdout) if r["kind"] == "workload-profile"]
+    assert {r["name"] for r in rows} == set(CLASSES)
+    assert all("figures cited" in r["source"] for r in rows)
