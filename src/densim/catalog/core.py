@@ -70,6 +70,7 @@ def part_schemas() -> dict[str, tuple[str, type[BaseModel]]]:
     from densim.models.storage import ControllerSpec, EnclosureSpec, IoStack
     from densim.models.virtualization import ExitCosts, IoPath, ShadowPaging
     from densim.models.workload_memory import MemoryWorkload
+    from densim.models.workload_profiles import WorkloadProfile
     from densim.models.hardware import CpuSpec, ServerSpec
     from densim.models.memory_defaults import MemoryModelDefaults
     from densim.models.carbon import EmbodiedCarbon
@@ -96,6 +97,7 @@ def part_schemas() -> dict[str, tuple[str, type[BaseModel]]]:
         "bom_parts": ("priced part", BomPart),
         "memory_models": ("memory model", MemoryModelDefaults),
         "memory_workloads": ("memory workload", MemoryWorkload),
+        "workload_profiles": ("workload profile", WorkloadProfile),
         "licensing_products": ("licensed product", LicenceProduct),
         "server_embodied_carbon": ("server embodied carbon", EmbodiedCarbon),
         "gpus": ("GPU", GpuSpec),

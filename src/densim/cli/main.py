@@ -445,6 +445,7 @@ def models(json_out: JsonOpt = False, as_csv: CsvOpt = False, quiet: QuietOpt = 
     import densim.models.cpu  # noqa: F401
     import densim.models.memory  # noqa: F401  (miss-ratio models)
     import densim.models.power  # noqa: F401
+    import densim.catalog.profiles  # noqa: F401  (catalog workload classes)
     import densim.placement  # noqa: F401
     import densim.workloads.readers  # noqa: F401
     from densim.registry import Registry

@@ -14,6 +14,7 @@ from densim.atomic import write_text_atomic
 
 
 def _registries_md() -> str:
+    import densim.catalog.profiles  # noqa: F401  (catalog workload profiles)
     import densim.engine.stages as stages
     import densim.models.cpu  # noqa: F401
     import densim.models.memory  # noqa: F401  (miss-ratio models)

@@ -110,8 +110,8 @@ def db_visit():
     raise LookupError("the built-in tile has no 'db' visit")
 
 
-def cycles(config: str) -> dict[str, float]:
-    """Guest (vCPU) and host-side cycles of one transaction in ``config``."""
+def cycles(config: str, visit=None) -> dict[str, float]:
+    """Guest (vCPU) and host-side cycles of one transaction in ``config`` (``visit``: default the catalog db visit)."""
     from densim.tools.tiles.core import PlatformSpec
 
     cat = builtin_catalog()
@@ -121,8 +121,22 @@ def cycles(config: str) -> dict[str, float]:
                       storage=cat.get("virt_io_paths", disk, IoPath), tlb=BARCELONA_TLB, numa=numa, paging=paging,
                       host_hugepages=False, guest_large_pages=True,
                       shadow=cat.get("virt_shadow_paging", SHADOW, ShadowPaging) if paging == "shadow" else None)
-    vcpu, host = visit_cycles(db_visit(), costs, 0.0, vcpus=GUEST_VCPUS, vms_on_host=VMS_ON_HOST)
+    vcpu, host = visit_cycles(visit if visit is not None else db_visit(), costs, 0.0, vcpus=GUEST_VCPUS, vms_on_host=VMS_ON_HOST)
     return {"vcpu_cycles": vcpu, "host_cycles": host, "total_cycles": vcpu + host}
+
+
+def profile_ratios(profile: str) -> dict[str, float]:
+    """What-if, not a validation row: the three ratios with a catalog workload profile's transaction
+    (``workload_profiles``, e.g. ``oltp-database``) in place of the tile's db visit. The study's own
+    rows keep the db visit: the profile's page-table and I/O rates are estimates (E), so a row built
+    on them would not be a prediction (docs/background/workload-profiles.md)."""
+    from densim.catalog.profiles import load_profile
+
+    v = load_profile(profile).visit("db")
+    x = {k: 1.0 / cycles(k, v)["total_cycles"] for k in CONFIGS}
+    fv, npt, pv, bare = (x[k] for k in ("fully virtualized (shadow, emulated I/O)", "nested paging, emulated I/O",
+                                        "nested paging + PV drivers", "bare metal"))
+    return {"npt_over_shadow": npt / fv, "npt_pv_over_bare": pv / bare, "npt_pv_over_fv": pv / fv}
 
 
 def run(out_dir: Path, seed: int) -> dict[str, Any]:

@@ -64,8 +64,13 @@ class TileSpec(BaseModel):
 
 
 def builtin_tile() -> TileSpec:
+    from densim.catalog.profiles import expand_tile_visit
+
     text = (resources.files("densim") / "tools" / "tiles" / "tile.yaml").read_text(encoding="utf-8")
-    return TileSpec.model_validate(yaml.safe_load(text))
+    doc = yaml.safe_load(text)
+    for rc in doc.get("classes", []):  # a visit may name a catalog workload profile (``profile: oltp-database``)
+        rc["visits"] = [expand_tile_visit(v) for v in rc.get("visits", [])]
+    return TileSpec.model_validate(doc)
 
 
 def load_host(path: str | Path) -> BenchHost:
