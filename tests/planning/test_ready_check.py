@@ -185,3 +185,29 @@ def test_real_size_export_shape_reads_whole_and_pins_the_comparison(tmp_path):
     assert m["p95"] == pytest.approx(1.347, abs=1e-2) and m["vms_over_bound"] == 6
     assert p["mean"] < 1e-4 and p["vms_over_bound"] == 0  # nothing waits at ~35 % load on 40 cores
     assert e["mean"] == pytest.approx(-0.3918, abs=1e-3) and s["vms_model_under_measured_over"] == 6
+
+
+
+def test_real_export_reads_as_its_authors_meant(traces):
+    """A real, anonymised RVTools export (tests/planning/rvtools_sizingworkshop.py: MIT, ESXi 6.0, fetched by commit
+    and SHA-256, not committed): 805 VM rows (763 powered on) over 2,698 blank formatted rows, 'Template' as the text
+    'False', 'Provisioned MB' units, no vCPU/vMemory tab, no readiness column, 34 hosts in vHost. 713 of the 763 VMs
+    name their host as e.g. 'bovmsp-04.customer.com' where vHost lists short names: counted, not matched.
+
+    * 'Aster Queen' (1 vCPU) on bovmmgt-17 (Speed 3,196 MHz, 'CPU usage %' 18): 0.18 x 3,196 = 575.28 MHz;
+    * 'wadfs1' (1 vCPU) on an unlisted host: the default 2,400 MHz at the unknown CPU % (100 %): 2,400 MHz.
+
+    No measured readiness: the plan makes no comparison (check() gives None) rather than an empty one."""
+    from densim.workloads.formats import load_inventory
+    from tests.planning import rvtools_sizingworkshop as src
+
+    path = traces / "rvtools-sizingworkshop" / "SizingWorkshop-RVTools.xlsx"
+    if not path.exists():
+        pytest.skip(f"{path} absent: python -m tests.planning.rvtools_sizingworkshop {path}")
+    assert src.sha256(path) == src.SHA256
+    inv = load_inventory(path)
+    assert (inv.n_vms, inv.missing_host_vms, inv.hosts.n_hosts) == (763, 713, 34)
+    names = list(inv.names)
+    assert inv.cpu_mhz[0, names.index("Aster Queen")] == pytest.approx(575.28)
+    assert inv.cpu_mhz[0, names.index("wadfs1")] == pytest.approx(2400.0)
+    assert inv.ready_pct is None and ready_check.check(inv) is None
