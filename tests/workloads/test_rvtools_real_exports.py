@@ -205,15 +205,32 @@ def test_co_stop_and_cpu_ready_columns_where_present(tmp_path):
             for r in rows:
                 del r[j]
     inv = load_inventory(_export(tmp_path / "rv", edit=edit))
-    assert list(inv.ready_pct) == [1, 2, 3, 4] and inv.costop_pct == pytest.approx([0.1, 0.2, 0.3, 0.4])
+    # 'CPU Ready %' / 'Co-Stop %' sum the vCPUs (esxtop's VM %RDY, KB 2002181): divided by vCPUs 2, 4, 8, 2
+    assert inv.ready_pct == pytest.approx([0.5, 0.5, 0.375, 2.0]) and inv.costop_pct == pytest.approx([0.05, 0.05, 0.0375, 0.2])
 
 
 def test_readiness_above_100_pct_per_vcpu_is_refused(tmp_path):
     def edit(tab, header, rows):
         if tab == "vInfo":
-            _set(header, rows, "Overall Cpu Readiness", ["250"])  # vm-1 has 2 vCPUs: at most 200 %
+            _set(header, rows, "Overall Cpu Readiness", ["150"])  # an average over the vCPUs: at most 100 %
     msg = _err(_export(tmp_path / "rv", edit=edit))
-    assert msg.endswith("sheet vInfo, row 2, column 'Overall Cpu Readiness': CPU readiness % 250 is more than 100 % per vCPU (2 vCPUs)")
+    assert msg.endswith("sheet vInfo, row 2, column 'Overall Cpu Readiness': CPU readiness % 150 is more than 100 % "
+                        "(vSphere's VM readiness is the average over its vCPUs)")
+
+
+def test_summed_cpu_ready_column_above_100_pct_per_vcpu_is_refused(tmp_path):
+    def edit(tab, header, rows):
+        if tab == "vCPU":
+            header += ["CPU Ready %"]
+            for r, a in zip(rows, ["250", "0", "0", "0"]):  # vm-1 has 2 vCPUs: a sum of at most 200 %
+                r += [a]
+        if tab == "vInfo":
+            j = header.index("Overall Cpu Readiness")
+            del header[j]
+            for r in rows:
+                del r[j]
+    msg = _err(_export(tmp_path / "rv", edit=edit))
+    assert msg.endswith("column 'CPU Ready %': CPU readiness % 250 is more than 100 % per vCPU (2 vCPUs, summed)")
 
 
 # ------------------------------------------------------------------------------------ VMs on hosts not in vHost
@@ -287,15 +304,16 @@ def test_a_column_named_twice_is_refused(tmp_path):
 
 
 def test_fractions_without_thousands_separators_beside_grouped_numbers(tmp_path):
-    # vInfo with ',' separating thousands (memory '2,048') and a readiness of '1234.5' % (16-vCPU VMs): no
-    # thousands separator in it, so it needs no groups of three; "12,34,567" is not grouped and refused
+    # vInfo with ',' separating thousands (memory '2,048') and a 'CPU Ready %' of '1234.5' (16-vCPU VMs, a sum over
+    # the vCPUs): no thousands separator in it, so it needs no groups of three; "12,34,567" is not grouped and refused
     def edit(tab, header, rows):
         if tab == "vInfo":
             _set(header, rows, "Memory", ["2,048", "4,096", "8,192", "4,096"])
             _set(header, rows, "CPUs", ["16"] * len(rows))
             _set(header, rows, "Overall Cpu Readiness", ["1234.5", "0.5", "1,250.25", "0"])
+            header[header.index("Overall Cpu Readiness")] = "CPU Ready %"
     inv = load_inventory(_export(tmp_path / "rv", edit=edit, tabs=("vInfo",)))
-    assert list(inv.ready_pct) == [1234.5, 0.5, 1250.25, 0.0] and inv.mem_bytes[2] == 8192 * MIB
+    assert inv.ready_pct * 16 == pytest.approx([1234.5, 0.5, 1250.25, 0.0]) and inv.mem_bytes[2] == 8192 * MIB
 
     def bad(tab, header, rows):
         edit(tab, header, rows)

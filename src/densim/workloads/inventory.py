@@ -6,8 +6,8 @@ of ``step_s`` seconds from ``start_s``; ``mem_config_bytes`` is the configured m
 source says it changes (``mem_bytes`` is then each VM's largest). ``vm_start_s``/``vm_end_s`` are each
 VM's arrival and departure (same clock as ``start_s``) when the source has lifetimes (Azure vmtable,
 generic ``start``/``end`` columns). ``hosts`` describes the hosts the VMs run on today (RVTools vHost).
-``ready_pct``/``costop_pct`` are CPU readiness and co-stop measured per VM (RVTools 'Overall Cpu Readiness'),
-kept so a plan can set them beside its simulated CPU Ready.
+``ready_pct``/``costop_pct`` are CPU readiness and co-stop measured per VM, % of time per vCPU (RVTools 'Overall Cpu
+Readiness' as exported: vSphere averages it over the vCPUs), kept so a plan can set them beside its simulated CPU Ready.
 """
 
 from __future__ import annotations
@@ -72,8 +72,8 @@ class Inventory:
     hosts: HostInventory | None = None  # today's hosts (RVTools vHost)
     notes: tuple[str, ...] = ()  # what the reader skipped or assumed, for reports
     skipped_readings: int = 0  # samples the reader left out (Azure readings of VMs not in vmtable)
-    ready_pct: np.ndarray | None = None  # (N,) float64 measured CPU readiness, % of time (RVTools 'Overall Cpu Readiness'); NaN: not exported
-    costop_pct: np.ndarray | None = None  # (N,) float64 measured co-stop, % of time, where exported
+    ready_pct: np.ndarray | None = None  # (N,) float64 measured CPU readiness, % of time per vCPU (RVTools 'Overall Cpu Readiness'); NaN: not exported
+    costop_pct: np.ndarray | None = None  # (N,) float64 measured co-stop, % of time per vCPU, where exported
     missing_host_vms: int = 0  # VMs whose host is not in the export's host list (RVTools vHost)
     readiness: Any = None  # migration readiness per VM (RVTools: readers/rvtools_readiness.Readiness), None when not read
     facts: dict = field(default_factory=dict)  # what the source held, for the data-quality rating: "tabs", "cpu_default_vms"...

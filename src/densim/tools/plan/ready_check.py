@@ -10,9 +10,12 @@ the host's cores x ``smt_gain``, and a VM busy a fraction ``u`` of its vCPUs wai
 % per vCPU (0 where the host's vCPUs do not exceed ``C``). ``u`` is the VM's CPU demand over its vCPUs x
 its host's clock, step by step; the model's figure per VM is the mean over the steps.
 
-Units: vSphere's readiness of a VM is its vCPUs' ready time summed (up to 100 % per vCPU; the reader
-refuses more); it is set against the model per vCPU, so the measured figure is divided by the VM's
-vCPUs (the unit of the plan's ``qos.cpu_ready_pct`` bound and of the usual 5 % rule).
+Units: every figure is % of time per vCPU, the unit of the plan's ``qos.cpu_ready_pct`` bound and of the usual 5 %
+rule. RVTools' ``Overall Cpu Readiness`` is vSphere's VM readiness (quickStats ``overallCpuReadiness``, the VM's
+``cpu.readiness``), which Broadcom KB 432752 defines as "the average readiness across all vCPUs of a specific virtual
+machine": it is compared as exported. ``CPU Ready %`` / ``Co-Stop %`` columns (esxtop's VM-level %RDY / %CSTP, or the
+ready summation converted by Broadcom KB 2002181) sum the vCPUs; the reader divides them by the VM's vCPUs
+(:data:`densim.workloads.readers.rvtools.READINESS_AVERAGED`), so ``inv.ready_pct`` is per vCPU either way.
 """
 
 from __future__ import annotations
@@ -24,8 +27,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-MEASURED_BASIS = ("measured readiness is the VM's summed ready time over its vCPUs (vSphere's VM readiness, up to "
-                  "100 % per vCPU), divided by its vCPUs to compare per vCPU")
+MEASURED_BASIS = ("measured readiness per vCPU: RVTools 'Overall Cpu Readiness' as exported (vSphere's VM readiness, "
+                  "the average over its vCPUs: Broadcom KB 432752); 'CPU Ready %' / 'Co-Stop %' columns (summed over "
+                  "vCPUs, Broadcom KB 2002181) divided by the VM's vCPUs")
 
 
 @dataclass(frozen=True)
@@ -36,8 +40,7 @@ class ReadyCheck:
     host: np.ndarray  # (M,) object: today's host
     vcpus: np.ndarray  # (M,) int
     util_pct: np.ndarray  # (M,) mean CPU use, % of vCPUs x host clock
-    measured_vm_pct: np.ndarray  # (M,) as exported: summed over the VM's vCPUs
-    measured_pct: np.ndarray  # (M,) per vCPU
+    measured_pct: np.ndarray  # (M,) per vCPU (the reader's unit: see the module's Units)
     costop_pct: np.ndarray | None  # (M,) measured co-stop per vCPU where exported (NaN: not for this VM); no model figure
     model_pct: np.ndarray  # (M,) per vCPU, mean over the steps
     vms_measured: int  # VMs with a measured value
@@ -93,11 +96,10 @@ def check(inv, *, bound_pct: float = 5.0, smt_gain: float = 1.0, chunk: int = 20
     sel = measured[on]
     idx = on[sel]
     model = ready_sum[sel] / t_total
-    meas_vm = inv.ready_pct[idx].astype(np.float64)
     return ReadyCheck(
         names=inv.names[idx], host=inv.hosts.names[hi[idx]], vcpus=inv.vcpus[idx].astype(np.int64),
-        util_pct=100.0 * util_sum[sel] / t_total, measured_vm_pct=meas_vm, measured_pct=meas_vm / inv.vcpus[idx],
-        costop_pct=None if inv.costop_pct is None else inv.costop_pct[idx] / inv.vcpus[idx],
+        util_pct=100.0 * util_sum[sel] / t_total, measured_pct=inv.ready_pct[idx].astype(np.float64),
+        costop_pct=None if inv.costop_pct is None else inv.costop_pct[idx].astype(np.float64),
         model_pct=model, vms_measured=int(measured.sum()), vms_no_host=int((measured & ~known).sum()),
         hosts=int(np.unique(hi[idx]).size), smt_gain=float(smt_gain), bound_pct=float(bound_pct), steps=t_total)
 
@@ -157,9 +159,9 @@ def per_vm_csv(rc: ReadyCheck) -> str:
 
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["vm", "host", "vcpus", "cpu_use_pct", "measured_ready_vm_pct", "measured_ready_pct_per_vcpu",
+    w.writerow(["vm", "host", "vcpus", "cpu_use_pct", "measured_ready_pct_per_vcpu",
                 "model_ready_pct_per_vcpu", "model_minus_measured_pct_per_vcpu"])
-    for row in zip(rc.names.tolist(), rc.host.tolist(), rc.vcpus.tolist(), rc.util_pct.tolist(), rc.measured_vm_pct.tolist(),
+    for row in zip(rc.names.tolist(), rc.host.tolist(), rc.vcpus.tolist(), rc.util_pct.tolist(),
                    rc.measured_pct.tolist(), rc.model_pct.tolist(), (rc.model_pct - rc.measured_pct).tolist()):
         w.writerow(safe_row([row[0], row[1], int(row[2])] + [float(f"{x:.6g}") for x in row[3:]]))
     return buf.getvalue()

@@ -115,6 +115,14 @@ VMEM_MEM = {"active": "active", "consumed": "consumed", "size": "size"}
 # in exports that add them), in % of time
 READINESS = {"ready": ("overallcpureadiness", "cpureadiness", "cpuready%", "cpuready", "readiness"),
              "costop": ("costop%", "costop", "cpucostop%", "cpucostop")}
+# The two units a VM's readiness comes in. 'Overall Cpu Readiness' is vSphere's VirtualMachineQuickStats
+# overallCpuReadiness (RVTools documentation, vInfo: "Percentage of time that the virtual machine was ready but could
+# not get scheduled to run on the physical CPU", since vSphere API 7.0), the VM's cpu.readiness: "the average
+# readiness across all vCPUs of a specific virtual machine" (Broadcom KB 432752), so already per vCPU, at most 100 %.
+# 'CPU Ready %' / 'Co-Stop %' columns are esxtop's VM-level %RDY / %CSTP or the ready summation converted by
+# Broadcom KB 2002181, which sum the vCPUs ("a sum of each virtual CPUs %RDY time"): up to 100 % per vCPU, divided by
+# the VM's vCPUs here. inv.ready_pct / inv.costop_pct are per vCPU either way.
+READINESS_AVERAGED = frozenset({"overallcpureadiness", "cpureadiness", "readiness"})
 VHOST = {
     "host": ("host", "name", "hostname"),
     "speed": ("speed", "cpumhz", "speedmhz"),
@@ -737,11 +745,14 @@ def read_rvtools(
             per_vm = np.where(rows_of >= 0, vals[np.maximum(rows_of, 0)], np.nan)
             chk = np.intersect1d(np.flatnonzero(~np.isnan(per_vm)), kept)
             sheet.check(per_vm[chk], rows_of[chk], c, lambda v, src, col, w=what, **kw: check_values(v, src, col, what=w, **kw))
-            over = per_vm[chk] > 100.0 * cpus[chk]  # vSphere sums the vCPUs' ready time: at most 100 % per vCPU
+            averaged = sheet.keys[c] in READINESS_AVERAGED  # see READINESS_AVERAGED: the column's unit
+            over = per_vm[chk] > (100.0 if averaged else 100.0 * cpus[chk])
             if over.any():
                 i = int(chk[np.argmax(over)])
-                raise sheet.error(int(rows_of[i]), c, f"{what} {per_vm[i]:g} is more than 100 % per vCPU ({int(cpus[i])} vCPUs)")
-            measured[key] = per_vm
+                raise sheet.error(int(rows_of[i]), c, (
+                    f"{what} {per_vm[i]:g} is more than 100 % (vSphere's VM readiness is the average over its vCPUs)"
+                    if averaged else f"{what} {per_vm[i]:g} is more than 100 % per vCPU ({int(cpus[i])} vCPUs, summed)"))
+            measured[key] = per_vm if averaged else per_vm / np.maximum(cpus, 1)
             break
     cpu_series = None if no_cpu else np.minimum(cpu_now * f, capacity_mhz)[None, :]
     mem_series = None if no_mem else np.minimum(mem_now * f, mem_bytes)[None, :]
