@@ -1,4 +1,4 @@
-"""Every pair of the engine's eleven features on one small scenario (issues 28, 32 and 33).
+"""Every pair of the engine's fourteen features on one small scenario (issues 28, 30, 32 and 33).
 
 Each pair either runs and keeps the invariants below, or is refused with a one-line message pinned
 in :data:`REFUSED`, whose physical reason the message states. The table of pairs and their status
