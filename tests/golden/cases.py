@@ -220,7 +220,7 @@ def _cases() -> dict[str, Callable[[Path], dict[str, Any]]]:
                "storage/bitbrains-datastores.yaml", "storage/drive-failure.yaml", "sweeps/base-web.yaml", "sweeps/planetlab-base.yaml",
                "memory/swap-on-datastore.yaml", "opendc/surf-week.yaml", "opendc/1k-tasks.yaml",
                "opendc/bitbrains-small.yaml", "opendc/bitbrains-small-multi.yaml", "combined/everything-on.yaml",
-               "gpu/inference-cluster.yaml", "memory/nvme-tiering.yaml"):
+               "gpu/inference-cluster.yaml", "memory/nvme-tiering.yaml", "storage/hci-vsan-raid5.yaml"):
         cases["run-" + ex.removesuffix(".yaml").replace("/", "-")] = _run(ex)
     for ex in ("storage/fio-30-ssd-5-hba.yaml", "storage/hdd-raid10-open.yaml"):
         cases["io-" + Path(ex).stem] = _io(ex)
@@ -230,6 +230,7 @@ def _cases() -> dict[str, Callable[[Path], dict[str, Any]]]:
     cases["plan-candidates"] = _plan("planning/candidates.yaml")
     cases["plan-candidates-qos"] = _plan("planning/candidates-qos.yaml")
     cases["plan-candidates-licensing"] = _plan("planning/candidates-licensing.yaml")
+    cases["plan-candidates-hci"] = _plan("planning/candidates-hci.yaml")
     cases["plan-candidates-tiering"] = _plan("planning/candidates-tiering.yaml")
     cases["plan-gpu"] = _plan("gpu/plan-gpu.yaml", "gpu/inventory.csv")
     cases["gpu-size-llama-3.1-70b-h100"] = _gpu_size(["--model", "llama-3.1-70b", "--gpu", "nvidia-h100-sxm", "--precision",
