@@ -76,6 +76,7 @@ def part_schemas() -> dict[str, tuple[str, type[BaseModel]]]:
     from densim.models.licensing import LicenceProduct
     from densim.models.gpu import GpuSpec
     from densim.models.inference import LlmSpec
+    from densim.models.page_sharing import GuestImageSharing
 
     return {
         "devices": ("device", DeviceSpec),
@@ -96,6 +97,7 @@ def part_schemas() -> dict[str, tuple[str, type[BaseModel]]]:
         "bom_parts": ("priced part", BomPart),
         "memory_models": ("memory model", MemoryModelDefaults),
         "memory_workloads": ("memory workload", MemoryWorkload),
+        "guest_images": ("guest image", GuestImageSharing),
         "licensing_products": ("licensed product", LicenceProduct),
         "server_embodied_carbon": ("server embodied carbon", EmbodiedCarbon),
         "gpus": ("GPU", GpuSpec),
