@@ -231,6 +231,8 @@ def precopy_rule(memory_bytes: float, bandwidth_bps: float, dirty_rate_bps: floa
     ``downtime = remainder / B + resume``; ``total = live rounds + downtime``. With the ``qemu``
     rule and constant rates this is :func:`precopy` (same rounds, same numbers).
     """
+    if isinstance(rule, str) and rule not in STOP_RULES:
+        raise ValueError(f"unknown pre-copy stop rule {rule!r}; known: {', '.join(STOP_RULES)}")
     r = STOP_RULES[rule] if isinstance(rule, str) else rule
     if bandwidth_bps <= 0:
         raise ValueError("migration bandwidth must be > 0")
