@@ -19,24 +19,28 @@ def test_qemu_rule_is_precopy_bit_for_bit(mem, dirty, wws):
 
 
 def test_xen_rule_stops_below_50_pages_by_hand():
-    # M = 100 MB, B = 100 MB/s, D = 50 MB/s, no WWS bound: V_i = 100 MB / 2^i.
-    # Xen stops after the first round whose dirtied remainder is < 50 pages = 204,800 B:
-    # 100 MiB / 2^i < 204800  <=>  2^i > 512  <=>  i = 10 (V_10 = 102,400 B), after 10 live rounds.
-    # live time = sum_{i=0}^{9} 1 s / 2^i = 2 (1 - 2^-10) = 1.998046875 s; downtime = 102400 / 104857600 s
+    # M = 100 MiB, B = 100 MiB/s, D = 50 MiB/s, no WWS bound: V_i = 100 MiB / 2^i.
+    # Xen (xc_linux_save.c) makes the next round the last when the round just sent was < 50 pages = 204,800 B:
+    # 100 MiB / 2^i < 204800  <=>  2^i > 512  <=>  i = 10 (V_10 = 102,400 B sent live): 11 live rounds,
+    # live time = sum_{i=0}^{10} 1 s / 2^i = 2 (1 - 2^-11) s; stop-and-copy V_11 = 51,200 B = 0.488 ms
     r = precopy_rule(100 * MB, 100 * MB, 50 * MB, "xen-2005")
-    assert r["rounds"] == 10
-    assert r["live_s"] == pytest.approx(2 * (1 - 2**-10))
-    assert r["downtime_s"] == pytest.approx(102400 / (100 * MB))
+    assert r["rounds"] == 11
+    assert r["live_s"] == pytest.approx(2 * (1 - 2**-11))
+    assert r["downtime_s"] == pytest.approx(51200 / (100 * MB))
     # QEMU's rule stops as soon as the remainder fits 300 ms: V_1 = 50 MB = 0.5 s, V_2 = 25 MB = 0.25 s -> 2 rounds
     q = precopy_rule(100 * MB, 100 * MB, 50 * MB, "qemu")
     assert q["rounds"] == 2 and q["downtime_s"] == pytest.approx(0.25)
 
 
 def test_xen_rule_max_factor_and_stuck():
-    # D = B with a WWS bound of M/2: V_1 = M/2, V_2 = M/2 = V_1 -> no progress: Xen stops (stuck), 2 rounds
+    # D = B with a WWS bound of M/2: rounds send 100, 50, 50, 50 ... MiB. Xen's "more than last round" never
+    # holds (50 is not > 50), so DEF_MAX_FACTOR stops it: sent 100 + 50 k > 300 MiB first at k = 5 -> 6 rounds,
+    # stop-and-copy 50 MiB = 0.5 s
     r = precopy_rule(100 * MB, 100 * MB, 100 * MB, "xen-2005", wws_bytes=50 * MB)
-    assert r["rounds"] == 2 and r["downtime_s"] == pytest.approx(0.5)
-    # without the stuck test, max_factor 1.2 stops once 1.2 M is passed: 100 + 50 = 150 MB > 120 MB after round 2
+    assert r["rounds"] == 6 and r["downtime_s"] == pytest.approx(0.5)
+    # QEMU tests the remainder: D = 2 B, W = M gives V_1 = min(200, 100) = 100 MiB >= V_0: stuck after round 0
+    assert precopy_rule(100 * MB, 100 * MB, 200 * MB, "qemu")["rounds"] == 1
+    # without a stuck test, max_factor 1.2 stops once 1.2 M is passed: 100 + 50 = 150 MiB > 120 MiB after round 2
     rule = StopRule("t", max_factor=1.2, stop_when_stuck=False, max_rounds=30)
     assert precopy_rule(100 * MB, 100 * MB, 100 * MB, rule, wws_bytes=50 * MB)["rounds"] == 2
 

@@ -162,7 +162,10 @@ class StopRule:
     * ``stop_when_stuck``: stop when a round sends no less than the one before (Xen: "sent this
       iteration > sent last iteration" at the maximum rate; QEMU and the module docstring likewise);
     * ``throttle_to``: vMotion's Stun During Page Send: when a round makes no progress the VM is
-      slowed so it dirties at most ``throttle_to x B`` (0: no throttling).
+      slowed so it dirties at most ``throttle_to x B`` (0: no throttling);
+    * ``test_on_sent``: Xen's tests look at the round just *sent* (``V_n < 50`` pages; ``V_n > V_{n-1}``),
+      then one last stop-and-copy sends ``V_{n+1}``; QEMU's (False) look at the remainder ``V_{n+1}``
+      (fits the target; ``V_{n+1} >= V_n``).
     """
 
     name: str
@@ -172,6 +175,7 @@ class StopRule:
     max_rounds: int = DEFAULT_MAX_ROUNDS
     stop_when_stuck: bool = True
     throttle_to: float = 0.0
+    test_on_sent: bool = False
     source: str = ""
 
 
@@ -182,7 +186,7 @@ STOP_RULES: dict[str, StopRule] = {
     # Xen 3.x xc_linux_save.c: last iteration when (sent this round > sent last round at the maximum
     # rate) or iter >= DEF_MAX_ITERS (29: "limit us to 30 times round loop") or fewer than 50 pages
     # were sent + skipped or total sent > DEF_MAX_FACTOR (3) x the domain's pages
-    "xen-2005": StopRule("xen-2005", min_remaining_bytes=50 * PAGE_BYTES, max_factor=3.0, max_rounds=30,
+    "xen-2005": StopRule("xen-2005", min_remaining_bytes=50 * PAGE_BYTES, max_factor=3.0, max_rounds=30, test_on_sent=True,
                          source="Xen tools/libxc/xc_linux_save.c (Xen 3.x): DEF_MAX_ITERS 29, DEF_MAX_FACTOR 3, < 50 pages"),
     # vSphere 5 vMotion: switch-over when the remainder can be sent in well under a second; SDPS
     # slows the vCPUs of a VM that dirties faster than the link sends (R: vMotion Architecture,
@@ -195,10 +199,11 @@ STOP_RULES: dict[str, StopRule] = {
 
 
 @njit
-def _precopy_rule_one(mem, b, d, cap, target, min_left, max_factor, max_rounds, stuck_stops, throttle):
+def _precopy_rule_one(mem, b, d, cap, target, min_left, max_factor, max_rounds, stuck_stops, throttle, on_sent):
     """One migration under a :class:`StopRule` (constant bandwidth ``b`` and dirty rate ``d``).
-    Returns ``(total_s, live_s, remainder_bytes, bytes_sent, rounds, converged)``."""
+    Returns ``(live_s, remainder_bytes, bytes_sent, rounds, converged)``."""
     v = mem
+    prev = np.inf
     total = 0.0
     sent = 0.0
     rounds = 0
@@ -214,9 +219,14 @@ def _precopy_rule_one(mem, b, d, cap, target, min_left, max_factor, max_rounds, 
             d = min(d, throttle * b)  # SDPS: the VM is slowed to what the link can follow
             nxt = min(d * t, cap)
             stuck = nxt >= v
+        if on_sent:  # Xen: the round just sent was small / larger than the one before
+            small = v < min_left
+            stuck = v > prev
+        else:
+            small = nxt < min_left
         fits = target > 0.0 and nxt / b <= target
-        small = nxt < min_left
         converged = converged or fits or small
+        prev = v
         v = nxt
         if fits or small or (stuck and stuck_stops) or sent > max_factor * mem:
             break
@@ -243,7 +253,8 @@ def precopy_rule(memory_bytes: float, bandwidth_bps: float, dirty_rate_bps: floa
     cap = float(memory_bytes) if wws_bytes is None else min(float(memory_bytes), float(wws_bytes))
     live, rem, sent, rounds, conv = _precopy_rule_one(
         float(memory_bytes), float(bandwidth_bps), float(dirty_rate_bps), cap, float(r.downtime_target_s),
-        float(r.min_remaining_bytes), float(r.max_factor), int(r.max_rounds), bool(r.stop_when_stuck), float(r.throttle_to))
+        float(r.min_remaining_bytes), float(r.max_factor), int(r.max_rounds), bool(r.stop_when_stuck), float(r.throttle_to),
+        bool(r.test_on_sent))
     down = rem / bandwidth_bps + resume_s
     return {"total_s": live + down, "downtime_s": down, "live_s": live, "bytes_sent": sent, "rounds": int(rounds),
             "converged": bool(conv)}
