@@ -70,3 +70,22 @@ def test_stop_rule_study_rows_are_calibration_and_miss_low():
     assert [h["role"] for h in s["headline"]] == ["calibration", "calibration"]
     # under Xen's own rule the geometric remainder falls below 50 pages: downtime ~ the 20 ms resume
     assert all(h["simulated"] < 0.5 * h["published"] for h in s["headline"])
+
+
+def test_qemu_nfv_rows_by_hand():
+    from densim.tools.studies.val_migration_qemu_nfv import STUDY
+    from densim.tools.studies.validation import MISS_NOTES, validation_table
+
+    s = STUDY.run(None, 0)
+    by = {h["name"]: h for h in s["headline"]}
+    # idle: one round of 8 GiB at 1.25e9 B/s = 8 x 2^30 / 1.25e9 = 6.8719 s, nothing dirtied: downtime = resume 20 ms
+    assert by["QEMU migration total time, idle 8 GiB guest (ms)"]["simulated"] == pytest.approx(6871.9 + 20, rel=1e-4)
+    assert by["QEMU migration downtime, idle 8 GiB guest (ms)"]["simulated"] == pytest.approx(20.0)
+    # DPDK: round 0 dirties min(2.516e8 x 6.872 s, 16 MiB) = 16 MiB = 13.42 ms > 10 ms -> round 1 (13.42 ms)
+    # dirties 2.516e8 x 0.013422 = 3.377e6 B = 2.70 ms <= 10 ms: downtime 2.70 + 20 = 22.70 ms
+    r1 = 16 * 2**20 / 1.25e9
+    assert by["QEMU migration downtime, 8 GiB guest, DPDK L2 forwarding at 2013 Mbps (ms)"]["simulated"] == pytest.approx(
+        (2013e6 / 8 * r1 / 1.25e9 + 0.020) * 1e3, rel=1e-9)
+    rows = validation_table({"val-migration-qemu-nfv": s})
+    assert len(rows) == 4 and [r["within"] for r in rows] == [False, True, False, True]
+    assert "val-migration-qemu-nfv" in MISS_NOTES
