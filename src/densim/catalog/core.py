@@ -77,6 +77,7 @@ def part_schemas() -> dict[str, tuple[str, type[BaseModel]]]:
     from densim.models.licensing import LicenceProduct
     from densim.models.gpu import GpuSpec
     from densim.models.inference import LlmSpec
+    from densim.models.page_sharing import GuestImageSharing
 
     return {
         "devices": ("device", DeviceSpec),
@@ -98,6 +99,7 @@ def part_schemas() -> dict[str, tuple[str, type[BaseModel]]]:
         "memory_models": ("memory model", MemoryModelDefaults),
         "memory_workloads": ("memory workload", MemoryWorkload),
         "workload_profiles": ("workload profile", WorkloadProfile),
+        "guest_images": ("guest image", GuestImageSharing),
         "licensing_products": ("licensed product", LicenceProduct),
         "server_embodied_carbon": ("server embodied carbon", EmbodiedCarbon),
         "gpus": ("GPU", GpuSpec),

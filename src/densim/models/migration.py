@@ -141,3 +141,120 @@ def geometric_total_s(memory_bytes: float, bandwidth_bps: float, dirty_rate_bps:
     r = dirty_rate_bps / bandwidth_bps
     base = memory_bytes / bandwidth_bps
     return base * rounds if r == 1.0 else base * (1.0 - r**rounds) / (1.0 - r)
+
+
+# ---------------------------------------------------------------------------------------------
+# The hypervisor's stop rule (issue 30 item 6). ``precopy`` above is QEMU's rule (downtime target,
+# round limit, no-progress); ``precopy_rule`` lets each source be modelled with its own hypervisor's.
+
+PAGE_BYTES = 4096.0
+
+
+@dataclass(frozen=True)
+class StopRule:
+    """When pre-copy stops iterating and stops the VM (every test is checked after each live round).
+
+    * ``downtime_target_s``: stop when the remainder fits ``V/B <= target`` (QEMU ``downtime-limit``;
+      0: no such test);
+    * ``min_remaining_bytes``: stop when fewer bytes than this were dirtied (Xen: 50 pages);
+    * ``max_factor``: stop when more than ``max_factor x M`` has been sent (Xen: 3; inf: none);
+    * ``max_rounds``: live rounds at most (round 0, the full copy, counts);
+    * ``stop_when_stuck``: stop when a round sends no less than the one before (Xen: "sent this
+      iteration > sent last iteration" at the maximum rate; QEMU and the module docstring likewise);
+    * ``throttle_to``: vMotion's Stun During Page Send: when a round makes no progress the VM is
+      slowed so it dirties at most ``throttle_to x B`` (0: no throttling);
+    * ``test_on_sent``: Xen's tests look at the round just *sent* (``V_n < 50`` pages; ``V_n > V_{n-1}``),
+      then one last stop-and-copy sends ``V_{n+1}``; QEMU's (False) look at the remainder ``V_{n+1}``
+      (fits the target; ``V_{n+1} >= V_n``).
+    """
+
+    name: str
+    downtime_target_s: float = 0.0
+    min_remaining_bytes: float = 0.0
+    max_factor: float = float("inf")
+    max_rounds: int = DEFAULT_MAX_ROUNDS
+    stop_when_stuck: bool = True
+    throttle_to: float = 0.0
+    test_on_sent: bool = False
+    source: str = ""
+
+
+STOP_RULES: dict[str, StopRule] = {
+    # QEMU: stop when the remainder fits downtime-limit (default 300 ms); the engine's defaults
+    "qemu": StopRule("qemu", downtime_target_s=DEFAULT_DOWNTIME_TARGET_S, max_rounds=DEFAULT_MAX_ROUNDS,
+                     source="QEMU migration parameter downtime-limit, default 300 ms; max_rounds 30 (E)"),
+    # Xen 3.x xc_linux_save.c: last iteration when (sent this round > sent last round at the maximum
+    # rate) or iter >= DEF_MAX_ITERS (29: "limit us to 30 times round loop") or fewer than 50 pages
+    # were sent + skipped or total sent > DEF_MAX_FACTOR (3) x the domain's pages
+    "xen-2005": StopRule("xen-2005", min_remaining_bytes=50 * PAGE_BYTES, max_factor=3.0, max_rounds=30, test_on_sent=True,
+                         source="Xen tools/libxc/xc_linux_save.c (Xen 3.x): DEF_MAX_ITERS 29, DEF_MAX_FACTOR 3, < 50 pages"),
+    # vSphere 5 vMotion: switch-over when the remainder can be sent in well under a second; SDPS
+    # slows the vCPUs of a VM that dirties faster than the link sends (R: vMotion Architecture,
+    # Performance and Best Practices in VMware vSphere 5, 2011, "Stun During Page Send")
+    "vmotion-5": StopRule("vmotion-5", downtime_target_s=1.0, max_rounds=DEFAULT_MAX_ROUNDS, stop_when_stuck=False,
+                          throttle_to=0.5,
+                          source="(R) VMware vSphere 5 vMotion white paper (2011): switch-over < 1 s, SDPS; "
+                                 "throttle_to 0.5 (E)"),
+}
+
+
+@njit
+def _precopy_rule_one(mem, b, d, cap, target, min_left, max_factor, max_rounds, stuck_stops, throttle, on_sent):
+    """One migration under a :class:`StopRule` (constant bandwidth ``b`` and dirty rate ``d``).
+    Returns ``(live_s, remainder_bytes, bytes_sent, rounds, converged)``."""
+    v = mem
+    prev = np.inf
+    total = 0.0
+    sent = 0.0
+    rounds = 0
+    converged = False
+    for _ in range(max_rounds):
+        t = v / b
+        total += t
+        sent += v
+        rounds += 1
+        nxt = min(d * t, cap)
+        stuck = nxt >= v
+        if stuck and throttle > 0.0:
+            d = min(d, throttle * b)  # SDPS: the VM is slowed to what the link can follow
+            nxt = min(d * t, cap)
+            stuck = nxt >= v
+        if on_sent:  # Xen: the round just sent was small / larger than the one before
+            small = v < min_left
+            stuck = v > prev
+        else:
+            small = nxt < min_left
+        fits = target > 0.0 and nxt / b <= target
+        converged = converged or fits or small
+        prev = v
+        v = nxt
+        if fits or small or (stuck and stuck_stops) or sent > max_factor * mem:
+            break
+    return total, v, sent + v, rounds, converged
+
+
+def precopy_rule(memory_bytes: float, bandwidth_bps: float, dirty_rate_bps: float, rule: StopRule | str, *,
+                 wws_bytes: float | None = None, resume_s: float = 0.0) -> dict[str, float]:
+    """One pre-copy migration under the hypervisor's own stop rule (:data:`STOP_RULES` or a
+    :class:`StopRule`): the recurrence of the module docstring, stopped by ``rule``.
+
+    ``downtime = remainder / B + resume``; ``total = live rounds + downtime``. With the ``qemu``
+    rule and constant rates this is :func:`precopy` (same rounds, same numbers).
+    """
+    if isinstance(rule, str) and rule not in STOP_RULES:
+        raise ValueError(f"unknown pre-copy stop rule {rule!r}; known: {', '.join(STOP_RULES)}")
+    r = STOP_RULES[rule] if isinstance(rule, str) else rule
+    if bandwidth_bps <= 0:
+        raise ValueError("migration bandwidth must be > 0")
+    if dirty_rate_bps < 0 or memory_bytes < 0:
+        raise ValueError("memory and dirty rate must be >= 0")
+    if r.max_rounds < 1:
+        raise ValueError(f"stop rule {r.name!r}: max_rounds must be >= 1")
+    cap = float(memory_bytes) if wws_bytes is None else min(float(memory_bytes), float(wws_bytes))
+    live, rem, sent, rounds, conv = _precopy_rule_one(
+        float(memory_bytes), float(bandwidth_bps), float(dirty_rate_bps), cap, float(r.downtime_target_s),
+        float(r.min_remaining_bytes), float(r.max_factor), int(r.max_rounds), bool(r.stop_when_stuck), float(r.throttle_to),
+        bool(r.test_on_sent))
+    down = rem / bandwidth_bps + resume_s
+    return {"total_s": live + down, "downtime_s": down, "live_s": live, "bytes_sent": sent, "rounds": int(rounds),
+            "converged": bool(conv)}

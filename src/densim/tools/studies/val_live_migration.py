@@ -19,7 +19,11 @@ QEMU's default, none fitted to these figures) and the set-up of the paper:
 * CPU use, which scales the dirty rate: SPECweb at 90 % of its maximum load (the paper's set-up,
   taken as 90 % CPU: estimate); the Quake 3 server with 6 players at 25 % (estimate).
 
-Role ``prediction``: nothing was tuned to the two downtimes. Tolerance (a priori): +/-50 %.
+Role ``calibration`` since issue 30 (before: ``prediction``; numbers unchanged): the dirty rate,
+writable working set and resume time were added with the 210/60 ms already in the table, and QEMU's
+300 ms stop rule caps the downtime of any converging VM. Tolerance: +/-50 %. The same cases under
+Xen 2005's own stop rule: ``val-migration-stop-rules``; prediction rows with a readable set-up:
+``val-migration-qemu-nfv``.
 The predicted total migration times are reported in the notes without a published figure to
 compare with (the paper's totals were not available as text here).
 """

@@ -38,7 +38,8 @@ throughput falls to 43 %, where the 52 guests ran. Missing mechanism: sharing th
 the same guest image and applications (identical images share most of their OS and code pages; diverse
 ones little beyond zero pages), and on the page size (2 MB guest or host pages share nothing until
 broken up). A per-VM-group image label and a sharing curve over the number of VMs per image would
-carry it.
+carry it. (Issue 30 item 5: that mechanism is ``densim.models.page_sharing.image_sharing``, checked in
+``val-page-sharing-images``; this study keeps the engine's memory model, which does not use it yet.)
 """
 
 from __future__ import annotations
