@@ -123,3 +123,18 @@ def test_requests_per_s_and_an_architecture_give_the_catalog_models_answer():
                                                            "--head-dim": 128}, **common)
     assert a["target_tokens_per_s"] == 400.0
     assert (a["gpus"], a["batch"], a["tp"]) == (b["gpus"], b["batch"], b["tp"])
+
+
+def test_a_batch_no_replica_count_serves_does_not_drop_the_width():
+    # 50 B parameters in fp16 = 100 GB = 93.1 GiB: one 80 GiB GPU cannot hold them, tp = 2 (160 GiB) can.
+    # tp = 2: prefill 2 x 50e9 x 200 / 2e14 = 0.1 s; decode at batch B compute-bound, 2 x 50e9 B / 2e14 = 0.5 B ms;
+    # TPOT = 0.5 B ms + B x 0.1 s / 100 = 1.5 B ms <= 1 s -> B <= 666. 1e5 tokens/s = 1,000 requests/s; at B = 666
+    # a round is 100 x 0.333 s + 666 x 0.1 s = 99.9 s, 6.667 requests/s a replica -> 150 at full load, 151 the first
+    # try (302 GPUs), whose p95 TTFT is within 0.15 s. At batch 1 (a 5.1 s round, 5,100 slots busy) 64 replicas
+    # more still leave p95 TTFT above 0.15 s: such a batch has no answer, and it must not discard tp = 2 (the old
+    # code gave it a sentinel of 2^63 - 1 replicas, x 2 GPUs overflowed to -2 "GPUs", was picked and skipped).
+    big = LlmSpec(name="big", params_b=50.0, layers=10, kv_heads=8, head_dim=128)
+    out = size(big, GPU, WL, tokens_per_s=1e5, gpus_per_host=2, ttft_s=0.15, tpot_s=1.0)
+    assert out["feasible"], out.get("reasons")
+    assert (out["tp"], out["batch"], out["replicas"], out["gpus"]) == (2, 666, 151, 302)
+    assert out["ttft_p95_s"] <= 0.15

@@ -85,3 +85,27 @@ def test_a_plan_with_an_hci_section_is_storage_bound_end_to_end(tmp_path):
     write_outputs(res, tmp_path)  # the report renders the storage-bound answer
     html = (tmp_path / "report.html").read_text()
     assert "limiting: storage policy vsan-raid5" in html
+
+
+def test_vsan_tib_included_follow_the_order_minimum_end_to_end():
+    # 4 VMs x 1 TiB at RAID-1 FTT=1 (2 copies): 8 TiB raw, capacity 1 + ceil(8 / 4.37) = 3 hosts, the policy 3 + 1 = 4:
+    # 4 hosts of one 4-core CPU. VCF counts 16 cores per CPU: 4 x 16 = 64 cores, lifted to its 72-core order minimum
+    # (fleet_licences), so the vSAN allowance is 72 x 1 TiB = 72 TiB, not 64 TiB
+    from densim.spec.plan import PlanSpec
+    from densim.tools.plan.capacity import plan
+    from densim.tools.plan.report import summary_dict
+    from densim.workloads.inventory import build_inventory
+
+    inv = build_inventory([f"v{i}" for i in range(4)], [2] * 4, [2000.0] * 4, [8 * 2**30] * 4,
+                          cpu_mhz=np.full((4, 4), 1000.0))
+    spec = PlanSpec.model_validate({
+        "qos": {"cpu_ready_pct": 5.0, "vcpus_per_core": 1.0},
+        "candidates": [{"name": "new", "cpu": {"sockets": 1, "cores_per_socket": 4, "base_clock": "2 GHz"},
+                        "memory": "32 GiB", "power": {"model": "linear", "idle": "100 W", "peak": "300 W"}, "price_usd": 5000}],
+        "licensing": {"products": ["vmware-vcf"]},
+        "hci": {"device": "intel-dc-p4600-1.6tb", "disks_per_host": 4, "nic": "connectx-4-lx-2x25g",
+                "policy": "vsan-raid1-ftt1", "disk": "1 TiB", "rebuild_share": 0.2}})
+    a = summary_dict(plan(inv, spec))["answer"]
+    assert a["hosts"] == 4
+    lic = a["hci"]["vsan_licence"]
+    assert lic["licensed_cores"] == 72 and lic["included_tib"] == 72.0

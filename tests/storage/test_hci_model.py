@@ -50,6 +50,15 @@ def test_ecx_strip_widens_with_the_nodes_and_only_cold_data_is_coded():
     assert p.overhead(6, 0.6) == pytest.approx(1.55)
 
 
+def test_rf3_ecx_strip_follows_the_cited_table():
+    # the cited EC-X strip table for RF3 (parity 2): 2/2 on 6 nodes, 3/2 on 7, 4/2 from 8 (d = min(4, n - 2 p));
+    # the old d = n - p - 1 gave 3/2 on 6 and 4/2 on 7
+    p = policy("nutanix-rf3-ecx")
+    assert [p.strip(n) for n in (6, 7, 8, 12)] == [(2, 2), (3, 2), (4, 2), (4, 2)]
+    # 50 % cold on 6 nodes: 0.5 x 4/2 + 0.5 x 3 copies = 1 + 1.5 = 2.5 raw per byte (the old 3/2 strip: 2.333)
+    assert p.overhead(6, 0.5) == pytest.approx(2.5)
+
+
 @pytest.mark.parametrize(("name", "amp", "net"), [
     # 6 hosts: a vSAN component is on the VM's host with 1/6, so 5/6 of each back-end I/O crosses the network
     ("vsan-raid1-ftt1", 2, 2 * 5 / 6),      # 2 copies written

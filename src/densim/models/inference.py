@@ -200,11 +200,16 @@ def size(llm: LlmSpec, gpu: GpuSpec, wl: Workload, *, tokens_per_s: float, gpus_
         if not good.any():
             reasons.append(f"tp={tp}: the queue for a slot keeps p95 TTFT above {ttft_s:g} s")
             continue
-        first = np.where(good.any(axis=1), good.argmax(axis=1), -1)
-        n = np.where(first >= 0, tries[np.arange(bs.size), np.maximum(first, 0)], np.iinfo(np.int64).max)
+        # only the batches some try meets the bound at (a sentinel replica count for the others would overflow
+        # when multiplied by tp and, negative, be picked as the fewest GPUs)
+        rows = np.flatnonzero(good.any(axis=1))
+        first = np.full(bs.size, -1)
+        first[rows] = good[rows].argmax(axis=1)
+        n = tries[np.arange(bs.size), np.maximum(first, 0)]
         gpus = n * tp
-        i = int(np.lexsort((-bs, gpus))[0])  # fewest GPUs, then the largest batch (lowest cost per token)
+        i = int(rows[np.lexsort((-bs[rows], gpus[rows]))[0]])  # fewest GPUs, then the largest batch (lowest cost per token)
         if n[i] > max_replicas:
+            reasons.append(f"tp={tp}: needs {int(n[i]):,} replicas, above the limit of {max_replicas:,}")
             continue
         per_host = gpus_per_host // tp
         cand = {"tp": tp, "batch": int(bs[i]), "replicas": int(n[i]), "gpus": int(gpus[i]),

@@ -21,7 +21,7 @@ vsan-esa-raid6              2       4+2         6          leg (FTT + 1 writes) 
                                                            write ((d + p) / d per byte), no reads
 nutanix-rf2 / rf3           1 / 2   2 / 3 copies 3 / 5     (0, RF); first copy local (data locality)
 nutanix-rf2-ecx / rf3-ecx   1 / 2   RF hot, EC   4 / 6     as RF (EC-X is post-process on write-cold
-                                    d/p cold               data: strip d = min(4, hosts - p - 1))
+                                    d/p cold               data: strip d = min(4, hosts - 2p))
 ==========================  ======  ==========  =========  ===================================
 
 **Capacity** (:func:`capacity`): ``raw = hosts x disks x capacity``; the host-rebuild reserve keeps
@@ -77,10 +77,11 @@ class HciPolicy:
     source: str = ""
 
     def strip(self, hosts: int) -> tuple[int, int]:
-        """(data, parity) of an EC stripe on ``hosts`` hosts: fixed for vSAN; Nutanix EC-X ``d = min(4, hosts - p - 1)``
-        (one host kept out of every strip for rebuild: 2/1 on 4 nodes, 4/1 from 6; 2/2 on 6, 4/2 from 8)."""
+        """(data, parity) of an EC stripe on ``hosts`` hosts: fixed for vSAN; Nutanix EC-X ``d = min(4, hosts - 2 p)``
+        (``p`` hosts beyond the strip's ``d + p`` kept out for rebuild: 2/1 on 4 nodes, 3/1 on 5, 4/1 from 6; 2/2 on 6,
+        3/2 on 7, 4/2 from 8, the cited strip table)."""
         if self.kind == "rf-ecx":
-            return max(min(self.data, hosts - self.parity - 1), 2), self.parity
+            return max(min(self.data, hosts - 2 * self.parity), 2), self.parity
         return self.data, self.parity
 
     def overhead(self, hosts: int, cold_fraction: float = 0.0) -> float:

@@ -372,18 +372,20 @@ def plan_candidate(inv: Inventory, spec: PlanSpec, c: Candidate, *, vcpus=None, 
     return res
 
 
-def _vsan_licence(spec, host) -> tuple[int | None, float | None]:
-    """(cores licensed per host, vSAN TiB per core) of the first licensed product with a vSAN allowance, else Nones."""
+def _vsan_licence(spec, host) -> tuple[int | None, float | None, int]:
+    """(cores licensed per host, vSAN TiB per core, the order's minimum cores) of the first licensed product with a
+    vSAN allowance, else (None, None, 0)."""
     from densim.tools.plan.licensing_carbon import resolve_products
 
     if spec.licensing is None:
-        return None, None
+        return None, None, 0
     from densim.models.licensing import cores_licensed_per_host
 
     for _use, p in resolve_products(spec):
         if p.vsan_tib_per_core is not None and p.rule == "per_core":
-            return cores_licensed_per_host(p, [host.cores_per_socket] * host.sockets), float(p.vsan_tib_per_core)
-    return None, None
+            return (cores_licensed_per_host(p, [host.cores_per_socket] * host.sockets), float(p.vsan_tib_per_core),
+                    int(p.min_cores_per_order))
+    return None, None, 0
 
 
 _FILTER_WORDS = {

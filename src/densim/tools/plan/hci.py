@@ -25,8 +25,11 @@ from densim.models.fabric import NicSpec
 from densim.models.storage.hci import TIB, GroupData, capacity, host_resync_Bps, io_costs, policy, resync_time_s
 
 
-def hci_answer(spec, inv, n_hosts: int, licensed_cores_per_host: int | None = None, tib_per_core: float | None = None) -> dict:
-    """The storage answer for ``n_hosts`` hosts (what compute needs); ``hosts_needed`` may be more."""
+def hci_answer(spec, inv, n_hosts: int, licensed_cores_per_host: int | None = None, tib_per_core: float | None = None,
+               min_cores_per_order: int = 0) -> dict:
+    """The storage answer for ``n_hosts`` hosts (what compute needs); ``hosts_needed`` may be more. The vSAN TiB
+    included are those of the cores the fleet licenses: ``max(cores per host x hosts, min_cores_per_order)``, as
+    :func:`densim.models.licensing.fleet_licences` counts them."""
     h = spec.hci
     cat = builtin_catalog()
     dev = cat.get("devices", h.device, DeviceSpec)
@@ -59,7 +62,8 @@ def hci_answer(spec, inv, n_hosts: int, licensed_cores_per_host: int | None = No
     if licensed_cores_per_host is not None and tib_per_core is not None:
         from densim.models.storage.hci import vsan_entitlement
 
-        out["vsan_licence"] = vsan_entitlement(licensed_cores_per_host * n, final.raw_bytes, tib_per_core)
+        out["vsan_licence"] = vsan_entitlement(max(licensed_cores_per_host * n, int(min_cores_per_order)), final.raw_bytes,
+                                               tib_per_core)
     return out
 
 
