@@ -97,13 +97,13 @@ def _canon(summary) -> str:
 
 def fit_model(points: dict[int, dict], cores: int) -> dict:
     """The scaling model T(p) = D + (W0 + r p) / min(p, C) + o p (docs/background/split-runs.md) from the
-    1- and 2-worker points: D the driver's plan and merge, W0 + r p the parts' compute seconds (r: what
+    1- and 2-worker points: D the driver's plan and merge, W0 + r p the parts' CPU seconds (r: what
     each part repeats, rebuilding the run's tables), o the rest per task (scheduling, shipping the
     plan and the result, unpickling), C the cores the workers share (here the machine's)."""
     p1, p2 = points[1], points[2]
     D = (p1["driver_s"] + p2["driver_s"]) / 2
-    r = p2["part_compute_s"] - p1["part_compute_s"]
-    W0 = p1["part_compute_s"] - r
+    r = p2["part_cpu_s"] - p1["part_cpu_s"]  # CPU seconds, not the parts' walls (those include waiting for a core)
+    W0 = p1["part_cpu_s"] - r
     o1 = p1["wall_s"] - D - (W0 + r) / min(1, cores)
     o2 = (p2["wall_s"] - D - (W0 + 2 * r) / min(2, cores)) / 2
     return {"D_s": D, "W0_s": W0, "r_s": r, "o_s": (o1 + o2) / 2, "C": cores}
@@ -160,12 +160,14 @@ def bench_stages(args) -> None:
         wall, res, info = runs[len(runs) // 2]
         d = info.as_dict()
         part_compute = sum(x.part_s for x in info.parts)
-        points[p] = {"wall_s": wall, "driver_s": info.plan_s + info.merge_s, "part_compute_s": part_compute}
+        part_cpu = sum(x.cpu_s for x in info.parts)
+        points[p] = {"wall_s": wall, "driver_s": info.plan_s + info.merge_s, "part_cpu_s": part_cpu}
         print(json.dumps({"config": f"dask_{p}w", "workers": info.workers, "parts": d["parts"],
                           "wall_s_without_cluster_start": round(wall, 3), "walls_s": sorted(round(w, 3) for w, _, _ in runs),
                           "speedup_vs_one_process": round(T1 / wall, 3), "compute_s": round(info.compute_s, 3),
                           "plan_s": round(info.plan_s, 3), "merge_s": round(info.merge_s, 3), "cluster_s": round(cluster_s, 3),
                           "first_run_on_fresh_workers_s": round(first_s, 3), "parts_compute_s": round(part_compute, 3),
+                          "parts_cpu_s": round(part_cpu, 3),
                           "bytes_in": d["bytes_in"], "bytes_out": d["bytes_out"],
                           "by_worker": {w: {k: (round(v, 3) if isinstance(v, float) else v) for k, v in x.items()}
                                         for w, x in d["by_worker"].items()},

@@ -82,7 +82,7 @@ def test_dask_run_with_memory_carbon_virtualization_lifetimes_failures_is_the_on
     assert set(ws) == {p.worker for p in info.parts} and all(w.startswith("tcp://") for w in ws)
     assert sum(w["parts"] for w in ws.values()) == 3 and sum(w["vm_steps"] for w in ws.values()) == rows * T
     assert sum(w["host_steps"] for w in ws.values()) == 3 * T
-    assert all(w["compute_s"] >= w["engine_s"] > 0 for w in ws.values())
+    assert all(w["compute_s"] >= w["engine_s"] > 0 and w["cpu_s"] > 0 for w in ws.values())
     # bytes: each task carries the pickled plan (plant, placement, schedule, failure run), each result its arrays
     plan_bytes = len(pickle.dumps(plan_run(plant)[0], protocol=5))
     assert all(plan_bytes < p["bytes_in"] < plan_bytes + 200 for p in part["by_part"])

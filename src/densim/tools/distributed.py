@@ -42,6 +42,7 @@ class PartInfo:
     worker: str
     part_s: float
     engine_s: float
+    cpu_s: float
     bytes_in: int
     bytes_out: int
 
@@ -54,6 +55,7 @@ class WorkerWork(TypedDict):
     host_steps: int
     compute_s: float  # the worker's parts, from the plan unpickled to the result ready (run_part)
     engine_s: float  # of which the engine's steps
+    cpu_s: float  # CPU seconds of the task's thread (below compute_s when the worker waits for a core)
     bytes_in: int
     bytes_out: int
 
@@ -100,9 +102,9 @@ class DistributedInfo:
         out: dict[str, WorkerWork] = {}
         for p in sorted(self.parts, key=lambda p: p.worker):
             w = out.setdefault(p.worker, WorkerWork(parts=0, vm_steps=0, host_steps=0, compute_s=0.0, engine_s=0.0,
-                                                    bytes_in=0, bytes_out=0))
+                                                    cpu_s=0.0, bytes_in=0, bytes_out=0))
             w["parts"] += 1
-            for k in ("vm_steps", "host_steps", "compute_s", "engine_s", "bytes_in", "bytes_out"):
+            for k in ("vm_steps", "host_steps", "compute_s", "engine_s", "cpu_s", "bytes_in", "bytes_out"):
                 w[k] += getattr(p, "part_s" if k == "compute_s" else k)
         return out
 
@@ -158,7 +160,9 @@ def _run_part_task(plan, h0: int, h1: int, threads: int | None, delay_s: float):
         time.sleep(delay_s)
     from distributed import get_worker
 
+    c0 = time.thread_time()  # the part's CPU seconds (single-threaded kernels run in this thread)
     res = run_part(plan, h0, h1, threads=threads)
+    res.timings["cpu_s"] = time.thread_time() - c0
     try:
         res.timings["worker"] = get_worker().address
     except ValueError:  # pragma: no cover - not on a worker
@@ -228,7 +232,7 @@ def simulate_distributed(plant, *, workers: int = 2, scheduler: str | None = Non
         info.parts.append(PartInfo(hosts=(r.h0, r.h1), vms=int(r.vm_idx.size), vm_steps=r.vm_steps,
                                    host_steps=(r.h1 - r.h0) * T, worker=str(r.timings.get("worker", "")),
                                    part_s=r.timings.get("part_s", 0.0), engine_s=r.timings.get("engine_s", 0.0),
-                                   bytes_in=task, bytes_out=len(pickle.dumps(r, protocol=5))))
+                                   cpu_s=r.timings.get("cpu_s", 0.0), bytes_in=task, bytes_out=len(pickle.dumps(r, protocol=5))))
     res.timings["distributed_s"] = time.perf_counter() - t0
     res.summary.for_stage(_PartitionRecord()).add("partition", info.as_dict())
     return res, info
