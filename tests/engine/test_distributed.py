@@ -70,6 +70,8 @@ def test_cli_workers_option(tmp_path, repo, traces):
         r = CliRunner().invoke(app, ["run", ex, "--out", str(out), "--no-report", "--no-progress", *extra])
         assert r.exit_code == 0, r.output
     a, b = (json.loads((d / "summary.json").read_text()) for d in (one, two))
+    part = b.pop("partition")  # how the run was split (issue 34): not in a one-process run
+    assert "partition" not in a and part["workers"] == 2 and part["vm_steps"] == a["vms_total"] * a["grid"]["n_steps"]
     assert a == b
 
 

@@ -24,22 +24,68 @@ import pickle
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, TypedDict
 
 CONNECT_TIMEOUT_S = 5.0  # seconds to reach a Dask scheduler (--scheduler) before giving up
 
 
 @dataclass
 class PartInfo:
-    """What one part did: its hosts, VMs and VM-steps, its worker, its time and the bytes it moved."""
+    """What one part did: its hosts, rows (VMs, or instances of them) and their steps, its worker, its
+    time and the bytes it moved: ``bytes_in`` the pickled task (the plan and the part's host range: what
+    the scheduler ships to the worker for it), ``bytes_out`` the pickled part result (what comes back)."""
 
     hosts: tuple[int, int]
     vms: int
     vm_steps: int
+    host_steps: int
     worker: str
     part_s: float
     engine_s: float
+    cpu_s: float
     bytes_in: int
     bytes_out: int
+
+
+class WorkerWork(TypedDict):
+    """One worker's share of a split run: parts, engine rows x steps, hosts x steps, seconds and bytes."""
+
+    parts: int
+    vm_steps: int
+    host_steps: int
+    compute_s: float  # the worker's parts, from the plan unpickled to the result ready (run_part)
+    engine_s: float  # of which the engine's steps
+    cpu_s: float  # CPU seconds of the task's thread (below compute_s when the worker waits for a core)
+    bytes_in: int
+    bytes_out: int
+
+
+class PartitionSummary(TypedDict):
+    """summary.json's ``partition`` section, written by a run split over Dask (:func:`simulate_distributed`).
+
+    The run's figures are those of one process; this section says how the work was split: per worker
+    its parts, VM-steps (engine rows x steps), host-steps, compute seconds and the bytes shipped to it
+    (pickled tasks) and back (pickled part results), and the driver's phases in seconds."""
+
+    workers: int
+    parts: int
+    vm_steps: int
+    host_steps: int
+    bytes_in: int
+    bytes_out: int
+    plan_s: float  # driver: build and place the whole run, pickle the plan
+    cluster_s: float  # start the local cluster or connect to the scheduler
+    compute_s: float  # from submitting the parts to the last part back
+    merge_s: float  # driver: the whole run's result from the parts
+    by_worker: dict[str, WorkerWork]
+    by_part: list[dict[str, Any]]
+
+
+class _PartitionRecord:
+    """The writer of the ``partition`` section (not a stage of the engine: it runs no step)."""
+
+    name = "partition"
+    summary_sections = {"partition": PartitionSummary}
 
 
 @dataclass
@@ -51,11 +97,24 @@ class DistributedInfo:
     compute_s: float = 0.0
     merge_s: float = 0.0
 
-    def as_dict(self) -> dict:
-        return {"workers": self.workers, "plan_s": self.plan_s, "cluster_s": self.cluster_s, "compute_s": self.compute_s,
-                "merge_s": self.merge_s,
-                "bytes_in": sum(p.bytes_in for p in self.parts), "bytes_out": sum(p.bytes_out for p in self.parts),
-                "parts": [p.__dict__ for p in self.parts]}
+    def by_worker(self) -> dict[str, WorkerWork]:
+        """Per worker address (sorted): its parts' work, seconds and bytes summed."""
+        out: dict[str, WorkerWork] = {}
+        for p in sorted(self.parts, key=lambda p: p.worker):
+            w = out.setdefault(p.worker, WorkerWork(parts=0, vm_steps=0, host_steps=0, compute_s=0.0, engine_s=0.0,
+                                                    cpu_s=0.0, bytes_in=0, bytes_out=0))
+            w["parts"] += 1
+            for k in ("vm_steps", "host_steps", "compute_s", "engine_s", "cpu_s", "bytes_in", "bytes_out"):
+                w[k] += getattr(p, "part_s" if k == "compute_s" else k)
+        return out
+
+    def as_dict(self) -> PartitionSummary:
+        return PartitionSummary(
+            workers=self.workers, parts=len(self.parts), vm_steps=sum(p.vm_steps for p in self.parts),
+            host_steps=sum(p.host_steps for p in self.parts), bytes_in=sum(p.bytes_in for p in self.parts),
+            bytes_out=sum(p.bytes_out for p in self.parts), plan_s=self.plan_s, cluster_s=self.cluster_s,
+            compute_s=self.compute_s, merge_s=self.merge_s, by_worker=self.by_worker(),
+            by_part=[{**p.__dict__, "hosts": list(p.hosts)} for p in self.parts])
 
 
 def connect(address: str, timeout: float | None = None):
@@ -101,7 +160,9 @@ def _run_part_task(plan, h0: int, h1: int, threads: int | None, delay_s: float):
         time.sleep(delay_s)
     from distributed import get_worker
 
+    c0 = time.thread_time()  # the part's CPU seconds (single-threaded kernels run in this thread)
     res = run_part(plan, h0, h1, threads=threads)
+    res.timings["cpu_s"] = time.thread_time() - c0
     try:
         res.timings["worker"] = get_worker().address
     except ValueError:  # pragma: no cover - not on a worker
@@ -146,7 +207,7 @@ def simulate_distributed(plant, *, workers: int = 2, scheduler: str | None = Non
         info.workers = len(client.scheduler_info()["workers"])
         info.cluster_s = time.perf_counter() - t1
         ranges = host_ranges(plan.host_of_vm, plan.n_hosts, parts or max(info.workers, 1))
-        bytes_in = len(pickle.dumps(plan, protocol=5))
+        plan_bytes = len(pickle.dumps(plan, protocol=5))  # each task carries the plan (no data scattered to one worker)
         t2 = time.perf_counter()
         futures = [client.submit(_run_part_task, plan, h0, h1, threads_per_part, _delay_s, pure=False, key=f"densim-part-{h0}-{h1}")
                    for h0, h1 in ranges]
@@ -165,9 +226,13 @@ def simulate_distributed(plant, *, workers: int = 2, scheduler: str | None = Non
     t3 = time.perf_counter()
     res = merge_parts(ctx, results, {**timings, "distributed_s": 0.0})
     info.merge_s = time.perf_counter() - t3
+    T = ctx.grid.n_steps
     for r in sorted(results, key=lambda r: r.h0):
+        task = len(pickle.dumps((r.h0, r.h1, threads_per_part, _delay_s), protocol=5)) + plan_bytes
         info.parts.append(PartInfo(hosts=(r.h0, r.h1), vms=int(r.vm_idx.size), vm_steps=r.vm_steps,
-                                   worker=str(r.timings.get("worker", "")), part_s=r.timings.get("part_s", 0.0),
-                                   engine_s=r.timings.get("engine_s", 0.0), bytes_in=bytes_in, bytes_out=r.nbytes))
+                                   host_steps=(r.h1 - r.h0) * T, worker=str(r.timings.get("worker", "")),
+                                   part_s=r.timings.get("part_s", 0.0), engine_s=r.timings.get("engine_s", 0.0),
+                                   cpu_s=r.timings.get("cpu_s", 0.0), bytes_in=task, bytes_out=len(pickle.dumps(r, protocol=5))))
     res.timings["distributed_s"] = time.perf_counter() - t0
+    res.summary.for_stage(_PartitionRecord()).add("partition", info.as_dict())
     return res, info
