@@ -228,3 +228,13 @@ def test_a_skewed_miss_curve_keeps_most_accesses_in_dram():
     r = simulate(resolve(scenario_from_dict(d)))
     assert r.summary["memory"]["tiering"]["worst_vm_tier_slowdown"] == pytest.approx(1.0019, rel=2e-5)
     assert np.asarray(r.vm_acc.series["mem_tier_fault_rate_per_s"]) == pytest.approx(20 / 1.0019, rel=1e-4)
+
+
+def test_the_tier_ratio_plan_refuses_an_empty_list_of_ratios_in_one_line():
+    from densim.errors import InputError
+    from densim.spec.loader import load_scenario
+    from densim.tools.plan.tiering import tier_ratio_plan
+
+    sc = load_scenario("examples/memory/nvme-tiering.yaml")
+    with pytest.raises(InputError, match="--ratios: no ratio to try"):
+        tier_ratio_plan(sc, ratios=[])

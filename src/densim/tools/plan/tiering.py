@@ -60,6 +60,8 @@ def tier_ratio_plan(scenario, *, bound: float = 1.10, ratios=DEFAULT_RATIOS, kee
         except ValueError as exc:
             raise InputError(src, "--ratios", str(exc)) from None
     ks = sorted(set(ks))
+    if not ks:
+        raise InputError(src, "--ratios", "no ratio to try: give at least one, e.g. '1:1,1:2'")
     names = [g.name for g in scenario.vms]
     rows = []
     for k in ks:
@@ -77,7 +79,7 @@ def tier_ratio_plan(scenario, *, bound: float = 1.10, ratios=DEFAULT_RATIOS, kee
             continue
         vms = r.ctx.vms
         placed = vms.host >= 0
-        worst = np.asarray(r.vm_acc.max.get("mem_slowdown", np.ones(vms.n)), dtype=float)
+        worst = np.asarray(r.vm_acc.max["mem_slowdown"], dtype=float)  # the memory stage always declares it
         worst = np.where(placed, np.maximum(worst, 1.0), 1.0)
         by_group = np.ones(len(names))
         np.maximum.at(by_group, np.asarray(vms.group), worst)
