@@ -37,12 +37,7 @@ from densim.spec.plan import LocalStorage  # noqa: E402,F401  (the candidates' l
 # memory
 
 
-@dataclass
-class MemoryCheck:
-    slowdown_worst: np.ndarray  # (H,) worst VM's slowdown over all steps (1 = none)
-    vm_slowdown_max: np.ndarray  # (N,)
-    hosts_short: int  # hosts whose configured memory exceeds what the memory model can give VMs
-    swapped_gib_peak: np.ndarray  # (H,) peak host swap in use
+from densim.tools.plan.memcheck import MemoryCheck  # noqa: E402,F401  (its own module: tiering builds one too)
 
 
 def memory_check(host_of: np.ndarray, n_hosts: int, host_mem_bytes: float, mem_bytes: np.ndarray,

@@ -50,7 +50,7 @@ def _chosen(res):
 
 def chosen_scenario(res, inventory_path: str | Path, fmt: str) -> tuple[dict[str, Any], list[str]] | None:
     """``(scenario as a dict, comment lines)`` for the best feasible candidate; None when none is feasible."""
-    from densim.tools.plan.capacity import host_type_of
+    from densim.tools.plan.hosts import host_type_of
     from densim.workloads.registry import FORMATS
 
     r, c = _chosen(res)
@@ -182,7 +182,7 @@ def plan_ready_stats(res, r, c, chunk: int = 2048) -> tuple[float | None, float 
     The same rule as the plan's full-resolution check (:func:`densim.placement.tspack.host_metrics`): a VM's ready is
     its utilisation x its host's share ``100 E[(K - C)+] / E[K]`` (:func:`densim.placement.filters.ready_pct_worst`)."""
     from densim.placement.filters import ready_pct_worst
-    from densim.tools.plan.capacity import host_type_of
+    from densim.tools.plan.hosts import host_type_of
 
     inv = res.inventory
     if inv.cpu_mhz is None or r.host_of_vm is None:

@@ -179,7 +179,7 @@ def memory_check_tiered(host_of, n_hosts: int, host_mem_bytes: float, mem_bytes,
     from densim.models.devices import DeviceSpec
     from densim.models.workload_memory import MemoryWorkload
     from densim.plant.memory import memory_params
-    from densim.tools.plan.qos import MemoryCheck
+    from densim.tools.plan.memcheck import MemoryCheck
 
     t = settings.tiering
     if t.hosts is not None:

@@ -317,7 +317,7 @@ def _held_by_readiness(inv, group_of, G, mode: str) -> list[str]:
 def plan_waves(res, spec, groups_file=None) -> dict:
     """The migration programme of ``res`` (a :class:`~densim.tools.plan.capacity.PlanResult`) by ``spec``
     (:class:`~densim.spec.plan.WavesSpec`); ``groups_file`` (``--groups``) overrides ``spec.groups.file``."""
-    from densim.tools.plan.capacity import host_type_of, vcpu_capacity
+    from densim.tools.plan.hosts import host_type_of, vcpu_capacity
     from densim.tools.plan.groups import infer_groups
 
     inv = res.inventory
