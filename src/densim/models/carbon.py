@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-_CFG = ConfigDict(frozen=True, extra="forbid", populate_by_name=True, allow_inf_nan=False)
+_CFG = ConfigDict(defer_build=True, frozen=True, extra="forbid", populate_by_name=True, allow_inf_nan=False)
 
 HOURS_PER_YEAR = 8760.0
 SECONDS_PER_YEAR = HOURS_PER_YEAR * 3600.0

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from densim.models.hardware import PowerSpec
 
-_CFG = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+_CFG = ConfigDict(defer_build=True, frozen=True, extra="forbid", populate_by_name=True)
 
 
 class BomPart(BaseModel):

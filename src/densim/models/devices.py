@@ -43,7 +43,7 @@ class DeviceSpec(BaseModel):
     naming the part and the field when they are missing.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid", populate_by_name=True)
 
     name: str
     kind: DeviceKind

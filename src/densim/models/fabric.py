@@ -46,7 +46,7 @@ from densim.errors import PartError
 from densim.models.devices import DeviceSpec
 from densim.units import Bytes, BytesPerSecond, PerSecond, Seconds
 
-_CFG = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+_CFG = ConfigDict(defer_build=True, frozen=True, extra="forbid", populate_by_name=True)
 
 RAID_WRITE_PENALTY = {"none": 1.0, "raid0": 1.0, "raid1": 2.0, "raid10": 2.0, "raid5": 4.0, "raid6": 6.0}
 """Back-end device writes per host write (modelling guide §4.2, [S35])."""

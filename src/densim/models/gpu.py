@@ -23,7 +23,7 @@ MIG_MEMORY_SLOTS = 8
 #: compute slices (GPCs) a MIG-capable GPU offers to instances
 MIG_COMPUTE_SLICES = 7
 
-_CFG = ConfigDict(allow_inf_nan=False, frozen=True, extra="forbid", populate_by_name=True)
+_CFG = ConfigDict(defer_build=True, allow_inf_nan=False, frozen=True, extra="forbid", populate_by_name=True)
 
 
 class MigProfile(BaseModel):

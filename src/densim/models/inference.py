@@ -54,7 +54,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from densim.models.gpu import GpuSpec
 
-_CFG = ConfigDict(allow_inf_nan=False, frozen=True, extra="forbid", populate_by_name=True)
+_CFG = ConfigDict(defer_build=True, allow_inf_nan=False, frozen=True, extra="forbid", populate_by_name=True)
 
 #: bytes per weight / KV value by precision
 BYTES = {"fp16": 2.0, "fp8": 1.0}

@@ -61,7 +61,7 @@ from densim.models.fabric import (
 from densim.models.sharing import maxmin_rates, mmc_stretch
 from densim.units import PosBytes, PosSeconds, Seconds
 
-_CFG = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+_CFG = ConfigDict(defer_build=True, frozen=True, extra="forbid", populate_by_name=True)
 
 STORAGE_KINDS = {"drives", "controller", "target-ports", "host-adapter"}
 NETWORK_KINDS = {"data-nic", "switch"}

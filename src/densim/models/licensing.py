@@ -48,7 +48,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-_CFG = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+_CFG = ConfigDict(defer_build=True, frozen=True, extra="forbid", populate_by_name=True)
 
 
 class LicenceProduct(BaseModel):

@@ -17,7 +17,7 @@ from densim.units import Bytes, Seconds
 class MemoryModelDefaults(BaseModel):
     """Catalog entry of section ``memory_models``: a hypervisor's defaults with sources."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid", populate_by_name=True)
 
     name: str
     description: str = ""

@@ -26,7 +26,7 @@ stats = lazy("scipy.stats")
 class NumaSpec(BaseModel):
     """Memory latencies of a host's NUMA topology (one node per socket)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid", populate_by_name=True)
     local_cycles: float = Field(gt=0, description="DRAM access latency from the local socket (cycles)")
     remote_cycles: float = Field(gt=0, description="DRAM access latency across the socket interconnect (cycles)")
     stall_fraction: float = Field(default=0.5, gt=0, le=1, description="share of miss latency not overlapped (phi)")

@@ -29,7 +29,7 @@ from densim.models.queueing import MvaResult, erlang_c, mva
 from densim.models.virtualization import ExitCosts, IoPath, Paging, ShadowPaging, TlbSpec, io_path_cycles, shadow_sync_cycles_per_kinstr, tlb_walk_cycles_per_kinstr
 from densim.units import PosSeconds, PosMemBytes
 
-_CFG = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+_CFG = ConfigDict(defer_build=True, frozen=True, extra="forbid", populate_by_name=True)
 
 
 class VmRole(BaseModel):

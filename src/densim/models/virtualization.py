@@ -32,7 +32,7 @@ PAGE_2M_BYTES = 2 * 1024 * 1024
 Paging = Literal["native", "shadow", "ept"]
 IoModel = Literal["native", "emulated", "virtio", "vhost", "sriov"]
 
-_CFG = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+_CFG = ConfigDict(defer_build=True, frozen=True, extra="forbid", populate_by_name=True)
 
 
 def page_table_levels(page_bytes: int) -> int:

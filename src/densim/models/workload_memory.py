@@ -27,7 +27,7 @@ WorkloadKind = Literal["decision-support", "oltp", "eda", "generic"]
 class MemoryWorkload(BaseModel):
     """One workload's memory profile."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid", populate_by_name=True)
 
     name: str
     kind: WorkloadKind = "generic"

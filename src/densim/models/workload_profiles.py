@@ -45,7 +45,7 @@ RATE_FIELDS = (
 class WorkloadProfile(BaseModel):
     """One workload class's measured (or marked-estimate) rates."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid", populate_by_name=True)
 
     name: str
     description: str

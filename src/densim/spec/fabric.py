@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from densim.units import Bytes, BytesPerSecond, PerSecond, Seconds
 
-_CFG = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+_CFG = ConfigDict(defer_build=True, frozen=True, extra="forbid", populate_by_name=True)
 
 
 class LocalStorage(BaseModel):

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from densim.units import PosMemBytes, PosSeconds
 
-_CFG = ConfigDict(allow_inf_nan=False, frozen=True, extra="forbid", populate_by_name=True)
+_CFG = ConfigDict(defer_build=True, allow_inf_nan=False, frozen=True, extra="forbid", populate_by_name=True)
 
 #: GPUs in one host at most (HGX/OAM boards carry 8; PCIe servers up to 10-16)
 MAX_GPUS_PER_HOST = 64

@@ -75,7 +75,7 @@ TierRatio = Annotated[
 class TieringSettings(BaseModel):
     """A host memory tier on NVMe (vSphere 9 Memory Tiering): DRAM:NVMe ``ratio`` on the named host groups."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid", populate_by_name=True)
 
     device: str = Field(description="catalog device (an NVMe SSD) holding the tier; its capacity must hold ratio x DRAM")
     ratio: TierRatio
@@ -95,7 +95,7 @@ class MemorySettings(BaseModel):
     pipeline (page sharing, balloon, compression, host swap with an optional host swap cache).
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid", populate_by_name=True)
 
     model: Literal["none", "vsphere-like"] = "none"
     # reclamation

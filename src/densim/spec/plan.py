@@ -16,7 +16,7 @@ from densim.spec.memory import MemorySettings
 from densim.spec.storage import HciPlanSpec
 from densim.units import BytesPerSecond, PosBytes, PosMemBytes, MemBytes, PosMHz, PosSeconds, Seconds, Watts
 
-_LOCAL_CFG = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+_LOCAL_CFG = ConfigDict(defer_build=True, frozen=True, extra="forbid", populate_by_name=True)
 
 
 class LocalStorage(BaseModel):
@@ -43,7 +43,7 @@ class LocalStorage(BaseModel):
         return self
 
 
-_CFG = ConfigDict(allow_inf_nan=False, frozen=True, extra="forbid", populate_by_name=True)
+_CFG = ConfigDict(defer_build=True, allow_inf_nan=False, frozen=True, extra="forbid", populate_by_name=True)
 
 
 class Candidate(BaseModel):

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from densim.units import PosMHz
 
-_CFG = ConfigDict(allow_inf_nan=False, frozen=True, extra="forbid", populate_by_name=True)
+_CFG = ConfigDict(defer_build=True, allow_inf_nan=False, frozen=True, extra="forbid", populate_by_name=True)
 
 
 class PowerSettings(BaseModel):

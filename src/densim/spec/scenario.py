@@ -24,7 +24,7 @@ from densim.spec.virtualization import VirtualizationSettings
 from densim.rng import DEFAULT_SEED
 from densim.units import Joules, PosMHz, PosSeconds, Seconds, PosMemBytes, Watts
 
-_CFG = ConfigDict(allow_inf_nan=False, frozen=True, extra="forbid", populate_by_name=True)
+_CFG = ConfigDict(defer_build=True, allow_inf_nan=False, frozen=True, extra="forbid", populate_by_name=True)
 
 # sanity limits: far beyond what a run can do on any machine, small enough to refuse a typo
 # (1e12 hosts, a million-year horizon at 1 ms) before anything is allocated
@@ -278,7 +278,7 @@ class OutputSpec(BaseModel):
 class Parts(BaseModel):
     """A scenario's own catalog entries; same layout as the built-in catalog files."""
 
-    model_config = ConfigDict(allow_inf_nan=False, frozen=True, extra="allow")
+    model_config = ConfigDict(defer_build=True, allow_inf_nan=False, frozen=True, extra="allow")
 
     cpus: list[CpuSpec] = Field(default_factory=list)
     servers: list[ServerSpec] = Field(default_factory=list)

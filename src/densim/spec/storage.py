@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from densim.units import Bytes, PerSecond, PosBytes, PosMHz, PosSeconds, Seconds
 
-_CFG = ConfigDict(allow_inf_nan=False, frozen=True, extra="forbid", populate_by_name=True)
+_CFG = ConfigDict(defer_build=True, allow_inf_nan=False, frozen=True, extra="forbid", populate_by_name=True)
 
 # sanity bounds on counts (see the module docstring): a value above one is a typo or a damaged file
 MAX_DRIVES = 10_000  # drives in one array (and the sizing search's drives_max, a server's bays)

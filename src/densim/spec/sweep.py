@@ -38,7 +38,7 @@ DEFAULT_MAX_RUNS = 100_000
 class SweepSpec(BaseModel):
     """The contents of a study file (the input of ``densim sweep``)."""
 
-    model_config = ConfigDict(allow_inf_nan=False, frozen=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, allow_inf_nan=False, frozen=True, extra="forbid")
 
     name: str = Field(min_length=1, max_length=MAX_NAME_LENGTH, description="study name; results go to <out>/<name>")
     description: str = ""

@@ -11,7 +11,7 @@ from densim.spec.scenario import MAX_SEED
 from densim.spec.virtualization import VirtualizationSettings
 from densim.units import PosSeconds
 
-_CFG = ConfigDict(allow_inf_nan=False, frozen=True, extra="forbid", populate_by_name=True)
+_CFG = ConfigDict(defer_build=True, allow_inf_nan=False, frozen=True, extra="forbid", populate_by_name=True)
 GiB = 1024**3
 MAX_INTERVALS = 1_000  # measured (or warm-up) intervals: a sanity bound, every tile count evaluated runs them all
 

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from densim.units import PosSeconds
 
-_CFG = ConfigDict(allow_inf_nan=False, frozen=True, extra="forbid", populate_by_name=True)
+_CFG = ConfigDict(defer_build=True, allow_inf_nan=False, frozen=True, extra="forbid", populate_by_name=True)
 
 
 class ShadowPagingSettings(BaseModel):

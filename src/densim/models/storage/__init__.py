@@ -65,7 +65,7 @@ from densim.models.devices import REF_BLOCK_BYTES, DeviceSpec, block_service, de
 from densim.models.queueing import erlang_c, ggc_wait_s, max_iid_factors, mva
 from densim.units import BytesPerSecond, PerSecond, Seconds, Watts
 
-_CFG = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+_CFG = ConfigDict(defer_build=True, frozen=True, extra="forbid", populate_by_name=True)
 
 RaidLevel = Literal["jbod", "raid0", "raid1", "raid10", "raid5", "raid6"]
 

@@ -27,7 +27,7 @@ from pydantic import ConfigDict
 from densim.plant.memory import memory_params
 
 
-_CFG = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+_CFG = ConfigDict(defer_build=True, frozen=True, extra="forbid", populate_by_name=True)
 
 
 from densim.spec.plan import LocalStorage  # noqa: E402,F401  (the candidates' local datastore)

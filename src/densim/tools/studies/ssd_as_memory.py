@@ -55,7 +55,7 @@ COST_ESTIMATES = (
 
 
 class PriceEntry(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(defer_build=True, frozen=True, extra="forbid", populate_by_name=True)
     name: str
     kind: str
     capacity_bytes: Bytes | None = None

@@ -26,7 +26,7 @@ from densim.spec.virtualization import VirtualizationSettings
 from densim.tools.tiles.core import SCHEMA_ID, TileSpec
 
 # extra keys are ignored (the published schema allows them); every number must be finite
-_CFG = ConfigDict(allow_inf_nan=False, frozen=True, extra="ignore")
+_CFG = ConfigDict(defer_build=True, allow_inf_nan=False, frozen=True, extra="ignore")
 
 
 class StoragePart(BaseModel):

@@ -50,7 +50,7 @@ from densim.models.hardware import CpuSpec, ServerSpec
 from densim.plant import resolve_cpu
 from densim.plant.core import shadow_paging
 
-_CFG = ConfigDict(allow_inf_nan=False, frozen=True, extra="forbid", populate_by_name=True)
+_CFG = ConfigDict(defer_build=True, allow_inf_nan=False, frozen=True, extra="forbid", populate_by_name=True)
 SCHEMA_ID = "densim-bench-tiles/1"
 GiB = 1024**3
 
