@@ -67,12 +67,12 @@ simulation: {{step: 5 min, seed: 1}}
 """
 
 
-def run(scenario_path: Path, out: Path, prof: Path | None) -> dict:
+def run(scenario_path: Path, out: Path, prof: Path | None, src: Path) -> dict:
     cmd = [sys.executable]
     if prof is not None:
         cmd += ["-m", "cProfile", "-o", str(prof)]
     cmd += ["-m", "densim.cli.main", "run", str(scenario_path), "--out", str(out), "--no-report", "--no-progress"]
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    env = {**os.environ, "PYTHONPATH": str(src)}
     t = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
     _, status, ru = os.wait4(proc.pid, 0)  # this child's own rusage (CPU, peak RSS in KiB on Linux)
@@ -105,16 +105,18 @@ def main() -> None:
     ap.add_argument("--memory", choices=["off", "on"], default="off")
     ap.add_argument("--cprofile", action="store_true")
     ap.add_argument("--workdir", default="/tmp/densim-tenmillion")
+    ap.add_argument("--src", default=str(REPO / "src"), help="densim sources to run (a copy of another commit's src/)")
+    ap.add_argument("--tag", default="", help="suffix for the output folder and profile (before/after)")
     args = ap.parse_args()
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
     for n in (int(x) for x in args.vms.split(",")):
-        case = f"{n}{'-mem' if args.memory == 'on' else ''}"
+        case = f"{n}{'-mem' if args.memory == 'on' else ''}{args.tag}"
         sc = work / f"{case}.yaml"
         sc.write_text(scenario_text(n, args.memory == "on"))
         load = os.getloadavg()
         prof = work / f"{case}.prof" if args.cprofile else None
-        res = run(sc, work / f"out-{case}", prof)
+        res = run(sc, work / f"out-{case}", prof, Path(args.src))
         print(json.dumps({"case": case, "vms": n, "hosts": max(1, n // 100), "memory": args.memory,
                           "load_avg_1m_5m": [round(load[0], 2), round(load[1], 2)], **res}), flush=True)
         if prof is not None and prof.exists():
