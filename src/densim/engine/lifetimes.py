@@ -210,7 +210,7 @@ class Liveness:
         ``perm`` lists the VMs in host order (segments ``starts`` on ``hosts_with``)."""
         n = edges.size - 1
         vc = np.zeros((n, n_hosts))
-        busy = np.zeros((n, n_hosts))
+        busy = np.zeros((n, n_hosts)) if self.policy != "on" or self.failures is not None else None
         if perm.size and self.failures is not None:  # instances up the whole chunk are constant over it
             st, en = self.sch.start_s[perm], self.sch.end_s[perm]
             hp = np.repeat(hosts_with, np.diff(np.r_[starts, perm.size]))
@@ -225,7 +225,8 @@ class Liveness:
         elif perm.size:
             a = alive_fraction(self.sch.start_s[perm], self.sch.end_s[perm], edges)
             vc[:, hosts_with] = np.add.reduceat(a * self.vcpus[perm][None, :], starts, axis=1)
-            busy[:, hosts_with] = np.add.reduceat((a > 0).astype(np.float32), starts, axis=1)
+            if self.policy != "on":  # only the idle-hosts-off policy reads which hosts are busy
+                busy[:, hosts_with] = np.add.reduceat((a > 0).astype(np.float32), starts, axis=1)
         if self.policy == "on":
             if self.failures is not None:  # a host down for at least half a step draws no power in it
                 return vc, self.failures.host_down_share(edges, n_hosts) < 0.5, np.zeros((1, n_hosts))
