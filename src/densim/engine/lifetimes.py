@@ -180,8 +180,20 @@ class Liveness:
         return ids[np.argsort(host_of_vm[ids], kind="stable")]
 
     def chunk_steps(self, n_steps: int, step_s: float, elements: int) -> int:
-        """Steps per chunk so that (VMs alive in a chunk) x steps stays near ``elements``: a chunk of k
-        steps holds about the peak of concurrent VMs plus the arrivals during k steps."""
+        """Steps per chunk so that (VMs alive in a chunk) x steps stays near ``elements``, and so that the
+        VM-steps a chunk computes for VMs not alive in them stay about as many as the live ones.
+
+        A chunk of k steps holds about the peak of concurrent VMs plus the arrivals during k steps,
+        (peak + rate k) x k VM-steps of which about peak x k are alive; k <= peak / rate keeps the dead
+        share at most a half (a chunk of k = budget steps computed mostly dead cells: at 100,000 VMs over
+        30 days, 12 % of a chunk's cells were alive). Every chunk also scans the VMs once (which are
+        alive), so k is kept at 16 steps or more. A run that fits the budget in one chunk stays one chunk.
+
+        The chunk length changes results in float32's last bits only: a host's per-step claims are summed
+        pairwise over the VMs of the chunk on it (numpy's ``add.reduceat`` order), and the VMs not alive in a
+        step add zeros that move the pairing (100,000 VMs over 30 days: host utilisation maxima by 2e-7,
+        energy by 6e-10 relative).
+        """
         from densim.placement.online import peak_running
 
         started = np.isfinite(self.sch.start_s)
@@ -189,6 +201,8 @@ class Liveness:
         rate = np.count_nonzero(started) / max(n_steps, 1)  # starts per step
         # largest k with (peak + rate k) k <= elements
         k = (-peak + np.sqrt(peak * peak + 4.0 * rate * elements)) / (2.0 * rate) if rate > 0 else elements / max(peak, 1)
+        if rate > 0 and k < n_steps:
+            k = min(k, max(peak / rate, 16.0))
         return int(max(1, min(n_steps, k)))
 
     def chunk(self, edges: np.ndarray, perm, starts, hosts_with, n_hosts: int, step_s: float):
@@ -196,7 +210,7 @@ class Liveness:
         ``perm`` lists the VMs in host order (segments ``starts`` on ``hosts_with``)."""
         n = edges.size - 1
         vc = np.zeros((n, n_hosts))
-        busy = np.zeros((n, n_hosts))
+        busy = np.zeros((n, n_hosts)) if self.policy != "on" or self.failures is not None else None
         if perm.size and self.failures is not None:  # instances up the whole chunk are constant over it
             st, en = self.sch.start_s[perm], self.sch.end_s[perm]
             hp = np.repeat(hosts_with, np.diff(np.r_[starts, perm.size]))
@@ -211,7 +225,8 @@ class Liveness:
         elif perm.size:
             a = alive_fraction(self.sch.start_s[perm], self.sch.end_s[perm], edges)
             vc[:, hosts_with] = np.add.reduceat(a * self.vcpus[perm][None, :], starts, axis=1)
-            busy[:, hosts_with] = np.add.reduceat((a > 0).astype(np.float32), starts, axis=1)
+            if self.policy != "on":  # only the idle-hosts-off policy reads which hosts are busy
+                busy[:, hosts_with] = np.add.reduceat((a > 0).astype(np.float32), starts, axis=1)
         if self.policy == "on":
             if self.failures is not None:  # a host down for at least half a step draws no power in it
                 return vc, self.failures.host_down_share(edges, n_hosts) < 0.5, np.zeros((1, n_hosts))

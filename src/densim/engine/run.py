@@ -166,6 +166,25 @@ class Accumulator:
             else:
                 self.max[name] = chunk_max
 
+    def add_reduced_at(self, name: str, ids: np.ndarray, chunk_sum: np.ndarray, chunk_max: np.ndarray | None = None) -> None:
+        """:meth:`add_reduced` for the rows ``ids`` only (distinct; the others add 0): a chunk that stepped
+        only the VMs alive in it. The same sums as adding a full (n,) array zero elsewhere, without
+        making one (every sum and maximum here is >= 0, so x + 0 and max(x, 0) are x)."""
+        if name in self.sum:
+            self.sum[name][ids] += chunk_sum
+        else:
+            full = np.zeros(self.n)
+            full[ids] = chunk_sum
+            self.sum[name] = full
+        if chunk_max is not None:
+            if name in self.max:
+                cur = self.max[name]
+                cur[ids] = np.maximum(cur[ids], chunk_max)
+            else:
+                top = np.zeros(self.n)
+                top[ids] = chunk_max
+                self.max[name] = top
+
     def series_view(self, name: str, t0: int, n_steps: int) -> np.ndarray:
         """The (steps, n) float32 slice of ``name``'s time series for a chunk, to be written in place."""
         if name not in self.series:
@@ -378,7 +397,7 @@ def _active_chunk(ctx, cpu, live, vm_acc, host_acc, t0: int, t1: int, cap_h, kee
     """One chunk of a run whose VMs arrive and leave, over the VMs alive in it only."""
     from densim.workloads.tasks import scheduled_window
 
-    grid, H, V = ctx.grid, ctx.hosts.n, ctx.vms.n
+    grid, H = ctx.grid, ctx.hosts.n
     n = t1 - t0
     edges = grid.edges_s(t0, t1)
     ids = live.active_ids(edges[0], edges[-1], ctx.vms.host)
@@ -392,13 +411,7 @@ def _active_chunk(ctx, cpu, live, vm_acc, host_acc, t0: int, t1: int, cap_h, kee
                   if keep_host else None, want_stage_arrays=False, by_step=by_step)
     for name, s, m in (("cpu_demand_mhz", out.vm_dem, None), ("cpu_delivered_mhz", out.vm_del, None),
                        ("cpu_ready_pct", out.vm_rdy, out.vm_rdy_max)):
-        full = np.zeros(V)
-        full[ids] = s
-        top = None
-        if m is not None:
-            top = np.zeros(V)
-            top[ids] = m
-        vm_acc.add_reduced(name, full, top)
+        vm_acc.add_reduced_at(name, ids, s, m)
     host_acc.add_reduced("cpu_demand_mhz", out.h_claim)
     host_acc.add_reduced("cpu_delivered_mhz", out.h_del)
     host_acc.add_reduced("utilisation", out.h_util, out.h_util_max)
