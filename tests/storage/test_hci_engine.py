@@ -125,3 +125,41 @@ def test_full_data_migration_maintenance_copies_the_hosts_share_from_the_decisio
     b = 800 * 2**30
     assert (x["kind"], x["host"], x["start_s"], x["finished"]) == ("evacuate", "h-0", 600.0, True)
     assert b / (0.2 * 5 * per_host) <= x["time_to_compliance_s"] <= b / (0.2 * 4 * per_host) + 1e-6
+
+
+def test_cpu_ready_during_the_resync_against_outside_it():
+    # four hosts, eight 28-vCPU VMs at 90 % spread two per host (worst-fit, 2 vCPUs per core allowed): 2 x 25.2
+    # = 50.4 busy cores of 56, no CPU Ready. h-1 fails at 10 min for 100 min; its two VMs restart at 750 s on
+    # h-0 and h-2, which then hold 3 x 25.2 = 75.6 busy cores of 56: their three VMs each wait R % per vCPU
+    # (the CPU model's figure, read from the kept series), h-3's two wait nothing. The rebuild (800 GiB at
+    # 0.2 x 3 hosts x 3.72e9 B/s = 384.8 s) runs from 70 min (the 60-min repair timer): steps 70..76, when the
+    # eight VMs are alive, six at R and two at 0: mean 6/8 R. Outside it the steps before the failure (0) and
+    # after the restart (R) are pooled per VM over its own alive time, as cpu_ready_pct_mean pools them.
+    import numpy as np
+
+    from densim.workloads.tasks import alive_fraction
+
+    d = copy.deepcopy(BASE)
+    d["cluster"]["hosts"][0]["count"] = 4
+    d["vms"][0].update(count=8, vcpus=28, profile={"kind": "constant", "mean": 0.9}, memory="64 GiB")
+    d["placement"] = {"policy": "worst-fit", "cpu_overcommit": 2.0}
+    d["failures"] = {"events": [{"time": "10 min", "target": "h-1", "duration": "100 min"}]}
+    r = simulate(resolve(scenario_from_dict(d)))
+    h = r.summary["hci"]
+    (x,) = h["resyncs"]
+    assert (x["start_s"], x["finished"]) == (4200.0, True) and 4560.0 < x["end_s"] < 4620.0
+    pct = r.vm_acc.series["cpu_ready_pct"].astype(np.float64)  # (steps, rows): rows 8, 9 are the restarts
+    host = np.asarray(r.ctx.vms.host)
+    over = np.isin(host, [host[8], host[9]])  # the rows on the two hosts that took a restart
+    R = float(pct[72, over & (np.arange(host.size) != 1) & (np.arange(host.size) != 5)][0])
+    assert R > 1.0 and pct[:10].max() == 0.0  # over-committed after the restart, none before the failure
+    assert h["cpu_ready_pct_resync_mean"] == pytest.approx(6 / 8 * R, rel=1e-5)
+    # outside: each VM's ready over its alive steps outside 70..76, its runs (vm_of) pooled, averaged over VMs
+    sch, vm_of = r.ctx.schedule, r.ctx.source.vm_of
+    alive = alive_fraction(np.asarray(sch.start_s, float), np.asarray(sch.end_s, float), r.ctx.grid.edges_s())
+    out = np.ones(pct.shape[0], bool)
+    out[70:77] = False
+    num = np.bincount(vm_of, weights=pct[out].sum(axis=0))
+    den = np.bincount(vm_of, weights=alive[out].sum(axis=0))
+    assert h["cpu_ready_pct_outside_mean"] == pytest.approx(float((num / den).mean()), rel=1e-5)
+    assert 0 < h["cpu_ready_pct_outside_mean"] < h["cpu_ready_pct_resync_mean"]

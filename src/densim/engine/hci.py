@@ -57,6 +57,8 @@ class HciSummary(TypedDict):
     latency_s_resync_worst: float | None
     latency_s_outside_mean: float | None
     latency_s_outside_worst: float | None
+    cpu_ready_pct_resync_mean: float | None  # CPU Ready per vCPU over the steps a resync ran (as cpu_ready_pct_mean)
+    cpu_ready_pct_outside_mean: float | None  # over the other steps
     network_bytes: float  # VM I/O on the storage network (one direction, cluster)
     resync_bytes: float
     saturated_steps: int
@@ -146,6 +148,10 @@ class HciRuntime:
         self.worst = {"rs": 0.0, "out": 0.0}
         self.series: list[tuple[float, float, float, float]] = []  # (t_s, latency_s, resync_Bps, hosts_up)
         self.pol_iops = np.zeros((len(self.policies), 2))  # reads, writes (IOPS x s)
+        # CPU Ready of every VM (row) during resyncs and outside them: per row, the sum over steps of its
+        # per-step CPU Ready per vCPU (%) and the steps it was alive (the weighting of cpu_ready_pct_mean)
+        V = ctx.vms.n
+        self.ready = {k_: np.zeros(V) for k_ in ("rs_pct", "rs_alive", "out_pct", "out_alive")}
 
     # ---- the timeline ----------------------------------------------------------------------------
     def _absences(self, ctx) -> None:
@@ -278,6 +284,7 @@ class HciRuntime:
             self.worst["rs"] = max(self.worst["rs"], float(vm_lat[rs_on].max()))
         if (~rs_on).any():
             self.worst["out"] = max(self.worst["out"], float(vm_lat[~rs_on].max()))
+        self._ready_sums(ctx, chunk, edges, rs_on)
         mid = 0.5 * (edges[:-1] + edges[1:]) - ctx.grid.start_s
         self.series.extend(zip(mid.tolist(), vm_lat.tolist(), (rate * active).tolist(), n_up.tolist()))
         util = np.maximum(util_d, rho) * up
@@ -286,6 +293,40 @@ class HciRuntime:
         out = {"lat": lat, "util": util, "host_w": host_w, "net_host_Bps": (net_host + per_host_rs[:, None] * up),
                "resync_host_Bps": per_host_rs[:, None] * up}
         return out
+
+    def _ready_sums(self, ctx, chunk, edges: np.ndarray, rs_on: np.ndarray) -> None:
+        """Add the chunk's CPU Ready per vCPU (%) of every VM, and its alive steps, to the resync / outside sums
+        (the storage stage reads the per-VM CPU results when the HCI datastore is on)."""
+        from densim.workloads.tasks import alive_fraction
+
+        ready_s = chunk.vm.get("cpu_ready_s")
+        if ready_s is None:
+            raise RuntimeError("the HCI datastore needs the per-VM CPU Ready (storage stage reads_cpu_results)")
+        vcpus = np.maximum(np.asarray(ctx.vms.vcpus, dtype=np.float64), 1.0)
+        pct = np.asarray(ready_s, dtype=np.float64) * (100.0 / (vcpus * chunk.step_s))[None, :]  # (T, V)
+        sch = ctx.schedule
+        if sch is None:
+            alive = np.ones(pct.shape)
+        else:
+            alive = alive_fraction(np.asarray(sch.start_s, float), np.asarray(sch.end_s, float), edges).astype(np.float64)
+        r, rs = self.ready, rs_on.astype(np.float64)
+        r["rs_pct"] += rs @ pct
+        r["rs_alive"] += rs @ alive
+        r["out_pct"] += (1.0 - rs) @ pct
+        r["out_alive"] += (1.0 - rs) @ alive
+
+    def ready_means(self, ctx) -> tuple[float | None, float | None]:
+        """CPU Ready per vCPU (%) during resyncs and outside them: each VM's ready time over its alive time in
+        those steps (its runs pooled), averaged over the VMs alive in them: as ``cpu_ready_pct_mean``."""
+        from densim.engine.summary import ready_over_life
+
+        vm_of = getattr(ctx.source, "vm_of", None)
+        r = self.ready
+        out = []
+        for k in ("rs", "out"):
+            share, lived = ready_over_life(r[f"{k}_pct"], r[f"{k}_alive"], vm_of)
+            out.append(float(share[lived].mean()) if lived.any() else None)
+        return out[0], out[1]
 
     def _load(self, read, write, host, placed, up, n_up, degraded):
         """Back-end IOPS and read share per host (steps, hosts), network transfers/s and back-end I/Os/s of the
@@ -448,6 +489,7 @@ class HciRuntime:
                 row["waiting"] = (f"{self.min_hosts} hosts must be up to place every component; the rebuild waits"
                                   if self.H - 1 < self.min_hosts else "not started by the end of the run")
             resyncs.append(row)
+        ready_rs, ready_out = self.ready_means(ctx)
         return {
             "datastore": self.spec.name,
             "capacity": self.cap.as_dict() | {"dedupe_compression": self.spec.dedupe_compression, "slack": self.spec.slack,
@@ -459,6 +501,7 @@ class HciRuntime:
             "latency_s_resync_worst": self.worst["rs"] if a["rs_iops"] > 0 else None,
             "latency_s_outside_mean": ratio(a["out_lat"], a["out_iops"]),
             "latency_s_outside_worst": self.worst["out"] if a["out_iops"] > 0 else None,
+            "cpu_ready_pct_resync_mean": ready_rs, "cpu_ready_pct_outside_mean": ready_out,
             "network_bytes": a["net_bytes"], "resync_bytes": a["resync_bytes"], "saturated_steps": int(a["sat_steps"]),
             "per_host_resync_Bps": self.per_host_Bps, "rebuild_share": self.share,
             "energy_kwh": self.energy_j / 3.6e6 if self.power_known else None,
@@ -484,6 +527,11 @@ class HciRuntime:
             notes.append(f"VM I/O latency during resyncs {1e3 * h['latency_s_resync_mean']:.3f} ms mean "
                          f"({1e3 * h['latency_s_resync_worst']:.3f} ms worst step) against "
                          f"{1e3 * (h['latency_s_outside_mean'] or 0.0):.3f} ms outside them.")
+        if h["cpu_ready_pct_resync_mean"] is not None:
+            out_ready = h["cpu_ready_pct_outside_mean"]
+            notes.append(f"CPU Ready per vCPU during resyncs {h['cpu_ready_pct_resync_mean']:.2f} % mean against "
+                         + (f"{out_ready:.2f} % outside them" if out_ready is not None else "no steps outside them")
+                         + " (each VM's ready time over its alive time in those steps, averaged over the VMs).")
         rows = [[r["host"], r["event"], r["kind"], r["absent_from_s"], r["start_s"], r["end_s"], r["bytes"] / 2**30,
                  r["time_to_compliance_s"], r.get("waiting", "")] for r in h["resyncs"]]
         ser = np.asarray(self.series, dtype=np.float64).reshape(-1, 4)

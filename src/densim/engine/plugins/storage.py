@@ -166,6 +166,7 @@ class StorageStage(BaseStage):
             from densim.engine.hci import HciRuntime
 
             self.hci = HciRuntime(ctx, self)
+            self.reads_cpu_results = True  # its summary's CPU Ready during resyncs reads chunk.vm["cpu_ready_s"]
         self._power_setup(ctx, H)
         self._failures_setup(ctx, V)
         self.acc = {k: np.zeros(S) for k in ("iops_s", "lat_iops_s", "sat_steps", "steps")}
