@@ -37,7 +37,7 @@ from densim.spec.plan import LocalStorage  # noqa: E402,F401  (the candidates' l
 # memory
 
 
-from densim.tools.plan.memcheck import MemoryCheck  # noqa: E402,F401  (its own module: tiering builds one too)
+from densim.tools.plan.memcheck import MemoryCheck, step_blocks  # noqa: E402,F401  (its own module: tiering uses both)
 
 
 def memory_check(host_of: np.ndarray, n_hosts: int, host_mem_bytes: float, mem_bytes: np.ndarray,
@@ -66,21 +66,9 @@ def memory_check(host_of: np.ndarray, n_hosts: int, host_mem_bytes: float, mem_b
     store = M.DeviceArrays.from_spec(catalog.get("devices", settings.swap_device, DeviceSpec))
     cache = (M.DeviceArrays.from_spec(catalog.get("devices", settings.swap_cache_device, DeviceSpec))
              if settings.swap_cache_device else None)
-    k = idx.size
     cfg = mem_bytes[idx].astype(float)
-    hosts = host_of[idx]
-    cap_vm = capacity_mhz[idx].astype(float)
-    t_total = cpu_mhz.shape[0]
-    block = max(1, block_elements // k)
-    for t0 in range(0, t_total, block):
-        t1 = min(t_total, t0 + block)
-        steps = t1 - t0
-        if mem_used_bytes is not None:
-            act = np.minimum(mem_used_bytes[t0:t1][:, idx].astype(float), cfg[None, :])
-        else:
-            act = np.broadcast_to(prof.active_fraction * cfg, (steps, k))
-        util = np.clip(cpu_mhz[t0:t1][:, idx] / cap_vm[None, :], 0.0, 1.0)
-        seg = M.segments(hosts, n_hosts, steps)
+    for steps, act, util, seg in step_blocks(idx, cfg, host_of[idx], capacity_mhz[idx].astype(float), cpu_mhz,
+                                             mem_used_bytes, prof.active_fraction, n_hosts, block_elements):
         r = M.evaluate(
             np.tile(cfg, steps), act.ravel(), seg, steps * n_hosts, host_mem_bytes, params, store=store, cache=cache,
             swap_cache_bytes=settings.swap_cache_bytes, access_rate_per_s=(prof.total_access_rate_per_s * util).ravel(),
@@ -88,7 +76,7 @@ def memory_check(host_of: np.ndarray, n_hosts: int, host_mem_bytes: float, mem_b
             overlap=prof.overlap, miss_model=prof.miss_model, miss_params=prof.miss_params(),
             background_store_iops=settings.background_swap_iops,
         )
-        sl = r.tp.slowdown.reshape(steps, k)
+        sl = r.tp.slowdown.reshape(steps, idx.size)
         np.maximum.at(out.vm_slowdown_max, idx, sl.max(axis=0))
         swapped = M.seg_sum(r.rec.swapped_bytes, seg, steps * n_hosts).reshape(steps, n_hosts)
         np.maximum(out.swapped_gib_peak, swapped.max(axis=0) / M.GIB, out=out.swapped_gib_peak)

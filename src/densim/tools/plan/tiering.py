@@ -179,7 +179,7 @@ def memory_check_tiered(host_of, n_hosts: int, host_mem_bytes: float, mem_bytes,
     from densim.models.devices import DeviceSpec
     from densim.models.workload_memory import MemoryWorkload
     from densim.plant.memory import memory_params
-    from densim.tools.plan.memcheck import MemoryCheck
+    from densim.tools.plan.memcheck import MemoryCheck, step_blocks
 
     t = settings.tiering
     if t.hosts is not None:
@@ -214,21 +214,9 @@ def memory_check_tiered(host_of, n_hosts: int, host_mem_bytes: float, mem_bytes,
     tdev = TI.tier_device_arrays(dev, t.devices_per_host)
     tcost = TI.tier_costs(params.software_s if t.software_s is None else t.software_s,
                           params.writes_per_fault if t.writes_per_fault is None else t.writes_per_fault, params.costs())
-    k = idx.size
     cfg = mem_bytes[idx]
-    hosts = np.asarray(host_of)[idx]
-    cap_vm = np.asarray(capacity_mhz, float)[idx]
-    t_total = cpu_mhz.shape[0]
-    block = max(1, block_elements // k)
-    for t0 in range(0, t_total, block):
-        t1 = min(t_total, t0 + block)
-        steps = t1 - t0
-        if mem_used_bytes is not None:
-            act = np.minimum(mem_used_bytes[t0:t1][:, idx].astype(float), cfg[None, :])
-        else:
-            act = np.broadcast_to(prof.active_fraction * cfg, (steps, k))
-        util = np.clip(cpu_mhz[t0:t1][:, idx] / cap_vm[None, :], 0.0, 1.0)
-        seg = M.segments(hosts, n_hosts, steps)
+    for steps, act, util, seg in step_blocks(idx, cfg, np.asarray(host_of)[idx], np.asarray(capacity_mhz, float)[idx],
+                                             cpu_mhz, mem_used_bytes, prof.active_fraction, n_hosts, block_elements):
         dram = np.broadcast_to(dram_h, (steps, n_hosts)).ravel()
         rec = M.reclaim(np.tile(cfg, steps), np.ascontiguousarray(act).ravel(), seg, steps * n_hosts, dram + tier,
                         zero_page_fraction=params.zero_page_fraction, inter_vm_sharing_fraction=params.inter_vm_sharing_fraction,
@@ -246,7 +234,7 @@ def memory_check_tiered(host_of, n_hosts: int, host_mem_bytes: float, mem_bytes,
         m_dram = M.miss_ratio(prof.miss_model, pl.dram_active_fraction, **prof.miss_params())
         tf = TI.tier_faults(rate, TI.tier_access_ratio(m_dram, f.miss_ratio))
         tp = TI.solve_tier(tf, seg, steps * n_hosts, device=tdev, costs=tcost, overlap=prof.overlap)
-        sl = (sw.slowdown + tp.slowdown - 1.0).reshape(steps, k)
+        sl = (sw.slowdown + tp.slowdown - 1.0).reshape(steps, idx.size)
         np.maximum.at(out.vm_slowdown_max, idx, sl.max(axis=0))
         swapped = M.seg_sum(rec.swapped_bytes, seg, steps * n_hosts).reshape(steps, n_hosts)
         np.maximum(out.swapped_gib_peak, swapped.max(axis=0) / M.GIB, out=out.swapped_gib_peak)
