@@ -555,6 +555,43 @@ def _maintenance(t, mi, m_host, m_at, maint, evac_of, blocked, sc, cpu_cap, mem_
     return mi, migs, lt, lv
 
 
+@njit(refcount=False)
+def _common(i, order, arrival, until, cnt, ht, hv, lt, rel_t, d_end, up_order, ui, d_start, di, m_at, mi, st, refused,
+            vi, vf, inst, queue, policy, discipline, admission, res, sc, run, vm_cpu, vm_mem, cpu_free, mem_free, cpu_cap,
+            mem_cap, tc, tm, size, head, nxt, prv, migs, blocked, stack):
+    """The common events in a loop of their own: arrivals (8.), and instants at which only departures happen (2.,
+    then the arrival queue, 7.), each exactly as :func:`_event_loop` does it. Returns the next arrival's index as
+    soon as anything else is due (a repair, landing, failure, maintenance, restart), the instance table would have
+    to grow, or the run ends: the event loop takes that event and calls this again.
+
+    Why a loop apart: numba counts a reference at every pass of a loop for each array the loop may re-bind (the
+    tables that grow), which cost the event loop a third of its time; this loop borrows every array and re-binds
+    none (it allocates and returns none)."""
+    n = arrival.size
+    while True:
+        next_arr = arrival[order[i]] if i < n else np.inf
+        t = _next_time(cnt, ht, lt, rel_t, d_end, up_order, ui, d_start, di, m_at, mi)
+        if t > next_arr:  # one arrival
+            if next_arr > until or cnt[N_INST] >= inst.shape[0]:
+                return i
+            v = order[i]
+            i += 1
+            _arrive(v, next_arr, st, refused, vi, vf, inst, cnt, queue, ht, hv, policy, discipline, admission, res, sc,
+                    run, vm_cpu, vm_mem, cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size, head, nxt, prv, stack)
+            continue
+        if t == np.inf or t > until or cnt[N_RQ] > 0 or cnt[N_INST] + cnt[Q_TAIL] - cnt[Q_HEAD] >= inst.shape[0]:
+            return i
+        if ((ui < d_end.size and d_end[up_order[ui]] == t) or (cnt[N_LAND] > 0 and lt[0] == t)
+                or (di < d_start.size and d_start[di] == t) or (mi < m_at.size and m_at[mi] == t)
+                or (cnt[R_HEAD] < cnt[R_TAIL] and rel_t[cnt[R_HEAD]] == t)):
+            return i
+        freed = _departures(t, ht, hv, cnt, st, vi, migs, cpu_free, mem_free, tc, tm, size, head, nxt, prv, sc, vm_cpu,
+                            vm_mem, blocked)
+        if freed and cnt[Q_TAIL] > cnt[Q_HEAD]:
+            _serve_queue(t, queue, cnt, st, vi, vf, inst, ht, hv, policy, discipline, admission, res, sc, run, vm_cpu,
+                         vm_mem, cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size, head, nxt, prv, stack)
+
+
 @njit
 def _event_loop(arrival, run, vm_cpu, vm_mem, prio, initial, cpu_cap, mem_cap, d_host, d_start, d_end, policy,
                 discipline, until, detect_s, boot_s, admission, res, m_host, m_at, util, core_mhz, mig_par):
@@ -611,6 +648,9 @@ def _event_loop(arrival, run, vm_cpu, vm_mem, prio, initial, cpu_cap, mem_cap, d
     order = np.argsort(arrival, kind="mergesort")
     i = n if static else 0  # a static run has no arrivals: every VM was placed (or not) at the start
     while True:
+        i = _common(i, order, arrival, until, cnt, ht, hv, lt, rel_t, d_end, up_order, ui, d_start, di, m_at, mi, st,
+                    refused, vi, vf, inst, queue, policy, discipline, admission, res, sc, run, vm_cpu, vm_mem, cpu_free,
+                    mem_free, cpu_cap, mem_cap, tc, tm, size, head, nxt, prv, migs, blocked, stack)
         next_arr = arrival[order[i]] if i < n else np.inf
         t = _next_time(cnt, ht, lt, rel_t, d_end, up_order, ui, d_start, di, m_at, mi)
         if t == np.inf and next_arr == np.inf:
@@ -653,7 +693,8 @@ def _event_loop(arrival, run, vm_cpu, vm_mem, prio, initial, cpu_cap, mem_cap, d
             inst, outs = _serve_restarts(t, boot_s, policy, rq, rq_t, cnt, st, vi, vf, inst, outs, cpu_free, mem_free,
                                          cpu_cap, mem_cap, tc, tm, size, head, nxt, prv, sc, vm_cpu, vm_mem, stack)
         if freed and cnt[Q_TAIL] > cnt[Q_HEAD]:  # 7. the arrival queue
-            inst = _serve_queue(t, queue, cnt, st, vi, vf, inst, ht, hv, policy, discipline, admission, res, sc, run,
+            inst = _grow(inst, cnt[N_INST] + cnt[Q_TAIL] - cnt[Q_HEAD])  # room for every VM waiting
+            _serve_queue(t, queue, cnt, st, vi, vf, inst, ht, hv, policy, discipline, admission, res, sc, run,
                                 vm_cpu, vm_mem, cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size, head, nxt, prv, stack)
     return (st, refused, vf, inst[: cnt[N_INST]], outs[: cnt[N_OUT]], migs[: cnt[N_MIG]], evac[:E])
 
@@ -704,10 +745,11 @@ def _arrive(v, t, st, refused, vi, vf, inst, cnt, queue, ht, hv, policy, discipl
                       head, nxt, prv, sc)
 
 
-@njit
+@njit(refcount=False)
 def _serve_queue(t, queue, cnt, st, vi, vf, inst, ht, hv, policy, discipline, admission, res, sc, run, vm_cpu, vm_mem,
                  cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size, head, nxt, prv, stack):
-    """Capacity freed at ``t``: the arrival queue in order (fifo: the head blocks the rest; backfill: every VM that fits)."""
+    """Capacity freed at ``t``: the arrival queue in order (fifo: the head blocks the rest; backfill: every VM that
+    fits). The caller made room for as many instances as VMs wait (borrowed arrays: allocates and returns none)."""
     k = cnt[Q_HEAD]
     w = cnt[Q_HEAD]
     while k < cnt[Q_TAIL]:
@@ -721,9 +763,8 @@ def _serve_queue(t, queue, cnt, st, vi, vf, inst, ht, hv, policy, discipline, ad
             w += 1
             k += 1
             continue
-        inst = _grow(inst, cnt[N_INST])
         _start_new(v, h, t, st, vi, vf, inst, cnt, ht, hv, run, vm_cpu, vm_mem, cpu_free, mem_free, tc, tm, size,
-                          head, nxt, prv, sc)
+                   head, nxt, prv, sc)
         k += 1
     if discipline == 0:
         cnt[Q_HEAD] = k
@@ -733,7 +774,6 @@ def _serve_queue(t, queue, cnt, st, vi, vf, inst, ht, hv, policy, discipline, ad
             w += 1
             k += 1
         cnt[Q_TAIL] = w
-    return inst
 
 
 @njit
