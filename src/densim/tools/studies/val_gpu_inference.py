@@ -95,8 +95,12 @@ def run(out_dir: Path, seed: int) -> dict[str, Any]:
         p = predict(model, batch, tp, n_in, n_out)
         runs[label] = p
         busy.append(busy_check(label, list(p["busy"]), [min(v, 1.0) for v in p["busy"].values()], kind="GPU (roofline)"))
+        # the 70B 128/128 row's result was estimated by hand (about +30 %) before the tolerance was written: not blind
+        seen = (model, batch, tp, n_in, n_out) == ("llama-2-70b", 512, 1, 128, 128)
         heads.append(headline(f"H200 FP8 {label}: output tokens/s", measured, p["tokens_per_s"], tolerance=TOLERANCE,
-                              relative=True, source=SOURCE, unit="tokens/s", role="prediction", rests_on=[label]))
+                              relative=True, source=SOURCE, unit="tokens/s", role="arithmetic" if seen else "prediction",
+                              why=("the roofline's figure for this row was estimated by hand (about +30 %) before the "
+                                   "+/-40 % tolerance was written") if seen else None, rests_on=[label]))
     xs = [f"{m.split('-')[-1]} tp{t} b{b} {i}/{o}" for m, b, t, i, o, _ in MEASURED]
     fig = {"data": [{"type": "bar", "name": "TensorRT-LLM 0.5.0 (measured)", "x": xs, "y": [m[-1] for m in MEASURED]},
                     {"type": "bar", "name": "densim roofline", "x": xs, "y": [runs[k]["tokens_per_s"] for k in runs]}],
