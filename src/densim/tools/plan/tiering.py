@@ -83,7 +83,7 @@ def tier_ratio_plan(scenario, *, bound: float = 1.10, ratios=DEFAULT_RATIOS, kee
         worst = np.where(placed, np.maximum(worst, 1.0), 1.0)
         by_group = np.ones(len(names))
         np.maximum.at(by_group, np.asarray(vms.group), worst)
-        t = r.summary["memory"].get("tiering", {})
+        t = r.summary["memory"]["tiering"]  # the memory stage reports it whenever a tier is configured
         rows.append({
             "ratio": _ratio_text(k), "k": k, "seed": r.summary.get("seed"),
             "memory_overcommit": float(sc.placement.memory_overcommit),
@@ -91,8 +91,8 @@ def tier_ratio_plan(scenario, *, bound: float = 1.10, ratios=DEFAULT_RATIOS, kee
             "vms_placed": int(placed.sum()), "vms": int(vms.n),
             "worst_slowdown_by_group": {n: float(s) for n, s in zip(names, by_group)},
             "worst_slowdown": float(by_group.max(initial=1.0)),
-            "hosts_breaking_active_rule": len(t.get("hosts_breaking_active_rule", [])),
-            "tier_device_util_peak": float(t.get("tier_device_util_peak", 0.0)),
+            "hosts_breaking_active_rule": len(t["hosts_breaking_active_rule"]),
+            "tier_device_util_peak": float(t["tier_device_util_peak"]),
         })
     return _answer(rows, bound, keep_overcommit, active_rule)
 
