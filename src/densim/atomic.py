@@ -318,10 +318,14 @@ def output_folder(out: str | Path) -> Iterator[Path]:
             else:
                 mode = 0o777 & ~_process_umask()
             tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.new-", dir=target.parent))
+            _STAGING[str(tmp)] = out
         except OSError as exc:
             problem = os_problem(exc)
             raise OutputError(out, problem[1] if problem else str(exc), problem[0] if problem else None) from None
-        _STAGING[str(tmp)] = out
+        except BaseException:  # interrupted (SIGTERM, Ctrl-C) while the staging folder was being made: under the
+            for p in target.parent.glob(f".{glob_escape(target.name)}.new-*"):  # lock every one of them is ours
+                shutil.rmtree(p, ignore_errors=True)
+            raise
         try:
             try:
                 os.chmod(tmp, mode)
