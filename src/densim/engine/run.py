@@ -21,6 +21,7 @@ import numpy as np
 from densim.engine.preload import preload
 from densim.engine.stages import load_plugins, ordered_entries
 from densim.engine.state import build_context
+from densim.engine.window import WindowState
 from densim.models.cpu import CPU_CONTENTION
 from densim.placement import place
 from densim.placement.capacity import host_capacity
@@ -81,6 +82,17 @@ class Chunk:
     # power (W) stages add per host and step beyond the CPU model's host power (drives, controllers):
     # (steps, hosts) float64, summed into power_w, energy_j and the carbon stage's input (add_host_power)
     host_power_w: np.ndarray | None = None
+    # the placement timeline over this window (densim.engine.window.WindowState): set by the engine; a chunk
+    # built by hand (unit tests) gets one on first use of window()
+    state: Any = None
+
+    def window(self, ctx) -> Any:
+        """The :class:`~densim.engine.window.WindowState` of this chunk: host of each row, alive shares,
+        hosts up, per-host aggregates. Stages read liveness and host downtime here, never from
+        ``ctx.schedule`` or ``ctx.failures`` directly."""
+        if self.state is None:
+            self.state = WindowState(ctx, self.t0, self.t1)
+        return self.state
 
     def add_host_power(self, watts: np.ndarray) -> None:
         """Add ``watts`` ((steps, hosts) or a broadcast of it) to the hosts' power in this chunk.
@@ -605,6 +617,7 @@ def _new_chunk(r: _Run, t0: int, t1: int) -> tuple[Chunk, Any]:
     when there are any), or a window of the source's channels in ``chunk.vm``."""
     ctx = r.ctx
     chunk = Chunk(t0=t0, t1=t1, step_s=ctx.grid.step_s, keep_vm_series=r.keep_vm)
+    chunk.window(ctx)
     fac = r.demand.factors(ctx.grid, t0, t1) if r.demand.factors is not None else None
     if fac is not None and r.stages:
         chunk.demand_factors = fac

@@ -267,12 +267,13 @@ class MemoryStage(BaseStage):
         if idx.size == 0:
             # no host is short of memory: constant rows, handed out as read-only broadcasts
             self._all_fit(chunk, cfg_all, T, V, H)
-            if getattr(ctx, "liveness", None) is not None:  # a VM holds memory only while it lives
-                alive = ctx.liveness.alive_mask(ctx.grid.edges_s(chunk.t0, chunk.t1))
+            if chunk.window(ctx).dynamic:  # a VM holds memory only while it lives
+                alive = chunk.window(ctx).alive_mask()
                 for name in ("mem_resident_gib", "mem_active_gib"):
                     chunk.vm_out[name] = (chunk.vm_out[name] * alive).astype(np.float32)
             return
-        if getattr(ctx, "liveness", None) is None and self._active_is_static(chunk):
+        ws = chunk.window(ctx)
+        if not ws.dynamic and self._active_is_static(chunk):
             self._static(ctx, chunk, cfg_all, T, V, H)
             return
         out_vm = {k: np.zeros((T, V), dtype=np.float32) for k in VM_METRICS}
@@ -293,8 +294,8 @@ class MemoryStage(BaseStage):
         util_s = np.zeros((T, H), np.float32) if not self.coupled and self.cache is not None else None
         util_c = np.zeros((T, H), np.float32) if self.cache is not None else None
         swap_io = np.zeros((T, V), np.float32) if self.coupled else None
-        if getattr(ctx, "liveness", None) is not None:  # VMs arrive and leave: only those alive in a step hold memory
-            alive = ctx.liveness.alive_mask(ctx.grid.edges_s(chunk.t0, chunk.t1), idx)
+        if ws.dynamic:  # VMs arrive and leave: only those alive in a step hold memory
+            alive = ws.alive_mask(idx)
             out_vm["mem_resident_gib"][:, idx] *= alive
             out_vm["mem_active_gib"][:, idx] *= alive
         for b0 in range(0, T, block):  # blocks of time steps only
@@ -302,7 +303,7 @@ class MemoryStage(BaseStage):
             n = b1 - b0
             seg = M.segments(host, H, n)
             util = np.clip((demand[b0:b1] if every else np.take(demand[b0:b1], idx, axis=1)) / cap_vm[None, :], 0.0, 1.0)
-            if getattr(ctx, "liveness", None) is None:
+            if not ws.dynamic:
                 rec = self._reclaim(cfg, self._active(chunk, idx, cfg, b0, b1), host, H, n, idx)
             else:
                 live = alive[b0:b1]
@@ -647,8 +648,8 @@ class MemoryStage(BaseStage):
             for name in TIER_HOST_METRICS:
                 chunk.host_out[name] = np.broadcast_to(np.float32(0.0), (T, H))
             return
-        live = getattr(ctx, "liveness", None)
-        alive = live.alive_mask(ctx.grid.edges_s(chunk.t0, chunk.t1), tidx) if live is not None else None
+        ws = chunk.window(ctx)
+        alive = ws.alive_mask(tidx) if ws.dynamic else None
         static = alive is None and not (chunk.vm.get("mem_used_bytes") is not None and self.use_trace_mem[tidx].any())
         host = vms.host[tidx]
         cap_vm = self._cap_vm[tidx]

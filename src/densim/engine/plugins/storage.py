@@ -161,6 +161,7 @@ class StorageStage(BaseStage):
             (np.ones(int((host >= 0).sum())), (np.nonzero(host >= 0)[0], host[host >= 0])), shape=(V, H))
         self.n_ds = D
         self.grid = ctx.grid
+        self.ctx = ctx  # the window state of each chunk (chunk.window(ctx)): rows alive, hosts up
         self.hci = None
         if getattr(ctx.plant, "hci", None) is not None:  # storage.hci: VMs on the hyper-converged datastore
             from densim.engine.hci import HciRuntime
@@ -187,8 +188,6 @@ class StorageStage(BaseStage):
         """Up-times of the instances, boot reads of restarts, and the arrays with drive or controller failures."""
         from densim.engine.storage_faults import array_faults
 
-        sch = ctx.schedule
-        self.alive_span = None if sch is None else (np.asarray(sch.start_s, float), np.asarray(sch.end_s, float))
         fr = getattr(ctx, "failures", None)
         self.boot = None
         if fr is not None and fr.boot_read_Bps > 0 and fr.boot_from_s is not None:
@@ -233,7 +232,7 @@ class StorageStage(BaseStage):
         fr = getattr(ctx, "failures", None)
         if fr is None:
             return slot_w @ P
-        up = 1.0 - fr.host_down_share(ctx.grid.edges_s(chunk.t0, chunk.t1), P.shape[1])  # (steps, hosts)
+        up = chunk.window(ctx).host_up  # (steps, hosts)
         local = self.slot_host >= 0
         out = (slot_w[:, local] @ P[local]) * up
         if (~local).any():
@@ -282,26 +281,25 @@ class StorageStage(BaseStage):
         instance adds its boot reads while it boots (placed to up, :class:`FailureRun`)."""
         from densim.workloads.tasks import alive_fraction
 
+        ws = chunk.window(self.ctx)
         n = chunk.n_steps
         inv_bs = np.float32(1.0 / self.settings.block_size_bytes)
         V = self.wl_iops.size
-        edges = None
         out = []
         for key, wl in (("disk_read_Bps", self.wl_iops * self.wl_rf), ("disk_write_Bps", self.wl_iops * (1.0 - self.wl_rf))):
             src = chunk.vm.get(key)
             arr = np.zeros((n, V), dtype=np.float32) if src is None else np.asarray(src, dtype=np.float32) * inv_bs
             if np.any(wl):
-                if self.alive_span is None:
+                if not ws.dynamic:
                     arr += wl.astype(np.float32)[None, :]
-                else:  # VMs with lifetimes or failures: only while up
-                    edges = self.grid.edges_s(chunk.t0, chunk.t1) if edges is None else edges
+                else:  # VMs with lifetimes or failures: only while up (the window state's alive shares)
                     on = np.flatnonzero(wl)
-                    arr[:, on] += wl[on].astype(np.float32) * alive_fraction(self.alive_span[0][on], self.alive_span[1][on], edges)
+                    arr[:, on] += wl[on].astype(np.float32) * ws.alive(on)
             out.append(arr)
         self._boot_chunk = None
         if self.boot is not None and self.boot[0].size:
             idx, b, u, iops = self.boot
-            edges = self.grid.edges_s(chunk.t0, chunk.t1) if edges is None else edges
+            edges = ws.edges
             live = np.flatnonzero((b < edges[-1]) & (u > edges[0]))
             if live.size:
                 add = np.float32(iops) * alive_fraction(b[live], u[live], edges)

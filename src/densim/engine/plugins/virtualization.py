@@ -145,9 +145,9 @@ class VirtualizationStage(BaseStage):
     def before_cpu(self, ctx, chunk) -> None:
         demand = chunk.vm["cpu_demand_mhz"]
         add = self.add_mhz[None, :]
-        live = getattr(ctx, "liveness", None)
-        if live is not None:  # the I/O path's MHz only for the share of the step the VM is alive
-            add = add * live.alive(ctx.grid.edges_s(chunk.t0, chunk.t1))
+        ws = chunk.window(ctx)
+        if ws.dynamic:  # the I/O path's MHz only for the share of the step the VM is alive
+            add = add * ws.alive()
         new = demand * self.factor[None, :] + add
         self._added = (new - demand).astype(np.float32)
         chunk.vm["cpu_demand_mhz"] = new.astype(demand.dtype, copy=False)
