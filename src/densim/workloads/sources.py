@@ -84,6 +84,12 @@ class DemandSource(ABC):
         distributed run). Sources that can compute a subset directly override this."""
         return SubsetSource(self, idx)
 
+    def steady(self) -> bool:
+        """True when every VM's demand is the same at every step of any grid (a constant profile): the
+        engine may then compute one step of a window in which nothing else changes and count it for all
+        of the window's steps (:func:`densim.engine.run.steady_segments`). False unless a source knows."""
+        return False
+
 
 class SubsetSource(DemandSource):
     """VMs ``idx`` of another source: its windows, columns ``idx``."""
@@ -108,6 +114,9 @@ class SubsetSource(DemandSource):
     def window_factors(self, grid, t0, t1):
         f = self.parent.window_factors(grid, t0, t1)
         return None if f is None else (f[0], f[1][self.idx], f[2][self.idx])
+
+    def steady(self) -> bool:
+        return self.parent.steady()
 
 
 class CompositeSource(DemandSource):
@@ -149,6 +158,9 @@ class CompositeSource(DemandSource):
             if local.size:
                 parts.append(p.subset(local))
         return CompositeSource(parts, concat=self.concat)
+
+    def steady(self) -> bool:
+        return all(p.steady() for p in self.parts)
 
     def window_factors(self, grid, t0, t1):
         facs = [p.window_factors(grid, t0, t1) for p in self.parts]
@@ -223,6 +235,11 @@ class ProfileSource(DemandSource):
         if p.noise > 0:
             u += p.noise * hash_uniform(self.seed, np.arange(t0, t1), self.vm_index)
         return np.clip(u, 0.0, 1.0)
+
+    def steady(self) -> bool:
+        """No wave and no noise: ``u = clip(mean, 0, 1)`` at every step."""
+        p = self.profile
+        return not (p.kind in ("diurnal", "random") and p.amplitude > 0) and not p.noise > 0
 
     def subset(self, idx):
         import copy

@@ -84,6 +84,11 @@ class ScheduledSource(DemandSource):
     def native_step_s(self):
         return self.inner.native_step_s()
 
+    def steady(self) -> bool:
+        """The inner demand is steady and not shifted to each VM's start (OpenDC fragments are not);
+        arrivals and departures are the timeline's events, not the source's."""
+        return not self.shift and self.inner.steady()
+
     def window(self, grid: TimeGrid, t0: int, t1: int, channels, vms: np.ndarray | None = None):
         """As :meth:`DemandSource.window`; ``vms`` (indices into this source's VMs) asks for those columns only."""
         edges = grid.edges_s(t0, t1)
@@ -113,6 +118,8 @@ class ScheduledSource(DemandSource):
 def scheduled_window(source: DemandSource, grid: TimeGrid, t0: int, t1: int, ids: np.ndarray) -> np.ndarray:
     """CPU demand (steps, len(ids)) of the VMs ``ids`` of a scheduled source (or a composite of them)."""
     parts = source.parts if isinstance(source, CompositeSource) else [source]
+    if ids.size == 0:  # a window in which no VM is alive (after the last departure)
+        return np.zeros((t1 - t0, 0), dtype=np.float32)
     if len(parts) == 1:
         return parts[0].window(grid, t0, t1, ("cpu_mhz",), vms=ids)["cpu_mhz"]
     out = np.zeros((t1 - t0, ids.size), dtype=np.float32)
