@@ -24,10 +24,16 @@ Per step, for the VMs on the HCI datastore:
   (``used raw / hosts``) rebuilt on the others from then; one back sooner has the writes it missed
   copied back when it returns (delta resync). ``full-data-migration`` maintenance copies the host's
   share away from the maintenance decision on. The resyncs run one after the other at
-  ``r(t) = rebuild_share x hosts_up x per-host rate x (1 - u(t))`` (:func:`~densim.models.storage.hci.resync_rate_Bps`,
-  ``u`` the foreground's busiest mean utilisation of disks or adapters), and take ``r / hosts_up`` of every
-  host's disk time and adapter. A rebuild cannot run while fewer hosts are up than the policy places
-  on; it waits (and becomes a delta resync if the host returns first).
+  ``r(t) = rebuild_share x hosts_up x per-host rate(k) x (1 - u(t))`` (:func:`~densim.models.storage.hci.resync_rate_Bps`,
+  ``u`` the foreground's busiest mean utilisation of disks or adapters; ``k`` the pieces read per piece rebuilt:
+  1 for a mirror, ``d`` for a ``d + p`` erasure code, :func:`~densim.models.storage.hci.rebuild_reads`; an
+  evacuation copies, ``k = 1``); each host up reads ``k r / hosts_up`` and writes ``r / hosts_up`` on its disks
+  and sends and receives ``k r / hosts_up`` on its adapter. A rebuild cannot run while fewer hosts are up than
+  the policy places on; it waits (and becomes a delta resync if the host returns first).
+* **resync CPU.** ``3 k + 1`` stack bytes per rebuilt byte at ``storage.hci.resync_cycles_per_byte``, taken
+  from every host up while the resync runs. Nothing here needs a CPU result, so the storage stage runs
+  :meth:`HciRuntime.step` before the CPU step and takes the CPU from the hosts' capacity there (CPU Ready
+  includes it); :meth:`HciRuntime.after_cpu` adds the CPU Ready sums.
 
 ``summary["hci"]``: the capacity answer, per policy the write amplification and network bytes, each
 resync (start, end, bytes, time to compliance) and VM latency during resyncs against outside them, with
