@@ -138,3 +138,39 @@ def test_resync_cpu_raises_cpu_ready_on_a_host_near_full():
     assert p0[69:76].max() == 0.0 and p10[69].max() == 0.0
     assert p10[71:75].min() > 1.0  # waiting during the rebuild, only because of its CPU
     assert h10["cpu_ready_pct_resync_mean"] > h0["cpu_ready_pct_resync_mean"]
+
+
+def test_a_failed_disk_inside_a_host_is_rebuilt_at_once():
+    # six hosts of 4 P4600; 12 VMs x 200 GiB at RAID-1 FTT=1: raw 4,800 GiB, a host's share 800 GiB, a disk's
+    # 800 / 4 = 200 GiB = 214,748,364,800 B. Disk 2 of h-3 fails at 10 min (replaced after 4 h): its components
+    # are lost (degraded), not absent, so the rebuild starts at once (no 60-min repair timer) with all 6 hosts up:
+    # 0.2 x 6 x 3.7208e9 = 4.4650e9 B/s -> 214.75e9 / 4.4650e9 = 48.10 s: 600 .. 648.10 s, time to compliance 48.10 s.
+    # (The VMs are idle: u = 0.) With 100 IOPS per VM the foreground slows it a little and VM latency during the
+    # rebuild is above latency outside it.
+    d = copy.deepcopy(BASE)
+    d["cluster"]["hosts"][0]["count"] = 6
+    d["vms"][0].update(count=12)
+    d["failures"] = {"events": [{"time": "10 min", "target": "datastore:vsan@h-3/drive:2", "duration": "4 h"}]}
+    h = run(d).summary["hci"]
+    (x,) = h["resyncs"]
+    t = 200 * 2**30 / (0.2 * 6 * (1 / (1 / RD + 1 / WR)))
+    assert t == pytest.approx(48.10, abs=0.01)
+    assert (x["kind"], x["host"], x["event"]) == ("drive", "h-3", "drive failure datastore:vsan@h-3/drive:2")
+    assert x["bytes"] == pytest.approx(200 * 2**30)
+    assert x["start_s"] == 600.0 and x["end_s"] == pytest.approx(600.0 + t, rel=1e-6)
+    assert x["time_to_compliance_s"] == pytest.approx(t, rel=1e-6) and x["absent_to_s"] is None
+    assert h["resync_bytes"] == pytest.approx(200 * 2**30, rel=1e-6)
+    d["vms"][0]["workload"] = {"iops": 100}
+    h = run(d).summary["hci"]
+    (y,) = h["resyncs"]
+    assert y["kind"] == "drive" and y["start_s"] == 600.0 and y["end_s"] > x["end_s"]
+    assert h["latency_s_resync_mean"] > h["latency_s_outside_mean"] > 0
+
+
+def test_a_disk_target_beyond_the_hosts_disks_is_refused():
+    from densim.errors import InputError, ScenarioInvalid
+
+    d = copy.deepcopy(BASE)
+    d["failures"] = {"events": [{"time": "10 min", "target": "datastore:vsan@h-3/drive:4", "duration": "4 h"}]}
+    with pytest.raises((ScenarioInvalid, InputError), match=r"datastore:vsan@h-3/drive:4.*drive:0\.\.3"):
+        run(d)

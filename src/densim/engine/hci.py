@@ -199,6 +199,20 @@ class HciRuntime:
                     ab.append((h, enter, math.inf, "maintenance-evacuated"))
                 else:
                     ab.append((h, enter, math.inf, "maintenance"))
+        # a capacity disk failing inside a host (failures target datastore:<hci>@<host>/drive:<i>): its components are
+        # lost, not absent (vSAN marks them degraded and re-protects at once; Nutanix re-replicates a failed disk's
+        # extents at once): its share of the host's data, host share / disks per host, is rebuilt across the cluster
+        # from the failure on; the host stays up
+        if fr is not None and getattr(fr, "events", None) is not None and fr.events.storage is not None:
+            ev, parts = fr.events, fr.events.storage
+            sel = np.flatnonzero(ev.target >= ev.first_storage)
+            p = ev.target[sel] - ev.first_storage
+            mine = parts.kind[p] == 2
+            per_disk = self.host_share_bytes / self.spec.disks_per_host
+            for i, q in zip(sel[mine].tolist(), p[mine].tolist()):
+                at = float(fr.t0 + ev.time_s[i])
+                jobs.append(Job(int(parts.host[q]), "drive", at, per_disk, at, math.inf, f"drive failure {parts.names[q]}",
+                                self.k_rebuild))
         delay = float(self.spec.repair_delay_s)
         for h, s, e, kind in ab:
             if kind == "maintenance-evacuated":
@@ -385,7 +399,7 @@ class HciRuntime:
             r = read[:, sel].astype(np.float64)
             w = write[:, sel].astype(np.float64)
             R, W = r.sum(axis=1), w.sum(axis=1)
-            cv = [io_costs(p, H, int(a)) for a in vals]  # degraded EC reads: per distinct count of absent hosts
+            cv = [io_costs(p, H, float(a)) for a in vals]  # degraded EC reads: per distinct count of absent hosts
             rr = np.array([c.read_reads for c in cv])[inv]
             rn = np.array([c.read_net for c in cv])[inv]
             costs.append((k, sel, c0, rr))
@@ -410,14 +424,16 @@ class HciRuntime:
 
     def _degraded_hosts(self, edges: np.ndarray) -> np.ndarray:
         """(steps,) hosts absent and not re-protected at the step's start: an absence counts until its resync ends
-        (a rebuild, or the delta resync after it returns)."""
+        (a rebuild, or the delta resync after it returns); a failed disk counts as ``1 / disks_per_host`` of a host
+        until its data is rebuilt (its components' share of the EC reads is degraded)."""
         lo = edges[:-1]
-        out = np.zeros(lo.size, dtype=np.int64)
+        out = np.zeros(lo.size, dtype=np.float64)
         for j in self.jobs:
             if j.kind == "evacuate":
                 continue
             stop = j.end_s if j.end_s is not None else math.inf
-            out += ((lo >= j.absent_from) & (lo < stop)).astype(np.int64)
+            w = 1.0 / self.spec.disks_per_host if j.kind == "drive" else 1.0
+            out += w * ((lo >= j.absent_from) & (lo < stop))
         return out
 
     def _walk(self, edges: np.ndarray, n_up: np.ndarray, u_fg: np.ndarray, be_total: np.ndarray, up: np.ndarray):
@@ -434,7 +450,7 @@ class HciRuntime:
         # components would have taken, 1 / hosts of them
         wr_per_host = self._be_write * self.block / self.H
         for j in self.jobs:
-            if j.kind != "evacuate" and j.end_s is None:  # (a rebuild that cannot run turns into a delta resync)
+            if j.kind in ("rebuild", "delta") and j.end_s is None:  # (a rebuild that cannot run turns into a delta resync)
                 ov = np.clip(np.minimum(hi, j.absent_to) - np.maximum(lo, j.absent_from), 0.0, None)
                 j.delta_bytes += float((wr_per_host * ov).sum())
         t_free = lo[0] if T else 0.0
@@ -449,8 +465,8 @@ class HciRuntime:
             begin = max(j.start_s, t_free)
             if begin >= hi[-1]:
                 break
-            # a rebuild needs the policy's hosts up besides the absent one
-            if j.kind == "rebuild":
+            # a rebuild needs the policy's hosts up besides the absent one (a failed disk's: the policy's hosts up)
+            if j.kind in ("rebuild", "drive"):
                 ok = (n_up >= self.min_hosts - 1e-9) & (lo < j.absent_to)  # (once it is back: a delta resync instead)
                 first = np.flatnonzero(ok & (hi > begin))
                 if not first.size:
@@ -468,7 +484,7 @@ class HciRuntime:
             # the job's time in each step starts after ``begin`` and after what earlier jobs took of the step
             t_s = np.maximum(np.maximum(lo, begin), lo + active * (hi - lo))
             avail = np.clip(hi - t_s, 0.0, None)
-            if j.kind == "rebuild":
+            if j.kind in ("rebuild", "drive"):
                 avail = avail * (n_up >= self.min_hosts - 1e-9) * (lo < j.absent_to)
             prog = rate * avail
             cum = np.cumsum(prog)
@@ -532,7 +548,7 @@ class HciRuntime:
                     sel = sel[np.linspace(0, sel.shape[0] - 1, MAX_SERIES_POINTS).astype(int)]
                 row["series"] = {"t_s": sel[:, 0].tolist(), "latency_s": sel[:, 1].tolist(),
                                  "resync_Bps": sel[:, 2].tolist(), "hosts_up": sel[:, 3].tolist()}
-            elif j.began is None and j.kind == "rebuild":
+            elif j.began is None and j.kind in ("rebuild", "drive"):
                 row["waiting"] = (f"{self.min_hosts} hosts must be up to place every component; the rebuild waits"
                                   if self.H - 1 < self.min_hosts else "not started by the end of the run")
             resyncs.append(row)

@@ -157,11 +157,12 @@ class IoCosts:
         return self.write_reads + self.write_writes
 
 
-def io_costs(p: HciPolicy, hosts: int, absent: int = 0) -> IoCosts:
+def io_costs(p: HciPolicy, hosts: int, absent: float = 0) -> IoCosts:
     """Back-end I/Os and network transfers of one small front-end read and write under policy ``p``.
 
-    ``absent`` hosts down or in maintenance (not yet re-protected): an EC read whose component is on one
-    (``absent / hosts`` of them) is rebuilt from ``d`` others of its stripe (degraded read)."""
+    ``absent`` hosts down or in maintenance (not yet re-protected; a failed disk counts as ``1 / disks per
+    host`` of one): an EC read whose component is on one (``absent / hosts`` of them) is rebuilt from ``d``
+    others of its stripe (degraded read)."""
     n = max(int(hosts), 1)
     remote = 0.0 if p.locality else 1.0 - 1.0 / n  # vSAN: any component is on the VM's host with 1/n
     q = min(absent / n, 1.0)
