@@ -30,6 +30,9 @@ Per step, for the VMs on the HCI datastore:
   evacuation copies, ``k = 1``); each host up reads ``k r / hosts_up`` and writes ``r / hosts_up`` on its disks
   and sends and receives ``k r / hosts_up`` on its adapter. A rebuild cannot run while fewer hosts are up than
   the policy places on; it waits (and becomes a delta resync if the host returns first).
+* **a disk failing inside a host** (``failures`` target ``datastore:<hci>@<host>/drive:<i>``): its components
+  are lost (degraded), not absent, so its share of the host's data (host share / disks per host) is rebuilt
+  from the failure on, no repair delay, as a ``drive`` resync with the same machinery; the host stays up.
 * **resync CPU.** ``3 k + 1`` stack bytes per rebuilt byte at ``storage.hci.resync_cycles_per_byte``, taken
   from every host up while the resync runs. Nothing here needs a CPU result, so the storage stage runs
   :meth:`HciRuntime.step` before the CPU step and takes the CPU from the hosts' capacity there (CPU Ready
