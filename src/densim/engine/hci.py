@@ -599,6 +599,12 @@ class HciRuntime:
             notes.append(f"CPU Ready per vCPU during resyncs {h['cpu_ready_pct_resync_mean']:.2f} % mean against "
                          + (f"{out_ready:.2f} % outside them" if out_ready is not None else "no steps outside them")
                          + " (each VM's ready time over its alive time in those steps, averaged over the VMs).")
+        if h["resync_bytes"] > 0:
+            notes.append(f"Resyncs moved {h['resync_bytes'] / 2**30:,.1f} GiB; a rebuilt byte reads "
+                         f"{h['rebuild_reads_per_byte']:.2f} bytes on other hosts (1 for a mirror, d for a d+p erasure code), "
+                         f"so one host accounts for {h['per_host_resync_Bps'] / 1e9:.2f} GB/s at most; their storage stacks "
+                         f"took {h['resync_cpu_cycles'] / 1e9 / 3600:,.2f} GHz-hours of the hosts' CPU "
+                         f"({h['resync_cycles_per_byte']:g} cycles per byte).")
         rows = [[r["host"], r["event"], r["kind"], r["absent_from_s"], r["start_s"], r["end_s"], r["bytes"] / 2**30,
                  r["time_to_compliance_s"], r.get("waiting", "")] for r in h["resyncs"]]
         ser = np.asarray(self.series, dtype=np.float64).reshape(-1, 4)
