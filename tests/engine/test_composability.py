@@ -55,6 +55,8 @@ def _hci(d) -> None:
                  "policies": [{"vms": "datanodes-a", "policy": "vsan-raid1-ftt1", "disk": "200 GiB"}],
                  "rebuild_reserve_hosts": 0, "rebuild_share": 0.2, "repair_delay": "5 min"}
     d["vms"][0]["datastore"] = "vsan"
+    if "failures" in d:  # (applied before hci) a capacity disk of cluster-a-2 fails too: its data is rebuilt at once
+        d["failures"]["events"].append({"time": "5 min", "target": "datastore:vsan@cluster-a-2/drive:0", "duration": "50 min"})
 
 
 def _add(d, **sections):
@@ -222,10 +224,16 @@ def check_invariants(r, features) -> None:
         h = r.summary["hci"]
         assert h["policies"]["vsan-raid1-ftt1"]["network_bytes"] > 0 and h["mean_latency_s"] > 0
         rs = {x["event"]: x for x in h["resyncs"]}
+        # RAID-1 (k = 1): 4 storage-stack bytes per resynced byte at the default 1 cycle per byte
+        assert h["resync_cpu_cycles"] == pytest.approx(4.0 * h["resync_bytes"], rel=1e-5)
         if "failures" in features:  # down 30..40 min: the rebuild waits (2 hosts up < 3), a delta resync at 40 min
             x = rs["failure cluster-a-1"]
             assert x["kind"] == "delta" and x["finished"] and x["start_s"] == pytest.approx(2400.0) and x["bytes"] > 0
             assert h["latency_s_resync_mean"] >= h["latency_s_outside_mean"]
+            # the failed disk (5 min): a quarter of cluster-a-2's share, rebuilt from the failure on (3 hosts up)
+            y = rs["drive failure datastore:vsan@cluster-a-2/drive:0"]
+            assert y["kind"] == "drive" and y["finished"] and y["start_s"] == pytest.approx(300.0)
+            assert y["bytes"] == pytest.approx(h["capacity"]["used_raw_tib"] * 2**40 / 3 / 4)
         if "migration" in features:  # in maintenance once emptied: absent to the end, nowhere to rebuild
             x = rs["maintenance cluster-a-0"]
             assert x["kind"] == "rebuild" and not x["finished"] and x["start_s"] is None

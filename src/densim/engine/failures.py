@@ -391,7 +391,8 @@ def plan_failures(sc, source, hosts, seed: int, group: np.ndarray, build_grid, d
     if fs is not None:
         ha = fs.ha
         rng = np.random.default_rng(np.random.SeedSequence([int(seed), 16]))
-        parts = StorageParts.of(datastores, [str(h) for h in hosts.names]) if datastores else None
+        hci = sc.storage.hci if sc.storage.model != "none" else None  # its disks fail too (engine/hci.py rebuilds them)
+        parts = StorageParts.of(datastores, [str(h) for h in hosts.names], hci) if datastores or hci is not None else None
         ev = failure_events(fs, sc.name, sc.base_dir, hosts.names, hosts.server_names, hosts.group, grid.horizon_s, rng, parts)
         d_host, d_start, d_end, d_event = host_down_intervals(ev)
         d_start, d_end = d_start + t0, d_end + t0

@@ -24,10 +24,19 @@ Per step, for the VMs on the HCI datastore:
   (``used raw / hosts``) rebuilt on the others from then; one back sooner has the writes it missed
   copied back when it returns (delta resync). ``full-data-migration`` maintenance copies the host's
   share away from the maintenance decision on. The resyncs run one after the other at
-  ``r(t) = rebuild_share x hosts_up x per-host rate x (1 - u(t))`` (:func:`~densim.models.storage.hci.resync_rate_Bps`,
-  ``u`` the foreground's busiest mean utilisation of disks or adapters), and take ``r / hosts_up`` of every
-  host's disk time and adapter. A rebuild cannot run while fewer hosts are up than the policy places
-  on; it waits (and becomes a delta resync if the host returns first).
+  ``r(t) = rebuild_share x hosts_up x per-host rate(k) x (1 - u(t))`` (:func:`~densim.models.storage.hci.resync_rate_Bps`,
+  ``u`` the foreground's busiest mean utilisation of disks or adapters; ``k`` the pieces read per piece rebuilt:
+  1 for a mirror, ``d`` for a ``d + p`` erasure code, :func:`~densim.models.storage.hci.rebuild_reads`; an
+  evacuation copies, ``k = 1``); each host up reads ``k r / hosts_up`` and writes ``r / hosts_up`` on its disks
+  and sends and receives ``k r / hosts_up`` on its adapter. A rebuild cannot run while fewer hosts are up than
+  the policy places on; it waits (and becomes a delta resync if the host returns first).
+* **a disk failing inside a host** (``failures`` target ``datastore:<hci>@<host>/drive:<i>``): its components
+  are lost (degraded), not absent, so its share of the host's data (host share / disks per host) is rebuilt
+  from the failure on, no repair delay, as a ``drive`` resync with the same machinery; the host stays up.
+* **resync CPU.** ``3 k + 1`` stack bytes per rebuilt byte at ``storage.hci.resync_cycles_per_byte``, taken
+  from every host up while the resync runs. Nothing here needs a CPU result, so the storage stage runs
+  :meth:`HciRuntime.step` before the CPU step and takes the CPU from the hosts' capacity there (CPU Ready
+  includes it); :meth:`HciRuntime.after_cpu` adds the CPU Ready sums.
 
 ``summary["hci"]``: the capacity answer, per policy the write amplification and network bytes, each
 resync (start, end, bytes, time to compliance) and VM latency during resyncs against outside them, with
@@ -43,7 +52,7 @@ import numpy as np
 
 from densim.errors import InputError
 from densim.models.queueing import max_iid_factors
-from densim.models.storage.hci import TIB, GroupData, capacity, io_costs, policy
+from densim.models.storage.hci import TIB, GroupData, capacity, host_resync_Bps, io_costs, mean_rebuild_reads, policy
 from densim.models.storage.vmio import SATURATION, DatastoreModel, _latency_parts
 
 class HciSummary(TypedDict):
@@ -62,8 +71,11 @@ class HciSummary(TypedDict):
     network_bytes: float  # VM I/O on the storage network (one direction, cluster)
     resync_bytes: float
     saturated_steps: int
-    per_host_resync_Bps: float
+    per_host_resync_Bps: float  # rebuilt bytes/s one host accounts for at the rebuild's reads per byte (k)
+    rebuild_reads_per_byte: float  # k: pieces read per piece rebuilt (1 mirror, d for a d+p erasure code; raw-weighted)
     rebuild_share: float
+    resync_cycles_per_byte: float  # CPU cycles per byte through a host's storage stack (storage.hci input)
+    resync_cpu_cycles: float  # CPU cycles the resyncs took from the hosts (3k + 1 stack bytes per rebuilt byte)
     energy_kwh: float | None  # the capacity disks (in the hosts' energy too)
     resyncs: list  # one per resync: host, event, kind, start/end, bytes, time to compliance, series
 
@@ -72,11 +84,12 @@ MAX_SERIES_POINTS = 400  # per resync, in summary["hci"]["resyncs"][i]["series"]
 
 
 class Job:
-    """One resync: ``bytes`` to move from ``start_s``."""
+    """One resync: ``bytes`` to move from ``start_s``, each rebuilt byte reading ``reads`` bytes."""
 
     def __init__(self, host: int, kind: str, start_s: float, bytes_: float, absent_from: float, absent_to: float,
-                 event: str) -> None:
+                 event: str, reads: float = 1.0) -> None:
         self.host, self.kind, self.start_s, self.bytes = host, kind, start_s, bytes_
+        self.reads = float(reads)
         self.left = bytes_
         self.absent_from, self.absent_to, self.event = absent_from, absent_to, event
         self.began: float | None = None
@@ -130,9 +143,14 @@ class HciRuntime:
         self.disks = DatastoreModel.build(self.spec.name, hp.device, self.spec.disks_per_host, "jbod", None, 0, self.block)
         d = hp.device
         k = self.spec.disks_per_host
-        self.disk_mix_Bps = 1.0 / (1.0 / (k * d.seq_bps(False, "HCI model")) + 1.0 / (k * d.seq_bps(True, "HCI model")))
         self.nic_Bps = float(hp.nic.bandwidth_bps)
-        self.per_host_Bps = hp.per_host_resync_Bps()
+        self.seq_Bps = (d.seq_bps(False, "HCI model"), d.seq_bps(True, "HCI model"))
+        # a rebuilt byte reads k bytes on other hosts (1: a mirror copy; d: a d+p erasure code), raw-weighted over the
+        # groups' policies; a host evacuating its own components copies them (k = 1)
+        self.k_rebuild = mean_rebuild_reads(groups, H)
+        self.per_host_Bps = self.per_host_at(self.k_rebuild)
+        self.cycles_per_byte = float(self.spec.resync_cycles_per_byte)
+        self.cpu_cycles = 0.0
         self.share = float(self.spec.rebuild_share)
         has_power = d.idle_power_w is not None and d.active_power_w is not None
         self.p_idle = k * float(d.idle_power_w) if has_power else 0.0
@@ -180,19 +198,33 @@ class HciRuntime:
                 enter = float(max(landed.max(), at)) if landed.size else at  # in maintenance once it is empty
                 h = names[e.host]
                 if self.spec.maintenance_mode == "full-data-migration":
-                    jobs.append(Job(h, "evacuate", at, self.host_share_bytes, enter, math.inf, f"maintenance {e.host}"))
+                    jobs.append(Job(h, "evacuate", at, self.host_share_bytes, enter, math.inf, f"maintenance {e.host}", 1.0))
                     ab.append((h, enter, math.inf, "maintenance-evacuated"))
                 else:
                     ab.append((h, enter, math.inf, "maintenance"))
+        # a capacity disk failing inside a host (failures target datastore:<hci>@<host>/drive:<i>): its components are
+        # lost, not absent (vSAN marks them degraded and re-protects at once; Nutanix re-replicates a failed disk's
+        # extents at once): its share of the host's data, host share / disks per host, is rebuilt across the cluster
+        # from the failure on; the host stays up
+        if fr is not None and getattr(fr, "events", None) is not None and fr.events.storage is not None:
+            ev, parts = fr.events, fr.events.storage
+            sel = np.flatnonzero(ev.target >= ev.first_storage)
+            p = ev.target[sel] - ev.first_storage
+            mine = parts.kind[p] == 2
+            per_disk = self.host_share_bytes / self.spec.disks_per_host
+            for i, q in zip(sel[mine].tolist(), p[mine].tolist()):
+                at = float(fr.t0 + ev.time_s[i])
+                jobs.append(Job(int(parts.host[q]), "drive", at, per_disk, at, math.inf, f"drive failure {parts.names[q]}",
+                                self.k_rebuild))
         delay = float(self.spec.repair_delay_s)
         for h, s, e, kind in ab:
             if kind == "maintenance-evacuated":
                 continue
             label = f"{kind} {self.host_names[h]}"
-            if e - s <= delay:  # back before the repair timer: copy back the writes it missed
-                jobs.append(Job(h, "delta", e, 0.0, s, e, label))
+            if e - s <= delay:  # back before the repair timer: the writes it missed, rebuilt from the survivors
+                jobs.append(Job(h, "delta", e, 0.0, s, e, label, self.k_rebuild))
             else:
-                jobs.append(Job(h, "rebuild", s + delay, self.host_share_bytes, s, e, label))
+                jobs.append(Job(h, "rebuild", s + delay, self.host_share_bytes, s, e, label, self.k_rebuild))
         jobs.sort(key=lambda j: (j.start_s, j.host))
         self.jobs = jobs
         self.ab = ab
@@ -211,9 +243,18 @@ class HciRuntime:
         return np.minimum(out, 1.0)
 
     # ---- one chunk -------------------------------------------------------------------------------
+    def per_host_at(self, reads: float) -> float:
+        """Rebuilt bytes/s one host accounts for when each rebuilt byte reads ``reads`` bytes
+        (:func:`~densim.models.storage.hci.host_resync_Bps`)."""
+        return host_resync_Bps(self.spec.disks_per_host, self.seq_Bps[0], self.seq_Bps[1], self.nic_Bps, reads)
+
     def step(self, ctx, chunk, read: np.ndarray, write: np.ndarray):
-        """Latency (steps, VMs) of the VMs on the datastore (0 elsewhere) and their IOPS; ``read``/``write``:
-        (steps, VMs) IOPS of every VM (swap included by the caller when it lands here)."""
+        """Latency (steps, VMs) of the VMs on the datastore (0 elsewhere), the resync's traffic and its CPU per host;
+        ``read``/``write``: (steps, VMs) IOPS of every VM (swap included by the caller when it lands here).
+
+        Needs no CPU result (the VMs' I/O, the timeline, the hardware and the rebuild share decide it), so the
+        storage stage runs it before the CPU step and adds ``out["cpu_mhz"]`` (the resync's storage-stack CPU per
+        host) to the hosts' demand there; :meth:`after_cpu` then adds the CPU Ready sums."""
         edges = ctx.grid.edges_s(chunk.t0, chunk.t1)
         T, V = read.shape
         on = self.vm_on
@@ -233,14 +274,18 @@ class HciRuntime:
         _, _, _, _, u_dev = _latency_parts(self.disks, load, rf, self.burst)
         u_nic = net_host / self.nic_Bps
         u_fg = np.maximum((np.minimum(u_dev, 1.0) * up).sum(axis=1), (np.minimum(u_nic, 1.0) * up).sum(axis=1)) / n_up
-        rate, active = self._walk(edges, n_up, u_fg, be_total, up)
+        written, reads, active = self._walk(edges, n_up, u_fg, be_total, up)
         load, rf, net, be_total, costs = self._load(read, write, host, placed, up, n_up, self._degraded_hosts(edges))
         net_host = (net * B / n_up)[:, None] * up
-        per_host_rs = rate * active / n_up  # bytes/s per host up
-        drive_share = np.clip(1.0 - per_host_rs / self.disk_mix_Bps, 0.05, 1.0)[:, None] * np.ones((1, self.H))
+        # per host up: rebuilt bytes/s it writes, and the bytes/s it reads and sends (k per rebuilt byte) and receives
+        per_host_rs = written / n_up
+        per_host_rd = reads / n_up
+        disk_busy = (per_host_rd / (self.spec.disks_per_host * self.seq_Bps[0])
+                     + per_host_rs / (self.spec.disks_per_host * self.seq_Bps[1]))  # share of the disks' time
+        drive_share = np.clip(1.0 - disk_busy, 0.05, 1.0)[:, None] * np.ones((1, self.H))
         # pass 2: with the resync's share of the disks and adapters
         lat_d, _, util_d, sat_d, u_dev = _latency_parts(self.disks, load, rf, self.burst, drive_share=drive_share)
-        rho = (net_host + per_host_rs[:, None] * up) / self.nic_Bps
+        rho = (net_host + per_host_rd[:, None] * up) / self.nic_Bps
         sat_n = rho >= SATURATION
         rho_c = np.minimum(rho, SATURATION)
         net_delay = B / self.nic_Bps / (1.0 - rho_c) + float(self.spec.network_latency_s)  # (T, H)
@@ -276,7 +321,7 @@ class HciRuntime:
         a["out_iops"] += float(iops[~rs_on].sum())
         a["out_lat"] += float((vm_lat * iops)[~rs_on].sum())
         a["net_bytes"] += float((net * B).sum() * dt)
-        a["resync_bytes"] += float((rate * active).sum() * dt)
+        a["resync_bytes"] += float(written.sum() * dt)
         a["steps"] += T
         sat = (sat_d | sat_n).any(axis=1)
         a["sat_steps"] += float(sat.sum())
@@ -284,15 +329,23 @@ class HciRuntime:
             self.worst["rs"] = max(self.worst["rs"], float(vm_lat[rs_on].max()))
         if (~rs_on).any():
             self.worst["out"] = max(self.worst["out"], float(vm_lat[~rs_on].max()))
-        self._ready_sums(ctx, chunk, edges, rs_on)
         mid = 0.5 * (edges[:-1] + edges[1:]) - ctx.grid.start_s
-        self.series.extend(zip(mid.tolist(), vm_lat.tolist(), (rate * active).tolist(), n_up.tolist()))
+        self.series.extend(zip(mid.tolist(), vm_lat.tolist(), written.tolist(), n_up.tolist()))
+        # the storage stacks' CPU: 3k + 1 stack bytes per rebuilt byte (k read, sent and received, 1 written), spread
+        # over the hosts up like the traffic (cycles/s -> MHz)
+        stack_Bps = 3.0 * reads + written  # = (3 k + 1) x written for one job's k (models.storage.hci.resync_stack_bytes)
+        cpu_mhz = (self.cycles_per_byte * stack_Bps / n_up / 1e6)[:, None] * up
+        self.cpu_cycles += float(cpu_mhz.sum() * 1e6 * dt)
         util = np.maximum(util_d, rho) * up
         host_w = (self.p_idle + self.p_span * np.clip(u_dev, 0.0, 1.0)) * up
         self.energy_j += float(host_w.sum() * dt)
-        out = {"lat": lat, "util": util, "host_w": host_w, "net_host_Bps": (net_host + per_host_rs[:, None] * up),
-               "resync_host_Bps": per_host_rs[:, None] * up}
+        out = {"lat": lat, "util": util, "host_w": host_w, "net_host_Bps": (net_host + per_host_rd[:, None] * up),
+               "resync_host_Bps": per_host_rd[:, None] * up, "cpu_mhz": cpu_mhz, "rs_on": rs_on, "edges": edges}
         return out
+
+    def after_cpu(self, ctx, chunk, out) -> None:
+        """After the CPU step: CPU Ready during resyncs and outside them (``out`` from :meth:`step` of this chunk)."""
+        self._ready_sums(ctx, chunk, out["edges"], out["rs_on"])
 
     def _ready_sums(self, ctx, chunk, edges: np.ndarray, rs_on: np.ndarray) -> None:
         """Add the chunk's CPU Ready per vCPU (%) of every VM, and its alive steps, to the resync / outside sums
@@ -349,7 +402,7 @@ class HciRuntime:
             r = read[:, sel].astype(np.float64)
             w = write[:, sel].astype(np.float64)
             R, W = r.sum(axis=1), w.sum(axis=1)
-            cv = [io_costs(p, H, int(a)) for a in vals]  # degraded EC reads: per distinct count of absent hosts
+            cv = [io_costs(p, H, float(a)) for a in vals]  # degraded EC reads: per distinct count of absent hosts
             rr = np.array([c.read_reads for c in cv])[inv]
             rn = np.array([c.read_net for c in cv])[inv]
             costs.append((k, sel, c0, rr))
@@ -374,27 +427,33 @@ class HciRuntime:
 
     def _degraded_hosts(self, edges: np.ndarray) -> np.ndarray:
         """(steps,) hosts absent and not re-protected at the step's start: an absence counts until its resync ends
-        (a rebuild, or the delta resync after it returns)."""
+        (a rebuild, or the delta resync after it returns); a failed disk counts as ``1 / disks_per_host`` of a host
+        until its data is rebuilt (its components' share of the EC reads is degraded)."""
         lo = edges[:-1]
-        out = np.zeros(lo.size, dtype=np.int64)
+        out = np.zeros(lo.size, dtype=np.float64)
         for j in self.jobs:
             if j.kind == "evacuate":
                 continue
             stop = j.end_s if j.end_s is not None else math.inf
-            out += ((lo >= j.absent_from) & (lo < stop)).astype(np.int64)
+            w = 1.0 / self.spec.disks_per_host if j.kind == "drive" else 1.0
+            out += w * ((lo >= j.absent_from) & (lo < stop))
         return out
 
     def _walk(self, edges: np.ndarray, n_up: np.ndarray, u_fg: np.ndarray, be_total: np.ndarray, up: np.ndarray):
-        """Advance the resync jobs over the chunk, one after the other; (rate B/s, active share) per step."""
+        """Advance the resync jobs over the chunk, one after the other; per step the cluster's rebuilt bytes/s and
+        read bytes/s (means over the step: a job at ``r = share x hosts up x per-host(k) x (1 - u)`` for the share of
+        the step it runs; it reads ``k r``) and the share of the step a resync ran."""
         lo, hi = edges[:-1], edges[1:]
         T = lo.size
-        rate = self.share * n_up * self.per_host_Bps * np.clip(1.0 - u_fg, 0.0, 1.0)
+        base = self.share * n_up * np.clip(1.0 - u_fg, 0.0, 1.0)  # x per-host rate at the job's k
         active = np.zeros(T)
+        written = np.zeros(T)
+        reads = np.zeros(T)
         # writes a host misses while absent (a delta resync copies them back): the share of the back-end writes its
         # components would have taken, 1 / hosts of them
         wr_per_host = self._be_write * self.block / self.H
         for j in self.jobs:
-            if j.kind != "evacuate" and j.end_s is None:  # (a rebuild that cannot run turns into a delta resync)
+            if j.kind in ("rebuild", "delta") and j.end_s is None:  # (a rebuild that cannot run turns into a delta resync)
                 ov = np.clip(np.minimum(hi, j.absent_to) - np.maximum(lo, j.absent_from), 0.0, None)
                 j.delta_bytes += float((wr_per_host * ov).sum())
         t_free = lo[0] if T else 0.0
@@ -409,8 +468,8 @@ class HciRuntime:
             begin = max(j.start_s, t_free)
             if begin >= hi[-1]:
                 break
-            # a rebuild needs the policy's hosts up besides the absent one
-            if j.kind == "rebuild":
+            # a rebuild needs the policy's hosts up besides the absent one (a failed disk's: the policy's hosts up)
+            if j.kind in ("rebuild", "drive"):
                 ok = (n_up >= self.min_hosts - 1e-9) & (lo < j.absent_to)  # (once it is back: a delta resync instead)
                 first = np.flatnonzero(ok & (hi > begin))
                 if not first.size:
@@ -424,10 +483,11 @@ class HciRuntime:
                     begin = max(begin, lo[first[0]])
             if j.began is None:
                 j.began = begin
+            rate = base * self.per_host_at(j.reads)
             # the job's time in each step starts after ``begin`` and after what earlier jobs took of the step
             t_s = np.maximum(np.maximum(lo, begin), lo + active * (hi - lo))
             avail = np.clip(hi - t_s, 0.0, None)
-            if j.kind == "rebuild":
+            if j.kind in ("rebuild", "drive"):
                 avail = avail * (n_up >= self.min_hosts - 1e-9) * (lo < j.absent_to)
             prog = rate * avail
             cum = np.cumsum(prog)
@@ -438,7 +498,10 @@ class HciRuntime:
             idx = int(np.searchsorted(cum, j.left - 1e-6))
             if idx >= T:  # not done in this chunk
                 j.left -= float(cum[-1]) if T else 0.0
-                active += avail / np.maximum(hi - lo, 1e-12)
+                share = avail / np.maximum(hi - lo, 1e-12)
+                active += share
+                written += rate * share
+                reads += j.reads * rate * share
                 break
             before = float(cum[idx - 1]) if idx > 0 else 0.0
             need = (j.left - before) / max(rate[idx], 1e-300)
@@ -446,11 +509,14 @@ class HciRuntime:
             frac = avail.copy()
             frac[idx + 1:] = 0.0
             frac[idx] = max(end - t_s[idx], 0.0)
-            active += frac / np.maximum(hi - lo, 1e-12)
+            share = frac / np.maximum(hi - lo, 1e-12)
+            active += share
+            written += rate * share
+            reads += j.reads * rate * share
             j.end_s = float(end)
             j.left = 0.0
             t_free = j.end_s
-        return rate, np.clip(active, 0.0, 1.0)
+        return written, reads, np.clip(active, 0.0, 1.0)
 
     # ---- summary ---------------------------------------------------------------------------------
     def summary(self, ctx) -> dict[str, Any]:
@@ -485,7 +551,7 @@ class HciRuntime:
                     sel = sel[np.linspace(0, sel.shape[0] - 1, MAX_SERIES_POINTS).astype(int)]
                 row["series"] = {"t_s": sel[:, 0].tolist(), "latency_s": sel[:, 1].tolist(),
                                  "resync_Bps": sel[:, 2].tolist(), "hosts_up": sel[:, 3].tolist()}
-            elif j.began is None and j.kind == "rebuild":
+            elif j.began is None and j.kind in ("rebuild", "drive"):
                 row["waiting"] = (f"{self.min_hosts} hosts must be up to place every component; the rebuild waits"
                                   if self.H - 1 < self.min_hosts else "not started by the end of the run")
             resyncs.append(row)
@@ -503,7 +569,8 @@ class HciRuntime:
             "latency_s_outside_worst": self.worst["out"] if a["out_iops"] > 0 else None,
             "cpu_ready_pct_resync_mean": ready_rs, "cpu_ready_pct_outside_mean": ready_out,
             "network_bytes": a["net_bytes"], "resync_bytes": a["resync_bytes"], "saturated_steps": int(a["sat_steps"]),
-            "per_host_resync_Bps": self.per_host_Bps, "rebuild_share": self.share,
+            "per_host_resync_Bps": self.per_host_Bps, "rebuild_reads_per_byte": self.k_rebuild, "rebuild_share": self.share,
+            "resync_cycles_per_byte": self.cycles_per_byte, "resync_cpu_cycles": self.cpu_cycles,
             "energy_kwh": self.energy_j / 3.6e6 if self.power_known else None,
             "resyncs": resyncs,
         }
@@ -532,6 +599,12 @@ class HciRuntime:
             notes.append(f"CPU Ready per vCPU during resyncs {h['cpu_ready_pct_resync_mean']:.2f} % mean against "
                          + (f"{out_ready:.2f} % outside them" if out_ready is not None else "no steps outside them")
                          + " (each VM's ready time over its alive time in those steps, averaged over the VMs).")
+        if h["resync_bytes"] > 0:
+            notes.append(f"Resyncs moved {h['resync_bytes'] / 2**30:,.1f} GiB; a rebuilt byte reads "
+                         f"{h['rebuild_reads_per_byte']:.2f} bytes on other hosts (1 for a mirror, d for a d+p erasure code), "
+                         f"so one host accounts for {h['per_host_resync_Bps'] / 1e9:.2f} GB/s at most; their storage stacks "
+                         f"took {h['resync_cpu_cycles'] / 1e9 / 3600:,.2f} GHz-hours of the hosts' CPU "
+                         f"({h['resync_cycles_per_byte']:g} cycles per byte).")
         rows = [[r["host"], r["event"], r["kind"], r["absent_from_s"], r["start_s"], r["end_s"], r["bytes"] / 2**30,
                  r["time_to_compliance_s"], r.get("waiting", "")] for r in h["resyncs"]]
         ser = np.asarray(self.series, dtype=np.float64).reshape(-1, 4)

@@ -196,7 +196,8 @@ def failure_issues(sc: Scenario, groups: tuple[HostGroupPlant, ...], datastores:
     names = np.array(host_names(groups), dtype=object)
     labels = [hg.label for hg in groups]
     group = np.repeat(np.arange(len(groups), dtype=np.int32), [hg.count for hg in groups])
-    parts = StorageParts.of(datastores, [str(h) for h in names]) if datastores else None
+    hci = sc.storage.hci if sc.storage.model != "none" else None  # its capacity disks are failure targets too
+    parts = StorageParts.of(datastores, [str(h) for h in names], hci) if datastores or hci is not None else None
     try:
         # the events of the file and its trace, every target and overlap checked; random failures are drawn
         # over one second only (the draw is the engine's; here only the kinds they name matter)

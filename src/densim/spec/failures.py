@@ -25,7 +25,9 @@ Times in a trace are seconds (or unit strings) from the start of the run. A targ
 (``<group>-<index>`` as in hosts.parquet), a domain name, or (storage model on) a drive or controller of a
 datastore: ``datastore:<name>/drive:<i>``, ``datastore:<name>/controller:<i>`` (``i`` from 0), for a
 ``per-host`` datastore ``datastore:<name>@<host>/drive:<i>``. A drive failure's duration is the time
-until it is replaced; the array then rebuilds (``rebuild``).
+until it is replaced; the array then rebuilds (``rebuild``). A capacity disk of an HCI datastore
+(``storage.hci``) is ``datastore:<hci name>@<host>/drive:<i>`` (``i`` below ``disks_per_host``): its data is
+rebuilt across the cluster from the failure on (docs/background/hci.md).
 """
 
 from __future__ import annotations

@@ -127,6 +127,11 @@ class HciSpec(BaseModel):
                                  "(vSAN adaptive resync: 0.2; Nutanix admission control: 0.25)")
     repair_delay_s: Seconds = Field(alias="repair_delay", description="how long a host is absent before its data is "
                                     "rebuilt elsewhere (vSAN object repair timer: 60 min; Nutanix node: 60 s)")
+    resync_cycles_per_byte: float = Field(
+        default=1.0, ge=0.0, description="host CPU cycles per byte a resync moves through a host's storage stack (each "
+        "byte read, sent, received or written counts; 3k + 1 per rebuilt byte, k the pieces read): taken from the hosts' "
+        "CPU while the resync runs (E: 1; the 1 GHz per Gbit/s rule of thumb, 8 cycles per byte without offloads, less "
+        "an order of magnitude for segmentation/receive offloads and zero-copy; docs/background/hci.md)")
     maintenance_mode: Literal["ensure-accessibility", "full-data-migration"] = Field(
         default="ensure-accessibility", description="a host entering maintenance: leave its data (absent, rebuilt after "
         "repair_delay) or copy it away first")

@@ -31,20 +31,23 @@ class StorageParts:
 
     One row per part, named ``datastore:<name>/drive:<i>`` or ``datastore:<name>/controller:<i>``
     (``<name>@<host>`` for a ``per-host`` datastore, one array per host); ``mtbf_s`` is the catalog
-    device's MTBF (from ``mtbf``, or ``afr``) or NaN when the catalog has neither.
+    device's MTBF (from ``mtbf``, or ``afr``) or NaN when the catalog has neither. The capacity disks of
+    an HCI datastore (``storage.hci``) follow, ``datastore:<hci name>@<host>/drive:<i>``, kind 2, ``ds``
+    -1 (no array of the storage stage's: :mod:`densim.engine.hci` rebuilds their data across hosts).
     """
 
     names: list[str]
     ds: np.ndarray  # datastore index (storage.datastores)
     host: np.ndarray  # host index for a per-host datastore, -1 for a shared one
-    kind: np.ndarray  # 0 drive, 1 controller
+    kind: np.ndarray  # 0 drive, 1 controller, 2 HCI capacity disk
     index: np.ndarray  # drive or controller number within its array
     mtbf_s: np.ndarray  # catalog figure of a drive (NaN: none); NaN for controllers
     device: list[str]  # per datastore: the catalog device name
 
     @classmethod
-    def of(cls, datastores, host_names) -> "StorageParts":
-        """Every part of ``datastores`` (plant ``DatastorePlant`` rows)."""
+    def of(cls, datastores, host_names, hci=None) -> "StorageParts":
+        """Every part of ``datastores`` (plant ``DatastorePlant`` rows), then every disk of ``hci`` (the
+        ``storage.hci`` spec, its ``disks_per_host`` in every host)."""
         names, ds, host, kind, index, mtbf = [], [], [], [], [], []
         for di, d in enumerate(datastores):
             sp, dev = d.spec, d.device
@@ -61,6 +64,15 @@ class StorageParts:
                         kind.append(k)
                         index.append(i)
                         mtbf.append(m if k == 0 else math.nan)
+        if hci is not None:
+            for hi, h in enumerate(host_names):
+                for i in range(int(hci.disks_per_host)):
+                    names.append(f"datastore:{hci.name}@{h}/drive:{i}")
+                    ds.append(-1)
+                    host.append(hi)
+                    kind.append(2)
+                    index.append(i)
+                    mtbf.append(math.nan)
         i64 = np.int64
         return cls(names, np.array(ds, i64), np.array(host, i64), np.array(kind, i64), np.array(index, i64), np.array(mtbf),
                    [d.spec.device for d in datastores])
@@ -129,7 +141,7 @@ def targets_of(spec, host_names: np.ndarray, host_groups: list[str], host_group:
         none = np.zeros(0, dtype=np.int64)
         names += storage.names
         members += [none] * storage.n
-        kinds += ["drive" if k == 0 else "controller" for k in storage.kind]
+        kinds += ["controller" if k == 1 else "drive" for k in storage.kind]
     return names, members, kinds
 
 

@@ -182,7 +182,10 @@ class StorageStage(BaseStage):
         if self.hci is not None:
             ctx.declare("hci_net_Bps", level="host", agg="mean", unit="B/s",
                         doc="HCI storage traffic on the host's storage adapter, each direction (VM I/O and resync)")
-            ctx.declare("hci_resync_Bps", level="host", agg="mean", unit="B/s", doc="HCI resync traffic the host moves")
+            ctx.declare("hci_resync_Bps", level="host", agg="mean", unit="B/s",
+                        doc="HCI resync traffic on the host's storage adapter, each direction (k bytes per rebuilt byte)")
+            ctx.declare("hci_resync_cpu_mhz", level="host", agg="mean", unit="MHz",
+                        doc="host CPU the HCI resync's storage stack takes (before the CPU step: CPU Ready includes it)")
 
     def _failures_setup(self, ctx, V: int) -> None:
         """Up-times of the instances, boot reads of restarts, and the arrays with drive or controller failures."""
@@ -313,12 +316,27 @@ class StorageStage(BaseStage):
             read, write = self._vm_io(chunk)
             chunk.vm["cpu_demand_mhz"] = chunk.vm["cpu_demand_mhz"] + ((read + write) * (cyc / 1e6)).astype(
                 chunk.vm["cpu_demand_mhz"].dtype)
+        self._hci_out = None
+        if self.hci is not None:
+            # the HCI step needs no CPU result (VM I/O, swap, the timeline and the hardware decide the resync), so it
+            # runs here and its storage-stack CPU is taken from the hosts before the CPU step (CPU Ready includes it)
+            read, write = self._vm_io(chunk)
+            out = self._hci_step(ctx, chunk, read, write)
+            if out["cpu_mhz"].any():
+                cap = chunk.host_capacity_mhz
+                chunk.host_capacity_mhz = np.maximum(cap - out["cpu_mhz"].astype(cap.dtype), 0.0).astype(cap.dtype)
+            self._hci_out = (chunk, out)
 
     def after_cpu(self, ctx, chunk) -> None:
         from densim.models.storage.vmio import datastore_operating_point
 
         read, write = self._vm_io(chunk)
-        hci_out = self._hci_step(ctx, chunk, read, write) if self.hci is not None else None
+        hci_out = None
+        if self.hci is not None:
+            assert self._hci_out is not None and self._hci_out[0] is chunk, "the HCI step runs in before_cpu of the chunk"
+            hci_out = self._hci_out[1]
+            self._hci_out = None
+            self.hci.after_cpu(ctx, chunk, hci_out)
         if hci_out is not None:
             hci_io = read[:, self.hci.vm_on] + write[:, self.hci.vm_on]
         read[:, ~self.vm_ok] = 0.0
@@ -383,6 +401,7 @@ class StorageStage(BaseStage):
             vm_lat[:, self.hci.vm_on] = hci_out["lat"][:, self.hci.vm_on]
             chunk.host_out["hci_net_Bps"] = hci_out["net_host_Bps"].astype(np.float32)
             chunk.host_out["hci_resync_Bps"] = hci_out["resync_host_Bps"].astype(np.float32)
+            chunk.host_out["hci_resync_cpu_mhz"] = hci_out["cpu_mhz"].astype(np.float32)
             chunk.add_host_power(hci_out["host_w"])
             add_saturation(ctx, "hci", [f"{self.hci.spec.name}@{h}" for h in self.hci.host_names], hci_out["util"])
         if swap_tot is not None:

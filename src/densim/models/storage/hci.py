@@ -41,12 +41,16 @@ probability ``1 / hosts`` (no data locality), so ``(1 - 1/n)`` of every back-end
 network; Nutanix writes its first copy on the VM's host (data locality) and reads locally, so an RF
 write sends ``RF - 1`` copies and a read sends nothing.
 
-**Resync** (:func:`resync_rate_Bps`): every host that is up reads and writes the resync's bytes and
-sends and receives them on its storage adapter, so one host moves at most
-``min(adapter bandwidth, 1 / (1/disk read + 1/disk write))`` bytes/s; the resync gets ``share`` of that
-on every host up, less what the foreground I/O keeps busy: ``r(t) = share x hosts_up x per-host x (1 -
-u(t))`` (the array rebuild of :mod:`densim.engine.storage_faults`, now across hosts). Time to
-compliance of ``B`` bytes at no foreground load: ``B / (share x hosts_up x per-host)``.
+**Resync** (:func:`resync_rate_Bps`): a rebuilt byte costs ``k`` bytes read on other hosts and sent over
+the network (:func:`rebuild_reads`: 1 for a mirror copy, ``d`` for a ``d + p`` erasure code, which rebuilds a
+lost piece from ``d`` survivors of its stripe) and one byte written. Spread over the hosts up, one host
+accounts for at most ``min(adapter / k, 1 / (k/disk read + 1/disk write))`` rebuilt bytes/s
+(:func:`host_resync_Bps`); the resync gets ``share`` of that on every host up, less what the foreground I/O
+keeps busy: ``r(t) = share x hosts_up x per-host x (1 - u(t))`` (the array rebuild of
+:mod:`densim.engine.storage_faults`, now across hosts). Time to compliance of ``B`` bytes at no foreground
+load: ``B / (share x hosts_up x per-host)``. The bytes pass through the hosts' storage stacks
+(:func:`resync_stack_bytes`: ``k`` read, ``k`` sent, ``k`` received, 1 written per rebuilt byte), which costs
+CPU: ``cycles_per_byte x stack bytes``.
 """
 
 from __future__ import annotations
@@ -153,11 +157,12 @@ class IoCosts:
         return self.write_reads + self.write_writes
 
 
-def io_costs(p: HciPolicy, hosts: int, absent: int = 0) -> IoCosts:
+def io_costs(p: HciPolicy, hosts: int, absent: float = 0) -> IoCosts:
     """Back-end I/Os and network transfers of one small front-end read and write under policy ``p``.
 
-    ``absent`` hosts down or in maintenance (not yet re-protected): an EC read whose component is on one
-    (``absent / hosts`` of them) is rebuilt from ``d`` others of its stripe (degraded read)."""
+    ``absent`` hosts down or in maintenance (not yet re-protected; a failed disk counts as ``1 / disks per
+    host`` of one): an EC read whose component is on one (``absent / hosts`` of them) is rebuilt from ``d``
+    others of its stripe (degraded read)."""
     n = max(int(hosts), 1)
     remote = 0.0 if p.locality else 1.0 - 1.0 / n  # vSAN: any component is on the VM's host with 1/n
     q = min(absent / n, 1.0)
@@ -262,11 +267,49 @@ def capacity(groups: list[GroupData], hosts: int, raw_per_host: float, *, slack:
 # ------------------------------------------------------------------------------------------------ resync
 
 
-def host_resync_Bps(disks: int, seq_read_Bps: float, seq_write_Bps: float, nic_Bps: float) -> float:
-    """Bytes/s one host can move for a resync: it reads and writes them on its disks and sends and receives
-    them on its adapter (each direction at ``nic_Bps``): ``min(nic, 1 / (1/(disks x read) + 1/(disks x write)))``."""
-    disk = 1.0 / (1.0 / (disks * seq_read_Bps) + 1.0 / (disks * seq_write_Bps))
-    return float(min(nic_Bps, disk))
+def rebuild_reads(p: HciPolicy, hosts: int, cold_fraction: float = 0.0) -> float:
+    """Pieces read per piece rebuilt (``k``): a mirror (RAID-1, RF) copies a surviving copy (1); a ``d + p`` erasure
+    code rebuilds a lost piece from ``d`` surviving pieces of its stripe, each on another host (the definition of
+    erasure coding); EC-X: its write-cold share (by raw bytes) is coded, the rest RF copies."""
+    if p.kind == "mirror":
+        return 1.0
+    d, par = p.strip(hosts)
+    if p.kind == "rf-ecx":
+        ec_raw = cold_fraction * (d + par) / d
+        rf_raw = (1.0 - cold_fraction) * p.copies
+        return (ec_raw * d + rf_raw * 1.0) / (ec_raw + rf_raw)
+    return float(d)
+
+
+def mean_rebuild_reads(groups: list[GroupData], hosts: int) -> float:
+    """Pieces read per piece rebuilt over the data of ``groups``, weighted by the raw bytes each stores (a host's
+    share of the raw data holds every group's components in proportion); 1 without data."""
+    raw = [g.bytes_stored * policy(g.policy).overhead(hosts, g.cold_fraction) for g in groups]
+    tot = float(sum(raw))
+    if tot <= 0:
+        return 1.0
+    return float(sum(r * rebuild_reads(policy(g.policy), hosts, g.cold_fraction) for r, g in zip(raw, groups)) / tot)
+
+
+def host_resync_Bps(disks: int, seq_read_Bps: float, seq_write_Bps: float, nic_Bps: float, reads: float = 1.0) -> float:
+    """Bytes/s of rebuilt data one host can account for when every rebuilt byte costs ``reads`` bytes read (from
+    other hosts, over the network) and one byte written: spread evenly, each host reads ``k`` and writes 1 per byte
+    it accounts for, and sends and receives ``k`` on its adapter (each direction at ``nic_Bps``)::
+
+        per host = min(nic / k, 1 / (k / (disks x read) + 1 / (disks x write)))
+
+    (``k = 1``, a mirror copy: ``min(nic, 1 / (1/(disks x read) + 1/(disks x write)))``)."""
+    k = float(reads)
+    if k < 1.0:
+        raise ValueError("a rebuilt byte reads at least one byte")
+    disk = 1.0 / (k / (disks * seq_read_Bps) + 1.0 / (disks * seq_write_Bps))
+    return float(min(nic_Bps / k, disk))
+
+
+def resync_stack_bytes(reads: float) -> float:
+    """Bytes the hosts' storage stacks handle per rebuilt byte: ``k`` read from disks, ``k`` sent and ``k`` received
+    on the storage network, 1 written: ``3 k + 1`` (4 for a mirror copy)."""
+    return 3.0 * float(reads) + 1.0
 
 
 def resync_rate_Bps(hosts_up, per_host_Bps: float, share: float, foreground_util=0.0):
@@ -294,5 +337,5 @@ def vsan_entitlement(licensed_cores: int, raw_bytes: float, tib_per_core: float)
 
 
 __all__ = ["POLICIES", "HciPolicy", "IoCosts", "GroupData", "CapacityAnswer", "policy", "io_costs", "network_Bps",
-           "capacity", "available_raw", "used_raw", "host_resync_Bps", "resync_rate_Bps", "resync_time_s",
-           "vsan_entitlement", "TIB"]
+           "capacity", "available_raw", "used_raw", "rebuild_reads", "mean_rebuild_reads", "host_resync_Bps",
+           "resync_stack_bytes", "resync_rate_Bps", "resync_time_s", "vsan_entitlement", "TIB"]

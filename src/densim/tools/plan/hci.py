@@ -22,7 +22,8 @@ import numpy as np
 from densim.catalog.core import builtin_catalog
 from densim.models.devices import DeviceSpec
 from densim.models.fabric import NicSpec
-from densim.models.storage.hci import TIB, GroupData, capacity, host_resync_Bps, io_costs, policy, resync_time_s
+from densim.models.storage.hci import (TIB, GroupData, capacity, host_resync_Bps, io_costs, policy, rebuild_reads,
+                                       resync_time_s)
 
 
 def hci_answer(spec, inv, n_hosts: int, licensed_cores_per_host: int | None = None, tib_per_core: float | None = None,
@@ -55,10 +56,12 @@ def hci_answer(spec, inv, n_hosts: int, licensed_cores_per_host: int | None = No
         wr = np.asarray(inv.disk_write_Bps, dtype=np.float64).sum(axis=1)
         net = (rd * c.read_net + wr * c.write_net) / n  # bytes/s per host, each direction
         out |= {"network_peak_Bps_per_host": float(net.max(initial=0.0)), "network_peak_util": float(net.max(initial=0.0)) / nic.bandwidth_bps}
-    per = host_resync_Bps(h.disks_per_host, dev.seq_bps(False, "HCI plan"), dev.seq_bps(True, "HCI plan"), nic.bandwidth_bps)
+    k = rebuild_reads(p, n, h.cold_fraction or 0.0)  # pieces read per piece rebuilt (1 mirror, d for a d+p code)
+    per = host_resync_Bps(h.disks_per_host, dev.seq_bps(False, "HCI plan"), dev.seq_bps(True, "HCI plan"), nic.bandwidth_bps,
+                          reads=k)
     share = final.used_raw_bytes / n
     out |= {"host_share_tib": share / TIB, "resync_s_one_host": resync_time_s(share, n - 1, per, h.rebuild_share),
-            "rebuild_share": h.rebuild_share}
+            "rebuild_share": h.rebuild_share, "rebuild_reads_per_byte": k}
     if licensed_cores_per_host is not None and tib_per_core is not None:
         from densim.models.storage.hci import vsan_entitlement
 
