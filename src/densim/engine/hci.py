@@ -350,18 +350,12 @@ class HciRuntime:
     def _ready_sums(self, ctx, chunk, edges: np.ndarray, rs_on: np.ndarray) -> None:
         """Add the chunk's CPU Ready per vCPU (%) of every VM, and its alive steps, to the resync / outside sums
         (the storage stage reads the per-VM CPU results when the HCI datastore is on)."""
-        from densim.workloads.tasks import alive_fraction
-
         ready_s = chunk.vm.get("cpu_ready_s")
         if ready_s is None:
             raise RuntimeError("the HCI datastore needs the per-VM CPU Ready (storage stage reads_cpu_results)")
         vcpus = np.maximum(np.asarray(ctx.vms.vcpus, dtype=np.float64), 1.0)
         pct = np.asarray(ready_s, dtype=np.float64) * (100.0 / (vcpus * chunk.step_s))[None, :]  # (T, V)
-        sch = ctx.schedule
-        if sch is None:
-            alive = np.ones(pct.shape)
-        else:
-            alive = alive_fraction(np.asarray(sch.start_s, float), np.asarray(sch.end_s, float), edges).astype(np.float64)
+        alive = chunk.window(ctx).alive().astype(np.float64)  # the window state: ones when every row lives the run
         r, rs = self.ready, rs_on.astype(np.float64)
         r["rs_pct"] += rs @ pct
         r["rs_alive"] += rs @ alive
