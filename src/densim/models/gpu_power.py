@@ -33,17 +33,17 @@ import numpy as np
 
 
 def limited_clock_scale(busy, idle_w, span_w, limit_w):
-    """Clock scale ``sigma`` in (0, 1] a power limit leaves a GPU busy ``busy`` (arrays broadcast; see above)."""
-    b = np.asarray(busy, dtype=np.float64)
-    idle = np.asarray(idle_w, dtype=np.float64)
-    span = np.asarray(span_w, dtype=np.float64)
-    head = np.maximum(np.asarray(limit_w, dtype=np.float64) - idle, 0.0)
-    full = idle + span * b
-    with np.errstate(divide="ignore", invalid="ignore"):
-        sat = np.cbrt(np.divide(head, span, out=np.ones(np.broadcast(head, span).shape), where=span > 0))
-        part = np.sqrt(np.divide(head, span * b, out=np.ones(np.broadcast(head, span, b).shape), where=span * b > 0))
-    sigma = np.where(sat <= b, sat, part)
-    out = np.where(full <= np.asarray(limit_w, dtype=np.float64) * (1 + 1e-12), 1.0, np.clip(sigma, 0.0, 1.0))
+    """Clock scale ``sigma`` in (0, 1] a power limit leaves a GPU busy ``busy`` (arrays broadcast; see above).
+    The roots are taken only where the limit binds (a GPU drawing more than its limit at full clock)."""
+    b, idle, span, lim = np.broadcast_arrays(*(np.asarray(x, dtype=np.float64) for x in (busy, idle_w, span_w, limit_w)))
+    out = np.ones(b.shape)
+    bind = idle + span * b > lim * (1 + 1e-12)
+    if bind.any():
+        b, span = b[bind], span[bind]
+        head = np.maximum(lim[bind] - idle[bind], 0.0)
+        sat = np.cbrt(head / span)  # span > 0 where the limit binds (the GPU draws more than idle)
+        part = np.sqrt(head / np.maximum(span * b, 1e-300))
+        out[bind] = np.clip(np.where(sat <= b, sat, part), 0.0, 1.0)
     return out[()] if out.ndim == 0 else out
 
 

@@ -234,6 +234,7 @@ class GpuStage(BaseStage):
         self._full_w = (self.idle[None, :] + self.span[None, :] * busy) * self.on_slots[None, :]  # at full clock
         self._limit = np.broadcast_to(self.own_limit, busy.shape)  # each GPU's power limit this chunk
         self._watts = np.minimum(self._full_w, self._limit) if self.own_limited else self._full_w
+        self._lowered = (np.zeros(0, np.int64), np.zeros(0, np.int64))  # GPU-steps a power cap lowers (lower_limits)
         chunk.add_host_power(self.host_power_w())
 
     def host_power_w(self) -> np.ndarray:
@@ -247,12 +248,15 @@ class GpuStage(BaseStage):
         cols = (hosts[:, None] * G + np.arange(G)[None, :]).reshape(-1)
         return self._watts[:, cols].reshape(-1, hosts.size, G)
 
-    def lower_limits(self, chunk, hosts: np.ndarray, limit_w: np.ndarray) -> np.ndarray:
+    def lower_limits(self, chunk, hosts: np.ndarray, limit_w: np.ndarray) -> None:
         """The power cap lowers every GPU of ``hosts`` (H',) to ``limit_w`` (steps, H') W (inf: unchanged; never
-        below a card's ``power_limit_min``); their lower draw goes to host power. Returns the GPUs' new (steps, H') W."""
+        below a card's ``power_limit_min``); their lower draw goes to host power."""
         n, G = self._watts.shape[0], self.G
+        limit_w = np.asarray(limit_w, np.float64)
+        some = np.isfinite(limit_w).any(axis=0)  # hosts the cap lowers in some step of the chunk
+        hosts, limit_w = hosts[some], limit_w[:, some]
         cols = (hosts[:, None] * G + np.arange(G)[None, :]).reshape(-1)  # the hosts' GPU slots, host by host
-        lim = np.repeat(np.asarray(limit_w, np.float64), G, axis=1)
+        lim = np.repeat(limit_w, G, axis=1)
         lim = np.maximum(np.minimum(lim, self._limit[:, cols]), self.limit_min[cols][None, :])
         limit = np.array(self._limit, copy=True)
         limit[:, cols] = lim
@@ -264,22 +268,25 @@ class GpuStage(BaseStage):
         if self._watts is self._full_w:
             self._watts = self._full_w.copy()
         self._watts[:, cols] = new
-        return new.reshape(n, hosts.size, G).sum(axis=2)
+        r, c = np.nonzero(lim < self.own_limit[cols][None, :])  # the GPU-steps the cap lowered below their own limit
+        self._lowered = (r, cols[c])
 
     def cap_cost(self, hosts: np.ndarray) -> tuple[float, float, float]:
         """What the power cap's lower limits cost the GPUs of ``hosts`` in this chunk, beyond their own limits:
         (busy share at full clock, of it no longer served, W held back), each summed over GPU-steps."""
         from densim.models.gpu_power import limited_clock_scale
 
-        G = self.G
-        cols = (hosts[:, None] * G + np.arange(G)[None, :]).reshape(-1)
-        b, full = self._busy[:, cols], self._full_w[:, cols]
-        idle, span, own = self.idle[cols][None, :], self.span[cols][None, :], self.own_limit[cols][None, :]
-        lim = self._limit[:, cols]
+        n, G = self._busy.shape[0], self.G
+        busy = float(self._busy.reshape(n, -1, G)[:, hosts].sum())
+        r, c = self._lowered  # (elsewhere the cap costs nothing)
+        if not r.size:
+            return busy, 0.0, 0.0
+        b, full, lim, own = self._busy[r, c], self._full_w[r, c], self._limit[r, c], self.own_limit[c]
+        idle, span = self.idle[c], self.span[c]
         lost = (np.maximum(b - limited_clock_scale(b, idle, span, lim), 0.0)
                 - np.maximum(b - limited_clock_scale(b, idle, span, own), 0.0))
         held = np.minimum(full, own) - np.minimum(full, lim)
-        return float(b.sum()), float(lost.sum()), float(held.sum())
+        return busy, float(lost.sum()), float(held.sum())
 
     def after_cpu(self, ctx, chunk) -> None:
         n, H, G = self._busy.shape[0], ctx.hosts.n, self.G
