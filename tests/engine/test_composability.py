@@ -79,9 +79,12 @@ FEATURES = {
     # 2,200 MHz (220 + 540 x 0.41 x 0.88^2 = 392 W); a host's P-states are 800 .. 2,500 MHz
     "power_cap": lambda d: d["cluster"]["hosts"][0].update(power_cap="400 W"),
     # 2 x L40S per host and an 8 GiB time-sliced vGPU per data node at 50 % GPU busy (48 / 8 = 6 per GPU: the CPU
-    # still decides the placement); best-effort scheduler: six vGPUs ask 3.0 of one GPU's time, each gets 1/6
+    # still decides the placement); best-effort scheduler: six vGPUs ask 3.0 of one GPU's time, each gets 1/6.
+    # With the power cap the cap is 500 W: 400 W cannot hold a fully busy host at 800 MHz (237.7 W) with both L40S at
+    # their 100 W minimum limit (437.7 W), and is refused as such (tests/engine/test_gpu_power_cap.py)
     "gpu": lambda d: (d["cluster"]["hosts"][0].update(gpus={"model": "nvidia-l40s", "count": 2}),
-                      d["vms"][0].update(gpu={"mode": "vgpu", "memory": "8 GiB", "utilisation": 0.5})),
+                      d["vms"][0].update(gpu={"mode": "vgpu", "memory": "8 GiB", "utilisation": 0.5}),
+                      "power_cap" in d["cluster"]["hosts"][0] and d["cluster"]["hosts"][0].update(power_cap="500 W")),
     # issue 30: the component power model (idle floor, package C-state step, convex rise) on the same
     # 220 / 760 W ends; 28 cores, 2.5 .. 1.0 GHz. Same idle and full-load power, so the power cap's full-load
     # clock (from those two) is unchanged
@@ -132,14 +135,8 @@ REFUSED = {
     ("failures", "gpu"): _GPU_OVER_TIME.format("failures", "failures"),
     ("migration", "gpu"): _GPU_OVER_TIME.format("migration.model", r"migration \(maintenance evacuations and the "
                                                 r"balancer move VMs\)"),
-    # the gpu stage has no rule to add its parts' GPU energy and busy shares together
-    ("partition", "gpu"): r"^compose: a run split by host partitions has no rule to put the stage gpu's parts together "
-                          r"\(run it in one process\)$",
-    # the cap is met by CPU P-states, but the GPUs' power (2 x 350 W here, above the 400 W cap alone) is set by their
-    # own power limits, which densim does not lower
-    ("power_cap", "gpu"): (r"^compose:cluster.hosts\[0\].power_cap: a host power cap is met by lowering the CPU clock, "
-                           r"but 2 x nvidia-l40s draw up to 700 W set by the GPUs' own power limits, which densim does "
-                           r"not lower: give hosts with GPUs no power_cap$"),
+    # (gpu splits: its figures are per GPU and its tenants' VMs, and a part holds its hosts' GPUs; a power cap on GPU
+    # hosts lowers the CPU clock first, then the GPUs' power limits)
     # the HCI datastore puts every VM's data on every host's disks and network: no part has its own queue
     ("partition", "hci"): (r"^compose:storage.hci: the HCI datastore 'vsan' spreads every VM's data over every host's "
                            r"disks and storage network \(and a resync over every host up\): a run split by host "
@@ -189,11 +186,13 @@ def check_invariants(r, features) -> None:
             for dst, t in zip(mig[:, TL.M_DST].astype(int), mig[:, TL.M_END]):
                 assert not np.any((f.down_host == dst) & (f.down_start_s <= t) & (t < f.down_end_s))
     if "power_cap" in features:  # within the cap in every step; capped at 2,200 MHz where six VMs run
-        assert power.max() <= 400.0 * (1 + 1e-6)
+        cap = 500.0 if "gpu" in features else 400.0
+        assert power.max() <= cap * (1 + 1e-6)
         pc = r.summary["power_cap"]
         # with the HCI datastore the cap also feeds 4 drives at 18 W active: 400 - 72 = 328 W for the CPU, so
-        # 220 + 540 s^3 <= 328 -> s <= 0.585 -> 1,462 MHz -> the 1,400 MHz P-state
-        clock = 1400.0 if "hci" in features else 1700.0
+        # 220 + 540 s^3 <= 328 -> s <= 0.585 -> 1,462 MHz -> the 1,400 MHz P-state. With GPUs the CPU gets what the
+        # two L40S leave at full power, 500 - 700 < 0: the lowest P-state, 800 MHz
+        clock = 1400.0 if "hci" in features else 800.0 if "gpu" in features else 1700.0
         assert pc["full_load_clock_mhz"]["cluster-a"] == pytest.approx(clock)
         # the linear model draws 220 + 540 x 0.41 = 441 W at the six VMs' load: capped; the convex component curve
         # draws 393 W there (its 11-point table at u = 0.41), within the cap: never capped
@@ -203,8 +202,22 @@ def check_invariants(r, features) -> None:
         # of the GPU's time against 0.5 asked: slowdown 3
         g = r.summary["gpu"]
         assert (g["gpus"], g["gpus_with_tenants"], g["vgpus"]) == (6, 2, 12)
-        assert g["energy_kwh"] == pytest.approx(0.84)
         assert g["vgpu_slowdown_worst"] == pytest.approx(3.0)
+        if "power_cap" not in features:
+            assert g["energy_kwh"] == pytest.approx(0.84)
+        else:  # 500 W on hosts 0 and 1: the GPUs draw 350 + 35 W, leaving 115 W for the CPU, below its 220 W idle: 800
+            # MHz, where the six VMs (u0 = 0.41 / 0.32 > 1) keep it fully busy at 220 + 540 x 0.32^3 = 237.69472 W. The
+            # GPUs get 262.30528 W: min(350, L) + min(35, L) = 262.30528 -> L = 227.30528 W (the idle GPU keeps 35 W).
+            # The busy GPU runs at sigma = ((227.30528 - 35) / 315)^(1/3) = 0.610493^(1/3) = 0.848321: its six vGPUs
+            # lose 1 / sigma = 1.17880 x. GPU energy (2 x 262.30528 + 2 x 35 on the empty host) W x 1 h = 0.594611 kWh
+            pc = r.summary["power_cap"]
+            assert pc["gpu_host_steps_limited"] == 120 and pc["mean_gpu_limit_w_when_limited"] == pytest.approx(227.30528)
+            assert pc["full_load_gpu_limit_w"]["cluster-a"] == pytest.approx((500 - 237.69472) / 2)
+            assert g["energy_kwh"] == pytest.approx(0.59461056)
+            assert g["power_limit_clock_mean_when_limited"] == pytest.approx(0.848321, abs=1e-6)
+            assert g["power_limit_vm_slowdown_worst"] == pytest.approx(1.178799, abs=1e-6)
+            # the cap's GPU cost: 1 - sigma of the busy GPUs' time (the idle GPUs ask for none) = 15.168 %
+            assert pc["gpu_slowdown_pct"] == pytest.approx(100 * (1 - 0.848321), abs=1e-4)
     if "power_component" in features:  # every host's power is the component curve (its 11-point table) at its load
         from densim.models.hardware import PowerComponents
         from densim.models.power import component_w

@@ -28,7 +28,8 @@ placed nowhere (VMs that fit nowhere, tasks that never started) go with part 0.
 
 A stage splits when its state is host-local: virtualization (per-host platform and clock, per-VM
 factors), memory (per-host reclamation and swap devices), storage on ``per-host`` datastores (one
-array per host), carbon (sums over hosts and steps). What couples hosts across parts is refused with
+array per host), carbon and power_cap (sums over hosts and steps), gpu (sums and maxima over each host's
+GPUs and their tenants; the driver's GPU placement goes with the plan, :func:`_part_gpu`). What couples hosts across parts is refused with
 its physical reason (:func:`split_refusal`): a ``shared`` datastore (one queue for the VMs of every
 host, also as the VMs' swap), the batch-job fabric, and live migration.
 """
@@ -77,6 +78,7 @@ class RunPlan:
     keep_vm: bool
     power_one_table: bool
     placed: PlacedRun | None = None  # lifetimes or failures: the driver's schedule (a part does not place again)
+    gpu: Any = None  # the driver's GPU placement (densim.placement.gpu.GpuProblem) when VMs ask for GPUs
 
 
 @dataclass
@@ -115,7 +117,7 @@ class PartResult:
 
 
 # How a split run puts a stage's figures together; a stage not here (and without ``partition_sums``,
-# carbon's sums over hosts and steps) cannot be split. "vm": per-row arrays of the stage a whole-run
+# carbon's sums over hosts and steps, with ``partition_max`` for maxima, as the gpu stage's) cannot be split. "vm": per-row arrays of the stage a whole-run
 # stage object takes to write its own summary; "sections": per key of a summary section, how the
 # parts' values combine ("concat" lists of hosts, "union" dicts keyed by host, "slots" dicts keyed by a
 # per-host datastore slot, in the whole run's slot order, "sum", "max"); a key not named must be the
@@ -353,7 +355,7 @@ def plan_run(plant: Plant, seed: int | None = None) -> tuple[RunPlan, EngineCont
     t = ctx.hosts.power_table_w
     plan = RunPlan(plant=plant, seed=ctx.seed, host_of_vm=np.asarray(ctx.vms.host, dtype=np.int64), n_hosts=ctx.hosts.n,
                    chunk_steps=chunk, keep_vm=keep_vm, power_one_table=bool(t.shape[0]) and bool(np.all(t == t[0])),
-                   placed=placed)
+                   placed=placed, gpu=getattr(ctx, "gpu", None))
     return plan, ctx, timings
 
 
@@ -376,6 +378,23 @@ def part_vms(host_of_vm: np.ndarray, h0: int, h1: int, first: bool) -> np.ndarra
     return np.flatnonzero(sel)
 
 
+#: fields of a GpuProblem per host (first axis) and per engine row, as a part takes them
+_GPU_HOST = ("host_model", "host_ngpu", "gmode", "gkey", "gused", "gowner")
+_GPU_ROW = ("kind", "req", "count", "vm_gpu", "vm_mig_start")
+
+
+def _part_gpu(p, h0: int, h1: int, vm_idx: np.ndarray):
+    """The driver's GPU placement as part ``[h0, h1)`` sees it: its hosts' GPUs, its rows' requests and GPUs, and
+    each passthrough GPU's owner renumbered to the part's rows (an owner sits on the part's hosts, so is one of them)."""
+    if p is None:
+        return None
+    out = {k: getattr(p, k)[h0:h1] for k in _GPU_HOST}
+    out.update({k: getattr(p, k)[vm_idx] for k in _GPU_ROW})
+    own = out["gowner"]
+    out["gowner"] = np.where(own >= 0, np.searchsorted(vm_idx, np.maximum(own, 0)), -1).astype(own.dtype)
+    return dataclasses.replace(p, **out)
+
+
 def part_context(ctx: EngineContext, plan: RunPlan, h0: int, h1: int, vm_idx: np.ndarray) -> EngineContext:
     """The context of one part: hosts ``[h0, h1)`` and rows ``vm_idx`` with their placement (and, for a
     placed run, their schedule and the failures of the part's hosts)."""
@@ -387,8 +406,10 @@ def part_context(ctx: EngineContext, plan: RunPlan, h0: int, h1: int, vm_idx: np
     hosts = ctx.hosts.subset(h0, h1)
     hosts.power_one_table = plan.power_one_table
     if ctx.schedule is None:
-        return EngineContext(plant=ctx.plant, grid=ctx.grid, vms=vms, hosts=hosts, source=_subset(ctx.source, vm_idx),
-                             rng=ctx.rng, seed=ctx.seed)
+        sub = EngineContext(plant=ctx.plant, grid=ctx.grid, vms=vms, hosts=hosts, source=_subset(ctx.source, vm_idx),
+                            rng=ctx.rng, seed=ctx.seed)
+        sub.gpu = _part_gpu(plan.gpu, h0, h1, vm_idx)
+        return sub
     sub = EngineContext(plant=ctx.plant, grid=ctx.grid, vms=vms, hosts=hosts, source=_part_source(ctx.source, vm_idx),
                         rng=ctx.rng, seed=ctx.seed)
     s = ctx.schedule
@@ -421,7 +442,8 @@ def _stage_payload(st, sub: EngineContext, h0: int) -> dict[str, Any]:
     from densim.engine.summary import StageSummary
 
     if getattr(st, "partition_sums", None):
-        return {"sums": {k: getattr(st, k) for k in st.partition_sums}}
+        return {"sums": {k: getattr(st, k) for k in st.partition_sums},
+                "max": {k: getattr(st, k) for k in getattr(st, "partition_max", ())}}
     rule = SPLIT_RULES[st.name]
     out: dict[str, Any] = {"vm": {k: getattr(st, k) for k in rule.get("vm", ())}}
     if "sections" in rule:
@@ -528,6 +550,8 @@ def _merged_stages(ctx: EngineContext, parts: list[PartResult]) -> list:
         if "sums" in pay[0]:  # sums over hosts and steps (carbon): the whole run's stage holds their totals
             for k in st.partition_sums:
                 setattr(st, k, sum(x["sums"][k] for x in pay))
+            for k in getattr(st, "partition_max", ()):
+                setattr(st, k, max(x["max"][k] for x in pay))
         elif pay[0]["vm"]:  # per-row arrays (virtualization): the whole run's stage writes its own summary
             for k, a in pay[0]["vm"].items():
                 whole = np.zeros(V, dtype=a.dtype)

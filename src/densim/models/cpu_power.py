@@ -198,7 +198,7 @@ def scaled_power_w(scale, u0, power_of_util, p0):
 def capped_scale(u0, cap_w, scales, power_of_util, p0):
     """Clock scale of the highest P-state whose :func:`scaled_power_w` is within ``cap_w``, per (step, host).
 
-    ``u0`` is (steps, H) load of the uncapped capacity, ``cap_w`` (H,), ``scales`` (H, K) ascending P-state
+    ``u0`` is (steps, H) load of the uncapped capacity, ``cap_w`` (H,) or (steps, H), ``scales`` (H, K) ascending P-state
     scales per host (rows padded at the front with their lowest scale), ``power_of_util`` maps a (steps, H)
     utilisation to W and ``p0`` is (H,) idle W. The lowest P-state must fit (the caller checks a fully busy
     host at it); where even it does not, the lowest is returned. Bisection: ``ceil(log2 K)`` evaluations.
@@ -207,7 +207,8 @@ def capped_scale(u0, cap_w, scales, power_of_util, p0):
     T, H = u0.shape
     K = scales.shape[1]
     cols = np.arange(H)[None, :]
-    top = scaled_power_w(scales[:, -1][None, :], u0, power_of_util, p0) <= cap_w[None, :] * (1 + 1e-12)
+    cap = np.broadcast_to(np.asarray(cap_w, dtype=float), (T, H))  # (H,) or, per step, (steps, H)
+    top = scaled_power_w(scales[:, -1][None, :], u0, power_of_util, p0) <= cap * (1 + 1e-12)
     lo = np.zeros((T, H), dtype=np.int64)  # feasible
     hi = np.full((T, H), K - 1, dtype=np.int64)  # infeasible unless `top`
     while True:
@@ -215,7 +216,7 @@ def capped_scale(u0, cap_w, scales, power_of_util, p0):
         if not open_.any():
             break
         mid = (lo + hi) // 2
-        ok = scaled_power_w(scales[cols, mid], u0, power_of_util, p0) <= cap_w[None, :] * (1 + 1e-12)
+        ok = scaled_power_w(scales[cols, mid], u0, power_of_util, p0) <= cap * (1 + 1e-12)
         lo = np.where(open_ & ok, mid, lo)
         hi = np.where(open_ & ~ok, mid, hi)
     k = np.where(top, K - 1, lo)

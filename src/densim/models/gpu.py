@@ -66,6 +66,10 @@ class GpuSpec(BaseModel):
     fp8_tflops: float | None = Field(default=None, gt=0, description="dense FP8 tensor TFLOP/s (None: no FP8 unit)")
     idle_power_w: Watts = Field(alias="idle_power", ge=0)
     max_power_w: Watts = Field(alias="max_power", gt=0, description="board power limit (TDP/TBP)")
+    power_limit_min_w: Watts | None = Field(
+        default=None, alias="power_limit_min", gt=0,
+        description="lowest power limit the card accepts (nvidia-smi -q -d POWER 'Min Power Limit'); None: densim "
+                    "knows none, so a power cap never lowers this card's limit")
     mig_profiles: list[MigProfile] = Field(default_factory=list, description="empty: the card has no MIG")
     vgpu_profiles: list[PosMemBytes] = Field(
         default_factory=list, description="time-sliced vGPU framebuffer sizes (empty: passthrough only)")
@@ -75,6 +79,10 @@ class GpuSpec(BaseModel):
     def _consistent(self) -> "GpuSpec":
         if self.idle_power_w > self.max_power_w:
             raise ValueError(f"GPU {self.name!r}: idle power {self.idle_power_w:g} W above max power {self.max_power_w:g} W")
+        lo = self.power_limit_min_w
+        if lo is not None and not self.idle_power_w <= lo <= self.max_power_w:
+            raise ValueError(f"GPU {self.name!r}: minimum power limit {lo:g} W is outside idle {self.idle_power_w:g} W .. "
+                             f"max power {self.max_power_w:g} W")
         names = [p.name for p in self.mig_profiles]
         if len(set(names)) != len(names):
             raise ValueError(f"GPU {self.name!r}: a MIG profile name is listed twice")

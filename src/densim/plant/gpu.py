@@ -1,16 +1,12 @@
 """GPU checks made while resolving a scenario: every VM's GPU request can be met by some host's GPU model,
-and GPU placement is not asked of the parts that place VMs over time (not built yet)."""
+GPU placement is not asked of the parts that place VMs over time (not built yet), and a GPU host's power
+limit and power cap can be met."""
 
 from __future__ import annotations
 
 #: the one line that refuses GPU requests in a run whose VMs are placed over time (pinned in tests)
 OVER_TIME = ("GPU placement over time is not built yet: VMs that ask for a GPU are placed once at the start; "
              "remove {what} or the vms[].gpu requests")
-
-
-#: the one line that refuses a power cap on hosts with GPUs (pinned in tests)
-POWER_CAP = ("a host power cap is met by lowering the CPU clock, but {n} x {gpu} draw up to {w:g} W set by the GPUs' "
-             "own power limits, which densim does not lower: give hosts with GPUs no power_cap")
 
 
 def over_time_reasons(sc) -> list[tuple[str, str]]:
@@ -28,15 +24,49 @@ def over_time_reasons(sc) -> list[tuple[str, str]]:
     return out
 
 
+def _power_limit_issues(sc, h) -> list[tuple[str, str]]:
+    """A GPU host group's ``gpus.power_limit`` (within the card's power_limit_min .. max_power) and its ``power_cap``:
+    a fully busy host at the lowest P-state with every GPU at its lowest limit must fit the cap (the floor
+    :mod:`densim.engine.plugins.power_cap` can reach), else no clock or GPU limit keeps it within."""
+    from densim.models.cpu_power import pstate_scales
+    from densim.models.power import as_table_w
+
+    spec = sc.cluster.hosts[h.index]
+    g, at = h.gpu, f"cluster.hosts[{h.index}].gpus.power_limit"
+    own = spec.gpus.power_limit_w
+    if own is not None:
+        if g.power_limit_min_w is None:
+            return [(at, f"the catalog gives {g.name} no power_limit_min, so densim cannot tell whether the card "
+                         f"accepts {own:g} W (give power_limit_min in parts.gpus, or drop power_limit)")]
+        if not g.power_limit_min_w <= own <= g.max_power_w:
+            return [(at, f"{own:g} W is outside what {g.name} accepts: {g.power_limit_min_w:g} .. {g.max_power_w:g} W "
+                         "(catalog power_limit_min .. max_power)")]
+    cap = spec.power_cap_w
+    base = float(h.cpu.base_mhz)
+    if cap is None or sc.power.min_mhz > base:  # (a min_clock above the base clock: power_cap_issues says so)
+        return []
+    t = as_table_w(h.server.power)
+    p0, p1 = float(t[0]), float(t[-1])
+    s0 = float(pstate_scales(base, sc.power.min_mhz, sc.power.pstate_step_mhz)[0])
+    top = min(g.max_power_w, own or g.max_power_w)
+    low = min(g.power_limit_min_w or top, top)
+    cpu = p0 + (p1 - p0) * s0**3
+    if cpu + h.gpu_count * low <= cap * (1 + 1e-12):
+        return []
+    why = "its power_limit_min" if g.power_limit_min_w is not None else "its limit (the catalog gives no power_limit_min)"
+    return [(f"cluster.hosts[{h.index}].power_cap",
+             f"{cap:g} W is below what a fully busy {h.label} host draws at its lowest P-state with its GPUs at "
+             f"their lowest power limit: {p0:g} W idle + ({p1:g} - {p0:g}) W x ({sc.power.min_mhz:g} / {base:g} MHz)^3 "
+             f"+ {h.gpu_count} x {low:g} W ({g.name} at {why}) = {cpu + h.gpu_count * low:.1f} W; no clock or GPU "
+             "limit keeps it within the cap (raise the cap, or lower power.min_clock)")]
+
+
 def gpu_issues(sc, hosts) -> list[tuple[str, str]]:
     """Problems of the scenario's GPU requests against its host groups' GPUs (``hosts``: the plant's host groups)."""
     issues: list[tuple[str, str]] = []
     gpu_groups = [h for h in hosts if h.gpu is not None]
-    for h in gpu_groups:  # the cap is met by CPU P-states; the GPUs' own power limit is their max_power
-        spec = sc.cluster.hosts[h.index]
-        if spec.power_cap_w is not None:
-            issues.append((f"cluster.hosts[{h.index}].power_cap", POWER_CAP.format(
-                n=h.gpu_count, gpu=h.gpu.name, w=h.gpu_count * h.gpu.max_power_w)))
+    for h in gpu_groups:
+        issues += _power_limit_issues(sc, h)
     wants = [(i, g) for i, g in enumerate(sc.vms) if g.gpu is not None]
     if not wants:
         return issues

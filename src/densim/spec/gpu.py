@@ -20,7 +20,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from densim.units import PosMemBytes, PosSeconds
+from densim.units import PosMemBytes, PosSeconds, Watts
 
 _CFG = ConfigDict(defer_build=True, allow_inf_nan=False, frozen=True, extra="forbid", populate_by_name=True)
 
@@ -44,6 +44,11 @@ class HostGpus(BaseModel):
         default=0.002, alias="time_slice", le=1.0,
         description="how long a vGPU runs before it is pre-empted (the scheduler's quantum): a vGPU waits up to "
                     "(other vGPUs in the round) x time_slice for its next turn; default 2 ms (E)")
+    power_limit_w: Watts | None = Field(
+        default=None, alias="power_limit", gt=0,
+        description="power limit the operator sets on each of these GPUs (nvidia-smi -pl), between the card's "
+                    "power_limit_min and max_power in the catalog; a busy GPU then runs at the lower clock that "
+                    "keeps it within (docs/background/gpus.md); default: the card's max_power")
 
 
 class VmGpu(BaseModel):

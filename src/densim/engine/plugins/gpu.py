@@ -21,6 +21,14 @@ Time-sliced vGPUs contend for their GPU's time (:mod:`densim.models.gpu_contenti
 fixed-share) gives it, ``g_v``; the GPU's busy share is then ``sum g_v`` (an equal- or fixed-share GPU
 may idle while a vGPU waits), and every VM gets ``gpu_slowdown`` (``u_v / g_v``; 1 for MIG, passthrough
 and VMs without a GPU) and ``gpu_wait_ms`` (the longest wait for its next time slice) per step.
+A GPU's power limit (``cluster.hosts[].gpus.power_limit``, set by the operator; or lowered by the host's
+``power_cap``, :mod:`densim.engine.plugins.power_cap`) is met by its clock (:mod:`densim.models.gpu_power`):
+a GPU whose draw would pass its limit ``L`` runs at clock scale ``sigma`` and draws ``L``; its tenants'
+GPU throughput falls by ``max(1, b / sigma)`` (``gpu_power_slowdown`` per VM and step, and the
+``power_limit_*`` keys of ``summary["gpu"]``). A split run (:mod:`densim.engine.partition`) adds up the
+parts' sums and takes the largest of their maxima (``partition_sums``, ``partition_max``): every figure is
+per GPU, and a part holds its hosts' GPUs and their tenants.
+
 See docs/background/gpus.md.
 """
 
@@ -34,7 +42,19 @@ from densim.engine.stages import STAGES, BaseStage
 from densim.models.gpu import MIG_COMPUTE_SLICES
 
 
-class GpuSummary(TypedDict):
+class _GpuLimitKeys(TypedDict, total=False):
+    """With a GPU power limit (``gpus.power_limit``) or a power cap on GPU hosts (optional keys in a total=False base)."""
+
+    power_limited_gpu_steps: int  # powered GPU-steps whose draw its limit held down
+    power_limit_mean_w_when_limited: float | None  # mean limit over those GPU-steps
+    power_limit_clock_mean_when_limited: float | None  # mean clock scale sigma over them
+    power_limit_unserved_share: float  # share of the GPUs' busy time (at full clock) not served: sum max(b - sigma, 0) / sum b
+    power_limit_vm_slowdown_mean: float  # mean over GPU VM-steps with GPU demand of max(1, b / sigma)
+    power_limit_vm_slowdown_worst: float
+    power_limit_energy_saved_kwh: float  # GPU energy the limits held back (draw at full clock - limit)
+
+
+class GpuSummary(_GpuLimitKeys):
     """``summary["gpu"]``."""
 
     gpus: int  # physical GPUs in the cluster
@@ -53,6 +73,11 @@ class GpuSummary(TypedDict):
 class GpuStage(BaseStage):
     name = "gpu"
     summary_sections = {"gpu": GpuSummary}
+    # per GPU and its tenants: a run split by host partitions adds up its parts' sums, takes the largest maxima
+    partition_sums = ("energy_j", "busy_sum", "busy_n", "sd_sum", "sd_n", "v_dem", "v_got", "tenant_gpus",
+                      "vms_with_gpu", "unplaced", "n_vgpu", "lim_steps", "lim_w_sum", "lim_sigma_sum", "lim_lost",
+                      "lim_busy", "lim_vsd_sum", "lim_vsd_n", "lim_saved_j")
+    partition_max = ("sd_max", "wait_max", "lim_vsd_max")
 
     def __init__(self, ctx) -> None:
         hosts, plant = ctx.hosts, ctx.plant
@@ -66,6 +91,23 @@ class GpuStage(BaseStage):
         self.idle = (idle[:, None] * exists).reshape(-1)  # (H*G,) W, 0 for slots that are no GPU
         self.span = ((peak - idle)[:, None] * exists).reshape(-1)
         self.exists = exists.reshape(-1)
+        # power limits: each GPU's own (gpus.power_limit, else its max power) and the lowest it accepts (catalog
+        # power_limit_min; none known: its own, so a power cap cannot lower it)
+        specs = [ctx.scenario.cluster.hosts[g.index].gpus for g in groups]
+        own = np.array([min(groups[g].gpu.max_power_w, specs[g].power_limit_w or np.inf) if groups[g].gpu else 0.0
+                        for g in range(len(groups))], np.float64)
+        lo = np.array([groups[g].gpu.power_limit_min_w or own[g] if groups[g].gpu else 0.0 for g in range(len(groups))],
+                      np.float64)
+        self.own_limit = (own[hosts.group][:, None] * exists).reshape(-1)  # (H*G,) W
+        self.limit_min = (np.minimum(lo, own)[hosts.group][:, None] * exists).reshape(-1)
+        self.own_limited = bool(np.any(own < np.array([groups[g].gpu.max_power_w if groups[g].gpu else 0.0
+                                                       for g in range(len(groups))]) - 1e-9))
+        capped = any(ctx.scenario.cluster.hosts[g.index].power_cap_w is not None for g in groups if g.gpu is not None)
+        self.may_limit = self.own_limited or capped  # the power_limit_* figures and gpu_power_slowdown
+        self.tenant_gpus = self.vms_with_gpu = self.unplaced = self.n_vgpu = 0
+        self.lim_steps = self.lim_vsd_n = 0
+        self.lim_w_sum = self.lim_sigma_sum = self.lim_lost = self.lim_busy = self.lim_vsd_sum = self.lim_saved_j = 0.0
+        self.lim_vsd_max = 1.0
         fixed = [g.gpu.utilisation if g.gpu is not None else None for g in ctx.scenario.vms]
         self.fixed_u = fixed
         # the VMs' CPU demand is read only when a GPU group gives no utilisation
@@ -132,6 +174,8 @@ class GpuStage(BaseStage):
         self.e_fixed = np.array([np.nan if self.fixed_u[g] is None else self.fixed_u[g] for g in grp], dtype=np.float64)
         self.e_cpu = np.isnan(self.e_fixed)
         self._time_slices(ctx, p, G)
+        self.n_vgpu = int(self.v_idx.size)
+        self.t_vm, self.t_inv = np.unique(self.e_vm, return_inverse=True)  # tenant VMs, and each entry's
         vms = ctx.vms
         self.full_mhz = np.maximum(vms.vcpus.astype(np.float64) * vms.vcpu_mhz, 1e-9)
         if p is not None:
@@ -139,6 +183,10 @@ class GpuStage(BaseStage):
                         doc="GPU slowdown of a time-sliced vGPU: demand / share its GPU's scheduler gave (1: none)")
             ctx.declare("gpu_wait_ms", level="vm", agg="max", unit="ms",
                         doc="longest wait of a time-sliced vGPU for its next time slice (0 without vGPU)")
+        if self.may_limit:
+            ctx.declare("gpu_power_slowdown", level="vm", agg="mean", unit="x",
+                        doc="GPU throughput slowdown a GPU power limit costs: busy share at full clock / clock scale "
+                            "(1: the limit does not bind or the slower GPU keeps up)")
         ctx.declare("gpu_power_w", level="host", agg="mean", unit="W", doc="power of the host's GPUs (in power_w)")
         ctx.declare("gpu_busy", level="host", agg="mean", unit="share", doc="mean busy share of the host's GPUs")
 
@@ -182,15 +230,106 @@ class GpuStage(BaseStage):
             self._contend(ctx, chunk, np.zeros((n, 0)))
         np.minimum(busy, 1.0, out=busy)
         busy *= self.on_slots[None, :]
-        watts = (self.idle[None, :] + self.span[None, :] * busy) * self.on_slots[None, :]
-        host_w = watts.reshape(n, H, G).sum(axis=2)
-        chunk.add_host_power(host_w)
+        self._busy = busy
+        self._full_w = (self.idle[None, :] + self.span[None, :] * busy) * self.on_slots[None, :]  # at full clock
+        self._limit = np.broadcast_to(self.own_limit, busy.shape)  # each GPU's power limit this chunk
+        self._watts = np.minimum(self._full_w, self._limit) if self.own_limited else self._full_w
+        self._lowered = (np.zeros(0, np.int64), np.zeros(0, np.int64))  # GPU-steps a power cap lowers (lower_limits)
+        chunk.add_host_power(self.host_power_w())
+
+    def host_power_w(self) -> np.ndarray:
+        """(steps, H) W the hosts' GPUs draw in this chunk, at their limits so far."""
+        n = self._watts.shape[0]
+        return self._watts.reshape(n, -1, self.G).sum(axis=2)
+
+    def slot_power_w(self, hosts: np.ndarray) -> np.ndarray:
+        """(steps, H', G) W each GPU of ``hosts`` draws in this chunk at its limit so far (0 for slots without a GPU)."""
+        G = self.G
+        cols = (hosts[:, None] * G + np.arange(G)[None, :]).reshape(-1)
+        return self._watts[:, cols].reshape(-1, hosts.size, G)
+
+    def lower_limits(self, chunk, hosts: np.ndarray, limit_w: np.ndarray) -> None:
+        """The power cap lowers every GPU of ``hosts`` (H',) to ``limit_w`` (steps, H') W (inf: unchanged; never
+        below a card's ``power_limit_min``); their lower draw goes to host power."""
+        n, G = self._watts.shape[0], self.G
+        limit_w = np.asarray(limit_w, np.float64)
+        some = np.isfinite(limit_w).any(axis=0)  # hosts the cap lowers in some step of the chunk
+        hosts, limit_w = hosts[some], limit_w[:, some]
+        cols = (hosts[:, None] * G + np.arange(G)[None, :]).reshape(-1)  # the hosts' GPU slots, host by host
+        lim = np.repeat(limit_w, G, axis=1)
+        lim = np.maximum(np.minimum(lim, self._limit[:, cols]), self.limit_min[cols][None, :])
+        limit = np.array(self._limit, copy=True)
+        limit[:, cols] = lim
+        self._limit = limit
+        new = np.minimum(self._full_w[:, cols], lim)
+        delta = np.zeros((n, self._watts.shape[1] // G))
+        delta[:, hosts] = (new - self._watts[:, cols]).reshape(n, hosts.size, G).sum(axis=2)
+        chunk.add_host_power(delta)
+        if self._watts is self._full_w:
+            self._watts = self._full_w.copy()
+        self._watts[:, cols] = new
+        r, c = np.nonzero(lim < self.own_limit[cols][None, :])  # the GPU-steps the cap lowered below their own limit
+        self._lowered = (r, cols[c])
+
+    def cap_cost(self, hosts: np.ndarray) -> tuple[float, float, float]:
+        """What the power cap's lower limits cost the GPUs of ``hosts`` in this chunk, beyond their own limits:
+        (busy share at full clock, of it no longer served, W held back), each summed over GPU-steps."""
+        from densim.models.gpu_power import limited_clock_scale
+
+        n, G = self._busy.shape[0], self.G
+        busy = float(self._busy.reshape(n, -1, G)[:, hosts].sum())
+        r, c = self._lowered  # (elsewhere the cap costs nothing)
+        if not r.size:
+            return busy, 0.0, 0.0
+        b, full, lim, own = self._busy[r, c], self._full_w[r, c], self._limit[r, c], self.own_limit[c]
+        idle, span = self.idle[c], self.span[c]
+        lost = (np.maximum(b - limited_clock_scale(b, idle, span, lim), 0.0)
+                - np.maximum(b - limited_clock_scale(b, idle, span, own), 0.0))
+        held = np.minimum(full, own) - np.minimum(full, lim)
+        return busy, float(lost.sum()), float(held.sum())
+
+    def after_cpu(self, ctx, chunk) -> None:
+        n, H, G = self._busy.shape[0], ctx.hosts.n, self.G
+        busy, watts = self._busy, self._watts
+        host_w = self.host_power_w()
         per_host_busy = busy.reshape(n, H, G).sum(axis=2) / np.maximum(self.n_gpu, 1)[None, :]
         chunk.host_out["gpu_power_w"] = host_w.astype(np.float32)
         chunk.host_out["gpu_busy"] = per_host_busy.astype(np.float32)
         self.energy_j += float(host_w.sum()) * chunk.step_s
         self.busy_sum += float(busy[:, self.on_slots].sum())
         self.busy_n += n * int(self.on_slots.sum())
+        if self.may_limit:
+            self._limited(ctx, chunk, busy, watts)
+
+    def _limited(self, ctx, chunk, busy, watts) -> None:
+        """Per GPU-step whose limit binds: its clock scale, the work it cannot serve, the tenants' slowdown."""
+        from densim.models.gpu_power import limited_clock_scale
+
+        n = busy.shape[0]
+        bind = (self._full_w > self._limit * (1 + 1e-12)) & self.on_slots[None, :]
+        sd = np.ones_like(busy)
+        if bind.any():
+            r, c = np.nonzero(bind)
+            sig = limited_clock_scale(busy[r, c], self.idle[c], self.span[c], self._limit[r, c])
+            sd[r, c] = np.divide(busy[r, c], sig, out=np.ones_like(sig), where=sig > 0)
+            np.maximum(sd, 1.0, out=sd)
+            self.lim_steps += int(r.size)
+            self.lim_w_sum += float(self._limit[r, c].sum())
+            self.lim_sigma_sum += float(sig.sum())
+            self.lim_lost += float(np.maximum(busy[r, c] - sig, 0.0).sum())
+            self.lim_saved_j += float((self._full_w[r, c] - watts[r, c]).sum()) * chunk.step_s
+        self.lim_busy += float(busy[:, self.on_slots].sum())
+        out = np.ones((n, ctx.vms.n), np.float32)
+        if self.e_vm.size:  # a tenant VM's slowdown: the worst of its GPUs' (a passthrough VM may have several)
+            vsd = np.ones((n, self.t_vm.size))
+            np.maximum.at(vsd, (slice(None), self.t_inv), sd[:, self.e_col])
+            asked = np.zeros((n, self.t_vm.size), bool)
+            np.logical_or.at(asked, (slice(None), self.t_inv), busy[:, self.e_col] > 0)
+            self.lim_vsd_sum += float(vsd[asked].sum())
+            self.lim_vsd_n += int(asked.sum())
+            self.lim_vsd_max = max(self.lim_vsd_max, float(vsd.max()))
+            out[:, self.t_vm] = vsd
+        chunk.vm_out["gpu_power_slowdown"] = out
 
     def _contend(self, ctx, chunk, u) -> None:
         """Time-sliced vGPUs: the share each gets, its slowdown and wait (``u``'s vGPU columns become the share)."""
@@ -225,18 +364,29 @@ class GpuStage(BaseStage):
             chunk.vm_out["gpu_wait_ms"] = wait_out
 
     def finish(self, ctx, summary) -> None:
+        lim = {}
+        if self.may_limit:
+            k = self.lim_steps
+            lim = {"power_limited_gpu_steps": int(k),
+                   "power_limit_mean_w_when_limited": self.lim_w_sum / k if k else None,
+                   "power_limit_clock_mean_when_limited": self.lim_sigma_sum / k if k else None,
+                   "power_limit_unserved_share": self.lim_lost / self.lim_busy if self.lim_busy > 0 else 0.0,
+                   "power_limit_vm_slowdown_mean": self.lim_vsd_sum / self.lim_vsd_n if self.lim_vsd_n else 1.0,
+                   "power_limit_vm_slowdown_worst": self.lim_vsd_max,
+                   "power_limit_energy_saved_kwh": self.lim_saved_j / 3.6e6}
         summary.add("gpu", {
             "gpus": int(self.n_gpu.sum()),
-            "gpus_with_tenants": self.tenant_gpus,
-            "vms_with_gpu": self.vms_with_gpu,
-            "vms_with_gpu_unplaced": self.unplaced,
+            "gpus_with_tenants": int(self.tenant_gpus),
+            "vms_with_gpu": int(self.vms_with_gpu),
+            "vms_with_gpu_unplaced": int(self.unplaced),
             "energy_kwh": self.energy_j / 3.6e6,
             "mean_busy": self.busy_sum / self.busy_n if self.busy_n else 0.0,
-            "vgpus": int(self.v_idx.size),
+            "vgpus": int(self.n_vgpu),
             "vgpu_slowdown_mean": self.sd_sum / self.sd_n if self.sd_n else 1.0,
             "vgpu_slowdown_worst": self.sd_max,
             "vgpu_demand_unserved_share": 1.0 - self.v_got / self.v_dem if self.v_dem > 0 else 0.0,
             "vgpu_wait_ms_worst": self.wait_max,
+            **lim,
         })
 
 

@@ -18,10 +18,27 @@ busy host at its cap, how many host-steps ran capped, and the work the cap held 
     shortfall = sum over steps of max(min(D, C0) - s C0, 0) x step     (MHz x s)
     slowdown  = shortfall / sum min(D, C0) x step
 
+**Hosts with GPUs** (``cluster.hosts[].gpus``; the gpu stage runs first and reports what each GPU draws in
+the step at its own limit, ``G``). The CPU is lowered first: its P-state is picked within ``cap - G``
+(less the HCI drives). Only where even the lowest P-state does not fit, ``P_cpu(s_min) > cap - G``, are
+the GPUs' power limits lowered, all to one limit ``L`` per host (``nvidia-smi -pl L`` on each GPU),
+the busiest GPUs first (water-filling, :func:`densim.models.gpu_power.shared_limit_w`)::
+
+    sum over the host's GPUs of min(P_j, L) = cap - P_cpu(s_min),    L >= the card's power_limit_min
+
+A GPU held at ``L`` runs at clock scale ``sigma`` (:mod:`densim.models.gpu_power`: dynamic power ~ sigma^3)
+and serves ``min(b, sigma)`` of its full-clock busy share ``b``. CPU first, because the CPU's P-states
+cost the VMs' CPU work only where the host is busy, while a GPU held at its limit slows the work that
+drew the power; a GPU host is usually bought for its GPUs. ``summary["power_cap"]`` then also reports
+how many host-steps the cap lowered the GPUs, their mean limit there, the GPU work it held back
+(``gpu_slowdown_pct`` = 100 x sum max(b - sigma, 0) / sum b over the capped hosts' GPU-steps, beyond what
+their own limits cost) and the GPU energy it saved.
+
 The cap is checked when the scenario is resolved (:func:`densim.plant.checks.power_cap_issues`, so
 ``densim validate`` refuses it too): a fully busy host at the lowest P-state must fit it
 (``P(0) + (P(1) - P(0)) (f_min / f_base)^3 <= cap``), otherwise no clock could keep it within
-the cap and the scenario is refused naming that floor.
+the cap and the scenario is refused naming that floor. With GPUs the floor adds each GPU at its lowest
+power limit (:func:`densim.plant.gpu.gpu_issues`).
 """
 
 from __future__ import annotations
@@ -34,7 +51,17 @@ from densim.engine.stages import STAGES, BaseStage
 from densim.errors import InputError
 
 
-class PowerCapSummary(TypedDict):
+class _PowerCapGpuKeys(TypedDict, total=False):
+    """Capped host groups with GPUs (optional keys in a total=False base)."""
+
+    full_load_gpu_limit_w: dict[str, float]  # host group -> each GPU's limit with CPU and GPUs fully busy
+    gpu_host_steps_limited: int  # host-steps where the CPU's lowest P-state was not enough
+    mean_gpu_limit_w_when_limited: float | None  # the GPUs' limit there, mean
+    gpu_slowdown_pct: float  # 100 x GPU busy time (full clock) the lower limits did not serve / asked
+    gpu_energy_saved_kwh: float  # GPU energy the lower limits held back
+
+
+class PowerCapSummary(_PowerCapGpuKeys):
     """``summary["power_cap"]``."""
 
     caps_w: dict[str, float]  # host group -> cap (W per host)
@@ -60,7 +87,8 @@ class PowerCapStage(BaseStage):
     accepts_factored_demand = True  # reads the demand through chunk.demand()
     summary_sections = {"power_cap": PowerCapSummary}
     # its figures are sums over hosts and steps: a run split by host partitions adds up its parts'
-    partition_sums = ("n_host_steps", "n_capped", "clock_sum", "dem", "short", "deliv", "saved_j")
+    partition_sums = ("n_host_steps", "n_capped", "clock_sum", "dem", "short", "deliv", "saved_j", "g_steps", "g_lim_sum",
+                      "g_busy", "g_lost", "g_saved_j")
 
     def __init__(self, ctx) -> None:
         from densim.models.cpu_power import full_load_capped_scale, pstate_scales
@@ -77,6 +105,7 @@ class PowerCapStage(BaseStage):
         self.full_clock: dict[str, float] = {}
         self.full_power: dict[str, float] = {}
         self.peak: dict[str, float] = {}
+        self.full_gpu_limit: dict[str, float] = {}
         cap_h = np.full(hosts.n, np.nan)
         grids = {}
         # an HCI datastore's drives sit in the capped host and draw from its cap: the CPU gets the cap less their
@@ -93,7 +122,18 @@ class PowerCapStage(BaseStage):
             t = as_table_w(hg.server.power)
             p0, p1 = float(t[0]), float(t[-1])
             cap = float(g.power_cap_w) - self.drives_w
-            full = full_load_capped_scale(p0, p1, cap, scales)
+            n_gpu = hg.gpu_count if hg.gpu is not None else 0
+            if n_gpu:  # CPU first, within what the GPUs leave at their own limits; then the GPUs' limit
+                own = min(float(hg.gpu.max_power_w), float(g.gpus.power_limit_w or np.inf))
+                low = min(float(hg.gpu.power_limit_min_w or own), own)
+                full = full_load_capped_scale(p0, p1, cap - n_gpu * own, scales)
+                if full is None and p0 + (p1 - p0) * float(scales[0]) ** 3 + n_gpu * low <= cap * (1 + 1e-12):
+                    full = float(scales[0])
+                if full is not None:
+                    room = (cap - (p0 + (p1 - p0) * full**3)) / n_gpu
+                    self.full_gpu_limit[hg.label] = float(min(max(room, low), own))
+            else:
+                full = full_load_capped_scale(p0, p1, cap, scales)
             if full is None:
                 raise InputError(sc.name, f"cluster.hosts[{gi}].power_cap",
                                  f"{g.power_cap_w:g} W less the HCI drives' {self.drives_w:g} W leaves {cap:g} W: a fully busy "
@@ -115,7 +155,11 @@ class PowerCapStage(BaseStage):
         h = self.hc
         self._pw = (hosts.power_kind[h], hosts.power_idle_w[h], hosts.power_peak_w[h], hosts.power_table_w[h], hosts.power_exponent[h])
         self.p0 = self.power_of_util(np.zeros((1, h.size)))[0]
-        self.n_host_steps = self.n_capped = 0
+        self.n_host_steps = self.n_capped = self.g_steps = 0
+        self.g_lim_sum = self.g_busy = self.g_lost = self.g_saved_j = 0.0
+        self.has_gpu = bool(self.full_gpu_limit) or any(
+            ctx.plant.host_groups[int(gi)].gpu is not None for gi in np.unique(hosts.group[self.hc]))
+        self.gpu = None
         self.clock_sum = self.dem = self.short = self.deliv = self.saved_j = 0.0
         self._s = self._u0 = None
 
@@ -126,6 +170,11 @@ class PowerCapStage(BaseStage):
         return host_power_w(np.array(u, dtype=np.float64), *self._pw)
 
     def prepare(self, ctx) -> None:
+        if self.has_gpu:
+            self.gpu = ctx.stage("gpu")
+            G = self.gpu.G
+            self.gpu_hosts = np.flatnonzero(self.gpu.n_gpu[self.hc] > 0)  # capped hosts (index into hc) with GPUs
+            self.gpu_low = self.gpu.limit_min[self.hc[self.gpu_hosts] * G]  # their cards' lowest limit
         ctx.declare("cap_clock_mhz", level="host", agg="mean", unit="MHz",
                     doc="clock the power cap leaves the host (its base clock when uncapped or within the cap)")
 
@@ -155,7 +204,10 @@ class PowerCapStage(BaseStage):
         d = self._host_demand(ctx, chunk)[:, hc]
         c0 = np.asarray(cap[:, hc], dtype=np.float64)
         u0 = np.clip(np.divide(d, c0, out=np.zeros_like(d), where=c0 > 0), 0.0, 1.0)
-        s = capped_scale(u0, self.cap_w, self.scales, self.power_of_util, self.p0)
+        cpu_cap = self.cap_w if self.gpu is None else self.cap_w[None, :] - self.gpu.host_power_w()[:, hc]
+        s = capped_scale(u0, cpu_cap, self.scales, self.power_of_util, self.p0)
+        if self.gpu is not None and self.gpu_hosts.size:
+            self._limit_gpus(chunk, u0, s, cpu_cap)
         new = np.array(cap, copy=True)
         new[:, hc] = (c0 * s).astype(cap.dtype)
         chunk.host_capacity_mhz = new
@@ -168,6 +220,27 @@ class PowerCapStage(BaseStage):
         self.clock_sum += float((s * self.base_mhz[None, :])[capped].sum())
         self.dem += float(within.sum()) * dt
         self.short += float(np.maximum(within - s * c0, 0.0).sum()) * dt
+
+    def _limit_gpus(self, chunk, u0, s, cpu_cap) -> None:
+        """Where the CPU's lowest P-state leaves the host above its cap, one lower power limit for its GPUs."""
+        from densim.models.cpu_power import scaled_power_w
+        from densim.models.gpu_power import shared_limit_w
+
+        j = self.gpu_hosts
+        p_cpu = scaled_power_w(s, u0, self.power_of_util, self.p0)[:, j]
+        over = p_cpu > cpu_cap[:, j] * (1 + 1e-12)
+        gh = self.hc[j]
+        if over.any():
+            budget = self.cap_w[j][None, :] - p_cpu
+            L = np.full(over.shape, np.inf)
+            L[over] = shared_limit_w(self.gpu.slot_power_w(gh)[over], budget[over])
+            self.gpu.lower_limits(chunk, gh, L)
+            self.g_steps += int(over.sum())
+            self.g_lim_sum += float(np.maximum(L, self.gpu_low[None, :])[over].sum())
+        busy, lost, held = self.gpu.cap_cost(gh)
+        self.g_busy += busy
+        self.g_lost += lost
+        self.g_saved_j += held * chunk.step_s
 
     def after_cpu(self, ctx, chunk) -> None:
         hc, s = self.hc, self._s
@@ -204,6 +277,11 @@ class PowerCapStage(BaseStage):
             "delivered_mhz_s": self.deliv,
             "slowdown_pct": 100.0 * self.short / self.dem if self.dem > 0 else 0.0,
             "energy_saved_kwh": self.saved_j / 3.6e6,
+            **({"full_load_gpu_limit_w": self.full_gpu_limit,
+                "gpu_host_steps_limited": int(self.g_steps),
+                "mean_gpu_limit_w_when_limited": self.g_lim_sum / self.g_steps if self.g_steps else None,
+                "gpu_slowdown_pct": 100.0 * self.g_lost / self.g_busy if self.g_busy > 0 else 0.0,
+                "gpu_energy_saved_kwh": self.g_saved_j / 3.6e6} if self.has_gpu else {}),
         })
 
 
@@ -211,7 +289,8 @@ class PowerCapStage(BaseStage):
                  source="densim.models.cpu_power (P_dyn ~ f V^2 ~ f^3); docs/background/power.md",
                  # caps the capacity every other stage left (turbo, storage and fabric CPU) at the demand they
                  # added (memory faults, virtualization overheads); carbon reads the capped power
-                 after=("fabric", "memory", "storage", "virtualization"), before=("carbon",))
+                 # with GPUs: the gpu stage's draw comes first, the cap lowers the CPU clock, then the GPUs' limits
+                 after=("fabric", "gpu", "memory", "storage", "virtualization"), before=("carbon",))
 def power_cap_stage(ctx):
     # a power section without any cap is refused by densim.plant.checks.power_cap_issues
     return PowerCapStage(ctx) if any(g.power_cap_w is not None for g in ctx.scenario.cluster.hosts) else None
