@@ -1,15 +1,16 @@
 """``densim plan`` writes its chosen candidate as ``chosen-scenario.yaml``; ``densim run`` on it reproduces the plan.
 
 The plan and the engine share the CPU Ready model (the normal approximation of each host's runnable vCPUs,
-:func:`densim.models.queueing.expected_excess`, per vCPU), so where they place the VMs alike their CPU Ready agrees
-to float32 rounding. Where they place differently (the plan's default ``timeseries`` policy is planner-only: it
-packs by per-window demand and keeps the CPU Ready bound; the engine replays it with first-fit-decreasing by vCPUs and
-memory) the scenario is still the plan's hosts and VMs, and the gap is measured in the second test and in
-docs/howto/capacity-plan.md section "Replay the answer with densim run".
+:func:`densim.models.queueing.expected_excess`, per vCPU), and the scenario carries the plan's own placement
+(``placement: {policy: given, assignment: chosen-assignment.csv}``) and right-sized VM sizes (``vms[].sizes:
+chosen-sizes.csv``), so whatever the plan's policy (``timeseries`` is planner-only) the engine runs the same VMs on the
+same hosts and their CPU Ready agrees to float32 rounding. What still differs (a power cap) is measured in the last
+test and in docs/howto/capacity-plan.md section "Replay the answer with densim run".
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -27,10 +28,11 @@ def _app():
     return app
 
 
-def _candidates(path: Path, policy: str, vcpus_per_core: float, cores: int = 4, threads: int = 1) -> Path:
+def _candidates(path: Path, policy: str, vcpus_per_core: float, cores: int = 4, threads: int = 1, rightsizing: bool = False) -> Path:
     # one host type: 1 socket x 4 cores (no SMT) at 2,400 MHz = 9,600 MHz (default); 32 GiB with 2 GiB for the hypervisor
     path.write_text(f"""
 policy: {policy}
+rightsizing: {{enabled: {str(rightsizing).lower()}, percentile: 95, headroom: 0.2}}
 windows: 4
 qos: {{cpu_ready_pct: 5.0, vcpus_per_core: {vcpus_per_core}, memory_overcommit: 1.0, ha_spare_hosts: 1}}
 cost: {{years: 4, price_per_kwh_usd: 0.1}}
@@ -75,11 +77,14 @@ def test_densim_run_on_the_chosen_scenario_reproduces_hosts_and_cpu_ready(tmp_pa
 
     sc = yaml.safe_load(scenario.read_text())
     assert sc["cluster"]["hosts"][0]["count"] == 3  # as planned, the HA spare included
-    assert sc["vms"] == [{"name": "inventory", "trace": {"format": "bitbrains", "path": str(inv.resolve())}}]
+    assert sc["vms"] == [{"name": "vm", "trace": {"format": "bitbrains", "path": str(inv.resolve())}}]
     assert sc["placement"]["cpu_overcommit"] == 2.0  # = qos.vcpus_per_core: both count vCPUs per physical core
     assert math.isclose(sc["placement"]["memory_overcommit"], 30 / 32)  # the same room: 1.0 x (32 - 2) GiB of 32 GiB
-    # the planner's first-fit-decreasing also keeps per-window demand within a host's MHz; the engine's does not
-    assert "# dropped: placement: the plan's 'first-fit-decreasing' also checks demand" in scenario.read_text()
+    # the plan's own placement, each VM on the host it chose (the trace group "vm" names its VMs as the inventory does)
+    assert (sc["placement"]["policy"], sc["placement"]["assignment"]) == ("given", "chosen-assignment.csv")
+    rows = (scenario.parent / "chosen-assignment.csv").read_text().splitlines()
+    assert rows[0] == "vm,host" and sorted(r.split(",")[0] for r in rows[1:]) == ["vm-a", "vm-b", "vm-c", "vm-d"]
+    assert "# dropped: nothing" in scenario.read_text()
 
     best = plan["ranking"][0]
     assert (best["hosts"], best["hosts_packed"]) == (3, 2)
@@ -102,23 +107,37 @@ def test_densim_run_on_the_chosen_scenario_reproduces_hosts_and_cpu_ready(tmp_pa
     assert math.isclose(v["plan"]["cpu_ready_pct_p95"], 3.0306, abs_tol=1e-3)  # half the VM-steps are at 3.03 %
 
 
-def test_timeseries_plan_replayed_by_the_engine_packs_by_vcpus_the_measured_gap(tmp_path):
-    # The documented current gap. 6 VMs of 2, 4, 8, 2, 4, 8 vCPUs (28) at 2,400 MHz, busy 0-100 % at random
-    # (small_workload seed 7), on hosts of 8 cores (SMT 2) at vcpus_per_core 2 = 16 vCPUs. The plan's timeseries policy packs by
-    # demand and keeps CPU Ready <= 5 %: 4 hosts, CPU Ready 0. The engine has no timeseries placement; first-fit-decreasing
-    # by vCPUs fills ceil(28 / 16) = 2 hosts (8 + 8 | 4 + 4 + 2 + 2), whose demand then overloads them: worst CPU Ready
-    # well above the plan's bound. Hosts and VMs are the plan's; only the placement rule differs.
-    inv = write_bitbrains(tmp_path / "bb", small_workload(n_vms=6, n_steps=12))
-    plan, run, scenario = _plan_and_run(tmp_path, inv, _candidates(tmp_path / "c.yaml", "timeseries", 2, cores=8, threads=2))
+def test_a_timeseries_plan_with_right_sizing_is_reproduced_by_the_engine(tmp_path):
+    # 6 VMs of 2, 4, 8, 2, 4, 8 vCPUs (28) at 2,400 MHz and 2-8 GiB, busy 0-50 % at random (small_workload seed 7, its
+    # CPU halved), 0.1-1.8 GiB in use, on hosts of 8 cores (SMT 2) at vcpus_per_core 2 = 16 vCPUs. The plan right-sizes them (P95 x 1.2 of their demand, never more than
+    # today) and places them with its planner-only timeseries policy (per-window demand, the CPU Ready bound). The old
+    # scenario could give the engine neither: it placed the trace's sizes by first-fit-decreasing on vCPUs, 2 hosts and a
+    # worst CPU Ready of 33 %. Now the engine runs the plan's placement of the right-sized VMs: the same hosts, the same
+    # VMs on them, and the same CPU Ready (worst, p95, mean) to float32 rounding.
+    w = small_workload(n_vms=6, n_steps=12)
+    inv = write_bitbrains(tmp_path / "bb", dataclasses.replace(w, cpu_pct=w.cpu_pct / 2))
+    plan, run, scenario = _plan_and_run(tmp_path, inv, _candidates(tmp_path / "c.yaml", "timeseries", 2, cores=8, threads=2,
+                                                                    rightsizing=True))
     text = scenario.read_text()
-    assert "# dropped: placement: the plan's policy 'timeseries' is planner-only" in text
-    assert yaml.safe_load(text)["placement"]["policy"] == "first-fit-decreasing"
-    best = plan["ranking"][0]
-    assert run["vms_placed"] == 6 and run["vms_unplaced"] == 0  # what holds: every VM placed on the plan's hosts
+    sc = yaml.safe_load(text)
+    assert sc["placement"]["policy"] == "given" and sc["vms"][0]["sizes"] == "chosen-sizes.csv"
+    assert "# dropped: nothing" in text and "right-siz" not in text.split("name:")[0].replace("right-sized vCPUs", "")
+    sizes = (scenario.parent / "chosen-sizes.csv").read_text().splitlines()
+    assert sizes[0] == "vm,vcpus,memory" and len(sizes) == 7
+    rs = plan["rightsizing"] if "rightsizing" in plan else None
+    best, v = plan["ranking"][0], plan["verify"]
+    assert run["vms_placed"] == 6 and run["vms_unplaced"] == 0
     assert run["hosts_total"] == best["hosts"]
-    assert run["hosts_used"] == 2 < best["hosts_packed"]  # the gap: packed by vCPUs, not by demand
-    assert best["ready_pct_worst"] <= 5.0 < run["qos"]["cpu_ready_pct_worst_step"]
-    assert plan["verify"]["difference"]["hosts_used_minus_plan_hosts_packed"] == run["hosts_used"] - best["hosts_packed"]
+    assert run["hosts_used"] == best["hosts_packed"]
+    assert v["difference"]["hosts_used_minus_plan_hosts_packed"] == 0 and v["difference"]["vms_placed_minus_plan"] == 0
+    for k in ("max", "mean", "p95"):
+        assert abs(v["difference"][f"cpu_ready_pct_{k}_minus_plan"]) < 1e-4, (k, v)
+    assert abs(run["qos"]["cpu_ready_pct_worst_step"] - best["ready_pct_worst"]) < 1e-4
+    # the right-sizing took vCPUs and memory away (else this test would not test it): the engine ran the smaller sizes
+    vc = [int(r.split(",")[1]) for r in sizes[1:]]
+    mem = [int(r.split(",")[2]) for r in sizes[1:]]
+    assert sum(vc) == 28 - rs["vcpus_reclaimed"] < 28, (vc, rs)
+    assert sum(mem) < 28 * 2**30 and max(mem) <= 3 * 2**30  # P95 of <= 1.8 GiB in use x 1.2, in 256 MiB steps
 
 
 def test_inventory_the_engine_cannot_replay_becomes_constant_profiles_and_says_so(tmp_path):
@@ -140,6 +159,13 @@ def test_inventory_the_engine_cannot_replay_becomes_constant_profiles_and_says_s
     assert sorted(g["vcpus"] for g in sc["vms"]) == sorted(w.vcpus.tolist())
     v = CliRunner().invoke(_app(), ["validate", str(out / "chosen-scenario.yaml")])
     assert v.exit_code == 0, v.output
+    # the plan's placement by the profile groups' VM names (g<i>-<k>: the k-th VM of the i-th distinct size and use)
+    assert sc["placement"] == {"policy": "given", "assignment": "chosen-assignment.csv", "cpu_overcommit": 2.0,
+                               "memory_overcommit": sc["placement"]["memory_overcommit"]}
+    rows = (out / "chosen-assignment.csv").read_text().splitlines()[1:]
+    assert sorted(r.split(",")[0] for r in rows) == sorted(f"{g['name']}-{k}" for g in sc["vms"] for k in range(g["count"]))
+    run = CliRunner().invoke(_app(), ["run", str(out / "chosen-scenario.yaml"), "-o", str(tmp_path / "run"), "--quiet"])
+    assert run.exit_code == 0, run.output
 
 
 def test_memory_model_power_cap_and_memory_overcommit_are_carried(tmp_path):
@@ -168,7 +194,7 @@ candidates:
     plan, run, scenario = _plan_and_run(tmp_path, inv, cands)
     sc = yaml.safe_load(scenario.read_text())
     assert math.isclose(sc["placement"]["memory_overcommit"], 1.5 * 14 / 16)
-    assert sc["placement"]["policy"] == "first-fit" and "# dropped: nothing" in scenario.read_text()
+    assert sc["placement"]["policy"] == "given" and "# dropped: nothing" in scenario.read_text()
     assert sc["cluster"]["hosts"][0]["power_cap"] == 180.0
     assert sc["power"] == {"min_clock": 1200.0, "pstate_step": 100.0}
     assert sc["memory"]["model"] == "vsphere-like" and sc["memory"]["swap_device"] == "intel-dc-s3710-400gb"

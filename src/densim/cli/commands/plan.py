@@ -107,9 +107,9 @@ def plan_command(
                 phase(f"candidate {len(seen)}/{n_cand} {name} ({inv.n_vms:,} VMs)")
 
             res = plan(inv, spec, progress=on_candidate, seed=seed, phase=phase, groups_file=groups)
-            scenario, ver = _chosen_scenario(res, inventory, fmt, verify, phase)
+            scenario, ver, files = _chosen_scenario(res, inventory, fmt, verify, phase)
             phase("writing the outputs and report")
-            summary = write_outputs(res, out, seed, scenario=scenario, verify=ver)
+            summary = write_outputs(res, out, seed, scenario=scenario, verify=ver, scenario_files=files)
     except InputError as exc:
         fail(exc.one_line())  # one line, never wrapped
 
@@ -125,26 +125,30 @@ def plan_command(
         raise typer.Exit(1)
 
 
-def _chosen_scenario(res, inventory: Path, fmt: str, verify: bool, phase) -> tuple[str | None, dict | None]:
-    """The text of ``chosen-scenario.yaml`` (None when no candidate is feasible) and, with ``--verify``, its engine run
-    (the scenario is run from a temporary folder: its trace path is absolute)."""
+def _chosen_scenario(res, inventory: Path, fmt: str, verify: bool, phase) -> tuple[str | None, dict | None, dict[str, str]]:
+    """The text of ``chosen-scenario.yaml`` (None when no candidate is feasible), with ``--verify`` its engine run
+    (the scenario is run from a temporary folder with the files it names: its trace path is absolute), and the files
+    it names beside it (the plan's placement, the right-sized sizes)."""
     import tempfile
 
     from densim.tools.plan import replay
 
     got = replay.chosen_scenario(res, inventory, fmt)
     if got is None:
-        return None, None
+        return None, None, {}
     text = replay.scenario_text(*got)
+    files = replay.chosen_files(res, fmt)
     if not verify:
-        return text, None
+        return text, None, files
     phase("running chosen-scenario.yaml through the engine (--verify)")
     with tempfile.TemporaryDirectory(prefix="densim-plan-verify-") as d:
         path = Path(d) / "chosen-scenario.yaml"
         path.write_text(text, encoding="utf-8")
+        for name, body in files.items():
+            (Path(d) / name).write_text(body, encoding="utf-8")
         ver = replay.verify(res, path)
     ver["dropped"] = got[1]
-    return text, ver
+    return text, ver, files
 
 
 def _ranking_csv_header(show_mem: bool, show_io: bool) -> list[str]:

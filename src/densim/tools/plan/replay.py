@@ -7,6 +7,9 @@ group per distinct VM size and mean CPU use), and placement with the same over-c
 ``placement.cpu_overcommit`` = ``qos.vcpus_per_core`` (both count vCPUs per physical core) and a
 ``placement.memory_overcommit`` that gives each host the same configured-memory room as the plan
 (``memory_overcommit x (memory - hypervisor_memory)``: a scenario host has no hypervisor memory field).
+The placement is the plan's own: ``placement: {policy: given, assignment: chosen-assignment.csv}`` (each VM on the
+host the plan chose, :mod:`densim.placement.given`), and with right-sizing a trace group reads the right-sized vCPUs
+and memory from ``chosen-sizes.csv`` (``vms[].sizes``); :func:`chosen_files` writes both beside the scenario.
 Whatever the scenario cannot express is named in a comment line at the top of the file, never dropped silently.
 
 :func:`verify` resolves that scenario and runs it through the engine (:func:`densim.plant.resolve`,
@@ -48,10 +51,77 @@ def _chosen(res):
     return best, next(c for c in res.spec.candidates if c.name == best.name)
 
 
-def chosen_scenario(res, inventory_path: str | Path, fmt: str) -> tuple[dict[str, Any], list[str]] | None:
-    """``(scenario as a dict, comment lines)`` for the best feasible candidate; None when none is feasible."""
-    from densim.tools.plan.hosts import host_type_of
+ASSIGNMENT_FILE = "chosen-assignment.csv"
+SIZES_FILE = "chosen-sizes.csv"
+TRACE_GROUP = "vm"  # the inventory's own VM names for Bitbrains and OpenDC (read_via_foundation names its source "vm")
+
+
+def _given(res, r) -> bool:
+    """The plan's placement can be given to the engine: every VM has a host."""
+    return r.host_of_vm is not None and bool((np.asarray(r.host_of_vm) >= 0).all())
+
+
+def _replayed(res, fmt: str) -> bool:
     from densim.workloads.registry import FORMATS
+
+    inv = res.inventory
+    return inv.cpu_mhz is not None and fmt in FORMATS and FORMATS.get(fmt).replayable and fmt != "planetlab"
+
+
+def _sizes(res) -> tuple[np.ndarray, np.ndarray]:
+    inv = res.inventory
+    vcpus = np.asarray(inv.vcpus if res.rightsizing is None else res.rightsizing.vcpus_rec, dtype=np.int64)
+    mem = np.asarray(inv.mem_bytes if res.rightsizing is None else res.rightsizing.mem_rec_bytes, dtype=np.float64)
+    return vcpus, mem
+
+
+def _engine_vm_names(res, fmt: str) -> np.ndarray:
+    """Each inventory VM's name in the engine run of the chosen scenario (its trace group, or its profile group)."""
+    inv = res.inventory
+    names = np.asarray(inv.names, dtype=object)
+    if _replayed(res, fmt):
+        # Bitbrains and OpenDC inventories name their VMs as a source group named "vm" does; Azure's are the VM ids
+        return names if fmt in ("bitbrains", "opendc") else np.array([f"{TRACE_GROUP}-{n}" for n in names], dtype=object)
+    key, _ = _profile_keys(res)
+    _, inverse = np.unique(key, return_inverse=True)
+    inverse = inverse.ravel()
+    order = np.argsort(inverse, kind="stable")
+    first = np.r_[0, np.flatnonzero(np.diff(inverse[order])) + 1]
+    rank = np.empty(inverse.size, dtype=np.int64)
+    rank[order] = np.arange(inverse.size) - np.repeat(first, np.diff(np.r_[first, inverse.size]))
+    return np.array([f"g{g}-{k}" for g, k in zip(inverse, rank)], dtype=object)
+
+
+def chosen_files(res, fmt: str) -> dict[str, str]:
+    """The files :func:`chosen_scenario` names, as ``{file name: CSV text}``: the plan's placement (vm, host) and, for
+    a trace group with right-sizing, the right-sized sizes (vm, vcpus, memory in bytes)."""
+    import io
+
+    import polars as pl
+
+    r, c = _chosen(res)
+    if r is None or not _given(res, r):
+        return {}
+    names = _engine_vm_names(res, fmt)
+    out = {}
+    buf = io.StringIO()
+    pl.DataFrame({"vm": names.astype(str), "host": [f"{c.name}-{h}" for h in np.asarray(r.host_of_vm)]}).write_csv(buf)
+    out[ASSIGNMENT_FILE] = buf.getvalue()
+    if res.rightsizing is not None and _replayed(res, fmt):
+        vcpus, mem = _sizes(res)
+        buf = io.StringIO()
+        pl.DataFrame({"vm": names.astype(str), "vcpus": vcpus, "memory": mem.round().astype(np.int64)}).write_csv(buf)
+        out[SIZES_FILE] = buf.getvalue()
+    return out
+
+
+def chosen_scenario(res, inventory_path: str | Path, fmt: str, given: bool = True) -> tuple[dict[str, Any], list[str]] | None:
+    """``(scenario as a dict, comment lines)`` for the best feasible candidate; None when none is feasible.
+
+    ``given``: the plan's placement and right-sized sizes are read from :func:`chosen_files` (written beside the
+    scenario); False: the engine places with the plan's policy where it has one (else first-fit-decreasing) and a trace
+    group keeps the trace's sizes (densim plan's landing runs, which place VMs as they land)."""
+    from densim.tools.plan.hosts import host_type_of
 
     r, c = _chosen(res)
     if r is None:
@@ -75,51 +145,64 @@ def chosen_scenario(res, inventory_path: str | Path, fmt: str) -> tuple[dict[str
     # the same configured-memory room per host: the plan allows memory_overcommit x usable memory
     mem_oc_plan = r.memory_overcommit_used or q.memory_overcommit
     mem_oc = mem_oc_plan * host.usable_mem_bytes / float(c.memory_bytes)
-    policy, why = _engine_policy(spec.policy)
-    if why:
-        dropped.append(why)
-    if q.max_cpu_utilisation < 1.0:
-        dropped.append(f"qos.max_cpu_utilisation = {q.max_cpu_utilisation:g}: the engine places by vCPUs, not by demand")
-    for tag in ("anti_affinity", "affinity"):
-        if tag in inv.tags and any(str(g) for g in inv.tags[tag]):
-            dropped.append(f"{tag} groups: a scenario places VM groups without them")
+    given = given and _given(res, r)
+    if given:
+        policy = "given"
+    else:
+        policy, why = _engine_policy(spec.policy)
+        if why:
+            dropped.append(why)
+        if q.max_cpu_utilisation < 1.0:
+            dropped.append(f"qos.max_cpu_utilisation = {q.max_cpu_utilisation:g}: the engine places by vCPUs, not by demand")
+        for tag in ("anti_affinity", "affinity"):
+            if tag in inv.tags and any(str(g) for g in inv.tags[tag]):
+                dropped.append(f"{tag} groups: a scenario places VM groups without them")
     sc: dict[str, Any] = {
         "name": f"plan-{c.name}",
         "description": f"densim plan's chosen candidate, {r.n_hosts} x {c.name}, for {inv.n_vms} VMs of {inv.source}",
         "cluster": {"hosts": [hg]},
         "vms": [],
-        "placement": {"policy": policy, "cpu_overcommit": float(q.vcpus_per_core), "memory_overcommit": float(mem_oc)},
+        "placement": {"policy": policy, **({"assignment": ASSIGNMENT_FILE} if given else {}),
+                      "cpu_overcommit": float(q.vcpus_per_core), "memory_overcommit": float(mem_oc)},
         "simulation": {"step": float(inv.step_s), "horizon": float(max(inv.n_steps, 1) * inv.step_s)},
     }
     if c.power_cap_w is not None and (c.min_mhz, c.pstate_step_mhz) != (800.0, 100.0):
         sc["power"] = {"min_clock": float(c.min_mhz), "pstate_step": float(c.pstate_step_mhz)}
     if spec.memory is not None and spec.memory.model != "none":
         sc["memory"] = spec.memory.model_dump(by_alias=True, exclude_none=True, mode="json")
-    replay = inv.cpu_mhz is not None and fmt in FORMATS and FORMATS.get(fmt).replayable and fmt != "planetlab"
-    if replay:
-        sc["vms"].append({"name": "inventory", "trace": {"format": fmt, "path": str(Path(inventory_path).resolve())}})
+    if _replayed(res, fmt):
+        sc["vms"].append({"name": TRACE_GROUP, "trace": {"format": fmt, "path": str(Path(inventory_path).resolve())}})
         sc["simulation"]["start"] = float(inv.start_s)
         if inv.vm_start_s is not None:
             sc["scheduling"] = {"lifetimes": "off"}  # the plan places every VM at once for the whole series
         if res.rightsizing is not None:
-            dropped.append("right-sizing: the trace's VMs keep their sizes from the trace (a trace group has one size rule)")
+            if given:
+                sc["vms"][0]["sizes"] = SIZES_FILE
+            else:
+                dropped.append("right-sizing: the trace's VMs keep their sizes from the trace (a trace group has one size rule)")
     else:
         sc["vms"] = _profile_groups(res, dropped)
     return sc, dropped
 
 
+def _profile_keys(res) -> tuple[np.ndarray, np.ndarray]:
+    """Per VM the constant-profile group key (vCPUs, MHz, memory, mean CPU use) and the measured (unclipped) use."""
+    inv = res.inventory
+    vcpus, mem = _sizes(res)
+    cap = vcpus * np.asarray(inv.vcpu_mhz, dtype=np.float64)
+    util = np.ones(inv.n_vms) if inv.cpu_mhz is None else np.asarray(inv.cpu_mhz, dtype=np.float64).mean(axis=0) / cap
+    key = np.rec.fromarrays([vcpus, np.asarray(inv.vcpu_mhz, float), mem, np.round(np.clip(util, 0.0, 1.0), 4)])
+    return key, util
+
+
 def _profile_groups(res, dropped: list[str]) -> list[dict[str, Any]]:
     """One constant-profile group per distinct (vCPUs, MHz, memory, mean CPU use) of the planned VMs."""
     inv = res.inventory
-    vcpus = np.asarray(inv.vcpus if res.rightsizing is None else res.rightsizing.vcpus_rec, dtype=np.int64)
-    mem = np.asarray(inv.mem_bytes if res.rightsizing is None else res.rightsizing.mem_rec_bytes, dtype=np.float64)
-    cap = vcpus * np.asarray(inv.vcpu_mhz, dtype=np.float64)
+    key, util = _profile_keys(res)
     if inv.cpu_mhz is None:
-        util = np.ones(inv.n_vms)
         dropped.append("CPU demand: the inventory has none; VMs run busy on every vCPU (the plan's energy rule; the plan "
                        "did not check CPU Ready)")
     else:
-        util = np.asarray(inv.cpu_mhz, dtype=np.float64).mean(axis=0) / cap
         if inv.n_steps > 1:
             dropped.append(f"CPU demand series: the {inv.fmt or 'inventory'} format is not replayed by the engine; each VM "
                            "runs a constant profile at its mean CPU use over the series (peaks are not replayed)")
@@ -127,10 +210,8 @@ def _profile_groups(res, dropped: list[str]) -> list[dict[str, Any]]:
             dropped.append("CPU demand: each VM runs a constant profile at its measured (snapshot) CPU use")
         if (util > 1.0).any():
             dropped.append(f"{int((util > 1).sum())} VM(s) measured above 100 % of vCPUs x MHz: profile held at 100 %")
-    util = np.round(np.clip(util, 0.0, 1.0), 4)
     if inv.mem_used_bytes is not None:
         dropped.append("memory in use series: profiles use their active_memory_fraction default")
-    key = np.rec.fromarrays([vcpus, np.asarray(inv.vcpu_mhz, float), mem, util])
     uniq, counts = np.unique(key, return_counts=True)
     return [{"name": f"g{i}", "count": int(n), "vcpus": int(k[0]), "vcpu_speed": float(k[1]), "memory": float(k[2]),
              "profile": {"kind": "constant", "mean": float(k[3])}} for i, (k, n) in enumerate(zip(uniq, counts))]
@@ -139,7 +220,11 @@ def _profile_groups(res, dropped: list[str]) -> list[dict[str, Any]]:
 def scenario_text(sc: dict[str, Any], dropped: list[str]) -> str:
     import yaml
 
-    head = ["# densim plan's chosen candidate as a scenario: densim run chosen-scenario.yaml",
+    head = ["# densim plan's chosen candidate as a scenario: densim run chosen-scenario.yaml"]
+    if sc.get("placement", {}).get("policy") == "given":
+        head.append(f"# placement: the plan's own, each VM on the host {sc['placement']['assignment']} names (policy given)"
+                    + (f"; right-sized vCPUs and memory per VM from {sc['vms'][0]['sizes']}" if sc["vms"] and "sizes" in sc["vms"][0] else ""))
+    head += [
             "# placement.cpu_overcommit = the plan's qos.vcpus_per_core (vCPUs per physical core); memory_overcommit gives",
             "# each host the plan's configured-memory room (qos.memory_overcommit x (memory - hypervisor_memory)) / memory",
             "# (units: memory in bytes, clocks in MHz, times in seconds, power in W)"]
@@ -215,7 +300,8 @@ def plan_figures(r, ready_mean: float | None = None, ready_p95: float | None = N
 
 
 def verify(res, scenario_path: Path) -> dict[str, Any]:
-    """Run ``scenario_path`` through the engine; the engine's figures beside the plan's, with the differences."""
+    """Run ``scenario_path`` (with the files :func:`chosen_files` wrote beside it) through the engine; the engine's
+    figures beside the plan's, with the differences."""
     import time
 
     from densim.engine import simulate

@@ -668,11 +668,12 @@ def verify_rows(v: dict | None) -> dict | None:
 
 
 def write_outputs(res: PlanResult, out_dir: str | Path, seed: int | None = None, *, scenario: str | None = None,
-                  verify: dict | None = None) -> dict:
+                  verify: dict | None = None, scenario_files: dict[str, str] | None = None) -> dict:
     """summary.json, ranking.csv, placement.csv, rightsizing.csv (with right-sizing), readiness.csv (RVTools) and report.html,
     replacing ``out_dir`` whole (:func:`densim.atomic.output_folder`: no file of an older plan stays). ``scenario``: the
     text of ``chosen-scenario.yaml`` (:mod:`densim.tools.plan.replay`); ``verify``: its engine run's figures beside the
-    plan's (summary.json ``verify``)."""
+    plan's (summary.json ``verify``); ``scenario_files``: the files it names, ``{name: text}`` (the plan's placement and
+    right-sized sizes, :func:`densim.tools.plan.replay.chosen_files`), written beside it."""
     from densim.atomic import output_folder
 
     summary = summary_dict(res, seed)
@@ -683,6 +684,8 @@ def write_outputs(res: PlanResult, out_dir: str | Path, seed: int | None = None,
     with output_folder(out_dir) as out:
         if scenario is not None:
             write_text_atomic(out / "chosen-scenario.yaml", scenario)
+            for name, body in (scenario_files or {}).items():
+                write_text_atomic(out / name, body)
         write_text_atomic(out / "placement.csv", placement_csv(res))
         write_text_atomic(out / "ranking.csv", ranking_csv(res))
         if res.rightsizing is not None:
