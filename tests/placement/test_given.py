@@ -58,6 +58,13 @@ def test_each_vm_lands_on_the_host_the_file_names(tmp_path):
     assert _hosts(tmp_path, _sc(tmp_path, None, policy="first-fit")) == [0, 0, 0]
 
 
+def test_names_written_safe_for_spreadsheets_are_read_back(tmp_path):
+    # densim writes a cell starting with = + - @ with a ' in front (densim.csvsafe); the reader takes it off again
+    sc = _sc(tmp_path, "vm,host\n'=v-0,h-1\n'=v-1,h-0\n'=v-2,h-1\n")
+    sc["vms"][0]["name"] = "=v"
+    assert _hosts(tmp_path, sc) == [1, 0, 1]
+
+
 def test_a_run_reports_the_given_hosts(tmp_path):
     from densim.engine import simulate
 

@@ -101,7 +101,9 @@ def test_densim_run_on_the_chosen_scenario_reproduces_hosts_and_cpu_ready(tmp_pa
     assert v["difference"]["hosts_used_minus_plan_hosts_packed"] == 0
     assert abs(v["difference"]["cpu_ready_pct_max_minus_plan"]) < 1e-4
     assert math.isclose(v["engine"]["cpu_ready_pct_mean"], run["qos"]["cpu_ready_pct_mean"])
-    # the plan's own mean and p95 over VM-steps (its ready rule on its placement) agree likewise
+    # the plan's own mean and p95 over VM-steps (its ready rule on its placement) agree likewise; every VM on a host is
+    # equally busy at every step here, so the plan's variance rule and the engine's are the same
+    assert abs(v["difference"]["cpu_ready_pct_max_minus_plan_engine_rule"]) < 1e-4
     assert abs(v["difference"]["cpu_ready_pct_mean_minus_plan"]) < 1e-4
     assert abs(v["difference"]["cpu_ready_pct_p95_minus_plan"]) < 1e-4
     assert math.isclose(v["plan"]["cpu_ready_pct_p95"], 3.0306, abs_tol=1e-3)  # half the VM-steps are at 3.03 %
@@ -130,9 +132,16 @@ def test_a_timeseries_plan_with_right_sizing_is_reproduced_by_the_engine(tmp_pat
     assert run["hosts_total"] == best["hosts"]
     assert run["hosts_used"] == best["hosts_packed"]
     assert v["difference"]["hosts_used_minus_plan_hosts_packed"] == 0 and v["difference"]["vms_placed_minus_plan"] == 0
+    # CPU Ready: the plan's variance of a host's runnable vCPUs is the sum over its VMs, sum v_j u_j (1 - u_j); the
+    # engine's binomial model pools them, N p (1 - p) with p = sum v_j u_j / N, which is larger where the VMs on a host
+    # are unequally busy. E.g. at the worst step the fuller host has 5 + 5 vCPUs busy 80 % and 40 %: mean 6, plan variance
+    # 5 x 0.8 x 0.2 + 5 x 0.4 x 0.6 = 2.0, engine 10 x 0.6 x 0.4 = 2.4 (measured: 0.67 % against 0.96 %). The plan's
+    # placement evaluated with the engine's rule (verify's plan.engine_rule) agrees with the engine to float32 rounding.
     for k in ("max", "mean", "p95"):
-        assert abs(v["difference"][f"cpu_ready_pct_{k}_minus_plan"]) < 1e-4, (k, v)
-    assert abs(run["qos"]["cpu_ready_pct_worst_step"] - best["ready_pct_worst"]) < 1e-4
+        assert abs(v["difference"][f"cpu_ready_pct_{k}_minus_plan_engine_rule"]) < 1e-4, (k, v)
+        assert v["difference"][f"cpu_ready_pct_{k}_minus_plan"] > -1e-4, (k, v)  # the engine's rule is never below
+    assert math.isclose(best["ready_pct_worst"], 0.6701, abs_tol=1e-3)
+    assert math.isclose(run["qos"]["cpu_ready_pct_worst_step"], 0.9586, abs_tol=1e-3)
     # the right-sizing took vCPUs and memory away (else this test would not test it): the engine ran the smaller sizes
     vc = [int(r.split(",")[1]) for r in sizes[1:]]
     mem = [int(r.split(",")[2]) for r in sizes[1:]]

@@ -48,6 +48,8 @@ def read_table(path: Path, columns: tuple[str, ...], field: str):
             import io
 
             df = pl.read_csv(io.StringIO(read_text_file(path, field)), infer_schema=False)
+            # a name written safe for spreadsheets ('=x: densim.csvsafe.safe_cell) is read back as it was
+            df = df.with_columns(pl.col(pl.Utf8).str.replace(r"^'([=+\-@\t\r])", "$1"))
     except InputError:
         raise
     except Exception as e:  # noqa: BLE001 - polars raises several kinds for a malformed file

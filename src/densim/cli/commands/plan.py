@@ -235,6 +235,7 @@ def _print_plan(pr: Printer, res, inv, spec, out: Path, summary: dict) -> None:
     best = f"best: {summary['best']}" if summary.get("best") else "no candidate is feasible"
     extra = ", readiness.csv" if inv.readiness is not None else ""
     extra += ", chosen-scenario.yaml" if summary.get("chosen_scenario") else ""
+    extra += "".join(f", {f}" for f in summary.get("chosen_scenario_files", []))
     extra += ", waves.csv" if (summary.get("waves") or {}).get("planned") else ""
     v = summary.get("verify")
     if v:
@@ -243,7 +244,9 @@ def _print_plan(pr: Printer, res, inv, spec, out: Path, summary: dict) -> None:
         mean = "-" if p.get("cpu_ready_pct_mean") is None else f"{p['cpu_ready_pct_mean']:.2f}"
         pr.line(f"verify ({v['candidate']}, engine run of chosen-scenario.yaml): hosts used {e['hosts_used']} (plan "
                 f"{p['hosts_packed']} before spares), VMs placed {e['vms_placed']} (plan {p['vms_placed']}), worst CPU Ready "
-                f"{e['cpu_ready_pct_max']:.2f} % (plan {ready} %), mean {e['cpu_ready_pct_mean']:.2f} % (plan {mean} %)")
+                f"{e['cpu_ready_pct_max']:.2f} % (plan {ready} %), mean {e['cpu_ready_pct_mean']:.2f} % (plan {mean} %)"
+                + (f"; the plan's placement under the engine's variance rule: worst {p['engine_rule']['cpu_ready_pct_max']:.2f} %"
+                   if (p.get("engine_rule") or {}).get("cpu_ready_pct_max") is not None else ""))
     pr.line(f"wrote {out}/report.html, placement.csv, ranking.csv{extra}, summary.json ({best}; seed {summary.get('seed')})")
 
 
