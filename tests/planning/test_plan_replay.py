@@ -220,3 +220,32 @@ candidates:
     assert v["engine"]["cpu_ready_pct_max"] < v["plan"]["cpu_ready_pct_max"]  # never above the plan's worst step here
     for k in ("max", "mean", "p95"):
         assert abs(v["difference"][f"cpu_ready_pct_{k}_minus_plan"]) < 2.5, k  # within 2.5 points, not float rounding
+
+
+def test_verify_all_runs_every_feasible_candidate_through_the_engine(tmp_path):
+    # two host types for the 6 fixture VMs (28 vCPUs, right-sized) at vcpus_per_core 2: 8 cores with SMT (16 vCPUs) and
+    # 12 cores without (24 vCPUs); both feasible. Each is written as a scenario with its own placement and run: the engine uses the plan's hosts and
+    # places every VM, and its CPU Ready equals the plan's placement under the engine's variance rule (float32).
+    cands = _candidates(tmp_path / "c.yaml", "timeseries", 2, cores=8, threads=2, rightsizing=True)
+    text = cands.read_text() + """
+  - name: larger
+    cpu: {sockets: 1, cores_per_socket: 12, threads_per_core: 1, base_clock: 2.4 GHz}
+    memory: 32 GiB
+    hypervisor_memory: 2 GiB
+    power: {model: linear, idle: 40 W, peak: 150 W}
+    price_usd: 3000
+"""
+    cands.write_text(text)
+    inv = write_bitbrains(tmp_path / "bb", small_workload(n_vms=6, n_steps=12))
+    out = tmp_path / "plan"
+    r = CliRunner().invoke(_app(), ["plan", str(inv), "-c", str(cands), "-o", str(out), "--verify-all"])
+    assert r.exit_code == 0, r.output
+    s = json.loads((out / "summary.json").read_text())
+    feasible = [x["candidate"] for x in s["ranking"] if x["feasible"]]
+    assert len(feasible) == 2 and [v["candidate"] for v in s["verify_all"]] == feasible
+    for v in s["verify_all"]:
+        assert v["engine"]["hosts_used"] == v["plan"]["hosts_packed"] and v["engine"]["vms_unplaced"] == 0, v
+        for k in ("max", "mean", "p95"):
+            assert abs(v["difference"][f"cpu_ready_pct_{k}_minus_plan_engine_rule"]) < 1e-4, (k, v)
+    assert r.output.count("verify-all ") == 2
+    assert "verify-all-table-2" in (out / "report.html").read_text()

@@ -38,6 +38,9 @@ def plan_command(
     verify: Annotated[bool, typer.Option("--verify/--no-verify", help="run chosen-scenario.yaml (the chosen candidate as a "
                                          "scenario) through the engine and set its QoS figures beside the plan's (summary.json "
                                          "'verify', the report)")] = False,
+    verify_all: Annotated[bool, typer.Option("--verify-all", help="run every feasible candidate, written as a scenario with "
+                                             "its placement and sizes, through the engine (summary.json 'verify_all', the "
+                                             "report); one engine run per candidate")] = False,
     groups: Annotated[Optional[Path], typer.Option("--groups", help="CSV vm,group: VMs that move together in one migration "
                                                    "wave (overrides waves.groups.file; needs a waves: section)")] = None,
     json_out: JsonOpt = False,
@@ -108,8 +111,14 @@ def plan_command(
 
             res = plan(inv, spec, progress=on_candidate, seed=seed, phase=phase, groups_file=groups)
             scenario, ver, files = _chosen_scenario(res, inventory, fmt, verify, phase)
+            ver_all = None
+            if verify_all:
+                from densim.tools.plan import replay
+
+                ver_all = replay.verify_candidates(res, inventory, fmt, lambda name: phase(f"running {name} through the "
+                                                                                           "engine (--verify-all)"))
             phase("writing the outputs and report")
-            summary = write_outputs(res, out, seed, scenario=scenario, verify=ver, scenario_files=files)
+            summary = write_outputs(res, out, seed, scenario=scenario, verify=ver, scenario_files=files, verify_all=ver_all)
     except InputError as exc:
         fail(exc.one_line())  # one line, never wrapped
 
@@ -247,6 +256,13 @@ def _print_plan(pr: Printer, res, inv, spec, out: Path, summary: dict) -> None:
                 f"{e['cpu_ready_pct_max']:.2f} % (plan {ready} %), mean {e['cpu_ready_pct_mean']:.2f} % (plan {mean} %)"
                 + (f"; the plan's placement under the engine's variance rule: worst {p['engine_rule']['cpu_ready_pct_max']:.2f} %"
                    if (p.get("engine_rule") or {}).get("cpu_ready_pct_max") is not None else ""))
+    for v in summary.get("verify_all") or []:
+        p, e = v["plan"], v["engine"]
+        er = p.get("engine_rule") or {}
+        fmt = lambda x: "-" if x is None else f"{x:.2f}"  # noqa: E731
+        pr.line(f"verify-all {v['candidate']}: hosts used {e['hosts_used']} (plan {p['hosts_packed']}), unplaced "
+                f"{e['vms_unplaced']}, worst CPU Ready {fmt(e['cpu_ready_pct_max'])} % (plan {fmt(p['cpu_ready_pct_max'])} %, "
+                f"its placement under the engine's variance rule {fmt(er.get('cpu_ready_pct_max'))} %)")
     pr.line(f"wrote {out}/report.html, placement.csv, ranking.csv{extra}, summary.json ({best}; seed {summary.get('seed')})")
 
 

@@ -44,8 +44,9 @@ def _engine_policy(policy: str) -> tuple[str, str | None]:
         "hosts used may differ from the plan's")
 
 
-def _chosen(res):
-    best = next((r for r in res.ranked() if r.feasible), None)
+def _chosen(res, candidate: str | None = None):
+    """``(result, candidate spec)`` of the best feasible candidate, or of the feasible one named ``candidate``."""
+    best = next((r for r in res.ranked() if r.feasible and (candidate is None or r.name == candidate)), None)
     if best is None:
         return None, None
     return best, next(c for c in res.spec.candidates if c.name == best.name)
@@ -92,14 +93,14 @@ def _engine_vm_names(res, fmt: str) -> np.ndarray:
     return np.array([f"g{g}-{k}" for g, k in zip(inverse, rank)], dtype=object)
 
 
-def chosen_files(res, fmt: str) -> dict[str, str]:
+def chosen_files(res, fmt: str, candidate: str | None = None) -> dict[str, str]:
     """The files :func:`chosen_scenario` names, as ``{file name: CSV text}``: the plan's placement (vm, host) and, for
     a trace group with right-sizing, the right-sized sizes (vm, vcpus, memory in bytes)."""
     import io
 
     import polars as pl
 
-    r, c = _chosen(res)
+    r, c = _chosen(res, candidate)
     if r is None or not _given(res, r):
         return {}
     from densim.csvsafe import safe_cell
@@ -117,7 +118,8 @@ def chosen_files(res, fmt: str) -> dict[str, str]:
     return out
 
 
-def chosen_scenario(res, inventory_path: str | Path, fmt: str, given: bool = True) -> tuple[dict[str, Any], list[str]] | None:
+def chosen_scenario(res, inventory_path: str | Path, fmt: str, given: bool = True,
+                    candidate: str | None = None) -> tuple[dict[str, Any], list[str]] | None:
     """``(scenario as a dict, comment lines)`` for the best feasible candidate; None when none is feasible.
 
     ``given``: the plan's placement and right-sized sizes are read from :func:`chosen_files` (written beside the
@@ -125,7 +127,7 @@ def chosen_scenario(res, inventory_path: str | Path, fmt: str, given: bool = Tru
     group keeps the trace's sizes (densim plan's landing runs, which place VMs as they land)."""
     from densim.tools.plan.hosts import host_type_of
 
-    r, c = _chosen(res)
+    r, c = _chosen(res, candidate)
     if r is None:
         return None
     inv, spec = res.inventory, res.spec
@@ -309,7 +311,7 @@ def plan_figures(r, ready_mean: float | None = None, ready_p95: float | None = N
             "memory_slowdown_worst": fin(r.mem_slowdown_worst)}
 
 
-def verify(res, scenario_path: Path) -> dict[str, Any]:
+def verify(res, scenario_path: Path, candidate: str | None = None) -> dict[str, Any]:
     """Run ``scenario_path`` (with the files :func:`chosen_files` wrote beside it) through the engine; the engine's
     figures beside the plan's, with the differences."""
     import time
@@ -318,7 +320,7 @@ def verify(res, scenario_path: Path) -> dict[str, Any]:
     from densim.plant import resolve
     from densim.spec.loader import load_scenario
 
-    r, c = _chosen(res)
+    r, c = _chosen(res, candidate)
     t0 = time.perf_counter()
     sc = load_scenario(scenario_path)
     result = simulate(resolve(sc, source=scenario_path))
@@ -340,3 +342,28 @@ def verify(res, scenario_path: Path) -> dict[str, Any]:
         diff[f"cpu_ready_pct_{k}_minus_plan_engine_rule"] = b - a if a is not None and b is not None else None
     return {"candidate": r.name, "scenario": scenario_path.name, "plan": pl, "engine": eng, "difference": diff,
             "wall_s": time.perf_counter() - t0}
+
+
+def verify_candidates(res, inventory_path: str | Path, fmt: str, progress=None) -> list[dict[str, Any]]:
+    """``densim plan --verify-all``: every feasible candidate, in ranking order, written as its scenario (with its
+    placement and sizes files, in a temporary folder) and run through the engine; per candidate the plan's and the
+    engine's figures (:func:`verify`) and the scenario's dropped lines."""
+    import tempfile
+
+    out = []
+    for r in res.ranked():
+        if not r.feasible:
+            continue
+        if progress is not None:
+            progress(r.name)
+        sc, dropped = chosen_scenario(res, inventory_path, fmt, candidate=r.name)
+        with tempfile.TemporaryDirectory(prefix="densim-plan-verify-") as d:
+            path = Path(d) / "scenario.yaml"
+            path.write_text(scenario_text(sc, dropped), encoding="utf-8")
+            for name, body in chosen_files(res, fmt, candidate=r.name).items():
+                (Path(d) / name).write_text(body, encoding="utf-8")
+            v = verify(res, path, candidate=r.name)
+        v["scenario"] = None  # written to a temporary folder; chosen-scenario.yaml is the chosen candidate's
+        v["dropped"] = dropped
+        out.append(v)
+    return out

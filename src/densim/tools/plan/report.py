@@ -620,6 +620,7 @@ def report_context(summary: dict, figure_ids: list[str], unplaced: dict[str, int
                   "notes": r.get("notes") or ""} for r in ranking],
         "figure_ids": figure_ids,
         "verify": verify_rows(summary.get("verify")),
+        "verify_all": [verify_rows(v) for v in summary.get("verify_all") or []],
     }
 
 
@@ -673,7 +674,8 @@ def verify_rows(v: dict | None) -> dict | None:
 
 
 def write_outputs(res: PlanResult, out_dir: str | Path, seed: int | None = None, *, scenario: str | None = None,
-                  verify: dict | None = None, scenario_files: dict[str, str] | None = None) -> dict:
+                  verify: dict | None = None, scenario_files: dict[str, str] | None = None,
+                  verify_all: list[dict] | None = None) -> dict:
     """summary.json, ranking.csv, placement.csv, rightsizing.csv (with right-sizing), readiness.csv (RVTools) and report.html,
     replacing ``out_dir`` whole (:func:`densim.atomic.output_folder`: no file of an older plan stays). ``scenario``: the
     text of ``chosen-scenario.yaml`` (:mod:`densim.tools.plan.replay`); ``verify``: its engine run's figures beside the
@@ -688,6 +690,8 @@ def write_outputs(res: PlanResult, out_dir: str | Path, seed: int | None = None,
             summary["chosen_scenario_files"] = sorted(scenario_files)
     if verify is not None:
         summary["verify"] = verify
+    if verify_all is not None:
+        summary["verify_all"] = verify_all  # densim plan --verify-all: every feasible candidate through the engine
     with output_folder(out_dir) as out:
         if scenario is not None:
             write_text_atomic(out / "chosen-scenario.yaml", scenario)
