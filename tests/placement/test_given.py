@@ -54,6 +54,7 @@ def test_each_vm_lands_on_the_host_the_file_names(tmp_path):
     # by name (h-1: the second host) or by 0-based index, rows in any order
     assert _hosts(tmp_path, _sc(tmp_path, "vm,host\nv-2,h-1\nv-0,h-1\nv-1,h-0\n")) == [1, 0, 1]
     assert _hosts(tmp_path, _sc(tmp_path, "vm,host\nv-0,1\nv-1,0\nv-2,1\n")) == [1, 0, 1]
+    assert _hosts(tmp_path, _sc(tmp_path, "vm,host\nv-0,1\nv-1,h-0\nv-2,h-1\n")) == [1, 0, 1]  # mixed
     # the same VMs by first-fit: 3 vCPUs <= 4 on host 0
     assert _hosts(tmp_path, _sc(tmp_path, None, policy="first-fit")) == [0, 0, 0]
 

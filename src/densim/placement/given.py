@@ -101,23 +101,21 @@ def assignment(path: str | Path, vm_names, host_names, base_dir: str | Path | No
     vm_names, host_names = np.asarray(vm_names, dtype=object), np.asarray(host_names, dtype=object)
     vm_idx = _rows_of(df["vm"].str.strip_chars().to_numpy(), vm_names, p, "VM")
     hosts = df["host"].str.strip_chars().to_numpy()
-    is_index = np.fromiter((h.isdigit() for h in hosts), dtype=bool, count=len(hosts))
     by_name = {str(n): i for i, n in enumerate(host_names)}
-    if is_index.all() and not any(str(h) in by_name for h in hosts):
-        h_idx = np.array([int(h) for h in hosts], dtype=np.int64)
-        out = np.flatnonzero(h_idx >= len(host_names))
-        if out.size:
-            r = int(out[0])
-            raise InputError(p, f"row {r + 2}, column 'host'", f"host index {h_idx[r]} out of range: the scenario has "
-                                                               f"{len(host_names)} hosts (0 to {len(host_names) - 1})")
-    else:
-        h_idx = np.fromiter((by_name.get(str(h), -1) for h in hosts), dtype=np.int64, count=len(hosts))
-        bad = np.flatnonzero(h_idx < 0)
-        if bad.size:
-            r = int(bad[0])
-            some = ", ".join(map(str, host_names[:3])) + (", ..." if len(host_names) > 3 else "")
-            raise InputError(p, f"row {r + 2}, column 'host'", f"unknown host {str(hosts[r])!r} (the scenario's hosts: "
-                                                               f"{some}; or a 0-based host index)")
+    # a cell is a host's name, else (all digits) its 0-based index; host names always have a '-' (<group>-<i>)
+    h_idx = np.fromiter((by_name.get(str(h), int(h) if str(h).isdigit() else -1) for h in hosts), dtype=np.int64,
+                        count=len(hosts))
+    out = np.flatnonzero(h_idx >= len(host_names))
+    if out.size:
+        r = int(out[0])
+        raise InputError(p, f"row {r + 2}, column 'host'", f"host index {h_idx[r]} out of range: the scenario has "
+                                                           f"{len(host_names)} hosts (0 to {len(host_names) - 1})")
+    bad = np.flatnonzero(h_idx < 0)
+    if bad.size:
+        r = int(bad[0])
+        some = ", ".join(map(str, host_names[:3])) + (", ..." if len(host_names) > 3 else "")
+        raise InputError(p, f"row {r + 2}, column 'host'", f"unknown host {str(hosts[r])!r} (the scenario's hosts: "
+                                                           f"{some}; or a 0-based host index)")
     host_of = np.full(len(vm_names), -1, dtype=np.int64)
     row = np.full(len(vm_names), -1, dtype=np.int64)
     host_of[vm_idx] = h_idx
