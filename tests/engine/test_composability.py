@@ -59,6 +59,19 @@ def _hci(d) -> None:
         d["failures"]["events"].append({"time": "5 min", "target": "datastore:vsan@cluster-a-2/drive:0", "duration": "50 min"})
 
 
+def _given(d) -> None:
+    # the first-fit hosts (six data nodes on each of cluster-a-0 and -1), but interleaved: even VMs on cluster-a-1, odd on
+    # cluster-a-0 (first-fit puts VMs 0-5 on cluster-a-0). Restarts after a failure need an online rule of their own.
+    import tempfile
+    from pathlib import Path
+
+    f = Path(tempfile.mkdtemp(prefix="densim-compose-")) / "assignment.csv"
+    f.write_text("vm,host\n" + "".join(f"datanodes-a-{i},cluster-a-{1 - i % 2}\n" for i in range(12)))
+    d["placement"].update(policy="given", assignment=str(f))
+    if "failures" in d:
+        d["failures"].setdefault("ha", {})["restart_policy"] = "first-fit"
+
+
 def _add(d, **sections):
     for k, v in sections.items():
         d[k] = v
@@ -102,6 +115,9 @@ FEATURES = {
     # 10 min (failures) outlives the 5-min repair delay, but the rebuild cannot run on 2 hosts, so it waits
     # and copies back the writes it missed when the host returns (delta resync)
     "hci": lambda d: _hci(d),
+    # placement.policy given (densim plan's answer replayed): each VM on the host a file names; the last feature, so
+    # it sees the failures section another feature added
+    "given": lambda d: _given(d),
 }
 PAIRS = list(itertools.combinations(FEATURES, 2))
 
@@ -137,6 +153,12 @@ REFUSED = {
                                                 r"balancer move VMs\)"),
     # (gpu splits: its figures are per GPU and its tenants' VMs, and a part holds its hosts' GPUs; a power cap on GPU
     # hosts lowers the CPU clock first, then the GPUs' power limits)
+    # a given placement is the VMs' hosts at the start: VMs that arrive later are placed by an online policy
+    ("lifetimes", "given"): (r"^compose:placement.policy: 'given' cannot place VMs as they arrive; with lifetimes use "
+                             r"one of: first-fit, best-fit, worst-fit$"),
+    # the assignment file names a VM's host, not which of its GPUs (or MIG slice) the VM takes
+    ("gpu", "given"): (r"^compose:placement.policy: 'given' does not place GPU requests; with vms\[\].gpu use one of: "
+                       r"first-fit, first-fit-decreasing, best-fit, worst-fit$"),
     # the HCI datastore puts every VM's data on every host's disks and network: no part has its own queue
     ("partition", "hci"): (r"^compose:storage.hci: the HCI datastore 'vsan' spreads every VM's data over every host's "
                            r"disks and storage network \(and a resync over every host up\): a run split by host "
@@ -250,6 +272,9 @@ def check_invariants(r, features) -> None:
         if "migration" in features:  # in maintenance once emptied: absent to the end, nowhere to rebuild
             x = rs["maintenance cluster-a-0"]
             assert x["kind"] == "rebuild" and not x["finished"] and x["start_s"] is None
+    if "given" in features and "migration" not in features:  # each VM starts on the host the file names
+        first = {str(n): int(h) for n, h in zip(ctx.vms.names, ctx.vms.host) if "~" not in str(n)}
+        assert first == {f"datanodes-a-{i}": 1 - i % 2 for i in range(12)}
     if "migration" in features:
         m = r.summary["migration"]
         maint = {e["host"]: e["at_s"] for e in m["evacuations"]}

@@ -1,15 +1,16 @@
 """``densim plan`` writes its chosen candidate as ``chosen-scenario.yaml``; ``densim run`` on it reproduces the plan.
 
 The plan and the engine share the CPU Ready model (the normal approximation of each host's runnable vCPUs,
-:func:`densim.models.queueing.expected_excess`, per vCPU), so where they place the VMs alike their CPU Ready agrees
-to float32 rounding. Where they place differently (the plan's default ``timeseries`` policy is planner-only: it
-packs by per-window demand and keeps the CPU Ready bound; the engine replays it with first-fit-decreasing by vCPUs and
-memory) the scenario is still the plan's hosts and VMs, and the gap is measured in the second test and in
-docs/howto/capacity-plan.md section "Replay the answer with densim run".
+:func:`densim.models.queueing.expected_excess`, per vCPU), and the scenario carries the plan's own placement
+(``placement: {policy: given, assignment: chosen-assignment.csv}``) and right-sized VM sizes (``vms[].sizes:
+chosen-sizes.csv``), so whatever the plan's policy (``timeseries`` is planner-only) the engine runs the same VMs on the
+same hosts and their CPU Ready agrees to float32 rounding. What still differs (a power cap) is measured in the last
+test and in docs/howto/capacity-plan.md section "Replay the answer with densim run".
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -27,10 +28,11 @@ def _app():
     return app
 
 
-def _candidates(path: Path, policy: str, vcpus_per_core: float, cores: int = 4, threads: int = 1) -> Path:
+def _candidates(path: Path, policy: str, vcpus_per_core: float, cores: int = 4, threads: int = 1, rightsizing: bool = False) -> Path:
     # one host type: 1 socket x 4 cores (no SMT) at 2,400 MHz = 9,600 MHz (default); 32 GiB with 2 GiB for the hypervisor
     path.write_text(f"""
 policy: {policy}
+rightsizing: {{enabled: {str(rightsizing).lower()}, percentile: 95, headroom: 0.2}}
 windows: 4
 qos: {{cpu_ready_pct: 5.0, vcpus_per_core: {vcpus_per_core}, memory_overcommit: 1.0, ha_spare_hosts: 1}}
 cost: {{years: 4, price_per_kwh_usd: 0.1}}
@@ -75,11 +77,14 @@ def test_densim_run_on_the_chosen_scenario_reproduces_hosts_and_cpu_ready(tmp_pa
 
     sc = yaml.safe_load(scenario.read_text())
     assert sc["cluster"]["hosts"][0]["count"] == 3  # as planned, the HA spare included
-    assert sc["vms"] == [{"name": "inventory", "trace": {"format": "bitbrains", "path": str(inv.resolve())}}]
+    assert sc["vms"] == [{"name": "vm", "trace": {"format": "bitbrains", "path": str(inv.resolve())}}]
     assert sc["placement"]["cpu_overcommit"] == 2.0  # = qos.vcpus_per_core: both count vCPUs per physical core
     assert math.isclose(sc["placement"]["memory_overcommit"], 30 / 32)  # the same room: 1.0 x (32 - 2) GiB of 32 GiB
-    # the planner's first-fit-decreasing also keeps per-window demand within a host's MHz; the engine's does not
-    assert "# dropped: placement: the plan's 'first-fit-decreasing' also checks demand" in scenario.read_text()
+    # the plan's own placement, each VM on the host it chose (the trace group "vm" names its VMs as the inventory does)
+    assert (sc["placement"]["policy"], sc["placement"]["assignment"]) == ("given", "chosen-assignment.csv")
+    rows = (scenario.parent / "chosen-assignment.csv").read_text().splitlines()
+    assert rows[0] == "vm,host" and sorted(r.split(",")[0] for r in rows[1:]) == ["vm-a", "vm-b", "vm-c", "vm-d"]
+    assert "# dropped: nothing" in scenario.read_text()
 
     best = plan["ranking"][0]
     assert (best["hosts"], best["hosts_packed"]) == (3, 2)
@@ -96,29 +101,52 @@ def test_densim_run_on_the_chosen_scenario_reproduces_hosts_and_cpu_ready(tmp_pa
     assert v["difference"]["hosts_used_minus_plan_hosts_packed"] == 0
     assert abs(v["difference"]["cpu_ready_pct_max_minus_plan"]) < 1e-4
     assert math.isclose(v["engine"]["cpu_ready_pct_mean"], run["qos"]["cpu_ready_pct_mean"])
-    # the plan's own mean and p95 over VM-steps (its ready rule on its placement) agree likewise
+    # the plan's own mean and p95 over VM-steps (its ready rule on its placement) agree likewise; every VM on a host is
+    # equally busy at every step here, so the plan's variance rule and the engine's are the same
+    assert abs(v["difference"]["cpu_ready_pct_max_minus_plan_engine_rule"]) < 1e-4
     assert abs(v["difference"]["cpu_ready_pct_mean_minus_plan"]) < 1e-4
     assert abs(v["difference"]["cpu_ready_pct_p95_minus_plan"]) < 1e-4
     assert math.isclose(v["plan"]["cpu_ready_pct_p95"], 3.0306, abs_tol=1e-3)  # half the VM-steps are at 3.03 %
 
 
-def test_timeseries_plan_replayed_by_the_engine_packs_by_vcpus_the_measured_gap(tmp_path):
-    # The documented current gap. 6 VMs of 2, 4, 8, 2, 4, 8 vCPUs (28) at 2,400 MHz, busy 0-100 % at random
-    # (small_workload seed 7), on hosts of 8 cores (SMT 2) at vcpus_per_core 2 = 16 vCPUs. The plan's timeseries policy packs by
-    # demand and keeps CPU Ready <= 5 %: 4 hosts, CPU Ready 0. The engine has no timeseries placement; first-fit-decreasing
-    # by vCPUs fills ceil(28 / 16) = 2 hosts (8 + 8 | 4 + 4 + 2 + 2), whose demand then overloads them: worst CPU Ready
-    # well above the plan's bound. Hosts and VMs are the plan's; only the placement rule differs.
-    inv = write_bitbrains(tmp_path / "bb", small_workload(n_vms=6, n_steps=12))
-    plan, run, scenario = _plan_and_run(tmp_path, inv, _candidates(tmp_path / "c.yaml", "timeseries", 2, cores=8, threads=2))
+def test_a_timeseries_plan_with_right_sizing_is_reproduced_by_the_engine(tmp_path):
+    # 6 VMs of 2, 4, 8, 2, 4, 8 vCPUs (28) at 2,400 MHz and 2-8 GiB, busy 0-50 % at random (small_workload seed 7, its
+    # CPU halved), 0.1-1.8 GiB in use, on hosts of 8 cores (SMT 2) at vcpus_per_core 2 = 16 vCPUs. The plan right-sizes them (P95 x 1.2 of their demand, never more than
+    # today) and places them with its planner-only timeseries policy (per-window demand, the CPU Ready bound). The old
+    # scenario could give the engine neither: it placed the trace's sizes by first-fit-decreasing on vCPUs, 2 hosts and a
+    # worst CPU Ready of 33 %. Now the engine runs the plan's placement of the right-sized VMs: the same hosts, the same
+    # VMs on them, and the same CPU Ready (worst, p95, mean) to float32 rounding.
+    w = small_workload(n_vms=6, n_steps=12)
+    inv = write_bitbrains(tmp_path / "bb", dataclasses.replace(w, cpu_pct=w.cpu_pct / 2))
+    plan, run, scenario = _plan_and_run(tmp_path, inv, _candidates(tmp_path / "c.yaml", "timeseries", 2, cores=8, threads=2,
+                                                                    rightsizing=True))
     text = scenario.read_text()
-    assert "# dropped: placement: the plan's policy 'timeseries' is planner-only" in text
-    assert yaml.safe_load(text)["placement"]["policy"] == "first-fit-decreasing"
-    best = plan["ranking"][0]
-    assert run["vms_placed"] == 6 and run["vms_unplaced"] == 0  # what holds: every VM placed on the plan's hosts
+    sc = yaml.safe_load(text)
+    assert sc["placement"]["policy"] == "given" and sc["vms"][0]["sizes"] == "chosen-sizes.csv"
+    assert "# dropped: nothing" in text and "right-siz" not in text.split("name:")[0].replace("right-sized vCPUs", "")
+    sizes = (scenario.parent / "chosen-sizes.csv").read_text().splitlines()
+    assert sizes[0] == "vm,vcpus,memory" and len(sizes) == 7
+    rs = plan["rightsizing"] if "rightsizing" in plan else None
+    best, v = plan["ranking"][0], plan["verify"]
+    assert run["vms_placed"] == 6 and run["vms_unplaced"] == 0
     assert run["hosts_total"] == best["hosts"]
-    assert run["hosts_used"] == 2 < best["hosts_packed"]  # the gap: packed by vCPUs, not by demand
-    assert best["ready_pct_worst"] <= 5.0 < run["qos"]["cpu_ready_pct_worst_step"]
-    assert plan["verify"]["difference"]["hosts_used_minus_plan_hosts_packed"] == run["hosts_used"] - best["hosts_packed"]
+    assert run["hosts_used"] == best["hosts_packed"]
+    assert v["difference"]["hosts_used_minus_plan_hosts_packed"] == 0 and v["difference"]["vms_placed_minus_plan"] == 0
+    # CPU Ready: the plan's variance of a host's runnable vCPUs is the sum over its VMs, sum v_j u_j (1 - u_j); the
+    # engine's binomial model pools them, N p (1 - p) with p = sum v_j u_j / N, which is larger where the VMs on a host
+    # are unequally busy. E.g. at the worst step the fuller host has 5 + 5 vCPUs busy 80 % and 40 %: mean 6, plan variance
+    # 5 x 0.8 x 0.2 + 5 x 0.4 x 0.6 = 2.0, engine 10 x 0.6 x 0.4 = 2.4 (measured: 0.67 % against 0.96 %). The plan's
+    # placement evaluated with the engine's rule (verify's plan.engine_rule) agrees with the engine to float32 rounding.
+    for k in ("max", "mean", "p95"):
+        assert abs(v["difference"][f"cpu_ready_pct_{k}_minus_plan_engine_rule"]) < 1e-4, (k, v)
+        assert v["difference"][f"cpu_ready_pct_{k}_minus_plan"] > -1e-4, (k, v)  # the engine's rule is never below
+    assert math.isclose(best["ready_pct_worst"], 0.6701, abs_tol=1e-3)
+    assert math.isclose(run["qos"]["cpu_ready_pct_worst_step"], 0.9586, abs_tol=1e-3)
+    # the right-sizing took vCPUs and memory away (else this test would not test it): the engine ran the smaller sizes
+    vc = [int(r.split(",")[1]) for r in sizes[1:]]
+    mem = [int(r.split(",")[2]) for r in sizes[1:]]
+    assert sum(vc) == 28 - rs["vcpus_reclaimed"] < 28, (vc, rs)
+    assert sum(mem) < 28 * 2**30 and max(mem) <= 3 * 2**30  # P95 of <= 1.8 GiB in use x 1.2, in 256 MiB steps
 
 
 def test_inventory_the_engine_cannot_replay_becomes_constant_profiles_and_says_so(tmp_path):
@@ -140,6 +168,13 @@ def test_inventory_the_engine_cannot_replay_becomes_constant_profiles_and_says_s
     assert sorted(g["vcpus"] for g in sc["vms"]) == sorted(w.vcpus.tolist())
     v = CliRunner().invoke(_app(), ["validate", str(out / "chosen-scenario.yaml")])
     assert v.exit_code == 0, v.output
+    # the plan's placement by the profile groups' VM names (g<i>-<k>: the k-th VM of the i-th distinct size and use)
+    assert sc["placement"] == {"policy": "given", "assignment": "chosen-assignment.csv", "cpu_overcommit": 2.0,
+                               "memory_overcommit": sc["placement"]["memory_overcommit"]}
+    rows = (out / "chosen-assignment.csv").read_text().splitlines()[1:]
+    assert sorted(r.split(",")[0] for r in rows) == sorted(f"{g['name']}-{k}" for g in sc["vms"] for k in range(g["count"]))
+    run = CliRunner().invoke(_app(), ["run", str(out / "chosen-scenario.yaml"), "-o", str(tmp_path / "run"), "--quiet"])
+    assert run.exit_code == 0, run.output
 
 
 def test_memory_model_power_cap_and_memory_overcommit_are_carried(tmp_path):
@@ -168,7 +203,7 @@ candidates:
     plan, run, scenario = _plan_and_run(tmp_path, inv, cands)
     sc = yaml.safe_load(scenario.read_text())
     assert math.isclose(sc["placement"]["memory_overcommit"], 1.5 * 14 / 16)
-    assert sc["placement"]["policy"] == "first-fit" and "# dropped: nothing" in scenario.read_text()
+    assert sc["placement"]["policy"] == "given" and "# dropped: nothing" in scenario.read_text()
     assert sc["cluster"]["hosts"][0]["power_cap"] == 180.0
     assert sc["power"] == {"min_clock": 1200.0, "pstate_step": 100.0}
     assert sc["memory"]["model"] == "vsphere-like" and sc["memory"]["swap_device"] == "intel-dc-s3710-400gb"
@@ -185,3 +220,32 @@ candidates:
     assert v["engine"]["cpu_ready_pct_max"] < v["plan"]["cpu_ready_pct_max"]  # never above the plan's worst step here
     for k in ("max", "mean", "p95"):
         assert abs(v["difference"][f"cpu_ready_pct_{k}_minus_plan"]) < 2.5, k  # within 2.5 points, not float rounding
+
+
+def test_verify_all_runs_every_feasible_candidate_through_the_engine(tmp_path):
+    # two host types for the 6 fixture VMs (28 vCPUs, right-sized) at vcpus_per_core 2: 8 cores with SMT (16 vCPUs) and
+    # 12 cores without (24 vCPUs); both feasible. Each is written as a scenario with its own placement and run: the engine uses the plan's hosts and
+    # places every VM, and its CPU Ready equals the plan's placement under the engine's variance rule (float32).
+    cands = _candidates(tmp_path / "c.yaml", "timeseries", 2, cores=8, threads=2, rightsizing=True)
+    text = cands.read_text() + """
+  - name: larger
+    cpu: {sockets: 1, cores_per_socket: 12, threads_per_core: 1, base_clock: 2.4 GHz}
+    memory: 32 GiB
+    hypervisor_memory: 2 GiB
+    power: {model: linear, idle: 40 W, peak: 150 W}
+    price_usd: 3000
+"""
+    cands.write_text(text)
+    inv = write_bitbrains(tmp_path / "bb", small_workload(n_vms=6, n_steps=12))
+    out = tmp_path / "plan"
+    r = CliRunner().invoke(_app(), ["plan", str(inv), "-c", str(cands), "-o", str(out), "--verify-all"])
+    assert r.exit_code == 0, r.output
+    s = json.loads((out / "summary.json").read_text())
+    feasible = [x["candidate"] for x in s["ranking"] if x["feasible"]]
+    assert len(feasible) == 2 and [v["candidate"] for v in s["verify_all"]] == feasible
+    for v in s["verify_all"]:
+        assert v["engine"]["hosts_used"] == v["plan"]["hosts_packed"] and v["engine"]["vms_unplaced"] == 0, v
+        for k in ("max", "mean", "p95"):
+            assert abs(v["difference"][f"cpu_ready_pct_{k}_minus_plan_engine_rule"]) < 1e-4, (k, v)
+    assert r.output.count("verify-all ") == 2
+    assert "verify-all-table-2" in (out / "report.html").read_text()

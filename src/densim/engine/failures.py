@@ -375,7 +375,10 @@ def plan_failures(sc, source, hosts, seed: int, group: np.ndarray, build_grid, d
         t0 = grid.start_s
         arrival = np.full(n, t0)
         run = np.full(n, np.inf)
-        initial = place(pl.policy, sizes.vcpus.astype(np.float64), sizes.mem_bytes, cpu_cap, mem_cap, rng=make_rng(seed), **pl.params)
+        from densim.placement.given import kernel_params
+
+        initial = place(pl.policy, sizes.vcpus.astype(np.float64), sizes.mem_bytes, cpu_cap, mem_cap, rng=make_rng(seed),
+                        **pl.params, **kernel_params(sc, sizes.names, hosts.names))
         # restarts follow the HA policy; without failures nothing is placed after the start (maintenance
         # picks its destinations by worst-fit), so the online policy is never used
         policy = _restart_policy(sc) if fs is not None else "first-fit"

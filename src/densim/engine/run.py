@@ -557,9 +557,11 @@ def place_vms(ctx) -> None:
             raise InputError(ctx.plant.source, "scheduling.lifetimes", OVER_TIME.format(what="the tasks' arrivals "
                              "(scheduling.lifetimes: off places them all at the start)"))
         return
+    from densim.placement.given import kernel_params
+
     cap = host_capacity(hosts, pl)
     vms.host = place(pl.policy, vms.vcpus.astype(np.float64), vms.mem_bytes, cap[:, 0], cap[:, 1], rng=ctx.rng,
-                     gpu=gpu, **pl.params)
+                     gpu=gpu, **pl.params, **kernel_params(ctx.scenario, vms.names, hosts.names))
     ctx.gpu = gpu
 
 

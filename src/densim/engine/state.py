@@ -335,7 +335,12 @@ def build_source(sc: Scenario, seed: int) -> tuple[DemandSource, list[str], np.n
         key = (t.format, t.path, t.limit)
         if key not in traces:
             traces[key] = fmt.open(Path(t.path), limit=t.limit)
-        parts.append(fmt.to_source(traces[key], g))
+        src = fmt.to_source(traces[key], g)
+        if g.sizes is not None:  # per-VM sizes instead of the trace's (densim plan's right-sized VMs)
+            from densim.placement.given import sizes_override
+
+            src.sizes = sizes_override(src.sizes, g.sizes, f"vms[{gi}].sizes", sc.base_dir)
+        parts.append(src)
     group = np.concatenate([np.full(p.n_vms, i, dtype=np.int32) for i, p in enumerate(parts)])
     return CompositeSource(parts), [g.name for g in sc.vms], group
 

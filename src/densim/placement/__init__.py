@@ -88,6 +88,15 @@ def place_none(vm_cpu, vm_mem, cpu_cap, mem_cap, rng=None, **_):
     return np.full(len(vm_cpu), -1, dtype=np.int64)
 
 
+@_kernel("given", description="each VM on the host an assignment file names (placement.assignment: columns vm, host), "
+                         "refused if a host's vCPUs or memory exceed its capacity; a plan's answer (densim plan writes one)",
+         source="densim.placement.given")
+def given(vm_cpu, vm_mem, cpu_cap, mem_cap, rng=None, assignment=None, **_):
+    from densim.placement.given import place_given
+
+    return place_given(vm_cpu, vm_mem, cpu_cap, mem_cap, assignment=assignment)
+
+
 # Recipes of the planner (filters: densim.placement.filters; weighers: densim.placement.weighers)
 _RECIPES = {
     "first-fit": (Recipe("first-fit", ("capacity",), (("first", 1.0),), "given", "first host with room, VMs in the given order"), ""),

@@ -304,6 +304,14 @@ def _vm_groups(sc: Scenario, issues: _Issues) -> None:
         names.add(vg.name)
         if vg.trace is not None and not Path(vg.trace.path).exists():
             issues.append((f"vms[{i}].trace.path", f"not found: {vg.trace.path}"))
+        if vg.sizes is not None and not _beside(sc, vg.sizes).is_file():
+            issues.append((f"vms[{i}].sizes", f"not found: {_beside(sc, vg.sizes)}"))
+
+
+def _beside(sc: Scenario, path: str) -> Path:
+    """A file a scenario names, relative to the scenario's folder."""
+    p = Path(path)
+    return p if p.is_absolute() else Path(sc.base_dir) / p
 
 
 def _placement(sc: Scenario, issues: _Issues) -> None:
@@ -316,6 +324,15 @@ def _placement(sc: Scenario, issues: _Issues) -> None:
     elif POLICIES.get(pol).kernel is None:
         issues.append(("placement.policy", f"placement policy {pol!r} opens hosts as it places (densim plan); onto the "
                        f"scenario's hosts: {', '.join(engine_policies())}"))
+    if pol == "given":
+        if not _beside(sc, sc.placement.assignment).is_file():
+            issues.append(("placement.assignment", f"not found: {_beside(sc, sc.placement.assignment)}"))
+        if sc.failures is not None and sc.failures.ha.restart_policy is None:
+            from densim.placement.online import ONLINE_POLICIES
+
+            issues.append(("failures.ha.restart_policy", "placement 'given' lands each VM on its listed host at the start; "
+                           "VMs restarted after a host failure need a rule: set failures.ha.restart_policy to one of: "
+                           f"{', '.join(ONLINE_POLICIES)}"))
     if sc.simulation.cpu_model not in CPU_CONTENTION:
         issues.append(("simulation.cpu_model", f"unknown CPU contention model {sc.simulation.cpu_model!r}; valid: "
                        f"{', '.join(CPU_CONTENTION.names())}"))

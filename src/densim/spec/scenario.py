@@ -131,6 +131,10 @@ class VmGroup(BaseModel):
     )
     datastore: str | None = Field(default=None, description="storage the VM's disks live on (storage model)")
     gpu: VmGpu | None = Field(default=None, description="each VM's GPU: a vGPU profile, a MIG instance or whole GPUs")
+    sizes: str | None = Field(
+        default=None, description="trace groups: a CSV or Parquet file (relative to the scenario) of columns vm, vcpus, "
+                                  "memory giving listed VMs their own sizes instead of the trace's (densim plan's "
+                                  "right-sized VMs)")
     tags: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
@@ -143,6 +147,10 @@ class VmGroup(BaseModel):
             missing = [k for k, v in (("count", self.count), ("vcpus", self.vcpus), ("memory", self.memory_bytes)) if v is None]
             if missing:
                 raise ValueError(f"missing {', '.join(missing)} (needed for a profile or a utilisation-only trace)")
+        if self.sizes is not None and self.trace is None:
+            raise ValueError("'sizes' gives a trace's VMs their own sizes; a profile group's VMs share vcpus and memory")
+        if self.sizes is not None and (self.vcpus is not None or self.memory_bytes is not None):
+            raise ValueError("give either 'sizes' (per VM) or 'vcpus' / 'memory' (the whole group), not both")
         return self
 
 
@@ -191,9 +199,21 @@ class PlacementSpec(BaseModel):
     cpu_overcommit: float = Field(default=1.0, gt=0, description="allowed vCPUs per physical core")
     memory_overcommit: float = Field(default=1.0, gt=0, description="allowed configured memory per byte of host memory")
     params: dict[str, Any] = Field(default_factory=dict)
+    assignment: str | None = Field(
+        default=None, description="policy given: a CSV or Parquet file (relative to the scenario) of columns vm, host "
+                                  "naming each VM's host (a host name or 0-based index); densim plan writes one")
     gpu_policy: Literal["pack", "spread"] = Field(
         default="pack", description="which GPU of a host takes a vGPU or MIG request: the fullest that fits (pack, "
                                     "keeps whole GPUs free) or the emptiest (spread)")
+
+    @model_validator(mode="after")
+    def _given(self) -> "PlacementSpec":
+        if self.policy == "given" and self.assignment is None:
+            raise ValueError("policy 'given' places each VM on the host a file names: set placement.assignment")
+        if self.policy != "given" and self.assignment is not None:
+            raise ValueError(f"placement.assignment is the 'given' policy's file; policy {self.policy!r} does not read "
+                             "it (set policy: given, or remove assignment)")
+        return self
 
 
 class SchedulingSpec(BaseModel):

@@ -38,6 +38,9 @@ def plan_command(
     verify: Annotated[bool, typer.Option("--verify/--no-verify", help="run chosen-scenario.yaml (the chosen candidate as a "
                                          "scenario) through the engine and set its QoS figures beside the plan's (summary.json "
                                          "'verify', the report)")] = False,
+    verify_all: Annotated[bool, typer.Option("--verify-all", help="run every feasible candidate, written as a scenario with "
+                                             "its placement and sizes, through the engine (summary.json 'verify_all', the "
+                                             "report); one engine run per candidate")] = False,
     groups: Annotated[Optional[Path], typer.Option("--groups", help="CSV vm,group: VMs that move together in one migration "
                                                    "wave (overrides waves.groups.file; needs a waves: section)")] = None,
     json_out: JsonOpt = False,
@@ -107,9 +110,15 @@ def plan_command(
                 phase(f"candidate {len(seen)}/{n_cand} {name} ({inv.n_vms:,} VMs)")
 
             res = plan(inv, spec, progress=on_candidate, seed=seed, phase=phase, groups_file=groups)
-            scenario, ver = _chosen_scenario(res, inventory, fmt, verify, phase)
+            scenario, ver, files = _chosen_scenario(res, inventory, fmt, verify, phase)
+            ver_all = None
+            if verify_all:
+                from densim.tools.plan import replay
+
+                ver_all = replay.verify_candidates(res, inventory, fmt, lambda name: phase(f"running {name} through the "
+                                                                                           "engine (--verify-all)"))
             phase("writing the outputs and report")
-            summary = write_outputs(res, out, seed, scenario=scenario, verify=ver)
+            summary = write_outputs(res, out, seed, scenario=scenario, verify=ver, scenario_files=files, verify_all=ver_all)
     except InputError as exc:
         fail(exc.one_line())  # one line, never wrapped
 
@@ -125,26 +134,30 @@ def plan_command(
         raise typer.Exit(1)
 
 
-def _chosen_scenario(res, inventory: Path, fmt: str, verify: bool, phase) -> tuple[str | None, dict | None]:
-    """The text of ``chosen-scenario.yaml`` (None when no candidate is feasible) and, with ``--verify``, its engine run
-    (the scenario is run from a temporary folder: its trace path is absolute)."""
+def _chosen_scenario(res, inventory: Path, fmt: str, verify: bool, phase) -> tuple[str | None, dict | None, dict[str, str]]:
+    """The text of ``chosen-scenario.yaml`` (None when no candidate is feasible), with ``--verify`` its engine run
+    (the scenario is run from a temporary folder with the files it names: its trace path is absolute), and the files
+    it names beside it (the plan's placement, the right-sized sizes)."""
     import tempfile
 
     from densim.tools.plan import replay
 
     got = replay.chosen_scenario(res, inventory, fmt)
     if got is None:
-        return None, None
+        return None, None, {}
     text = replay.scenario_text(*got)
+    files = replay.chosen_files(res, fmt)
     if not verify:
-        return text, None
+        return text, None, files
     phase("running chosen-scenario.yaml through the engine (--verify)")
     with tempfile.TemporaryDirectory(prefix="densim-plan-verify-") as d:
         path = Path(d) / "chosen-scenario.yaml"
         path.write_text(text, encoding="utf-8")
+        for name, body in files.items():
+            (Path(d) / name).write_text(body, encoding="utf-8")
         ver = replay.verify(res, path)
     ver["dropped"] = got[1]
-    return text, ver
+    return text, ver, files
 
 
 def _ranking_csv_header(show_mem: bool, show_io: bool) -> list[str]:
@@ -231,6 +244,7 @@ def _print_plan(pr: Printer, res, inv, spec, out: Path, summary: dict) -> None:
     best = f"best: {summary['best']}" if summary.get("best") else "no candidate is feasible"
     extra = ", readiness.csv" if inv.readiness is not None else ""
     extra += ", chosen-scenario.yaml" if summary.get("chosen_scenario") else ""
+    extra += "".join(f", {f}" for f in summary.get("chosen_scenario_files", []))
     extra += ", waves.csv" if (summary.get("waves") or {}).get("planned") else ""
     v = summary.get("verify")
     if v:
@@ -239,7 +253,16 @@ def _print_plan(pr: Printer, res, inv, spec, out: Path, summary: dict) -> None:
         mean = "-" if p.get("cpu_ready_pct_mean") is None else f"{p['cpu_ready_pct_mean']:.2f}"
         pr.line(f"verify ({v['candidate']}, engine run of chosen-scenario.yaml): hosts used {e['hosts_used']} (plan "
                 f"{p['hosts_packed']} before spares), VMs placed {e['vms_placed']} (plan {p['vms_placed']}), worst CPU Ready "
-                f"{e['cpu_ready_pct_max']:.2f} % (plan {ready} %), mean {e['cpu_ready_pct_mean']:.2f} % (plan {mean} %)")
+                f"{e['cpu_ready_pct_max']:.2f} % (plan {ready} %), mean {e['cpu_ready_pct_mean']:.2f} % (plan {mean} %)"
+                + (f"; the plan's placement under the engine's variance rule: worst {p['engine_rule']['cpu_ready_pct_max']:.2f} %"
+                   if (p.get("engine_rule") or {}).get("cpu_ready_pct_max") is not None else ""))
+    for v in summary.get("verify_all") or []:
+        p, e = v["plan"], v["engine"]
+        er = p.get("engine_rule") or {}
+        fmt = lambda x: "-" if x is None else f"{x:.2f}"  # noqa: E731
+        pr.line(f"verify-all {v['candidate']}: hosts used {e['hosts_used']} (plan {p['hosts_packed']}), unplaced "
+                f"{e['vms_unplaced']}, worst CPU Ready {fmt(e['cpu_ready_pct_max'])} % (plan {fmt(p['cpu_ready_pct_max'])} %, "
+                f"its placement under the engine's variance rule {fmt(er.get('cpu_ready_pct_max'))} %)")
     pr.line(f"wrote {out}/report.html, placement.csv, ranking.csv{extra}, summary.json ({best}; seed {summary.get('seed')})")
 
 

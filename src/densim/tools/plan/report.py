@@ -620,6 +620,7 @@ def report_context(summary: dict, figure_ids: list[str], unplaced: dict[str, int
                   "notes": r.get("notes") or ""} for r in ranking],
         "figure_ids": figure_ids,
         "verify": verify_rows(summary.get("verify")),
+        "verify_all": [verify_rows(v) for v in summary.get("verify_all") or []],
     }
 
 
@@ -662,27 +663,40 @@ def verify_rows(v: dict | None) -> dict | None:
             row("CPU Ready % per vCPU, worst VM at its worst step", p["cpu_ready_pct_max"], e["cpu_ready_pct_max"]),
             row("CPU Ready % per vCPU, mean over VMs and steps", p.get("cpu_ready_pct_mean"), e["cpu_ready_pct_mean"]),
             row("CPU Ready % per vCPU, p95 of VM-steps", p.get("cpu_ready_pct_p95"), e["cpu_ready_pct_p95"])]
+    er = p.get("engine_rule") or {}
+    if er.get("cpu_ready_pct_max") is not None:  # the plan's placement under the engine's pooled binomial variance
+        rows += [row("CPU Ready %, worst: the plan's placement by the engine's variance rule", er["cpu_ready_pct_max"], e["cpu_ready_pct_max"]),
+                 row("CPU Ready %, mean: the plan's placement by the engine's variance rule", er["cpu_ready_pct_mean"], e["cpu_ready_pct_mean"]),
+                 row("CPU Ready %, p95: the plan's placement by the engine's variance rule", er["cpu_ready_pct_p95"], e["cpu_ready_pct_p95"])]
     if "memory_hosts_swapping" in e:
         rows.append(row("hosts short of memory (plan) / swapping (engine)", p["memory_hosts_short"], e["memory_hosts_swapping"]))
     return {"candidate": v["candidate"], "scenario": v["scenario"], "dropped": v.get("dropped", []), "rows": rows}
 
 
 def write_outputs(res: PlanResult, out_dir: str | Path, seed: int | None = None, *, scenario: str | None = None,
-                  verify: dict | None = None) -> dict:
+                  verify: dict | None = None, scenario_files: dict[str, str] | None = None,
+                  verify_all: list[dict] | None = None) -> dict:
     """summary.json, ranking.csv, placement.csv, rightsizing.csv (with right-sizing), readiness.csv (RVTools) and report.html,
     replacing ``out_dir`` whole (:func:`densim.atomic.output_folder`: no file of an older plan stays). ``scenario``: the
     text of ``chosen-scenario.yaml`` (:mod:`densim.tools.plan.replay`); ``verify``: its engine run's figures beside the
-    plan's (summary.json ``verify``)."""
+    plan's (summary.json ``verify``); ``scenario_files``: the files it names, ``{name: text}`` (the plan's placement and
+    right-sized sizes, :func:`densim.tools.plan.replay.chosen_files`), written beside it."""
     from densim.atomic import output_folder
 
     summary = summary_dict(res, seed)
     if scenario is not None:
         summary["chosen_scenario"] = "chosen-scenario.yaml"
+        if scenario_files:
+            summary["chosen_scenario_files"] = sorted(scenario_files)
     if verify is not None:
         summary["verify"] = verify
+    if verify_all is not None:
+        summary["verify_all"] = verify_all  # densim plan --verify-all: every feasible candidate through the engine
     with output_folder(out_dir) as out:
         if scenario is not None:
             write_text_atomic(out / "chosen-scenario.yaml", scenario)
+            for name, body in (scenario_files or {}).items():
+                write_text_atomic(out / name, body)
         write_text_atomic(out / "placement.csv", placement_csv(res))
         write_text_atomic(out / "ranking.csv", ranking_csv(res))
         if res.rightsizing is not None:

@@ -227,7 +227,7 @@ def landing_run(res, landed: np.ndarray, land_s: np.ndarray, vcpus, mem_bytes, s
     from densim.spec.loader import scenario_from_dict
     from densim.tools.plan import replay
 
-    sc, dropped = replay.chosen_scenario(res, res.inventory.source or "inventory", res.inventory.fmt or "")
+    sc, dropped = replay.chosen_scenario(res, res.inventory.source or "inventory", res.inventory.fmt or "", given=False)
     # what the chosen scenario drops about the hosts and QoS holds here; its lines about VM groups do not (the landing
     # run's VMs are the inventory's, with its demand series)
     dropped = [d for d in dropped if d.startswith(("candidate storage", "qos.", "anti_affinity", "affinity"))]
