@@ -330,7 +330,7 @@ def test_piped_tables_are_full_width(inputs):
     r = subprocess.run([sys.executable, "-m", "densim.cli.main", "models"], env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0
     assert max(len(ln) for ln in r.stdout.splitlines()) > 120
-    desc = "independent vCPUs runnable with p = mu/N"  # the binomial CPU model's description, unbroken
+    desc = "independent vCPUs, each runnable with its VM's utilisation u_j"  # the binomial CPU model's description, unbroken
     assert any(desc in ln for ln in r.stdout.splitlines())
 
 

@@ -49,10 +49,23 @@ def test_ready_cores_matches_the_registered_models():
     mu = rng.uniform(0, 80, 5000)
     n = rng.integers(1, 96, 5000).astype(float)
     c = rng.choice([8.0, 16.0, 32.0, 40.0], 5000)
+    var = mu * rng.uniform(0.0, 1.0, 5000)  # a host's sum_j v_j u_j (1 - u_j) lies between 0 and mu
     for name, code in K.MODEL_CODES.items():
-        want = CPU_CONTENTION.get(name)(mu, n, c, burstiness=1.3)
-        got = np.array([K.ready_cores(code, mu[i], n[i], c[i], 1.3) for i in range(mu.size)])
+        want = CPU_CONTENTION.get(name)(mu, n, c, burstiness=1.3)  # pooled N p (1 - p)
+        got = np.array([K.ready_cores(code, mu[i], n[i], c[i], 1.3, -1.0) for i in range(mu.size)])
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
+        want = CPU_CONTENTION.get(name)(mu, n, c, burstiness=1.3, variance=var)  # the VMs' variance
+        got = np.array([K.ready_cores(code, mu[i], n[i], c[i], 1.3, var[i]) for i in range(mu.size)])
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
+
+
+def test_ready_variance_is_the_sum_over_the_vms_by_hand():
+    # one host of C = 2 cores; VM a: 2 vCPUs at u = 0.9, VM b: 2 vCPUs at u = 0.1: mean K = 2 x 0.9 + 2 x 0.1 = 2.
+    # Sum of Bernoulli variables: var = 2 x 0.9 x 0.1 + 2 x 0.1 x 0.9 = 0.36; pooled binomial of p = 0.5: 4 x 0.25 = 1.
+    # At mean = C the normal approximation gives E[(K - C)+] = sd / sqrt(2 pi): 0.6 / 2.5066 = 0.2394 against 0.3989
+    want_vms = 0.6 / np.sqrt(2 * np.pi)
+    assert K.ready_cores(2, 2.0, 4.0, 2.0, 1.0, 0.36) == pytest.approx(want_vms, rel=1e-12)
+    assert K.ready_cores(2, 2.0, 4.0, 2.0, 1.0, -1.0) == pytest.approx(1.0 / np.sqrt(2 * np.pi), rel=1e-12)
 
 
 def test_water_filling_matches_maxmin_share():
@@ -112,8 +125,15 @@ def numpy_reference(res):
             idx = perm[sh == h]
             delivered[t, idx] = maxmin_share(claim[t, idx][None, :], cap_h[t, h])[0]
         hd = segsum(delivered)
+        # the variance of a host's runnable vCPUs: sum over its VMs of v_j u_j (1 - u_j), u_j = claim / (vCPUs x core)
+        u_vm = np.divide(claim.astype(np.float64), vm_cap[None, :], out=np.zeros(claim.shape), where=vm_cap[None, :] > 0)
+        var_vm = claim.astype(np.float64) / hosts.core_mhz[host_idx][None, :] * (1.0 - u_vm)
+        var_vm[:, ~placed] = 0.0
+        var_h = np.zeros((t1 - t0, H))
+        np.add.at(var_h.T, vms.host[placed], var_vm[:, placed].T)
         ready = contention(hc / hosts.core_mhz[None, :], vcpus_h[None, :], cap_h / hosts.core_mhz[None, :],
-                           burstiness=sc.simulation.burstiness)
+                           burstiness=sc.simulation.burstiness,
+                           **({"variance": var_h} if sc.simulation.cpu_model in K.MODEL_CODES else {}))
         hr = (ready * step).astype(np.float32)
         ratio = np.divide(hr, hc, out=np.zeros_like(hr), where=hc > 0)
         vr = claim * ratio[:, host_idx]

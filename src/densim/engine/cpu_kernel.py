@@ -19,8 +19,9 @@ so results are bit-identical to it (tests/engine/test_cpu_kernel.py compares the
 * power follows ``np.interp`` (one table for every host) or the per-host table formula of
   :func:`densim.models.power.table_w`, and :func:`~densim.models.power.fan_w` for ``fan`` hosts.
 
-The only values that may differ in the last bit are CPU Ready under the ``binomial`` model, whose
-``exp`` and ``erfc`` come from the C library here and from numpy/scipy there (relative 1e-16).
+The only values that may differ in the last bits are CPU Ready under the ``binomial`` model, whose
+``exp`` and ``erfc`` come from the C library here and from numpy/scipy there, and whose variance
+``sum_j v_j u_j (1 - u_j)`` is summed in float64 in VM order here (relative 1e-15).
 
 Demand is given either as a (steps, VMs) array or *factored* as ``base[t, col[v]] * scale[v]``
 (float32), the form of a trace replayed by many VMs (PlanetLab: 1,052 files drive 100,000 VMs), so
@@ -128,8 +129,12 @@ def segment_sum(a, lo, n, zero):
 
 
 @njit(inline="always")
-def ready_cores(model, mu, n_vcpus, cap_cores, burst):
-    """Expected runnable vCPUs without a logical CPU, ``E[(K - C)^+]`` (models/cpu.py, one host-step)."""
+def ready_cores(model, mu, n_vcpus, cap_cores, burst, var_k):
+    """Expected runnable vCPUs without a logical CPU, ``E[(K - C)^+]`` (models/cpu.py, one host-step).
+
+    ``var_k``: the variance of the runnable vCPUs ``K``, ``sum_j v_j u_j (1 - u_j)`` over the host's VMs
+    (each vCPU of VM ``j`` runnable with its VM's ``u_j``: a sum of Bernoulli variables, modelling guide
+    §3.2); a negative value asks for the pooled ``N p (1 - p)`` of the host's mean ``p``."""
     if model == 0:
         return 0.0
     if model == 1:
@@ -138,8 +143,11 @@ def ready_cores(model, mu, n_vcpus, cap_cores, burst):
     if not n_vcpus > cap_cores:
         return 0.0
     m = min(mu, n_vcpus)
-    p = m / n_vcpus if n_vcpus > 0 else 0.0
-    var = burst * n_vcpus * p * (1.0 - p)
+    if var_k >= 0.0:
+        var = burst * var_k
+    else:
+        p = m / n_vcpus if n_vcpus > 0 else 0.0
+        var = burst * n_vcpus * p * (1.0 - p)
     # models.queueing.expected_excess
     sd = math.sqrt(max(var, 0.0))
     out = max(m - cap_cores, 0.0)
@@ -317,7 +325,14 @@ def cpu_chunk(base, colp, scalep, factored, zero, capp, factorp, perm, starts, e
                     rs = np.float32(0.0)
                 else:
                     c_mhz = core_mhz[h]
-                    rs = np.float32(ready_cores(model, np.float64(hc) / c_mhz, vcpus_h[lr, h], cap / c_mhz, burst) * step_s)
+                    var_k = 0.0
+                    if model == 2:  # binomial: sum_j v_j u_j (1 - u_j) = sum_j (c_j / core) (1 - c_j / (v_j core))
+                        for j in range(lo, lo + k):
+                            cv = np.float64(capp[p0 + j])
+                            if cv > 0:
+                                cj = np.float64(cl[j])
+                                var_k += cj / c_mhz * (1.0 - cj / cv)
+                    rs = np.float32(ready_cores(model, np.float64(hc) / c_mhz, vcpus_h[lr, h], cap / c_mhz, burst, var_k) * step_s)
                 if rs != 0 and hc > 0:  # each VM's share of the host's ready time is its share of the claim
                     ratio = np.float32(rs / hc)
                     for j in range(lo, lo + k):

@@ -18,23 +18,28 @@ CPU_CONTENTION: Registry = Registry("cpu-contention", default="binomial")
 
 
 @CPU_CONTENTION.register("none", description="no ready time at all (do-nothing model)")
-def ready_none(mean_runnable, n_vcpus, capacity_cores, burstiness=1.0):
+def ready_none(mean_runnable, n_vcpus, capacity_cores, burstiness=1.0, variance=None):
     return np.zeros_like(np.asarray(mean_runnable, dtype=np.float64))
 
 
 @CPU_CONTENTION.register(
     "fluid", description="ready only from deterministic overload: max(mu - C, 0)", source="fluid limit of §3.2"
 )
-def ready_fluid(mean_runnable, n_vcpus, capacity_cores, burstiness=1.0):
+def ready_fluid(mean_runnable, n_vcpus, capacity_cores, burstiness=1.0, variance=None):
     return np.maximum(np.asarray(mean_runnable, dtype=np.float64) - capacity_cores, 0.0)
 
 
 @CPU_CONTENTION.register(
     "binomial",
-    description="independent vCPUs runnable with p = mu/N: E[(K-C)^+], K ~ Binomial(N, p), normal approximation, variance x burstiness",
+    description="independent vCPUs, each runnable with its VM's utilisation u_j: E[(K-C)^+], K a sum of Bernoulli "
+                "variables (mean sum v_j u_j, variance sum v_j u_j (1 - u_j)), normal approximation, variance x burstiness",
     source="modelling guide §3.2 (binomial occupancy); Kingman (1961) burstiness factor",
 )
-def ready_binomial(mean_runnable, n_vcpus, capacity_cores, burstiness=1.0):
+def ready_binomial(mean_runnable, n_vcpus, capacity_cores, burstiness=1.0, variance=None):
+    """``E[(K - C)^+]`` per host-step. ``variance``: ``sum_j v_j u_j (1 - u_j)`` over each host's VMs (what the
+    engine passes); None: the pooled ``N p (1 - p)`` with ``p = mu / N``, equal to it when every vCPU is
+    equally busy and larger otherwise (a sum of Bernoulli variables with unequal ``p`` varies less than a
+    binomial of their mean)."""
     mu_all = np.asarray(mean_runnable, dtype=np.float64)
     n_all = np.broadcast_to(np.asarray(n_vcpus, dtype=np.float64), mu_all.shape)
     c_all = np.broadcast_to(np.asarray(capacity_cores, dtype=np.float64), mu_all.shape)
@@ -46,8 +51,11 @@ def ready_binomial(mean_runnable, n_vcpus, capacity_cores, burstiness=1.0):
     mu = np.minimum(mu_all[live], n_all[live])
     n = n_all[live]
     c = c_all[live]
-    p = np.divide(mu, n, out=np.zeros_like(mu), where=n > 0)
-    var = burstiness * n * p * (1.0 - p)
+    if variance is None:
+        p = np.divide(mu, n, out=np.zeros_like(mu), where=n > 0)
+        var = burstiness * n * p * (1.0 - p)
+    else:
+        var = burstiness * np.broadcast_to(np.asarray(variance, dtype=np.float64), mu_all.shape)[live]
     out[live] = expected_excess(mu, var, c)
     return out
 

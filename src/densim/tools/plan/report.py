@@ -663,11 +663,6 @@ def verify_rows(v: dict | None) -> dict | None:
             row("CPU Ready % per vCPU, worst VM at its worst step", p["cpu_ready_pct_max"], e["cpu_ready_pct_max"]),
             row("CPU Ready % per vCPU, mean over VMs and steps", p.get("cpu_ready_pct_mean"), e["cpu_ready_pct_mean"]),
             row("CPU Ready % per vCPU, p95 of VM-steps", p.get("cpu_ready_pct_p95"), e["cpu_ready_pct_p95"])]
-    er = p.get("engine_rule") or {}
-    if er.get("cpu_ready_pct_max") is not None:  # the plan's placement under the engine's pooled binomial variance
-        rows += [row("CPU Ready %, worst: the plan's placement by the engine's variance rule", er["cpu_ready_pct_max"], e["cpu_ready_pct_max"]),
-                 row("CPU Ready %, mean: the plan's placement by the engine's variance rule", er["cpu_ready_pct_mean"], e["cpu_ready_pct_mean"]),
-                 row("CPU Ready %, p95: the plan's placement by the engine's variance rule", er["cpu_ready_pct_p95"], e["cpu_ready_pct_p95"])]
     if "memory_hosts_swapping" in e:
         rows.append(row("hosts short of memory (plan) / swapping (engine)", p["memory_hosts_short"], e["memory_hosts_swapping"]))
     return {"candidate": v["candidate"], "scenario": v["scenario"], "dropped": v.get("dropped", []), "rows": rows}
