@@ -325,14 +325,19 @@ def cpu_chunk(base, colp, scalep, factored, zero, capp, factorp, perm, starts, e
                     rs = np.float32(0.0)
                 else:
                     c_mhz = core_mhz[h]
+                    mu = np.float64(hc) / c_mhz
+                    cc = cap / c_mhz
                     var_k = 0.0
-                    if model == 2:  # binomial: sum_j v_j u_j (1 - u_j) = sum_j (c_j / core) (1 - c_j / (v_j core))
+                    # binomial: sum_j v_j u_j (1 - u_j) = sum_j (c_j / core) (1 - c_j / (v_j core)); it is at most mu, so
+                    # where N <= C, or mu < C with (C - mu)^2 >= 81 b mu (z >= 9 even at var = mu), ready_cores gives 0
+                    # whatever it is: the VMs' loop is skipped there (same result)
+                    if model == 2 and vcpus_h[lr, h] > cc and not (mu < cc and (cc - mu) * (cc - mu) >= 81.0 * burst * mu):
                         for j in range(lo, lo + k):
                             cv = np.float64(capp[p0 + j])
                             if cv > 0:
                                 cj = np.float64(cl[j])
                                 var_k += cj / c_mhz * (1.0 - cj / cv)
-                    rs = np.float32(ready_cores(model, np.float64(hc) / c_mhz, vcpus_h[lr, h], cap / c_mhz, burst, var_k) * step_s)
+                    rs = np.float32(ready_cores(model, mu, vcpus_h[lr, h], cc, burst, var_k) * step_s)
                 if rs != 0 and hc > 0:  # each VM's share of the host's ready time is its share of the claim
                     ratio = np.float32(rs / hc)
                     for j in range(lo, lo + k):
