@@ -138,13 +138,14 @@ def v4_with(folder, tasks_extra: dict | None = None, frags_extra: dict | None = 
 def test_gpu_columns_all_zero_are_a_note_else_refused(tmp_path):
     zero = v4_with(tmp_path / "z", {"gpu_count": pa.array([0, 0], pa.int32())}, {"gpu_usage": pa.array([0.0, None])})
     t = read_opendc_tasks(zero)
-    assert t.notes == ("tasks.parquet: column 'gpu_count' read as no GPU (all values zero or empty; GPUs are not modelled)",
-                       "fragments.parquet: column 'gpu_usage' read as no GPU (all values zero or empty; GPUs are not modelled)")
+    assert t.notes == ("tasks.parquet: column 'gpu_count' read as no GPU (all values zero or empty)",
+                       "fragments.parquet: column 'gpu_usage' read as no GPU (all values zero or empty)")
     msg = _err(read_opendc_tasks, v4_with(tmp_path / "g", {"gpu_count": pa.array([0, 1], pa.int32())}))
-    assert msg.endswith("tasks.parquet:column 'gpu_count': GPUs are not modelled (1 tasks with a non-zero gpu_count); densim would "
-                        "simulate their CPU only: drop the column or remove those tasks")
+    assert msg.endswith("tasks.parquet:column 'gpu_count': OpenDC's GPU columns are not read yet (1 tasks with a non-zero gpu_count); densim would "
+                        "simulate their CPU only: drop the column or remove those tasks (densim's GPUs come from "
+                        "cluster.hosts[].gpus and vms[].gpu)")
     msg = _err(read_opendc_tasks, v4_with(tmp_path / "u", frags_extra={"gpu_usage": pa.array([0.0, 80.0])}))
-    assert "fragments.parquet:column 'gpu_usage': GPUs are not modelled (1 fragments with a non-zero gpu_usage)" in msg
+    assert "fragments.parquet:column 'gpu_usage': OpenDC's GPU columns are not read yet (1 fragments with a non-zero gpu_usage)" in msg
 
 
 def test_workflow_dependencies_are_refused(tmp_path):

@@ -337,9 +337,11 @@ def _column_notes(sch: _Schema) -> list[str]:
             n = int(_nonempty(table.column(c)).sum())
             if c in _GPU:
                 if n:
-                    raise InputError(path, f"column {c!r}", f"GPUs are not modelled ({n:,} {what} with a non-zero {c}); densim would "
-                                                            "simulate their CPU only: drop the column or remove those tasks")
-                notes.append(f"{path.name}: column '{c}' read as no GPU (all values zero or empty; GPUs are not modelled)")
+                    raise InputError(path, f"column {c!r}", f"OpenDC's GPU columns are not read yet ({n:,} {what} with a non-zero "
+                                                            f"{c}); densim would simulate their CPU only: drop the column or "
+                                                            "remove those tasks (densim's GPUs come from cluster.hosts[].gpus and "
+                                                            "vms[].gpu)")
+                notes.append(f"{path.name}: column '{c}' read as no GPU (all values zero or empty)")
             elif c in _WORKFLOW:
                 if n:
                     who = "dependent tasks would start together" if c == "parents" else "tasks with children would not hold them back"
