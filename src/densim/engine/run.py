@@ -297,8 +297,7 @@ def steady_segments(ctx, T: int, chunk_steps: int, live) -> list[tuple[int, int,
     2,776, (2777, 2778) by itself.
     """
     grid = ctx.grid
-    src = ctx.source
-    if not getattr(src, "steady", lambda: False)():
+    if not ctx.source.steady():
         return None
     if getattr(ctx, "failures", None) is not None:
         return None

@@ -63,9 +63,18 @@ def ready_binomial(mean_runnable, n_vcpus, capacity_cores, burstiness=1.0, varia
 def maxmin_share(demand: np.ndarray, capacity: float | np.ndarray) -> np.ndarray:
     """Max-min fair allocation of ``capacity`` among rows' demands (last axis = claimants).
 
-    ``demand`` (G, k) padded with zeros; returns allocations with sum <= capacity and each <= demand.
-    Water-filling: sort, find the level where the remaining capacity is split equally.
+    ``demand`` (G, k) padded with zeros; returns allocations with sum <= capacity and each <= demand:
+    ``min(demand, maxmin_level(demand, capacity))``.
     """
+    d = np.asarray(demand, dtype=np.float64)
+    return np.minimum(d, maxmin_level(d, capacity)[..., None])
+
+
+def maxmin_level(demand: np.ndarray, capacity: float | np.ndarray) -> np.ndarray:
+    """The water-filling level of each row: claimants get ``min(demand, level)`` and the row's allocations sum to
+    ``capacity``; ``inf`` where the demands fit (nobody is capped). Sort, then find the level where the remaining
+    capacity is split equally among the claimants not yet served. Also a host's one GPU power limit under a budget
+    (:func:`densim.models.gpu_power.shared_limit_w`)."""
     d = np.asarray(demand, dtype=np.float64)
     cap = np.broadcast_to(np.asarray(capacity, dtype=np.float64), d.shape[:-1])
     s = np.sort(d, axis=-1)
@@ -78,5 +87,4 @@ def maxmin_share(demand: np.ndarray, capacity: float | np.ndarray) -> np.ndarray
     first = np.where(capped.any(axis=-1), np.argmax(capped, axis=-1), k)
     idx = np.minimum(first, k - 1)
     level = np.take_along_axis(level_at, idx[..., None], axis=-1)[..., 0]
-    level = np.where(first < k, level, np.inf)
-    return np.minimum(d, level[..., None])
+    return np.where(first < k, level, np.inf)

@@ -50,18 +50,8 @@ def limited_clock_scale(busy, idle_w, span_w, limit_w):
 def shared_limit_w(draw_w, budget_w):
     """The one power limit ``L`` per row at which GPUs drawing ``draw_w`` (..., G) draw ``sum min(draw, L) = budget``
     (..., ): the busiest GPUs are lowered first, to the same limit (``nvidia-smi -pl L`` on every GPU of the host).
-    ``inf`` where the GPUs already draw no more than the budget. Slots without a GPU have draw 0 and take no share
-    (a positive budget passes them). Water-filling over the sorted draws: vectorised, no loop over rows."""
-    d = np.sort(np.asarray(draw_w, dtype=np.float64), axis=-1)
-    B = np.asarray(budget_w, dtype=np.float64)
-    G = d.shape[-1]
-    below = np.cumsum(d, axis=-1) - d  # sum of the draws under each sorted position
-    rest = G - np.arange(G, dtype=np.float64)  # GPUs at or above it
-    at = below + rest * d  # total draw under a limit equal to each sorted draw (non-decreasing)
-    need = at >= B[..., None]  # the limit lies at or below this draw
-    k = np.argmax(need, axis=-1)
-    any_ = need.any(axis=-1)
-    kk = k[..., None]
-    L = (B - np.take_along_axis(below, kk, axis=-1)[..., 0]) / np.take_along_axis(rest[None, :] * np.ones_like(d), kk,
-                                                                                 axis=-1)[..., 0]
-    return np.where(any_, L, np.inf)
+    ``inf`` where the GPUs already draw no more than the budget. Slots without a GPU have draw 0 and take no share.
+    It is the water-filling level of max-min fair sharing (:func:`densim.models.cpu.maxmin_level`), vectorised."""
+    from densim.models.cpu import maxmin_level
+
+    return maxmin_level(draw_w, budget_w)

@@ -202,11 +202,4 @@ def _number(v: str) -> bool:
     return True
 
 
-def write_assignment(path: Path, vm_names, host_names) -> None:
-    """A CSV of columns vm, host (what :func:`assignment` reads)."""
-    import polars as pl
-
-    pl.DataFrame({"vm": [str(v) for v in vm_names], "host": [str(h) for h in host_names]}).write_csv(path)
-
-
-__all__ = ["Assignment", "assignment", "kernel_params", "place_given", "read_table", "sizes_override", "write_assignment"]
+__all__ = ["Assignment", "assignment", "kernel_params", "place_given", "read_table", "sizes_override"]
