@@ -123,8 +123,6 @@ PAIRS = list(itertools.combinations(FEATURES, 2))
 
 # pair -> the pinned one-line message (a regular expression) and, in the comment, the physical reason
 _PART = r"^compose:{}: a run split by host partitions {} \(run it in one process{}\)$"
-_GPU_OVER_TIME = (r"^compose:{}: GPU placement over time is not built yet: VMs that ask for a GPU are placed once at "
-                  r"the start; remove {} or the vms\[\].gpu requests$")
 REFUSED = {
     # a split run takes the stages whose state is host-local (memory, virtualization, carbon, storage on
     # per-host datastores; tests/engine/test_partition_features.py); what couples hosts is refused: the
@@ -145,12 +143,8 @@ REFUSED = {
     # each instance row has one host, so an HA restart on another part's host is a row of that part)
     # a part cannot move VMs into another part's hosts
     ("migration", "partition"): _PART.format("migration", "cannot move VMs between parts", ""),
-    # GPU requests are placed once at the start: VMs that arrive, restart on another host after a failure or
-    # move away from a host in maintenance would need GPU placement over time (densim.plant.gpu.OVER_TIME)
-    ("lifetimes", "gpu"): _GPU_OVER_TIME.format(r"vms\[0\].arrivals", "arrivals"),
-    ("failures", "gpu"): _GPU_OVER_TIME.format("failures", "failures"),
-    ("migration", "gpu"): _GPU_OVER_TIME.format("migration.model", r"migration \(maintenance evacuations and the "
-                                                r"balancer move VMs\)"),
+    # (gpu with lifetimes, failures and migration: VMs that arrive, restart after a failure or leave a host in
+    # maintenance take a GPU on their new host and give back the old one, events of the one placement loop)
     # (gpu splits: its figures are per GPU and its tenants' VMs, and a part holds its hosts' GPUs; a power cap on GPU
     # hosts lowers the CPU clock first, then the GPUs' power limits)
     # a given placement is the VMs' hosts at the start: VMs that arrive later are placed by an online policy
@@ -219,7 +213,20 @@ def check_invariants(r, features) -> None:
         # the linear model draws 220 + 540 x 0.41 = 441 W at the six VMs' load: capped; the convex component curve
         # draws 393 W there (its 11-point table at u = 0.41), within the cap: never capped
         assert (pc["host_steps_capped"] > 0) == ("power_component" not in features)
-    if "gpu" in features:  # six vGPUs at 0.5 on GPU 0 of hosts 0 and 1 (pack): busy min(1, 6 x 1/6) = 1 -> 350 W;
+    over_time = {"lifetimes", "failures", "migration"} & set(features)
+    if "gpu" in features and over_time:  # VMs that arrive, restart or land elsewhere take a GPU on their new host
+        g = r.summary["gpu"]
+        assert (g["gpus"], g["vgpus"]) == (6, 12) and g["vgpu_slowdown_worst"] == pytest.approx(3.0)
+        assert g["energy_kwh"] == pytest.approx(gpu_energy_kwh_from_the_timeline(r), rel=1e-9)
+        # at most six 8 GiB vGPUs on one 48 GiB L40S at any time (the fit test on every placement of the loop)
+        p, host = ctx.gpu, ctx.vms.host
+        edges = ctx.grid.edges_s(0, ctx.grid.n_steps)
+        on_gpu = np.zeros((edges.size - 1, ctx.hosts.n * 2))
+        s, e = ctx.schedule.start_s, ctx.schedule.end_s
+        for k in np.flatnonzero(host >= 0):
+            on_gpu[:, host[k] * 2 + p.vm_gpu[k]] += (s[k] < edges[1:]) & (e[k] > edges[:-1])
+        assert on_gpu.max() <= 6 + 1  # (a VM leaving and one landing within one step: both counted in it)
+    elif "gpu" in features:  # six vGPUs at 0.5 on GPU 0 of hosts 0 and 1 (pack): busy min(1, 6 x 1/6) = 1 -> 350 W;
         # the other 4 GPUs idle at 35 W: (2 x 350 + 4 x 35) W x 3,600 s = 0.84 kWh; best-effort: each vGPU gets 1/6
         # of the GPU's time against 0.5 asked: slowdown 3
         g = r.summary["gpu"]
@@ -280,6 +287,32 @@ def check_invariants(r, features) -> None:
         maint = {e["host"]: e["at_s"] for e in m["evacuations"]}
         for row in m["log"]:
             assert row["to"] not in maint or row["start_s"] < maint[row["to"]] - ctx.grid.start_s
+
+
+def gpu_energy_kwh_from_the_timeline(r) -> float:
+    """The GPUs' energy of a run of the "gpu" feature (2 x L40S per host, 35 W idle, 350 W busy; an 8 GiB vGPU at
+    u = 0.5 per VM, best-effort), worked out apart from the gpu stage: from each row's life ``[start, end)`` and GPU
+    in the event loop's records, the share of each 1-min step it is alive; a GPU's busy share is min(1, 0.5 x the
+    alive shares of its vGPUs); a host draws power unless it is down for half a step or more (unused_hosts: idle);
+    each GPU of a powered host draws 35 + 315 x busy W."""
+    ctx = r.ctx
+    edges = ctx.grid.edges_s(0, ctx.grid.n_steps)
+    e0, e1 = edges[:-1, None], edges[1:, None]
+    s, e = ctx.schedule.start_s[None, :], ctx.schedule.end_s[None, :]
+    alive = np.clip(np.minimum(e, e1) - np.maximum(s, e0), 0.0, None) / (e1 - e0)  # (steps, rows); NaN: never ran
+    alive = np.nan_to_num(alive)
+    H = ctx.hosts.n
+    busy = np.zeros((edges.size - 1, H * 2))
+    placed = np.flatnonzero(ctx.vms.host >= 0)
+    np.add.at(busy.T, ctx.vms.host[placed] * 2 + ctx.gpu.vm_gpu[placed], 0.5 * alive[:, placed].T)
+    busy = np.minimum(busy, 1.0)
+    down = np.zeros((edges.size - 1, H))
+    f = ctx.failures
+    if f is not None:
+        for h, a, b in zip(f.down_host, f.down_start_s, f.down_end_s):
+            down[:, h] += np.clip(np.minimum(b, e1[:, 0]) - np.maximum(a, e0[:, 0]), 0.0, None) / (e1 - e0)[:, 0]
+    on = np.repeat(down < 0.5, 2, axis=1)
+    return float(((35.0 + 315.0 * busy) * on).sum() * ctx.grid.step_s / 3.6e6)
 
 
 @pytest.mark.parametrize(("a", "b"), PAIRS, ids=[f"{a}+{b}" for a, b in PAIRS])

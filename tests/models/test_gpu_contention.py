@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from densim.errors import InputError, ScenarioInvalid
@@ -92,3 +93,16 @@ def test_a_bad_scheduler_is_refused_in_one_line():
     with pytest.raises((ScenarioInvalid, InputError)) as e:
         resolve(scenario_from_dict(_scenario("round-robin")))
     assert "scheduler" in str(e.value) and "best-effort" in str(e.value)
+
+
+def test_equal_share_divides_among_the_vgpus_alive_in_the_step():
+    # three vGPUs of one GPU under equal-share, each asking 0.6; in step 1 the third VM has left (not present): the
+    # GPU's time is split among the two left, 1/2 each (not 1/3): g = 0.5, 0.5, 0 -> slowdown 1.2; in step 0 all three:
+    # g = 1/3 each, slowdown 1.8. The absent vGPU waits for nothing (0), the others for one slice of 2 ms (one other)
+    from densim.models.gpu_contention import shares
+
+    u = np.array([[0.6, 0.6, 0.6], [0.6, 0.6, 0.0]])
+    present = np.array([[True, True, True], [True, True, False]])
+    got, wait = shares(u, [0, 3], [1], [6], [0.002], present=present)
+    assert got[0] == pytest.approx([1 / 3] * 3) and got[1] == pytest.approx([0.5, 0.5, 0.0])
+    assert wait[0] == pytest.approx([0.004] * 3) and wait[1] == pytest.approx([0.002, 0.002, 0.0])

@@ -230,16 +230,86 @@ def test_unknown_mig_profile_and_no_gpu_hosts_are_refused():
         plant_from_dict(sc)
 
 
-@pytest.mark.parametrize("extra, where", [
-    ({"failures": {}}, "failures"),
-    ({"migration": {"model": "precopy", "maintenance": [{"host": "a100-0", "at": "1 h"}]}}, "migration.model"),
-    ({"scheduling": {"lifetimes": "on"}}, "scheduling.lifetimes"),
-])
-def test_gpu_placement_over_time_is_refused_in_one_line(extra, where):
+def test_the_load_balancer_with_gpu_requests_is_refused_in_one_line():
+    # the in-run balancer moves VMs from measured CPU without the GPU fit test; maintenance evacuations, failures
+    # and arrivals place GPUs (the event loop: tests below)
+    bal = {"migration": {"model": "precopy", "balance": {"threshold": 0.1}}}
     with pytest.raises(ScenarioInvalid) as e:
-        plant_from_dict(_scenario(**extra))
-    lines = [ln for ln in e.value.lines() if "GPU placement over time is not built yet" in ln]
-    assert len(lines) == 1 and where in lines[0] and "\n" not in lines[0]
+        plant_from_dict(_scenario(**bal))
+    lines = [ln for ln in e.value.lines() if "does not place GPUs yet" in ln]
+    assert len(lines) == 1 and "migration.balance" in lines[0] and "\n" not in lines[0]
+    for ok in ({"failures": {}}, {"scheduling": {"lifetimes": "on"}},
+               {"migration": {"model": "precopy", "maintenance": [{"host": "a100-0", "at": "1 h"}]}}):
+        plant_from_dict(_scenario(**ok))  # resolves
+
+
+# ---------------------------------------------------------------------------------------------- GPUs over time
+def _problem(groups, requests):
+    hosts, of = _hosts(*groups)
+    reqs = [VmGpu.model_validate(r) if r is not None else None for r in requests]
+    return build_problem(hosts, of, reqs, np.arange(len(reqs))), of.size
+
+
+def test_mig_slices_given_back_at_a_departure_let_a_waiting_instance_in():
+    from densim.placement.online import schedule
+
+    # one A100 (8 memory slices). VM 0, a 1g.10gb, arrives at 0 s for 100 s: slice 0. VM 1, a 4g.40gb (start 0 only),
+    # arrives at 10 s: slices 0-3 are not free, although 1 + 4 <= 7 compute slices -> it waits (fifo); VM 2, a 3g.40gb
+    # (starts 0 or 4), arrives at 20 s and waits behind it (fifo). At 100 s VM 0 leaves and gives slice 0 back: VM 1
+    # takes slices 0-3 (start 0), VM 2 slices 4-7 (start 4)
+    p, H = _problem([("nvidia-a100-80gb-sxm", 1, 1)], [{"mode": "mig", "profile": "1g.10gb"},
+                                                       {"mode": "mig", "profile": "4g.40gb"},
+                                                       {"mode": "mig", "profile": "3g.40gb"}])
+    sch = schedule([0.0, 10.0, 20.0], [100.0, 50.0, 1000.0], np.ones(3), np.full(3, GIB), np.full(H, 64.0),
+                   np.full(H, 1024 * GIB), gpu=p)
+    assert sch.start_s.tolist() == [0.0, 100.0, 100.0]
+    assert p.vm_mig_start.tolist() == [0, 0, 4] and p.vm_gpu.tolist() == [0, 0, 0]
+    # at the end (until inf: every VM left) the GPU is free again
+    assert p.gmode.tolist() == [[0]] and p.gused.tolist() == [[0]]
+
+
+def test_a_restart_waits_for_a_free_gpu_not_only_for_cpu_room():
+    from densim.placement.failover import failover
+
+    # two hosts with one L4 each; two VMs asking for a whole GPU (passthrough): first-fit puts VM 0 on host 0, VM 1 on
+    # host 1 (host 0 has CPU room but no free GPU). Host 0 is down 100..600 s: VM 0 stops; host 1 has CPU room for it
+    # but its GPU is VM 1's, so the restart waits for the repair and takes host 0's GPU again at 600 s
+    p, H = _problem([("nvidia-l4", 1, 2)], [{"mode": "passthrough", "count": 1}] * 2)
+    cc, mc = np.full(H, 64.0), np.full(H, 1024 * GIB)
+    init = place("first-fit", np.ones(2), np.full(2, GIB), cc, mc, gpu=p)
+    assert init.tolist() == [0, 1]
+    fo = failover(np.zeros(2), np.full(2, np.inf), np.ones(2), np.full(2, GIB), cc, mc, down_host=[0],
+                  down_start_s=[100.0], down_end_s=[600.0], initial=init, until=3600.0, gpu=p)
+    assert fo.out_placed_s.tolist() == [600.0] and fo.out_host.tolist() == [0]
+    # instances: VM 0 on host 0 (0..100 s), VM 1 on host 1, VM 0 again on host 0 from 600 s, each holding GPU 0
+    assert fo.inst_host.tolist() == [0, 1, 0] and fo.inst_start_s.tolist() == [0.0, 0.0, 600.0]
+    assert fo.inst_gpus.tolist() == [1, 1, 1]
+    # without the GPU column the restart goes to host 1 at once (the old, GPU-blind answer)
+    blind = failover(np.zeros(2), np.full(2, np.inf), np.ones(2), np.full(2, GIB), cc, mc, down_host=[0],
+                     down_start_s=[100.0], down_end_s=[600.0], initial=init, until=3600.0)
+    assert blind.out_placed_s.tolist() == [100.0] and blind.out_host.tolist() == [1]
+
+
+def test_an_evacuation_lands_only_where_a_gpu_can_take_the_vm():
+    from densim.placement import timeline as TL
+    from densim.placement.failover import Maintenance, failover
+
+    # hosts 0 and 2 have one L40S (48 GiB: six 8 GiB vGPUs), host 1 none. Two 8 GiB vGPU VMs on host 0 (pack: one GPU).
+    # Host 0 enters maintenance at 100 s: worst-fit by CPU and memory alone would pick host 1 (it comes first among
+    # equals); the GPU fit test leaves host 2. Both land there on its one GPU (same size: 2 of 6 vGPUs), and host 0's
+    # GPU is free once they land
+    hosts, of = _hosts(("nvidia-l40s", 1, 1), (None, 0, 1), ("nvidia-l40s", 1, 1))
+    p = build_problem(hosts, of, [VmGpu.model_validate({"mode": "vgpu", "memory": "8 GiB"})], np.zeros(2, np.int64))
+    H = of.size
+    cc, mc = np.full(H, 64.0), np.full(H, 1024 * GIB)
+    init = place("first-fit", np.ones(2), np.full(2, GIB), cc, mc, gpu=p)
+    assert init.tolist() == [0, 0]
+    mt = Maintenance(host=np.array([0]), at_s=np.array([100.0]), demand_mhz=np.zeros((1, 2)), link_bps=1.25e9)
+    fo = failover(np.zeros(2), np.full(2, np.inf), np.ones(2), np.full(2, GIB), cc, mc, down_host=[], down_start_s=[],
+                  down_end_s=[], initial=init, until=3600.0, maintenance=mt, core_mhz=np.full(H, 2000.0), gpu=p)
+    assert fo.mig[:, TL.M_DST].tolist() == [2.0, 2.0] and (fo.mig[:, TL.M_STATUS] == TL.M_LANDED).all()
+    assert fo.inst_host.tolist() == [0, 0, 2, 2] and fo.inst_gpus.tolist() == [1, 1, 1, 1]
+    assert p.gmode[:, 0].tolist() == [0, 0, VGPU] and p.gused[:, 0].tolist() == [0, 0, 2]
 
 
 # ---------------------------------------------------------------------------------------------- GPU power
@@ -290,30 +360,19 @@ def test_gpu_power_of_mig_instances_and_idle_gpus():
     assert res.summary["gpu"]["gpus_with_tenants"] == 1
 
 
-def test_gpu_power_over_time_is_refused():
+def test_gpus_of_a_failed_host_draw_nothing_while_it_is_down():
     from densim.engine import simulate
 
+    # the host is down for the first hour of two (a failure at 0 s for 1 h): its two L4 draw nothing then; in the
+    # second hour the VMs are restarted (no GPU requests: the GPUs stay idle at 16 W each): 2 x 16 W x 3,600 s
+    # = 0.032 kWh (before GPU power over time, this run was refused)
     sc = _power_scenario()
     for v in sc["vms"]:
-        del v["gpu"]  # GPU hosts without GPU requests may fail over; their GPU power over time is refused
-    with pytest.raises(InputError, match="GPU power over time .* is not built yet"):
-        simulate(plant_from_dict(_power_scenario_failures(sc)), seed=1)
-
-
-def _power_scenario_failures(sc):
-    sc = dict(sc)
-    sc["failures"] = {}
-    return sc
-
-
-def test_lifetimes_from_a_trace_with_gpu_requests_is_refused_at_placement():
-    from densim.engine.run import place_vms
-    from densim.engine.state import build_context
-
-    ctx = build_context(plant_from_dict(_scenario()), seed=1)
-    ctx.schedule = object()  # as build_context leaves it when a trace's tasks arrive (scheduling.lifetimes: auto)
-    with pytest.raises(InputError, match="GPU placement over time is not built yet"):
-        place_vms(ctx)
+        del v["gpu"]
+    sc["failures"] = {"events": [{"time": "0 s", "target": "l4-0", "duration": "1 h"}]}
+    res = simulate(plant_from_dict(sc), seed=1)
+    assert res.summary["gpu"]["energy_kwh"] == pytest.approx(0.032)
+    assert np.asarray(res.host_acc.series["gpu_power_w"])[:, 0].tolist() == [0.0, 32.0]
 
 
 def test_vms_table_names_each_vms_gpu():
@@ -396,9 +455,6 @@ def test_mig_mask_test_agrees_with_the_placements_and_never_overcommits_compute(
 
 
 # ---------------------------------------------------------------------------------------------- composability
-_OVER_TIME = {"lifetimes", "failures", "migration"}
-
-
 @pytest.mark.parametrize("feature", ["memory", "storage", "fabric", "virtualization", "carbon", "lifetimes", "failures",
                                      "migration", "partition"])
 def test_gpu_with_every_other_feature_runs_or_is_refused_in_one_line(feature):
@@ -417,20 +473,28 @@ def test_gpu_with_every_other_feature_runs_or_is_refused_in_one_line(feature):
     d["vms"][0]["gpu"] = {"mode": "vgpu", "memory": "8 GiB", "utilisation": 0.5}
     if FEATURES[feature] is not None:
         FEATURES[feature](d)
-    if feature in _OVER_TIME:
-        with pytest.raises(InputError, match="GPU placement over time is not built yet"):
-            simulate(resolve(scenario_from_dict(d)))
-        return
     # (a power cap on GPU hosts: tests/engine/test_gpu_power_cap.py and the composability test)
     plant = resolve(scenario_from_dict(d))
     r = simulate_in_parts(plant, 2) if feature == "partition" else simulate(plant)
-    check_invariants(r, (feature,))
+    check_invariants(r, (feature, "gpu"))
     g = r.summary["gpu"]
-    # 6 VMs on each of the first two hosts, all on GPU 0 (pack: 6 per GPU); host 2 is empty but idle-on:
-    # busy 6 x 0.5 -> capped at 1: GPU 0 of hosts 0 and 1 at 350 W, the other 4 GPUs idle at 35 W;
-    # (2 x 350 + 4 x 35) W x 3,600 s = 3.024e6 J = 0.84 kWh
-    assert (g["gpus"], g["gpus_with_tenants"], g["vms_with_gpu_unplaced"]) == (6, 2, 0)
-    assert g["energy_kwh"] == pytest.approx(0.84)
+    assert (g["gpus"], g["vms_with_gpu"], g["vms_with_gpu_unplaced"]) == (6, 12, 0)
+    if feature == "failures":
+        # host cluster-a-1 down 30..40 min: its six VMs stop; detected and restarted on cluster-a-2 (first-fit: the only
+        # host with room), up at 1,950 s. Per host, in W x min: host 0 385 x 60 (GPU 0 busy 1: 350, GPU 1 idle: 35);
+        # host 1 385 x 30, 0 x 10 (down), 70 x 20 (repaired, empty, idle-on); host 2 70 x 32, then 385 x 28 from the step
+        # [1,920, 1,980) s in which the restarts are up half the step (6 x 0.5 x 0.5 = 1.5 -> busy 1):
+        # 23,100 + 12,950 + 13,020 = 49,070 W min = 0.817833 kWh; three GPUs have held tenants
+        assert g["energy_kwh"] == pytest.approx(49_070 / 60 / 1000)
+        assert g["gpus_with_tenants"] == 3
+    elif feature in ("lifetimes", "migration"):  # (the energy against the timeline: check_invariants)
+        assert g["gpus_with_tenants"] == (2 if feature == "lifetimes" else 3)
+    else:
+        # 6 VMs on each of the first two hosts, all on GPU 0 (pack: 6 per GPU); host 2 is empty but idle-on:
+        # busy 6 x 0.5 -> capped at 1: GPU 0 of hosts 0 and 1 at 350 W, the other 4 GPUs idle at 35 W;
+        # (2 x 350 + 4 x 35) W x 3,600 s = 3.024e6 J = 0.84 kWh
+        assert g["gpus_with_tenants"] == 2
+        assert g["energy_kwh"] == pytest.approx(0.84)
 
 
 def test_validate_refuses_a_policy_that_cannot_place_gpu_requests():
@@ -446,3 +510,24 @@ def test_validate_refuses_a_policy_that_cannot_place_gpu_requests():
             plant_from_dict(sc)
     finally:
         POLICIES._entries.pop("no-gpu-fit", None)
+
+
+def test_a_split_run_gives_the_one_process_gpu_figures_with_failures_and_lifetimes():
+    # the event loop places GPUs once on the driver; each part holds its hosts' GPUs and the runs (instances) on them.
+    # A VM restarted on another part's host is a row of that part, counted once (its first run) in vms_with_gpu
+    import copy
+
+    from densim.engine import simulate
+    from densim.engine.partition import simulate_in_parts
+    from densim.plant import resolve
+    from densim.spec.loader import scenario_from_dict
+    from tests.engine.test_composability import BASE, FEATURES
+
+    for feature in ("failures", "lifetimes"):
+        d = copy.deepcopy(BASE)
+        FEATURES["gpu"](d)
+        FEATURES[feature](d)
+        plant = resolve(scenario_from_dict(d))
+        whole, split = simulate(plant).summary["gpu"], simulate_in_parts(plant, 2).summary["gpu"]
+        assert split == pytest.approx(whole, rel=1e-12), feature
+        assert whole["vms_with_gpu"] == whole["vgpus"] == 12

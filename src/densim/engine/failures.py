@@ -341,12 +341,14 @@ def _maintenance(sc, source, hosts, grid, n: int):
                        max_rounds=m.max_rounds, max_concurrent=m.max_concurrent)
 
 
-def plan_failures(sc, source, hosts, seed: int, group: np.ndarray, build_grid, datastores=()):
+def plan_failures(sc, source, hosts, seed: int, group: np.ndarray, build_grid, datastores=(), gpu=None):
     """(instance source, grid, instance schedule, instance -> VM, :class:`FailureRun` or None, the event
-    loop's :class:`~densim.placement.failover.Failover`) for a scenario with ``failures:`` or maintenance
-    evacuations (:func:`wants_timeline`); ``build_grid(sc, source)`` is the grid of a run without
-    lifetimes (:func:`densim.engine.state.build_grid`); ``datastores`` (the plant's, storage model on) adds
-    their drives and controllers as failure targets."""
+    loop's :class:`~densim.placement.failover.Failover`, the GPUs of the instances or None) for a scenario with
+    ``failures:`` or maintenance evacuations (:func:`wants_timeline`); ``build_grid(sc, source)`` is the grid of
+    a run without lifetimes (:func:`densim.engine.state.build_grid`); ``datastores`` (the plant's, storage model
+    on) adds their drives and controllers as failure targets; ``gpu``: the VMs' GPU requests
+    (:class:`densim.placement.gpu.GpuProblem`), placed by the same loop (a VM's restart or landing takes a GPU
+    on its new host, its old one is given back)."""
     from densim.engine.lifetimes import plan_schedule, wants_lifetimes
     from densim.placement import place
     from densim.placement.failover import failover, reserve
@@ -363,7 +365,7 @@ def plan_failures(sc, source, hosts, seed: int, group: np.ndarray, build_grid, d
     n = sizes.n
     lt = wants_lifetimes(sc, source)
     if lt is not None:
-        plain = plan_schedule(sc, source, hosts, lt)  # the grid of the run without failures
+        plain = plan_schedule(sc, source, hosts, lt, gpu=gpu)  # the grid of the run without failures
         grid = plain.grid
         t0 = grid.start_s
         arrival = np.maximum(np.where(np.isfinite(lt[0]), lt[0], t0), t0)
@@ -378,7 +380,7 @@ def plan_failures(sc, source, hosts, seed: int, group: np.ndarray, build_grid, d
         from densim.placement.given import kernel_params
 
         initial = place(pl.policy, sizes.vcpus.astype(np.float64), sizes.mem_bytes, cpu_cap, mem_cap, rng=make_rng(seed),
-                        **pl.params, **kernel_params(sc, sizes.names, hosts.names))
+                        gpu=gpu, **pl.params, **kernel_params(sc, sizes.names, hosts.names))
         # restarts follow the HA policy; without failures nothing is placed after the start (maintenance
         # picks its destinations by worst-fit), so the online policy is never used
         policy = _restart_policy(sc) if fs is not None else "first-fit"
@@ -421,7 +423,7 @@ def plan_failures(sc, source, hosts, seed: int, group: np.ndarray, build_grid, d
                   down_end_s=d_end, priority=prio, initial=initial, policy=policy, discipline=sc.scheduling.queue,
                   until=until, detection_s=fs.ha.detection_s if fs else 0.0, boot_s=fs.ha.boot_delay_s if fs else 0.0,
                   admission=admission, reserve_cpu=res_c, reserve_mem=res_m, reserve_share=share, maintenance=maint,
-                  core_mhz=hosts.core_mhz)
+                  core_mhz=hosts.core_mhz, gpu=gpu)
     # engine rows: every instance, then one row for each VM that never started
     never = np.flatnonzero(np.isnan(fo.first_start_s))
     vm_of = np.r_[fo.inst_vm, never].astype(np.int64)
@@ -455,4 +457,8 @@ def plan_failures(sc, source, hosts, seed: int, group: np.ndarray, build_grid, d
                           reserve=(max(res_c, share * float(cpu_cap.sum())), max(res_m, share * float(mem_cap.sum()))),
                           detection_s=float(ha.detection_s), boot_s=float(ha.boot_delay_s), t0=float(t0), until=float(until),
                           boot_from_s=placed_at, up_s=start, boot_read_Bps=float(ha.boot_read_Bps), with_lifetimes=lt is not None)
-    return src, grid, sch, vm_of, run_, fo
+    rows_gpu = None
+    if gpu is not None:  # each row's GPUs: those its instance held (none for a VM that never started)
+        rows_gpu = gpu.for_rows(vm_of, np.r_[fo.inst_gpus, np.zeros(never.size, np.int64)],
+                                np.r_[fo.inst_mig, np.full(never.size, -1, np.int64)])
+    return src, grid, sch, vm_of, run_, fo, rows_gpu

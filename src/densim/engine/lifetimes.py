@@ -48,9 +48,10 @@ def wants_lifetimes(sc, source) -> tuple[np.ndarray, np.ndarray] | None:
     return lt
 
 
-def plan_schedule(sc, source, hosts, lt: tuple[np.ndarray, np.ndarray]) -> Scheduled:
+def plan_schedule(sc, source, hosts, lt: tuple[np.ndarray, np.ndarray], gpu=None) -> Scheduled:
     """Place every VM online, then fix the grid: from the first arrival (or ``simulation.start``) to the
-    horizon, or to the end of the last task to finish."""
+    horizon, or to the end of the last task to finish. ``gpu``: the VMs' GPU requests
+    (:class:`densim.placement.gpu.GpuProblem`), placed with them; its rows get each VM's GPUs."""
     arrival, run = lt
     sim = sc.simulation
     finite = np.isfinite(arrival)
@@ -71,7 +72,7 @@ def plan_schedule(sc, source, hosts, lt: tuple[np.ndarray, np.ndarray]) -> Sched
     sizes = source.sizes
     cap = host_capacity(hosts, pl)
     sch = schedule(arrival, run, sizes.vcpus, sizes.mem_bytes, cap[:, 0], cap[:, 1], policy=pl.policy,
-                   discipline=sc.scheduling.queue, until=until)
+                   discipline=sc.scheduling.queue, until=until, gpu=gpu)
     if sim.horizon_s is not None:
         horizon = float(sim.horizon_s)
     else:

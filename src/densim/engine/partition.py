@@ -380,7 +380,7 @@ def part_vms(host_of_vm: np.ndarray, h0: int, h1: int, first: bool) -> np.ndarra
 
 #: fields of a GpuProblem per host (first axis) and per engine row, as a part takes them
 _GPU_HOST = ("host_model", "host_ngpu", "gmode", "gkey", "gused", "gowner")
-_GPU_ROW = ("kind", "req", "count", "vm_gpu", "vm_mig_start")
+_GPU_ROW = ("kind", "req", "count", "vm_gpu", "vm_mig_start", "vm_mask", "first_run")
 
 
 def _part_gpu(p, h0: int, h1: int, vm_idx: np.ndarray):
@@ -417,6 +417,7 @@ def part_context(ctx: EngineContext, plan: RunPlan, h0: int, h1: int, vm_idx: np
     sub.schedule = dataclasses.replace(s, host=local, start_s=s.start_s[vm_idx], end_s=s.end_s[vm_idx],
                                        arrival_s=s.arrival_s[vm_idx], status=s.status[vm_idx])
     sub.failures = _part_failures(ctx.failures, h0, h1, vm_idx)
+    sub.gpu = _part_gpu(plan.gpu, h0, h1, vm_idx)
     return sub
 
 

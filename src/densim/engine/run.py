@@ -545,18 +545,12 @@ def place_vms(ctx) -> None:
     """Initial placement: ``ctx.vms.host`` (-1 where a VM fits nowhere), by the scenario's policy.
     With lifetimes (``ctx.schedule``) :func:`~densim.engine.state.build_context` placed them online."""
     vms, hosts, pl = ctx.vms, ctx.hosts, ctx.scenario.placement
+    if ctx.schedule is not None:  # placed over time, GPUs too (ctx.gpu, set by build_context)
+        return
+    from densim.placement.given import kernel_params
     from densim.placement.gpu import problem_for
 
     gpu = problem_for(ctx)  # None unless a VM asks for a GPU
-    if ctx.schedule is not None:
-        if gpu is not None:  # a trace whose tasks arrive (scheduling.lifetimes: auto); the rest is refused by the plant
-            from densim.errors import InputError
-            from densim.plant.gpu import OVER_TIME
-
-            raise InputError(ctx.plant.source, "scheduling.lifetimes", OVER_TIME.format(what="the tasks' arrivals "
-                             "(scheduling.lifetimes: off places them all at the start)"))
-        return
-    from densim.placement.given import kernel_params
 
     cap = host_capacity(hosts, pl)
     vms.host = place(pl.policy, vms.vcpus.astype(np.float64), vms.mem_bytes, cap[:, 0], cap[:, 1], rng=ctx.rng,
@@ -777,10 +771,12 @@ def _placed_chunk(r: _Run, cpu: _CpuSetup, t0: int, t1: int, repeat: int = 1) ->
     window of ``repeat`` steps (:func:`steady_segments`)."""
     ctx, mig, live, n = r.ctx, r.mig, r.live, t1 - t0
     chunk, fac = _new_chunk(r, t0, t1)
+    by_step = live.chunk(ctx.grid.edges_s(t0, t1), *r.segments, ctx.hosts.n, ctx.grid.step_s) if live is not None else None
+    if by_step is not None:  # the hosts the CPU step powers, for the stages that add power (GPUs) before it
+        chunk.state.set_power_on(by_step[1] & cpu.host_on[None, :])
     cap_h = _before_cpu(r, chunk)
     if mig is not None:
         cap_h = mig.capacity(t0, t1, cap_h)
-    by_step = live.chunk(ctx.grid.edges_s(t0, t1), *r.segments, ctx.hosts.n, ctx.grid.step_s) if live is not None else None
     host_series = {name: r.host_acc.series_view(name, t0, n) for name in _HOST_SERIES} if r.keep_host else None
     out = cpu.run(chunk.vm["cpu_demand_mhz"] if "cpu_demand_mhz" in chunk.vm else fac, cap_h, n, host_series=host_series,
                   want_stage_arrays=r.demand.stage_reads or r.keep_vm, by_step=by_step, want_host_arrays=r.demand.host_reads)

@@ -376,7 +376,7 @@ def build_context(plant: Plant, seed: int | None = None, source: DemandSource | 
     sc = plant.spec
     seed = sc.simulation.seed if seed is None else int(seed)
     hosts = build_hosts(plant)
-    sched = frun = fsched = moves = None
+    sched = frun = fsched = moves = gpu = None
     from densim.workloads.tasks import lifetimes
 
     # a given source whose VMs arrive (per-VM start_s/end_s: densim plan's migration waves landing VMs) is scheduled
@@ -390,17 +390,20 @@ def build_context(plant: Plant, seed: int | None = None, source: DemandSource | 
         else:
             group_names, group = [getattr(source, "group_name", "synthetic")], np.zeros(source.n_vms, dtype=np.int32)
         from densim.engine.failures import wants_timeline
+        from densim.placement.gpu import problem_of
 
         timeline = wants_timeline(sc)
         lt = wants_lifetimes(sc, source) if not timeline else None
+        # the VMs' GPU requests, placed by the same loop as their CPU and memory (None: no VM asks for a GPU)
+        gpu = problem_of(sc, plant, hosts.group, group, group_names) if (timeline or lt is not None) else None
         if timeline:  # host failures, HA restarts, maintenance evacuations: rows are VM instances (engine/failures.py)
             from densim.engine.failures import plan_failures
 
-            source, grid, fsched, vm_of, frun, moves = plan_failures(sc, source, hosts, seed, group, build_grid,
-                                                                     plant.datastores)
+            source, grid, fsched, vm_of, frun, moves, gpu = plan_failures(sc, source, hosts, seed, group, build_grid,
+                                                                          plant.datastores, gpu=gpu)
             group = group[vm_of]
         elif lt is not None:
-            sched = plan_schedule(sc, source, hosts, lt)
+            sched = plan_schedule(sc, source, hosts, lt, gpu=gpu)
             source, grid = sched.source, sched.grid
         else:
             grid = build_grid(sc, source)
@@ -413,6 +416,8 @@ def build_context(plant: Plant, seed: int | None = None, source: DemandSource | 
     if sched is not None:
         ctx.schedule = sched.schedule
         vms.host = sched.schedule.host
+    if gpu is not None:  # placed over time: each row's GPUs (a static placement's come from place_vms)
+        ctx.gpu = gpu
     if fsched is not None:
         ctx.schedule = fsched
         ctx.failures = frun  # None without a failures: section (maintenance only)

@@ -41,6 +41,24 @@ class WindowState:
     def __init__(self, ctx, t0: int, t1: int) -> None:
         self.ctx, self.t0, self.t1 = ctx, int(t0), int(t1)
         self.n_steps = self.t1 - self.t0
+        self._power_on: np.ndarray | None = None
+
+    @property
+    def power_on(self) -> np.ndarray:
+        """(steps, hosts) bool: the hosts drawing power in each step, as the CPU step powers them. Set by the
+        engine from :meth:`densim.engine.lifetimes.Liveness.chunk` when rows arrive and leave (a host with no row
+        alive is off after ``off_after`` under ``unused_hosts: off``; a host down for half a step or more is
+        off); else every host that holds a row, or every host under ``unused_hosts: idle``."""
+        if self._power_on is None:
+            from densim.engine.run import host_loads
+
+            H = self.ctx.hosts.n
+            self._power_on = np.broadcast_to(host_loads(self.ctx)[3].astype(bool), (self.n_steps, H))
+        return self._power_on
+
+    def set_power_on(self, on: np.ndarray) -> None:
+        """The engine's power mask for this window ((steps, hosts) or a broadcast of one row)."""
+        self._power_on = np.broadcast_to(np.asarray(on, dtype=bool), (self.n_steps, self.ctx.hosts.n))
 
     @cached_property
     def edges(self) -> np.ndarray:

@@ -13,7 +13,9 @@ https://docs.nvidia.com/ai-enterprise/release-8/latest/infra-software/vgpu/featu
       g_v = min(u_v, L),    L such that sum_v min(u_v, L) = min(1, sum_v u_v)
 
 * **equal-share**: "each running VM receives an equal fraction of GPU time regardless of its load":
-  with ``N`` vGPUs on the GPU, ``g_v = min(u_v, 1 / N)``; what an idle vGPU does not use is not given away;
+  with ``N`` vGPUs on the GPU (running in the step: a VM that arrived, left, or was restarted elsewhere
+  within the run counts in the steps it is alive), ``g_v = min(u_v, 1 / N)``; what an idle vGPU does not use
+  is not given away;
 * **fixed-share**: "each VM receives a fixed fraction of GPU time, even when other VMs are idle": the
   fraction is ``1 / cap``, ``cap`` the profile's maximum vGPUs per GPU (floor(memory / framebuffer)),
   so ``g_v = min(u_v, 1 / cap)`` however many vGPUs are on the GPU.
@@ -64,14 +66,15 @@ def _water_fill(d, out):
 
 
 @njit
-def share_gpu_time(u, starts, policy, cap, quantum_s, got, wait_s):
+def share_gpu_time(u, starts, policy, cap, quantum_s, got, wait_s, present):
     """Each tenant's share of its GPU's time in each step.
 
     ``u`` (T, E): the tenants' demand (share of one whole GPU's time), tenants grouped by GPU: GPU k
     holds tenants ``starts[k] .. starts[k+1]-1`` (``starts`` has K + 1 entries); ``policy[k]`` 0
     best-effort, 1 equal-share, 2 fixed-share; ``cap[k]`` the profile's vGPUs per GPU; ``quantum_s[k]``
-    the time slice. Writes ``got`` (T, E), the share delivered, and ``wait_s`` (T, E), the longest wait
-    for a turn (see the module docstring)."""
+    the time slice; ``present`` (T, E) bool: the tenant's VM runs on the GPU in the step (equal-share divides
+    among those). Writes ``got`` (T, E), the share delivered, and ``wait_s`` (T, E), the longest wait for a
+    turn (see the module docstring); 0 for a tenant not present."""
     T = u.shape[0]
     K = starts.size - 1
     for k in range(K):
@@ -95,13 +98,20 @@ def share_gpu_time(u, starts, policy, cap, quantum_s, got, wait_s):
                     _water_fill(u[t, a:b], got[t, a:b])
                 for e in range(a, b):
                     others = busy - 1 if u[t, e] > 0.0 else busy
-                    wait_s[t, e] = q * others
+                    wait_s[t, e] = q * others if present[t, e] else 0.0
             else:
-                share = 1.0 / n if policy[k] == 1 else 1.0 / cap[k]
-                slots = n if policy[k] == 1 else cap[k]
+                running = 0
                 for e in range(a, b):
-                    got[t, e] = min(u[t, e], share)
-                    wait_s[t, e] = q * (slots - 1)
+                    if present[t, e]:
+                        running += 1
+                if running == 0:
+                    continue
+                share = 1.0 / running if policy[k] == 1 else 1.0 / cap[k]
+                slots = running if policy[k] == 1 else cap[k]
+                for e in range(a, b):
+                    if present[t, e]:
+                        got[t, e] = min(u[t, e], share)
+                        wait_s[t, e] = q * (slots - 1)
 
 
 def slowdown(u: np.ndarray, got: np.ndarray) -> np.ndarray:
@@ -113,13 +123,16 @@ def slowdown(u: np.ndarray, got: np.ndarray) -> np.ndarray:
     return out
 
 
-def shares(u, starts, policy, cap, quantum_s) -> tuple[np.ndarray, np.ndarray]:
-    """``(got, wait_s)`` of :func:`share_gpu_time` for float arrays (a convenience for tests and tools)."""
+def shares(u, starts, policy, cap, quantum_s, present=None) -> tuple[np.ndarray, np.ndarray]:
+    """``(got, wait_s)`` of :func:`share_gpu_time` for float arrays (a convenience for tests and tools);
+    ``present`` defaults to every tenant present in every step."""
     u = np.ascontiguousarray(np.atleast_2d(np.asarray(u, dtype=np.float64)))
     got = np.zeros_like(u)
     wait = np.zeros_like(u)
+    pres = np.ones(u.shape, np.bool_) if present is None else np.ascontiguousarray(np.broadcast_to(present, u.shape),
+                                                                                      dtype=np.bool_)
     share_gpu_time(u, np.asarray(starts, np.int64), np.asarray(policy, np.int64), np.asarray(cap, np.int64),
-                   np.asarray(quantum_s, np.float64), got, wait)
+                   np.asarray(quantum_s, np.float64), got, wait, pres)
     return got, wait
 
 

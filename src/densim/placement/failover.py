@@ -57,13 +57,16 @@ class Failover:
     # per migration (maintenance evacuations; :mod:`densim.placement.timeline`)
     mig: np.ndarray | None = None  # (migrations, 11) records, columns timeline.M_*
     evac: np.ndarray | None = None  # (maintenance events, 3): VMs migrated, stranded, last landing planned (s)
+    # per instance, when VMs ask for GPUs: the bit mask of its host's GPUs it holds and its MIG start (-1)
+    inst_gpus: np.ndarray | None = None
+    inst_mig: np.ndarray | None = None
 
 
 def failover(arrival_s, run_s, vm_cpu, vm_mem, cpu_cap, mem_cap, *, down_host, down_start_s, down_end_s,
              priority=None, initial=None, policy: str = "first-fit", discipline: str = "fifo", until: float = np.inf,
              detection_s: float = 0.0, boot_s: float = 0.0, admission: bool = False, reserve_cpu: float = 0.0,
              reserve_mem: float = 0.0, reserve_share: float = 0.0, maintenance: Maintenance | None = None,
-             core_mhz=None) -> Failover:
+             core_mhz=None, gpu=None) -> Failover:
     """Place VMs online through host failures (see the module docstring).
 
     ``down_*``: one row per host-down interval, sorted by start. ``initial``: a host per VM placed at
@@ -71,7 +74,10 @@ def failover(arrival_s, run_s, vm_cpu, vm_mem, cpu_cap, mem_cap, *, down_host, d
     ``priority``: higher restarts first. ``reserve_cpu``/``reserve_mem``: the fixed reserve of
     admission control (vCPU and memory units of ``cpu_cap``/``mem_cap``); ``reserve_share``: the share of
     the capacity up kept free. ``maintenance``: hosts evacuated by live migration (``core_mhz`` per
-    host then gives each VM's CPU utilisation from its demand).
+    host then gives each VM's CPU utilisation from its demand). ``gpu``: a
+    :class:`densim.placement.gpu.GpuProblem` when VMs ask for GPUs: with ``initial`` its state is the static
+    placement's (:func:`densim.placement.gpu.place_gpu` made it), else every GPU starts free; each instance's
+    GPUs come back in ``inst_gpus``/``inst_mig``.
     """
     if policy not in ONLINE_POLICIES:
         raise KeyError(f"placement policy {policy!r} cannot restart VMs online; use one of: {', '.join(ONLINE_POLICIES)}")
@@ -90,12 +96,16 @@ def failover(arrival_s, run_s, vm_cpu, vm_mem, cpu_cap, mem_cap, *, down_host, d
         raise ValueError("maintenance needs core_mhz (each VM's CPU utilisation, hence its dirty rate, is its demand "
                          "over its vCPUs at its host's core speed)")
     cm = np.ones(H) if core_mhz is None else f64(core_mhz)  # read only by evacuations
+    from densim.placement.gpu import no_gpu_state
+
+    if gpu is not None and (initial is None or gpu.gmode.shape[0] != H or gpu.vg.shape[0] != n):
+        gpu.reset(H)  # placed as they arrive (a static placement's state is kept: the loop starts from it)
     st, refused, vf, inst, outs, migs, evac = TL._event_loop(
         f64(arrival_s), f64(run_s), f64(vm_cpu), f64(vm_mem), pr, init, f64(cpu_cap), f64(mem_cap),
         np.ascontiguousarray(down_host, dtype=np.int64), start, f64(down_end_s), ONLINE_POLICIES[policy],
         DISCIPLINES[discipline], float(until), float(detection_s), float(boot_s), bool(admission),
         np.array([reserve_cpu, reserve_mem, reserve_share], dtype=np.float64), mt.host, mt.at_s, mt.demand_mhz, cm,
-        mt.params())
+        mt.params(), gpu.state() if gpu is not None else no_gpu_state())
     status = st.copy()
     status[status == TL.DOWN] = TL.WAITING  # down at ``until``, waiting for a restart: waiting
     first, dep = vf[:, 0].copy(), vf[:, 1].copy()
@@ -108,7 +118,9 @@ def failover(arrival_s, run_s, vm_cpu, vm_mem, cpu_cap, mem_cap, *, down_host, d
                     inst_start_s=inst[:, TL.I_START].copy(), inst_end_s=inst[:, TL.I_END].copy(), out_vm=o_vm,
                     out_interval=outs[:, TL.O_INTERVAL].astype(np.int64), out_fail_s=outs[:, TL.O_FAIL].copy(),
                     out_placed_s=o_place, out_up_s=o_up, out_host=outs[:, TL.O_HOST].astype(np.int64), until=float(until),
-                    mig=migs, evac=evac)
+                    mig=migs, evac=evac,
+                    inst_gpus=inst[:, TL.I_GPUS].astype(np.int64) if gpu is not None else None,
+                    inst_mig=inst[:, TL.I_MIG].astype(np.int64) if gpu is not None else None)
 
 
 @dataclass(frozen=True)

@@ -167,60 +167,129 @@ def _request_share(kind, req, count, m, n_gpu, vcap, mig_size):
     return mig_size[m, req] / MIG_MEMORY_SLOTS / n_gpu
 
 
+# the GPU state of a placement as one tuple (numba passes it whole through the event loop of
+# :mod:`densim.placement.timeline`): the VMs' requests, the (model, request) tables, the GPUs' state and
+# each VM's GPUs. ``vg`` (VMs, 4): the GPU mask and MIG start the VM holds on its host, then the ones reserved
+# on its live migration's destination (-1 start / 0 mask: none). ``kind`` of size 0: no VM asks for a GPU.
+G_KIND, G_REQ, G_COUNT, G_HMODEL, G_HNGPU, G_VCAP, G_MSIZE, G_MSTARTS, G_POLICY, G_MODE, G_KEY, G_USED, G_OWNER, G_VG = range(14)
+
+
+@njit(inline="always")
+def wants_gpu(gp, v):
+    """Whether VM ``v`` asks for a GPU in the state tuple ``gp`` (False for every VM when none does)."""
+    return gp[G_KIND].size > 0 and gp[G_KIND][v] != NONE
+
+
 @njit
-def gpu_place_kernel(order, vm_cpu, vm_mem, kind, req, count, cpu_cap, mem_cap, host_model, host_ngpu,
-                     vcap, mig_size, mig_starts, host_policy, gpu_policy, gmode, gkey, gused, gowner, out_gpu, out_start):
-    """Place VMs in ``order`` onto hosts: host per VM (-1: fits nowhere). ``host_policy``: 0 first-fit,
-    1 best-fit, 2 worst-fit; ``gpu_policy``: 0 pack, 1 spread. ``gmode/gkey/gused`` (hosts, max GPUs) are the
-    GPUs' state, updated in place (``gowner``: the passthrough VM of each GPU, -1); ``out_gpu`` gets the (first) GPU index of each VM with a request and
-    ``out_start`` the MIG start."""
-    n_h = cpu_cap.size
+def gpu_find(policy, v, c, mm, cpu_free, mem_free, cpu_cap, mem_cap, gp):
+    """The host ``policy`` picks for VM ``v`` (``c`` vCPUs, ``mm`` bytes, its GPU request): one where
+    :func:`densim.placement.capacity.fits` holds and :func:`gpu_fit` finds a GPU, or -1. ``policy``: 0 first-fit
+    (the lowest such host), 1 best-fit, 2 worst-fit (least / most normalised free CPU + memory + GPU share left,
+    see the module docstring). The one host choice of the static kernel and of the event loop."""
+    kind, req, count, hm, hn = gp[G_KIND], gp[G_REQ], gp[G_COUNT], gp[G_HMODEL], gp[G_HNGPU]
+    vcap, ms, mst, gpol = gp[G_VCAP], gp[G_MSIZE], gp[G_MSTARTS], gp[G_POLICY]
+    gmode, gkey, gused = gp[G_MODE], gp[G_KEY], gp[G_USED]
+    chosen = -1
+    score_best = 0.0
+    for h in range(cpu_free.size):
+        if not fits(cpu_free[h], mem_free[h], c, mm):
+            continue
+        m = hm[h]
+        g = gpu_fit(kind[v], req[v], count[v], m, hn[h], gmode[h], gkey[h], gused[h], vcap, ms, mst, gpol)
+        if g < 0:
+            continue
+        if policy == 0:
+            return h
+        s = (cpu_free[h] / cpu_cap[h] + mem_free[h] / mem_cap[h]) - (c / cpu_cap[h] + mm / mem_cap[h])
+        s += _host_gpu_share(h, m, hn[h], gmode, gkey, gused, vcap) - _request_share(kind[v], req[v], count[v], m, hn[h],
+                                                                                    vcap, ms)
+        if chosen < 0 or (policy == 1 and s < score_best) or (policy == 2 and s > score_best):
+            chosen = h
+            score_best = s
+    return chosen
+
+
+@njit
+def gpu_claim(v, h, gp):
+    """VM ``v`` takes its GPU request on host ``h`` (where :func:`gpu_find` found room): returns ``(mask, start)``,
+    the bit mask of the host's GPUs it holds and its MIG start (-1 unless MIG)."""
+    kind, req, count, hm, hn = gp[G_KIND], gp[G_REQ], gp[G_COUNT], gp[G_HMODEL], gp[G_HNGPU]
+    m = hm[h]
+    g = gpu_fit(kind[v], req[v], count[v], m, hn[h], gp[G_MODE][h], gp[G_KEY][h], gp[G_USED][h], gp[G_VCAP],
+                gp[G_MSIZE], gp[G_MSTARTS], gp[G_POLICY])
+    start = _gpu_take(kind[v], req[v], count[v], g, m, hn[h], gp[G_MODE][h], gp[G_KEY][h], gp[G_USED][h], gp[G_MSIZE],
+                      gp[G_MSTARTS], gp[G_OWNER][h], v)
+    return vm_mask(v, h, g, gp), start
+
+
+@njit(inline="always")
+def vm_mask(v, h, g, gp):
+    """The bit mask of host ``h``'s GPUs VM ``v`` holds, its (first) GPU being ``g``: one bit for a vGPU or MIG
+    instance, every GPU it owns for passthrough."""
+    if gp[G_KIND][v] != PASS:
+        return np.int64(1) << g
+    mask = np.int64(0)
+    own = gp[G_OWNER][h]
+    for j in range(gp[G_HNGPU][h]):
+        if own[j] == v:
+            mask |= np.int64(1) << j
+    return mask
+
+
+@njit
+def gpu_release(v, h, mask, start, gp):
+    """VM ``v`` gives back what it holds on host ``h`` (``mask``, ``start`` from :func:`gpu_claim`): a vGPU (the GPU
+    is free again when its last vGPU leaves), a MIG instance's memory slices, or its whole GPUs. No-op for mask 0."""
+    if mask == 0:
+        return
+    kind = gp[G_KIND][v]
+    gmode, gkey, gused, gowner = gp[G_MODE][h], gp[G_KEY][h], gp[G_USED][h], gp[G_OWNER][h]
+    for g in range(gp[G_HNGPU][h]):
+        if not (mask >> g) & 1:
+            continue
+        if kind == PASS:
+            gmode[g] = NONE
+            gowner[g] = -1
+        elif kind == VGPU:
+            gused[g] -= 1
+            if gused[g] <= 0:
+                gused[g] = 0
+                gmode[g] = NONE
+                gkey[g] = 0
+        else:
+            size = gp[G_MSIZE][gp[G_HMODEL][h], gp[G_REQ][v]]
+            gused[g] &= ~(((np.int64(1) << size) - 1) << start)
+            if gused[g] == 0:
+                gmode[g] = NONE
+
+
+@njit
+def gpu_place_kernel(order, vm_cpu, vm_mem, cpu_cap, mem_cap, host_policy, gp):
+    """Place VMs in ``order`` onto hosts: host per VM (-1: fits nowhere), by :func:`gpu_find` (``host_policy``: 0
+    first-fit, 1 best-fit, 2 worst-fit) and :func:`gpu_claim`. ``gp``'s GPU state is updated in place and its
+    ``vg[v, 0:2]`` gets each VM's GPU mask and MIG start."""
     cpu_free = cpu_cap.copy()
     mem_free = mem_cap.copy()
     out = np.full(vm_cpu.size, -1, dtype=np.int64)
+    vg = gp[G_VG]
     for k in range(order.size):
         v = order[k]
-        c = vm_cpu[v]
-        mm = vm_mem[v]
-        chosen = -1
-        chosen_g = -1
-        score_best = 0.0
-        for h in range(n_h):
-            if not fits(cpu_free[h], mem_free[h], c, mm):
-                continue
-            m = host_model[h]
-            g = gpu_fit(kind[v], req[v], count[v], m, host_ngpu[h], gmode[h], gkey[h], gused[h], vcap, mig_size,
-                        mig_starts, gpu_policy)
-            if g < 0:
-                continue
-            if host_policy == 0:
-                chosen = h
-                chosen_g = g
-                break
-            s = (cpu_free[h] / cpu_cap[h] + mem_free[h] / mem_cap[h]) - (c / cpu_cap[h] + mm / mem_cap[h])
-            s += _host_gpu_share(h, m, host_ngpu[h], gmode, gkey, gused, vcap) - _request_share(
-                kind[v], req[v], count[v], m, host_ngpu[h], vcap, mig_size)
-            if chosen < 0 or (host_policy == 1 and s < score_best) or (host_policy == 2 and s > score_best):
-                chosen = h
-                chosen_g = g
-                score_best = s
-        if chosen < 0:
+        h = gpu_find(host_policy, v, vm_cpu[v], vm_mem[v], cpu_free, mem_free, cpu_cap, mem_cap, gp)
+        if h < 0:
             continue
-        out[v] = chosen
-        cpu_free[chosen] -= c
-        mem_free[chosen] -= mm
-        if kind[v] != NONE:
-            out_gpu[v] = chosen_g
-            out_start[v] = _gpu_take(kind[v], req[v], count[v], chosen_g, host_model[chosen], host_ngpu[chosen],
-                                     gmode[chosen], gkey[chosen], gused[chosen], mig_size, mig_starts, gowner[chosen], v)
+        out[v] = h
+        cpu_free[h] -= vm_cpu[v]
+        mem_free[h] -= vm_mem[v]
+        if gp[G_KIND][v] != NONE:
+            vg[v, 0], vg[v, 1] = gpu_claim(v, h, gp)
     return out
 
 
 # ------------------------------------------------------------------------------------------ the problem
 @dataclass
 class GpuProblem:
-    """The GPU side of one static placement: host GPUs, VM requests, per (model, request) tables, and
-    after :func:`place_gpu` the GPUs' state and each VM's GPU.
+    """The GPU side of a placement: host GPUs, VM requests, per (model, request) tables, and after
+    :func:`place_gpu` (or the event loop of :mod:`densim.placement.timeline`) the GPUs' state and each row's GPUs.
 
     ``models``: the GPU models (GpuSpec) of the hosts; ``host_model`` (H,) index into it (-1: no GPU),
     ``host_ngpu`` (H,); ``kind`` (V,) NONE/VGPU/MIG/PASS, ``req`` (V,) index into ``requests`` (the
@@ -246,12 +315,51 @@ class GpuProblem:
     gkey: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.int64))
     gused: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.int64))
     gowner: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.int64))  # passthrough VM per GPU, -1
-    vm_gpu: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    vm_gpu: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # (first) GPU index of each row, -1
     vm_mig_start: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    vm_mask: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # bit mask of the row's GPUs on its host
+    vg: np.ndarray = field(default_factory=lambda: np.zeros((0, 4), np.int64))  # the kernels' per-VM GPU columns
+    first_run: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))  # the row is its VM's first run (counts)
 
     @property
     def any_request(self) -> bool:
         return bool((self.kind != NONE).any())
+
+    def reset(self, n_hosts: int) -> None:
+        """Every GPU free, no VM holding one: the state before a placement."""
+        G = max(int(self.host_ngpu.max()) if self.host_ngpu.size else 0, 1)
+        self.gmode = np.zeros((n_hosts, G), np.int8)
+        self.gkey = np.zeros((n_hosts, G), np.int64)
+        self.gused = np.zeros((n_hosts, G), np.int64)
+        self.gowner = np.full((n_hosts, G), -1, np.int64)
+        self.vg = np.zeros((self.kind.size, 4), np.int64)
+        self.vg[:, 1] = self.vg[:, 3] = -1
+        self.set_rows(self.vg[:, 0], self.vg[:, 1])
+
+    def state(self) -> tuple:
+        """The state tuple the numba kernels take (layout ``G_*``); its arrays are this problem's, changed in place."""
+        return (self.kind, self.req, self.count, self.host_model, self.host_ngpu, self.vcap, self.mig_size,
+                self.mig_starts, POLICY_CODES[self.policy], self.gmode, self.gkey, self.gused, self.gowner, self.vg)
+
+    def set_rows(self, mask: np.ndarray, start: np.ndarray) -> None:
+        """Each row's GPU mask and MIG start; ``vm_gpu`` is the mask's lowest GPU (-1: none)."""
+        self.vm_mask = np.array(mask, np.int64)
+        self.vm_mig_start = np.where(self.vm_mask != 0, np.asarray(start, np.int64), -1)
+        low = self.vm_mask & -self.vm_mask  # the lowest bit set
+        self.vm_gpu = np.where(low > 0, np.log2(np.maximum(low, 1)).round().astype(np.int64), -1)
+        self.first_run = np.ones(self.vm_mask.size, bool)
+
+    def for_rows(self, vm_of: np.ndarray, mask: np.ndarray, start: np.ndarray) -> GpuProblem:
+        """This problem with engine rows (runs of VMs, :mod:`densim.engine.failures`) in place of VMs: row r is a
+        run of VM ``vm_of[r]`` holding the GPUs ``mask[r]`` (MIG start ``start[r]``) on its host."""
+        import dataclasses
+
+        out = dataclasses.replace(self, kind=self.kind[vm_of], req=self.req[vm_of], count=self.count[vm_of],
+                                  vg=np.zeros((vm_of.size, 4), np.int64))
+        out.set_rows(mask, start)
+        out.first_run = np.zeros(vm_of.size, bool)  # rows are in the order the runs began: a VM's first row is its first run
+        out.first_run[np.unique(vm_of, return_index=True)[1]] = True
+        return out
 
 
 def build_problem(host_groups, host_group_of_host, vm_gpu_of_group, group_of_vm, policy: str = "pack") -> GpuProblem:
@@ -321,8 +429,8 @@ def gpu_share_of_vm(p: GpuProblem) -> np.ndarray:
 
 
 def place_gpu(policy: str, vm_cpu, vm_mem, cpu_cap, mem_cap, p: GpuProblem) -> np.ndarray:
-    """Static placement with GPUs: host per VM (-1 where it fits nowhere); fills ``p``'s GPU state and
-    ``p.vm_gpu`` (the VM's first GPU on its host, -1 without a request) and ``p.vm_mig_start``."""
+    """Static placement with GPUs: host per VM (-1 where it fits nowhere); fills ``p``'s GPU state, ``p.vg`` and
+    the rows' ``vm_mask``, ``vm_gpu`` (the VM's first GPU on its host, -1 without a request) and ``vm_mig_start``."""
     from densim.errors import InputError
     from densim.placement.heuristics import decreasing_order
 
@@ -331,13 +439,7 @@ def place_gpu(policy: str, vm_cpu, vm_mem, cpu_cap, mem_cap, p: GpuProblem) -> n
     cc = np.ascontiguousarray(cpu_cap, dtype=np.float64)
     mc = np.ascontiguousarray(mem_cap, dtype=np.float64)
     V, H = vc.size, cc.size
-    G = int(p.host_ngpu.max()) if p.host_ngpu.size else 0
-    p.gmode = np.zeros((H, max(G, 1)), np.int8)
-    p.gkey = np.zeros((H, max(G, 1)), np.int64)
-    p.gused = np.zeros((H, max(G, 1)), np.int64)
-    p.gowner = np.full((H, max(G, 1)), -1, np.int64)
-    p.vm_gpu = np.full(V, -1, np.int64)
-    p.vm_mig_start = np.full(V, -1, np.int64)
+    p.reset(H)
     if policy == "none":
         return np.full(V, -1, np.int64)
     if policy not in HOST_POLICIES:
@@ -349,20 +451,34 @@ def place_gpu(policy: str, vm_cpu, vm_mem, cpu_cap, mem_cap, p: GpuProblem) -> n
         order = base[np.argsort(-share, kind="stable")].astype(np.int64)
     else:
         order = np.arange(V, dtype=np.int64)
-    return gpu_place_kernel(order, vc, vm, p.kind, p.req, p.count, cc, mc, p.host_model, p.host_ngpu, p.vcap, p.mig_size,
-                            p.mig_starts, HOST_POLICIES[policy], POLICY_CODES[p.policy], p.gmode, p.gkey, p.gused,
-                            p.gowner, p.vm_gpu, p.vm_mig_start)
+    host = gpu_place_kernel(order, vc, vm, cc, mc, HOST_POLICIES[policy], p.state())
+    p.set_rows(p.vg[:, 0], p.vg[:, 1])
+    return host
 
 
-def problem_for(ctx) -> GpuProblem | None:
-    """The run's :class:`GpuProblem` (None when no VM asks for a GPU): hosts from the plant's host groups,
-    requests from the VM groups (``vms[].gpu``)."""
-    sc = ctx.scenario
-    if not any(g.gpu is not None for g in sc.vms) or len(ctx.vms.group_names) != len(sc.vms):
+def problem_of(sc, plant, host_group, vm_group, group_names) -> GpuProblem | None:
+    """The :class:`GpuProblem` of a scenario (None when no VM asks for a GPU): hosts from the plant's host groups
+    (``host_group`` (H,)), requests from the VM groups (``vms[].gpu``; ``vm_group`` (V,) into ``group_names``, which
+    are the scenario's groups unless a given source replaced them)."""
+    if not any(g.gpu is not None for g in sc.vms) or len(group_names) != len(sc.vms):
         return None
-    p = build_problem(ctx.plant.host_groups, ctx.hosts.group, [g.gpu for g in sc.vms], ctx.vms.group,
-                      policy=sc.placement.gpu_policy)
+    p = build_problem(plant.host_groups, host_group, [g.gpu for g in sc.vms], vm_group, policy=sc.placement.gpu_policy)
     return p if p.any_request else None
 
 
-__all__ = ["GpuProblem", "build_problem", "gpu_fit", "gpu_place_kernel", "place_gpu", "problem_for"]
+def problem_for(ctx) -> GpuProblem | None:
+    """The run's :class:`GpuProblem` (:func:`problem_of` of the context's scenario, hosts and VMs)."""
+    return problem_of(ctx.scenario, ctx.plant, ctx.hosts.group, ctx.vms.group, ctx.vms.group_names)
+
+
+def no_gpu_state(n_hosts: int = 1) -> tuple:
+    """A state tuple for a placement in which no VM asks for a GPU (``kind`` of size 0): the kernels skip the GPU
+    column for every VM. Same types as :meth:`GpuProblem.state`, so the kernels compile once."""
+    z1 = np.zeros(0, np.int64)
+    z2 = np.zeros((1, 1), np.int64)
+    return (np.zeros(0, np.int8), z1, z1, z1, z1, z2, z2, z2, 0, np.zeros((1, 1), np.int8), z2, z2, z2,
+            np.zeros((0, 4), np.int64))
+
+
+__all__ = ["GpuProblem", "build_problem", "gpu_claim", "gpu_find", "gpu_fit", "gpu_place_kernel", "gpu_release",
+           "no_gpu_state", "place_gpu", "problem_for"]

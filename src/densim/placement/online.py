@@ -62,10 +62,12 @@ class Schedule:
 
 
 def schedule(arrival_s, run_s, vm_cpu, vm_mem, cpu_cap, mem_cap, *, policy: str = "first-fit",
-             discipline: str = "fifo", until: float = np.inf) -> Schedule:
+             discipline: str = "fifo", until: float = np.inf, gpu=None) -> Schedule:
     """Place VMs online (see the module docstring); events after ``until`` are not processed.
 
-    ``arrival_s`` -inf means present from the start; ``run_s`` inf means it never leaves.
+    ``arrival_s`` -inf means present from the start; ``run_s`` inf means it never leaves. ``gpu``: a
+    :class:`densim.placement.gpu.GpuProblem` when VMs ask for GPUs (placed from all GPUs free; its rows get
+    each VM's GPUs: ``vm_mask``, ``vm_gpu``, ``vm_mig_start``).
     """
     if policy not in ONLINE_POLICIES:
         raise KeyError(f"placement policy {policy!r} cannot place online (VMs that arrive and leave); "
@@ -73,18 +75,27 @@ def schedule(arrival_s, run_s, vm_cpu, vm_mem, cpu_cap, mem_cap, *, policy: str 
     if discipline not in DISCIPLINES:
         raise KeyError(f"queue discipline {discipline!r}; one of: {', '.join(DISCIPLINES)}")
     from densim.placement import timeline as TL
+    from densim.placement.gpu import no_gpu_state
 
     arr = np.ascontiguousarray(arrival_s, dtype=np.float64)
     run = np.ascontiguousarray(run_s, dtype=np.float64)
     f = [np.ascontiguousarray(a, dtype=np.float64) for a in (vm_cpu, vm_mem, cpu_cap, mem_cap)]
     n, H = arr.size, f[2].size
     none_i, none_f = np.zeros(0, dtype=np.int64), np.zeros(0)
+    if gpu is not None:
+        gpu.reset(H)
     st, _, vf, inst, _, _, _ = TL._event_loop(
         arr, run, f[0], f[1], np.zeros(n, dtype=np.int64), np.full(n, -2, dtype=np.int64), f[2], f[3], none_i, none_f, none_f,
         ONLINE_POLICIES[policy], DISCIPLINES[discipline], float(until), 0.0, 0.0, False, np.zeros(3), none_i, none_f,
-        np.zeros((1, n)), np.ones(H), np.zeros(7))
+        np.zeros((1, n)), np.ones(H), np.zeros(7), gpu.state() if gpu is not None else no_gpu_state())
     host = np.full(n, -1, dtype=np.int64)  # no failure, no maintenance: one instance per VM started
-    host[inst[:, TL.I_VM].astype(np.int64)] = inst[:, TL.I_HOST].astype(np.int64)
+    i_vm = inst[:, TL.I_VM].astype(np.int64)
+    host[i_vm] = inst[:, TL.I_HOST].astype(np.int64)
+    if gpu is not None:
+        mask, start = np.zeros(n, np.int64), np.full(n, -1, np.int64)
+        mask[i_vm] = inst[:, TL.I_GPUS].astype(np.int64)
+        start[i_vm] = inst[:, TL.I_MIG].astype(np.int64)
+        gpu.set_rows(mask, start)
     start = vf[:, 0].copy()
     end = np.where(np.isnan(start), np.nan, start + run)
     return Schedule(host=host, start_s=start, end_s=end, arrival_s=arr, status=st, until=float(until))

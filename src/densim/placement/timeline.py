@@ -46,12 +46,14 @@ import numpy as np
 from densim._jit import njit
 from densim.models.migration import precopy_one
 from densim.placement.capacity import fits  # the one fit test (placement/capacity.py)
+from densim.placement.gpu import G_VG, gpu_claim, gpu_find, gpu_release, wants_gpu
 from densim.placement.heuristics import _tree_find_in
 from densim.placement.heuristics import _tree_update as _set_leaf
 
 
-# instance record columns
-I_VM, I_HOST, I_PLACE, I_START, I_END = range(5)
+# instance record columns (I_GPUS, I_MIG only when some VM asks for a GPU: the bit mask of the host's GPUs
+# the instance holds and its MIG start, densim.placement.gpu)
+I_VM, I_HOST, I_PLACE, I_START, I_END, I_GPUS, I_MIG = range(7)
 # outage record columns
 O_VM, O_INTERVAL, O_FAIL, O_PLACE, O_HOST = range(5)
 # migration record columns and status codes
@@ -114,10 +116,14 @@ def _grow(a, n):
 
 
 @njit(inline="always")
-def _find(policy, c, m, cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size, stack):
+def _find(policy, c, m, cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size, stack, v, gp):
     """The host the policy picks for ``c`` vCPUs and ``m`` bytes (-1: none has room).
     0 first-fit (leftmost leaf of the segment tree with room), 1 best-fit, 2 worst-fit (least /
-    most room left, summed over both resources as shares of capacity)."""
+    most room left, summed over both resources as shares of capacity). A VM ``v`` that asks for a GPU
+    (``gp``, :mod:`densim.placement.gpu`) goes to :func:`densim.placement.gpu.gpu_find`: the same policies
+    with the GPU column in the fit test and the score."""
+    if wants_gpu(gp, v):
+        return gpu_find(policy, v, c, m, cpu_free, mem_free, cpu_cap, mem_cap, gp)
     if policy == 0:
         return _tree_find_in(tc, tm, size, c, m, stack)  # the static first-fit's segment-tree search
     chosen = -1
@@ -184,9 +190,10 @@ def _admits(admission, sc, c, m, res):
 
 
 @njit(inline="always")
-def _run_on(v, h, t, start, vi, st, vf, inst, cnt, cpu_free, mem_free, tc, tm, size, head, nxt, prv, sc, vm_cpu, vm_mem):
+def _run_on(v, h, t, start, vi, st, vf, inst, cnt, cpu_free, mem_free, tc, tm, size, head, nxt, prv, sc, vm_cpu, vm_mem, gp, claim):
     """VM ``v`` runs on host ``h`` from ``t`` (up from ``start``): room taken, listed on the host, an instance
-    (the caller made room for one more)."""
+    (the caller made room for one more). With ``claim`` the VM takes its GPU request on ``h`` (a static
+    placement's VMs hold theirs from the start: ``claim`` False)."""
     vi[v, 0] = h
     st[v] = RUNNING
     _room(h, -1.0, cpu_free, mem_free, tc, tm, size, vm_cpu[v], vm_mem[v])
@@ -196,22 +203,40 @@ def _run_on(v, h, t, start, vi, st, vf, inst, cnt, cpu_free, mem_free, tc, tm, s
     sc[USED_MEM] += vm_mem[v]
     end = vf[v, 1] if vf[v, 1] == vf[v, 1] else np.inf
     vi[v, 1] = _add_instance(inst, cnt, v, h, t, start, end)
+    if wants_gpu(gp, v):
+        vg = gp[G_VG]
+        if claim:
+            vg[v, 0], vg[v, 1] = gpu_claim(v, h, gp)
+        inst[vi[v, 1], I_GPUS] = vg[v, 0]
+        inst[vi[v, 1], I_MIG] = vg[v, 1]
 
 
 @njit(inline="always")
-def _leave(v, h, vi, cpu_free, mem_free, tc, tm, size, head, nxt, prv, sc, vm_cpu, vm_mem, blocked):
+def _drop_gpu(v, h, gp, j):
+    """VM ``v`` gives back the GPUs it holds on ``h`` (``j`` = 0) or has reserved there as its migration's
+    destination (``j`` = 2)."""
+    if wants_gpu(gp, v):
+        vg = gp[G_VG]
+        gpu_release(v, h, vg[v, j], vg[v, j + 1], gp)
+        vg[v, j] = 0
+        vg[v, j + 1] = -1
+
+
+@njit(inline="always")
+def _leave(v, h, vi, cpu_free, mem_free, tc, tm, size, head, nxt, prv, sc, vm_cpu, vm_mem, blocked, gp):
     """VM ``v`` leaves host ``h`` (not down): off its list, its room back unless the host takes no VM."""
     if head.size:
         _unlink(head, nxt, prv, h, v)
     if not blocked[h]:
         _room(h, 1.0, cpu_free, mem_free, tc, tm, size, vm_cpu[v], vm_mem[v])
+    _drop_gpu(v, h, gp, 0)  # GPUs are given back exactly, also on a host that takes no VM
     sc[USED_CPU] -= vm_cpu[v]
     sc[USED_MEM] -= vm_mem[v]
     vi[v, 0] = -1
 
 
 @njit(inline="always")
-def _cancel(v, t, vi, migs, cpu_free, mem_free, tc, tm, size, vm_cpu, vm_mem, blocked):
+def _cancel(v, t, vi, migs, cpu_free, mem_free, tc, tm, size, vm_cpu, vm_mem, blocked, gp):
     """Cancel VM ``v``'s migration in flight (if any) at ``t``: its destination's room back."""
     r = vi[v, 3]
     if r < 0:
@@ -219,6 +244,7 @@ def _cancel(v, t, vi, migs, cpu_free, mem_free, tc, tm, size, vm_cpu, vm_mem, bl
     d = int(migs[r, M_DST])
     if not blocked[d]:
         _room(d, 1.0, cpu_free, mem_free, tc, tm, size, vm_cpu[v], vm_mem[v])
+    _drop_gpu(v, d, gp, 2)
     migs[r, M_STATUS] = M_CANCELLED
     migs[r, M_END] = t
     vi[v, 3] = -1
@@ -226,7 +252,7 @@ def _cancel(v, t, vi, migs, cpu_free, mem_free, tc, tm, size, vm_cpu, vm_mem, bl
 
 @njit
 def _migrate(vs, nv, src, t, e, vi, migs, cnt, lt, lv, cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size,
-             vm_cpu, vm_mem, util, core_mhz, mig_par, evac, stack):
+             vm_cpu, vm_mem, util, core_mhz, mig_par, evac, stack, gp):
     """Migrate VMs ``vs[:nv]`` (largest memory first) off ``src`` from ``t`` for evacuation ``e``: destinations
     by worst-fit, room reserved there now; waves of ``max_concurrent`` sharing the link. Returns records."""
     link, dirty, wws, target, resume, max_rounds, kmax = (mig_par[0], mig_par[1], mig_par[2], mig_par[3],
@@ -237,11 +263,14 @@ def _migrate(vs, nv, src, t, e, vi, migs, cnt, lt, lv, cpu_free, mem_free, cpu_c
     nc = 0
     for j in range(nv):
         v = vs[order[j]]
-        d = _find(2, vm_cpu[v], vm_mem[v], cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size, stack)
+        d = _find(2, vm_cpu[v], vm_mem[v], cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size, stack, v, gp)
         if d < 0:
             evac[e, 1] += 1  # stranded
             continue
         _room(d, -1.0, cpu_free, mem_free, tc, tm, size, vm_cpu[v], vm_mem[v])
+        if wants_gpu(gp, v):  # its GPU on the destination is reserved from the decision too
+            vg = gp[G_VG]
+            vg[v, 2], vg[v, 3] = gpu_claim(v, d, gp)
         chosen_v[nc] = v
         chosen_d[nc] = d
         nc += 1
@@ -285,7 +314,7 @@ def _migrate(vs, nv, src, t, e, vi, migs, cnt, lt, lv, cpu_free, mem_free, cpu_c
 
 
 @njit
-def _land(r, t, vi, st, vf, migs, inst, cnt, head, nxt, prv, cpu_free, mem_free, tc, tm, size, vm_cpu, vm_mem, blocked):
+def _land(r, t, vi, st, vf, migs, inst, cnt, head, nxt, prv, cpu_free, mem_free, tc, tm, size, vm_cpu, vm_mem, blocked, gp):
     """Migration ``r`` lands at ``t``: the VM's run on the source ends, one on the destination starts."""
     v = int(migs[r, M_VM])
     src = int(migs[r, M_SRC])
@@ -293,6 +322,7 @@ def _land(r, t, vi, st, vf, migs, inst, cnt, head, nxt, prv, cpu_free, mem_free,
     _unlink(head, nxt, prv, src, v)
     if not blocked[src]:
         _room(src, 1.0, cpu_free, mem_free, tc, tm, size, vm_cpu[v], vm_mem[v])
+    _drop_gpu(v, src, gp, 0)
     k = vi[v, 1]
     inst[k, I_END] = t
     if inst[k, I_START] > t:
@@ -302,6 +332,11 @@ def _land(r, t, vi, st, vf, migs, inst, cnt, head, nxt, prv, cpu_free, mem_free,
     end = vf[v, 1] if vf[v, 1] == vf[v, 1] else np.inf
     inst = _grow(inst, cnt[N_INST])
     k2 = _add_instance(inst, cnt, v, d, t, t, end)
+    if wants_gpu(gp, v):  # the GPUs reserved on the destination are now held there
+        vg = gp[G_VG]
+        vg[v, 0], vg[v, 1], vg[v, 2], vg[v, 3] = vg[v, 2], vg[v, 3], 0, -1
+        inst[k2, I_GPUS] = vg[v, 0]
+        inst[k2, I_MIG] = vg[v, 1]
     vi[v, 1] = k2
     vi[v, 3] = -1
     migs[r, M_STATUS] = M_LANDED
@@ -311,13 +346,14 @@ def _land(r, t, vi, st, vf, migs, inst, cnt, head, nxt, prv, cpu_free, mem_free,
 
 @njit
 def _fail(h, t, di, detect_s, vi, st, inst, outs, migs, cnt, rel_t, rel_v, head, nxt, prv, cpu_free, mem_free, tc, tm,
-          size, vm_cpu, vm_mem, sc, blocked):
+          size, vm_cpu, vm_mem, sc, blocked, gp):
     """Host ``h`` fails at ``t`` (interval ``di``): its VMs stop and are released for restart after the
     detection delay; their migrations are cancelled. Returns the records and release queue."""
     v = head[h]
     while v >= 0:
         w = nxt[v]
-        _cancel(v, t, vi, migs, cpu_free, mem_free, tc, tm, size, vm_cpu, vm_mem, blocked)
+        _cancel(v, t, vi, migs, cpu_free, mem_free, tc, tm, size, vm_cpu, vm_mem, blocked, gp)
+        _drop_gpu(v, h, gp, 0)  # its GPUs are free when the host is repaired
         sc[USED_CPU] -= vm_cpu[v]
         sc[USED_MEM] -= vm_mem[v]
         nxt[v] = -1
@@ -388,7 +424,7 @@ def _release(t, prio, st, rel_t, rel_v, rq, rq_t, cnt):
 
 @njit(inline="always")
 def _start_static(initial, arrival, run, admission, res, sc, st, refused, vi, vf, inst, cnt, ht, hv, cpu_free, mem_free,
-                  tc, tm, size, head, nxt, prv, vm_cpu, vm_mem):
+                  tc, tm, size, head, nxt, prv, vm_cpu, vm_mem, gp):
     """VMs placed at the start (``initial`` >= -1: a run without lifetimes): power-on in VM order,
     admission permitting. Returns the instances and whether the run is static."""
     static = False
@@ -403,12 +439,13 @@ def _start_static(initial, arrival, run, admission, res, sc, st, refused, vi, vf
         if not _admits(admission, sc, vm_cpu[v], vm_mem[v], res):
             st[v] = FAILED
             refused[v] = True
+            _drop_gpu(v, h, gp, 0)  # the static placement's GPU, not powered on
             continue
         vf[v, 0] = arrival[v]
         vf[v, 1] = arrival[v] + run[v]
         inst = _grow(inst, cnt[N_INST])
         _run_on(v, h, arrival[v], arrival[v], vi, st, vf, inst, cnt, cpu_free, mem_free, tc, tm, size, head, nxt, prv, sc,
-                vm_cpu, vm_mem)
+                vm_cpu, vm_mem, gp, False)
         if run[v] < np.inf:
             cnt[N_DEP] = _heap_push(ht, hv, cnt[N_DEP], vf[v, 1], v)
     return inst, static
@@ -452,7 +489,7 @@ def _repairs(t, ui, up_order, d_host, d_end, down, maint, blocked, cpu_free, mem
 
 @njit(refcount=False)
 def _departures(t, ht, hv, cnt, st, vi, migs, cpu_free, mem_free, tc, tm, size, head, nxt, prv, sc, vm_cpu, vm_mem,
-                blocked):
+                blocked, gp):
     """2. VMs whose lifetime ends at ``t`` leave (a migration in flight is cancelled). Returns whether room freed."""
     freed = False
     while cnt[N_DEP] > 0 and ht[0] == t:
@@ -460,8 +497,8 @@ def _departures(t, ht, hv, cnt, st, vi, migs, cpu_free, mem_free, tc, tm, size, 
         cnt[N_DEP] = _heap_pop(ht, hv, cnt[N_DEP])
         if st[v] == RUNNING:
             if vi[v, 3] >= 0:
-                _cancel(v, t, vi, migs, cpu_free, mem_free, tc, tm, size, vm_cpu, vm_mem, blocked)
-            _leave(v, vi[v, 0], vi, cpu_free, mem_free, tc, tm, size, head, nxt, prv, sc, vm_cpu, vm_mem, blocked)
+                _cancel(v, t, vi, migs, cpu_free, mem_free, tc, tm, size, vm_cpu, vm_mem, blocked, gp)
+            _leave(v, vi[v, 0], vi, cpu_free, mem_free, tc, tm, size, head, nxt, prv, sc, vm_cpu, vm_mem, blocked, gp)
             freed = True
         st[v] = DONE  # done (also a VM down at its end: it is not restarted)
         vi[v, 2] = -1
@@ -470,7 +507,7 @@ def _departures(t, ht, hv, cnt, st, vi, migs, cpu_free, mem_free, tc, tm, size, 
 
 @njit
 def _landings(t, lt, lv, cnt, migs, vi, st, vf, inst, head, nxt, prv, cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size,
-              vm_cpu, vm_mem, blocked, maint, evac_of, vs, util, core_mhz, mig_par, evac, stack):
+              vm_cpu, vm_mem, blocked, maint, evac_of, vs, util, core_mhz, mig_par, evac, stack, gp):
     """3. Migrations landing at ``t``; a VM landing on a host put into maintenance meanwhile moves on at once."""
     landed = False
     while cnt[N_LAND] > 0 and lt[0] == t:
@@ -479,13 +516,13 @@ def _landings(t, lt, lv, cnt, migs, vi, st, vf, inst, head, nxt, prv, cpu_free, 
         if migs[r, M_STATUS] != M_FLIGHT:
             continue
         inst = _land(r, t, vi, st, vf, migs, inst, cnt, head, nxt, prv, cpu_free, mem_free, tc, tm, size, vm_cpu, vm_mem,
-                     blocked)
+                     blocked, gp)
         d = int(migs[r, M_DST])
         if maint[d]:
             vs[0] = int(migs[r, M_VM])
             lt, lv = _grow(lt, cnt[N_LAND] + 1), _grow(lv, cnt[N_LAND] + 1)
             migs = _migrate(vs, 1, d, t, evac_of[d], vi, migs, cnt, lt, lv, cpu_free, mem_free, cpu_cap, mem_cap, tc, tm,
-                            size, vm_cpu, vm_mem, util, core_mhz, mig_par, evac, stack)
+                            size, vm_cpu, vm_mem, util, core_mhz, mig_par, evac, stack, gp)
         landed = True
     return inst, migs, lt, lv, landed
 
@@ -493,7 +530,7 @@ def _landings(t, lt, lv, cnt, migs, vi, st, vf, inst, head, nxt, prv, cpu_free, 
 @njit
 def _failures(t, di, d_host, d_start, down, maint, blocked, sc, cpu_cap, mem_cap, detect_s, vi, st, inst, outs, migs, cnt,
               rel_t, rel_v, lt, lv, head, nxt, prv, cpu_free, mem_free, tc, tm, size, vm_cpu, vm_mem, evac_of, vs, util,
-              core_mhz, mig_par, evac, stack):
+              core_mhz, mig_par, evac, stack, gp):
     """4. Hosts failing at ``t``: their VMs stop (:func:`_fail`); migrations to them are cancelled and
     their VMs, still on a source in maintenance, sent elsewhere at once."""
     while di < d_start.size and d_start[di] == t:
@@ -505,23 +542,23 @@ def _failures(t, di, d_host, d_start, down, maint, blocked, sc, cpu_cap, mem_cap
                 sc[UP_MEM] -= mem_cap[h]
             blocked[h] = True
             outs, rel_t, rel_v = _fail(h, t, di, detect_s, vi, st, inst, outs, migs, cnt, rel_t, rel_v, head, nxt, prv,
-                                       cpu_free, mem_free, tc, tm, size, vm_cpu, vm_mem, sc, blocked)
+                                       cpu_free, mem_free, tc, tm, size, vm_cpu, vm_mem, sc, blocked, gp)
             for r in _inbound(h, migs, cnt):
                 v = int(migs[r, M_VM])
                 src = int(migs[r, M_SRC])
-                _cancel(v, t, vi, migs, cpu_free, mem_free, tc, tm, size, vm_cpu, vm_mem, blocked)
+                _cancel(v, t, vi, migs, cpu_free, mem_free, tc, tm, size, vm_cpu, vm_mem, blocked, gp)
                 if maint[src] and vi[v, 0] == src:
                     vs[0] = v
                     lt, lv = _grow(lt, cnt[N_LAND] + 1), _grow(lv, cnt[N_LAND] + 1)
                     migs = _migrate(vs, 1, src, t, evac_of[src], vi, migs, cnt, lt, lv, cpu_free, mem_free, cpu_cap,
-                                    mem_cap, tc, tm, size, vm_cpu, vm_mem, util, core_mhz, mig_par, evac, stack)
+                                    mem_cap, tc, tm, size, vm_cpu, vm_mem, util, core_mhz, mig_par, evac, stack, gp)
         di += 1
     return di, outs, rel_t, rel_v, migs, lt, lv
 
 
 @njit
 def _maintenance(t, mi, m_host, m_at, maint, evac_of, blocked, sc, cpu_cap, mem_cap, cpu_free, mem_free, tc, tm, size,
-                 head, nxt, vi, vs, migs, cnt, lt, lv, vm_cpu, vm_mem, util, core_mhz, mig_par, evac, stack):
+                 head, nxt, vi, vs, migs, cnt, lt, lv, vm_cpu, vm_mem, util, core_mhz, mig_par, evac, stack, gp):
     """5. Hosts entering maintenance at ``t``: all of this instant first (no destination for each other),
     then their evacuations in event order."""
     m0 = mi
@@ -551,14 +588,14 @@ def _maintenance(t, mi, m_host, m_at, maint, evac_of, blocked, sc, cpu_cap, mem_
             v = nxt[v]
         lt, lv = _grow(lt, cnt[N_LAND] + nv), _grow(lv, cnt[N_LAND] + nv)
         migs = _migrate(vs, nv, h, t, mj, vi, migs, cnt, lt, lv, cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size,
-                        vm_cpu, vm_mem, util, core_mhz, mig_par, evac, stack)
+                        vm_cpu, vm_mem, util, core_mhz, mig_par, evac, stack, gp)
     return mi, migs, lt, lv
 
 
 @njit(refcount=False)
 def _common(i, order, arrival, until, cnt, ht, hv, lt, rel_t, d_end, up_order, ui, d_start, di, m_at, mi, st, refused,
             vi, vf, inst, queue, policy, discipline, admission, res, sc, run, vm_cpu, vm_mem, cpu_free, mem_free, cpu_cap,
-            mem_cap, tc, tm, size, head, nxt, prv, migs, blocked, stack):
+            mem_cap, tc, tm, size, head, nxt, prv, migs, blocked, stack, gp):
     """The common events in a loop of their own: arrivals (8.), and instants at which only departures happen (2.,
     then the arrival queue, 7.), each exactly as :func:`_event_loop` does it. Returns the next arrival's index as
     soon as anything else is due (a repair, landing, failure, maintenance, restart), the instance table would have
@@ -577,7 +614,7 @@ def _common(i, order, arrival, until, cnt, ht, hv, lt, rel_t, d_end, up_order, u
             v = order[i]
             i += 1
             _arrive(v, next_arr, st, refused, vi, vf, inst, cnt, queue, ht, hv, policy, discipline, admission, res, sc,
-                    run, vm_cpu, vm_mem, cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size, head, nxt, prv, stack)
+                    run, vm_cpu, vm_mem, cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size, head, nxt, prv, stack, gp)
             continue
         if t == np.inf or t > until or cnt[N_RQ] > 0 or cnt[N_INST] + cnt[Q_TAIL] - cnt[Q_HEAD] >= inst.shape[0]:
             return i
@@ -586,15 +623,15 @@ def _common(i, order, arrival, until, cnt, ht, hv, lt, rel_t, d_end, up_order, u
                 or (cnt[R_HEAD] < cnt[R_TAIL] and rel_t[cnt[R_HEAD]] == t)):
             return i
         freed = _departures(t, ht, hv, cnt, st, vi, migs, cpu_free, mem_free, tc, tm, size, head, nxt, prv, sc, vm_cpu,
-                            vm_mem, blocked)
+                            vm_mem, blocked, gp)
         if freed and cnt[Q_TAIL] > cnt[Q_HEAD]:
             _serve_queue(t, queue, cnt, st, vi, vf, inst, ht, hv, policy, discipline, admission, res, sc, run, vm_cpu,
-                         vm_mem, cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size, head, nxt, prv, stack)
+                         vm_mem, cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size, head, nxt, prv, stack, gp)
 
 
 @njit
 def _event_loop(arrival, run, vm_cpu, vm_mem, prio, initial, cpu_cap, mem_cap, d_host, d_start, d_end, policy,
-                discipline, until, detect_s, boot_s, admission, res, m_host, m_at, util, core_mhz, mig_par):
+                discipline, until, detect_s, boot_s, admission, res, m_host, m_at, util, core_mhz, mig_par, gp):
     n = arrival.size
     H = cpu_cap.size
     E = m_host.size
@@ -624,7 +661,7 @@ def _event_loop(arrival, run, vm_cpu, vm_mem, prio, initial, cpu_cap, mem_cap, d
     for h in range(H):
         _set_leaf(tc, tm, size, h, cpu_free[h], mem_free[h])
     cnt = np.zeros(10, dtype=np.int64)
-    inst = np.empty((n + 16, 5))
+    inst = np.empty((n + 16, 7 if gp[0].size > 0 else 5))
     outs = np.empty((16, 5))
     migs = np.empty((16, 12))
     ht = np.empty(n + 1)  # departures
@@ -644,13 +681,13 @@ def _event_loop(arrival, run, vm_cpu, vm_mem, prio, initial, cpu_cap, mem_cap, d
     mi = 0
 
     inst, static = _start_static(initial, arrival, run, admission, res, sc, st, refused, vi, vf, inst, cnt, ht, hv,
-                                 cpu_free, mem_free, tc, tm, size, head, nxt, prv, vm_cpu, vm_mem)
+                                 cpu_free, mem_free, tc, tm, size, head, nxt, prv, vm_cpu, vm_mem, gp)
     order = np.argsort(arrival, kind="mergesort")
     i = n if static else 0  # a static run has no arrivals: every VM was placed (or not) at the start
     while True:
         i = _common(i, order, arrival, until, cnt, ht, hv, lt, rel_t, d_end, up_order, ui, d_start, di, m_at, mi, st,
                     refused, vi, vf, inst, queue, policy, discipline, admission, res, sc, run, vm_cpu, vm_mem, cpu_free,
-                    mem_free, cpu_cap, mem_cap, tc, tm, size, head, nxt, prv, migs, blocked, stack)
+                    mem_free, cpu_cap, mem_cap, tc, tm, size, head, nxt, prv, migs, blocked, stack, gp)
         next_arr = arrival[order[i]] if i < n else np.inf
         t = _next_time(cnt, ht, lt, rel_t, d_end, up_order, ui, d_start, di, m_at, mi)
         if t == np.inf and next_arr == np.inf:
@@ -663,57 +700,57 @@ def _event_loop(arrival, run, vm_cpu, vm_mem, prio, initial, cpu_cap, mem_cap, d
             if cnt[N_INST] >= inst.shape[0]:  # room for the one instance an arrival can start
                 inst = _grow(inst, cnt[N_INST])
             _arrive(v, next_arr, st, refused, vi, vf, inst, cnt, queue, ht, hv, policy, discipline, admission, res,
-                           sc, run, vm_cpu, vm_mem, cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size, head, nxt, prv, stack)
+                           sc, run, vm_cpu, vm_mem, cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size, head, nxt, prv, stack, gp)
             continue
         if t > until:
             break
         ui, freed = _repairs(t, ui, up_order, d_host, d_end, down, maint, blocked, cpu_free, mem_free, cpu_cap, mem_cap,
                              sc, tc, tm, size)
         freed |= _departures(t, ht, hv, cnt, st, vi, migs, cpu_free, mem_free, tc, tm, size, head, nxt, prv, sc, vm_cpu,
-                             vm_mem, blocked)
+                             vm_mem, blocked, gp)
         # the rarer kinds are called only when one is due (a call with this many arrays costs per event)
         if cnt[N_LAND] > 0 and lt[0] == t:
             inst, migs, lt, lv, landed = _landings(t, lt, lv, cnt, migs, vi, st, vf, inst, head, nxt, prv, cpu_free,
                                                    mem_free, cpu_cap, mem_cap, tc, tm, size, vm_cpu, vm_mem, blocked, maint,
-                                                   evac_of, vs, util, core_mhz, mig_par, evac, stack)
+                                                   evac_of, vs, util, core_mhz, mig_par, evac, stack, gp)
             freed |= landed
         if di < d_start.size and d_start[di] == t:
             di, outs, rel_t, rel_v, migs, lt, lv = _failures(t, di, d_host, d_start, down, maint, blocked, sc, cpu_cap,
                                                             mem_cap, detect_s, vi, st, inst, outs, migs, cnt, rel_t, rel_v,
                                                             lt, lv, head, nxt, prv, cpu_free, mem_free, tc, tm, size,
-                                                            vm_cpu, vm_mem, evac_of, vs, util, core_mhz, mig_par, evac, stack)
+                                                            vm_cpu, vm_mem, evac_of, vs, util, core_mhz, mig_par, evac, stack, gp)
         if mi < m_at.size and m_at[mi] == t:
             mi, migs, lt, lv = _maintenance(t, mi, m_host, m_at, maint, evac_of, blocked, sc, cpu_cap, mem_cap, cpu_free,
                                             mem_free, tc, tm, size, head, nxt, vi, vs, migs, cnt, lt, lv, vm_cpu, vm_mem,
-                                            util, core_mhz, mig_par, evac, stack)
+                                            util, core_mhz, mig_par, evac, stack, gp)
         released = False
         if cnt[R_HEAD] < cnt[R_TAIL] and rel_t[cnt[R_HEAD]] == t:  # 6. restarts
             released, rq, rq_t = _release(t, prio, st, rel_t, rel_v, rq, rq_t, cnt)
         if (released or freed) and cnt[N_RQ] > 0:
             inst, outs = _serve_restarts(t, boot_s, policy, rq, rq_t, cnt, st, vi, vf, inst, outs, cpu_free, mem_free,
-                                         cpu_cap, mem_cap, tc, tm, size, head, nxt, prv, sc, vm_cpu, vm_mem, stack)
+                                         cpu_cap, mem_cap, tc, tm, size, head, nxt, prv, sc, vm_cpu, vm_mem, stack, gp)
         if freed and cnt[Q_TAIL] > cnt[Q_HEAD]:  # 7. the arrival queue
             inst = _grow(inst, cnt[N_INST] + cnt[Q_TAIL] - cnt[Q_HEAD])  # room for every VM waiting
             _serve_queue(t, queue, cnt, st, vi, vf, inst, ht, hv, policy, discipline, admission, res, sc, run,
-                                vm_cpu, vm_mem, cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size, head, nxt, prv, stack)
+                                vm_cpu, vm_mem, cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size, head, nxt, prv, stack, gp)
     return (st, refused, vf, inst[: cnt[N_INST]], outs[: cnt[N_OUT]], migs[: cnt[N_MIG]], evac[:E])
 
 
 @njit(inline="always")
 def _start_new(v, h, t, st, vi, vf, inst, cnt, ht, hv, run, vm_cpu, vm_mem, cpu_free, mem_free, tc, tm, size, head,
-               nxt, prv, sc):
+               nxt, prv, sc, gp):
     """VM ``v``'s first start, on ``h`` at ``t``: its end is fixed (start + run) and scheduled (the caller
     made room for one more instance)."""
     vf[v, 0] = t
     vf[v, 1] = t + run[v]
-    _run_on(v, h, t, t, vi, st, vf, inst, cnt, cpu_free, mem_free, tc, tm, size, head, nxt, prv, sc, vm_cpu, vm_mem)
+    _run_on(v, h, t, t, vi, st, vf, inst, cnt, cpu_free, mem_free, tc, tm, size, head, nxt, prv, sc, vm_cpu, vm_mem, gp, True)
     if run[v] < np.inf:
         cnt[N_DEP] = _heap_push(ht, hv, cnt[N_DEP], vf[v, 1], v)
 
 
 @njit(refcount=False)
 def _arrive(v, t, st, refused, vi, vf, inst, cnt, queue, ht, hv, policy, discipline, admission, res, sc, run, vm_cpu,
-            vm_mem, cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size, head, nxt, prv, stack):
+            vm_mem, cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size, head, nxt, prv, stack, gp):
     """VM ``v`` arrives at ``t``: fails if no empty host could hold it; waits behind a fifo queue; else
     placed (admission permitting), queued, or refused (``reject``). The caller made room for one more
     instance (this function borrows its arrays: it allocates and returns none)."""
@@ -731,7 +768,7 @@ def _arrive(v, t, st, refused, vi, vf, inst, cnt, queue, ht, hv, policy, discipl
         st[v] = WAITING
         return
     ok = _admits(admission, sc, vm_cpu[v], vm_mem[v], res)
-    h = _find(policy, vm_cpu[v], vm_mem[v], cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size, stack) if ok else -1
+    h = _find(policy, vm_cpu[v], vm_mem[v], cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size, stack, v, gp) if ok else -1
     if h < 0:
         refused[v] = not ok
         if discipline == 2:
@@ -742,12 +779,12 @@ def _arrive(v, t, st, refused, vi, vf, inst, cnt, queue, ht, hv, policy, discipl
             st[v] = WAITING
         return
     return _start_new(v, h, t, st, vi, vf, inst, cnt, ht, hv, run, vm_cpu, vm_mem, cpu_free, mem_free, tc, tm, size,
-                      head, nxt, prv, sc)
+                      head, nxt, prv, sc, gp)
 
 
 @njit(refcount=False)
 def _serve_queue(t, queue, cnt, st, vi, vf, inst, ht, hv, policy, discipline, admission, res, sc, run, vm_cpu, vm_mem,
-                 cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size, head, nxt, prv, stack):
+                 cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size, head, nxt, prv, stack, gp):
     """Capacity freed at ``t``: the arrival queue in order (fifo: the head blocks the rest; backfill: every VM that
     fits). The caller made room for as many instances as VMs wait (borrowed arrays: allocates and returns none)."""
     k = cnt[Q_HEAD]
@@ -755,7 +792,7 @@ def _serve_queue(t, queue, cnt, st, vi, vf, inst, ht, hv, policy, discipline, ad
     while k < cnt[Q_TAIL]:
         v = queue[k]
         ok = _admits(admission, sc, vm_cpu[v], vm_mem[v], res)
-        h = _find(policy, vm_cpu[v], vm_mem[v], cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size, stack) if ok else -1
+        h = _find(policy, vm_cpu[v], vm_mem[v], cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size, stack, v, gp) if ok else -1
         if h < 0:
             if discipline == 0:
                 break
@@ -764,7 +801,7 @@ def _serve_queue(t, queue, cnt, st, vi, vf, inst, ht, hv, policy, discipline, ad
             k += 1
             continue
         _start_new(v, h, t, st, vi, vf, inst, cnt, ht, hv, run, vm_cpu, vm_mem, cpu_free, mem_free, tc, tm, size,
-                   head, nxt, prv, sc)
+                   head, nxt, prv, sc, gp)
         k += 1
     if discipline == 0:
         cnt[Q_HEAD] = k
@@ -778,14 +815,14 @@ def _serve_queue(t, queue, cnt, st, vi, vf, inst, ht, hv, policy, discipline, ad
 
 @njit
 def _serve_restarts(t, boot_s, policy, rq, rq_t, cnt, st, vi, vf, inst, outs, cpu_free, mem_free, cpu_cap, mem_cap, tc,
-                    tm, size, head, nxt, prv, sc, vm_cpu, vm_mem, stack):
+                    tm, size, head, nxt, prv, sc, vm_cpu, vm_mem, stack, gp):
     """The restart queue in priority order: each VM down is placed where the policy finds room, up ``boot_s`` later."""
     w = 0
     for k in range(cnt[N_RQ]):
         v = rq[k]
         if st[v] != DOWN:
             continue
-        h = _find(policy, vm_cpu[v], vm_mem[v], cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size, stack)
+        h = _find(policy, vm_cpu[v], vm_mem[v], cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size, stack, v, gp)
         if h < 0:
             rq[w] = v
             rq_t[w] = rq_t[k]
@@ -794,7 +831,7 @@ def _serve_restarts(t, boot_s, policy, rq, rq_t, cnt, st, vi, vf, inst, outs, cp
         up = min(t + boot_s, vf[v, 1]) if vf[v, 1] == vf[v, 1] else t + boot_s
         inst = _grow(inst, cnt[N_INST])
         _run_on(v, h, t, up, vi, st, vf, inst, cnt, cpu_free, mem_free, tc, tm, size, head, nxt, prv, sc, vm_cpu,
-                       vm_mem)
+                       vm_mem, gp, True)
         o = vi[v, 2]
         outs[o, O_PLACE] = t
         outs[o, O_HOST] = h

@@ -124,42 +124,35 @@ class GpuStage(BaseStage):
         self.wait_max = 0.0
 
     def prepare(self, ctx) -> None:
-        from densim.engine.run import host_loads
         from densim.errors import InputError
 
-        H, G = ctx.hosts.n, self.G
-        if ctx.schedule is not None:  # hosts that switch on and off, fail, or empty during the run
-            raise InputError(ctx.plant.source, "cluster.hosts[].gpus", "GPU power over time (VMs that arrive and leave, "
-                             "failures, maintenance) is not built yet: GPUs are powered by a placement made once at "
-                             "the start")
-        self.host_on = host_loads(ctx)[3].astype(bool)  # (H,)
-        self.on_slots = np.repeat(self.host_on, G) & self.exists
+        G = self.G
         p = ctx.gpu
         vm_idx, cols, w = [], [], []
         if p is not None:
-            if p.gmode.shape[0] != H:
-                raise InputError(ctx.scenario.name, "cluster.hosts[].gpus", "GPU power of a run split over hosts is not "
-                                 "built yet")
-            from densim.placement.gpu import MIG, VGPU
+            if p.vm_mask.size != ctx.vms.n:
+                raise InputError(ctx.scenario.name, "cluster.hosts[].gpus", "the GPU placement does not cover this "
+                                 "run's rows")
+            from densim.placement.gpu import MIG
 
+            # one entry per (row, GPU it holds): each row's GPUs are the bits of its mask on its host (a row is a VM,
+            # or one run of a VM on one host when VMs restart or migrate: its GPUs are fixed within the row)
             host = ctx.vms.host
-            owner = p.gowner[:, :G]
-            hh, gg = np.nonzero(owner >= 0)  # passthrough: the VM on each of its GPUs, weight 1
-            vm_idx.append(owner[hh, gg])
-            cols.append(hh * G + gg)
-            w.append(np.ones(hh.size))
-            shared = np.flatnonzero(((p.kind == VGPU) | (p.kind == MIG)) & (host >= 0))
-            vm_idx.append(shared)
-            cols.append(host[shared] * G + p.vm_gpu[shared])
-            ws = np.ones(shared.size)
-            mig = p.kind[shared] == MIG
+            mask = np.where(host >= 0, p.vm_mask, 0)
+            bits = ((mask[:, None] >> np.arange(G)[None, :]) & 1).astype(bool)  # (rows, G)
+            rr, gg = np.nonzero(bits)
+            vm_idx.append(rr)
+            cols.append(host[rr] * G + gg)
+            ws = np.ones(rr.size)  # passthrough: 1 on each of its GPUs; a vGPU: 1 (its u is a share of the GPU)
+            mig = p.kind[rr] == MIG
             if mig.any():
-                m = p.host_model[host[shared[mig]]]
-                ws[mig] = p.mig_compute[m, p.req[shared[mig]]] / MIG_COMPUTE_SLICES
+                m = p.host_model[host[rr[mig]]]
+                ws[mig] = p.mig_compute[m, p.req[rr[mig]]] / MIG_COMPUTE_SLICES
             w.append(ws)
-            self.tenant_gpus = int(np.count_nonzero((p.gmode[:, :G] != 0) & self.exists.reshape(H, G)))
-            self.vms_with_gpu = int(np.count_nonzero(p.kind != 0))
-            self.unplaced = int(np.count_nonzero((p.kind != 0) & (host < 0)))
+            self.tenant_gpus = int(np.unique(host[rr] * G + gg).size)  # GPUs that hold a tenant at some time
+            asks = p.kind != 0  # (rows that are runs of VMs, after restarts or migrations: each VM counted once)
+            self.vms_with_gpu = int(np.count_nonzero(asks & p.first_run))
+            self.unplaced = int(np.count_nonzero(asks & (host < 0)))
         else:
             self.tenant_gpus = self.vms_with_gpu = self.unplaced = 0
         vm_idx = np.concatenate(vm_idx) if vm_idx else np.zeros(0, np.int64)
@@ -174,7 +167,7 @@ class GpuStage(BaseStage):
         self.e_fixed = np.array([np.nan if self.fixed_u[g] is None else self.fixed_u[g] for g in grp], dtype=np.float64)
         self.e_cpu = np.isnan(self.e_fixed)
         self._time_slices(ctx, p, G)
-        self.n_vgpu = int(self.v_idx.size)
+        self.n_vgpu = int(np.count_nonzero(p.first_run[self.v_vm])) if p is not None else 0
         self.t_vm, self.t_inv = np.unique(self.e_vm, return_inverse=True)  # tenant VMs, and each entry's
         vms = ctx.vms
         self.full_mhz = np.maximum(vms.vcpus.astype(np.float64) * vms.vcpu_mhz, 1e-9)
@@ -217,6 +210,10 @@ class GpuStage(BaseStage):
 
     def before_cpu(self, ctx, chunk) -> None:
         n, H, G = chunk.n_steps, ctx.hosts.n, self.G
+        win = chunk.window(ctx)
+        # the GPUs of the hosts drawing power in each step (the CPU step's own power mask: a host with no VM alive
+        # and unused_hosts: off, or down, draws nothing)
+        self.on_slots = np.repeat(win.power_on, G, axis=1) & self.exists[None, :]  # (steps, H*G)
         busy = np.zeros((n, H * G))
         if self.e_vm.size:
             u = np.broadcast_to(self.e_fixed, (n, self.e_vm.size)).copy()
@@ -224,14 +221,18 @@ class GpuStage(BaseStage):
                 vmi = self.e_vm[self.e_cpu]
                 dem = np.asarray(chunk.demand(), dtype=np.float64)[:, vmi]
                 u[:, self.e_cpu] = np.clip(dem / self.full_mhz[vmi][None, :], 0.0, 1.0)
-            self._contend(ctx, chunk, u)  # vGPU demand cut to the scheduler's share (u is changed in place)
+            alive = None
+            if win.dynamic:  # a tenant asks for its GPU only while its row is alive (share of the step)
+                alive = win.alive(self.e_vm).astype(np.float64)
+                u *= alive
+            self._contend(ctx, chunk, u, alive)  # vGPU demand cut to the scheduler's share (u is changed in place)
             busy[:, self.e_ucols] = np.add.reduceat(u * self.e_w[None, :], self.e_starts, axis=1)
         elif self.has_vgpu_out:
-            self._contend(ctx, chunk, np.zeros((n, 0)))
+            self._contend(ctx, chunk, np.zeros((n, 0)), None)
         np.minimum(busy, 1.0, out=busy)
-        busy *= self.on_slots[None, :]
+        busy *= self.on_slots
         self._busy = busy
-        self._full_w = (self.idle[None, :] + self.span[None, :] * busy) * self.on_slots[None, :]  # at full clock
+        self._full_w = (self.idle[None, :] + self.span[None, :] * busy) * self.on_slots  # at full clock
         self._limit = np.broadcast_to(self.own_limit, busy.shape)  # each GPU's power limit this chunk
         self._watts = np.minimum(self._full_w, self._limit) if self.own_limited else self._full_w
         self._lowered = (np.zeros(0, np.int64), np.zeros(0, np.int64))  # GPU-steps a power cap lowers (lower_limits)
@@ -296,8 +297,8 @@ class GpuStage(BaseStage):
         chunk.host_out["gpu_power_w"] = host_w.astype(np.float32)
         chunk.host_out["gpu_busy"] = per_host_busy.astype(np.float32)
         self.energy_j += float(host_w.sum()) * chunk.step_s
-        self.busy_sum += float(busy[:, self.on_slots].sum())
-        self.busy_n += n * int(self.on_slots.sum())
+        self.busy_sum += float(busy[self.on_slots].sum())
+        self.busy_n += int(self.on_slots.sum())
         if self.may_limit:
             self._limited(ctx, chunk, busy, watts)
 
@@ -306,7 +307,7 @@ class GpuStage(BaseStage):
         from densim.models.gpu_power import limited_clock_scale
 
         n = busy.shape[0]
-        bind = (self._full_w > self._limit * (1 + 1e-12)) & self.on_slots[None, :]
+        bind = (self._full_w > self._limit * (1 + 1e-12)) & self.on_slots
         sd = np.ones_like(busy)
         if bind.any():
             r, c = np.nonzero(bind)
@@ -318,7 +319,7 @@ class GpuStage(BaseStage):
             self.lim_sigma_sum += float(sig.sum())
             self.lim_lost += float(np.maximum(busy[r, c] - sig, 0.0).sum())
             self.lim_saved_j += float((self._full_w[r, c] - watts[r, c]).sum()) * chunk.step_s
-        self.lim_busy += float(busy[:, self.on_slots].sum())
+        self.lim_busy += float(busy[self.on_slots].sum())
         out = np.ones((n, ctx.vms.n), np.float32)
         if self.e_vm.size:  # a tenant VM's slowdown: the worst of its GPUs' (a passthrough VM may have several)
             vsd = np.ones((n, self.t_vm.size))
@@ -331,8 +332,10 @@ class GpuStage(BaseStage):
             out[:, self.t_vm] = vsd
         chunk.vm_out["gpu_power_slowdown"] = out
 
-    def _contend(self, ctx, chunk, u) -> None:
-        """Time-sliced vGPUs: the share each gets, its slowdown and wait (``u``'s vGPU columns become the share)."""
+    def _contend(self, ctx, chunk, u, alive) -> None:
+        """Time-sliced vGPUs: the share each gets, its slowdown and wait (``u``'s vGPU columns become the share).
+        ``alive`` (steps, entries) or None: the share of each step each tenant's row is alive; an equal-share GPU
+        divides its time among the vGPUs alive in the step."""
         from densim.models.gpu_contention import share_gpu_time, slowdown
 
         n, V = chunk.n_steps, ctx.vms.n
@@ -347,7 +350,9 @@ class GpuStage(BaseStage):
             dem = np.ascontiguousarray(u[:, self.v_idx])
             got = np.zeros_like(dem)
             wait = np.zeros_like(dem)
-            share_gpu_time(dem, self.v_starts, self.v_policy, self.v_cap, self.v_quantum, got, wait)
+            present = (np.ones_like(dem, dtype=np.bool_) if alive is None
+                       else np.ascontiguousarray(alive[:, self.v_idx] > 0))
+            share_gpu_time(dem, self.v_starts, self.v_policy, self.v_cap, self.v_quantum, got, wait, present)
             u[:, self.v_idx] = got
             sd = slowdown(dem, got)
             sd_out[:, self.v_vm] = sd
