@@ -220,7 +220,8 @@ def _cases() -> dict[str, Callable[[Path], dict[str, Any]]]:
                "storage/bitbrains-datastores.yaml", "storage/drive-failure.yaml", "sweeps/base-web.yaml", "sweeps/planetlab-base.yaml",
                "memory/swap-on-datastore.yaml", "opendc/surf-week.yaml", "opendc/1k-tasks.yaml",
                "opendc/bitbrains-small.yaml", "opendc/bitbrains-small-multi.yaml", "combined/everything-on.yaml",
-               "gpu/inference-cluster.yaml", "memory/nvme-tiering.yaml", "storage/hci-vsan-raid5.yaml"):
+               "gpu/inference-cluster.yaml", "gpu/host-failure.yaml", "memory/nvme-tiering.yaml",
+               "storage/hci-vsan-raid5.yaml"):
         cases["run-" + ex.removesuffix(".yaml").replace("/", "-")] = _run(ex)
     for ex in ("storage/fio-30-ssd-5-hba.yaml", "storage/hdd-raid10-open.yaml"):
         cases["io-" + Path(ex).stem] = _io(ex)

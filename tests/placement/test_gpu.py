@@ -531,3 +531,25 @@ def test_a_split_run_gives_the_one_process_gpu_figures_with_failures_and_lifetim
         whole, split = simulate(plant).summary["gpu"], simulate_in_parts(plant, 2).summary["gpu"]
         assert split == pytest.approx(whole, rel=1e-12), feature
         assert whole["vms_with_gpu"] == whole["vgpus"] == 12
+
+
+def test_the_host_failure_example_does_what_its_comment_says():
+    # examples/gpu/host-failure.yaml: hgx-5 (26 MIG VMs) fails 6..10 h; hgx-4's H100s are all passthrough, so every
+    # restart waits for the repair: placed at 10 h, up after the 2-min boot, 4 h 2 min after the failure (the 1-min
+    # detection is within the wait). l40s-0's 12 desktops land 8 on l40s-3 and 4 on hgx-5
+    from pathlib import Path
+
+    from densim.engine import simulate
+    from densim.plant import resolve
+    from densim.spec.loader import load_scenario
+
+    ex = Path(__file__).resolve().parents[2] / "examples" / "gpu" / "host-failure.yaml"
+    r = simulate(resolve(load_scenario(ex)))
+    f = r.summary["failures"]
+    assert (f["vms_interrupted"], f["waited_for_capacity"], f["not_restarted_by_end"]) == (26, 26, 0)
+    assert f["restart_delay_s_max"] == pytest.approx(4 * 3600 + 120)
+    ev = r.summary["migration"]["evacuations"][0]
+    assert (ev["vms"], ev["stranded"]) == (12, 0)
+    names, host = r.ctx.vms.names, r.ctx.vms.host
+    landed = [str(r.ctx.hosts.names[h]) for n, h in zip(names, host) if str(n).startswith("vdi") and "~" in str(n)]
+    assert sorted(landed) == ["hgx-5"] * 4 + ["l40s-3"] * 8
