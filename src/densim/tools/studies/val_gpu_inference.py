@@ -46,6 +46,8 @@ were run with it, none tuned: per-direction link bandwidth from the datasheets (
 300 GB/s NVLink through NVSwitch), per-hop latency from NCCL's cost model (NVLink Ring/Simple 3.4 us), hidden
 sizes from the models' configs (7B 4096, 13B 5120, 70B 8192), 2-byte activations (the engines' ``--dtype
 float16``), no overlap (a data dependency). Each TP > 1 row's source text says so.
+Result (before -> after): 70B TP4 b512 128/2048 +383.8 % -> +211.7 % (still out); 70B TP2 b64 2048/128
++31.5 % -> +18.3 % (within before and after). The single-GPU rows do not move.
 """
 
 from __future__ import annotations
