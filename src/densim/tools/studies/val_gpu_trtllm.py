@@ -57,7 +57,7 @@ Result (before -> after, error against the published figure): H100 70B TP2 b1024
 TP4 b480 128/2048 +392.6 % -> +224.6 %; TP2 b96 2048/128 +44.8 % -> +31.0 % (now within); TP2 b64 2048/2048
 +158.9 % -> +139.1 %; A100 7B TP2 b64 2048/2048 +115.2 % -> +111.5 %; A100 70B TP4 b1280 128/128 +305.0 % ->
 +253.1 %, b240 128/2048 +873.0 % -> +747.0 %, b120 2048/128 +291.9 % -> +261.1 %. The single-GPU rows do
-not move. Six of the seven TP rows still miss high: the all-reduce at datasheet link speed is a small part
+not move. Six of the eight TP rows still miss high: the all-reduce at datasheet link speed is a small part
 of the gap.
 """
 
