@@ -8,7 +8,8 @@ import math
 import pytest
 
 from densim.models.gpu import GpuSpec
-from densim.models.inference import LlmSpec, Workload, at_batch, replica, size, ttft_quantile_s
+from densim.models.inference import (LlmSpec, Workload, allreduce_s, at_batch, replica, size, tp_comm_coefficients,
+                                     ttft_quantile_s)
 
 # a round-number GPU and model: 80 GiB, 1 TB/s, 100 dense TFLOP/s; 1 B parameters in fp16 (W = 2 GB),
 # 10 layers x 8 KV heads x 128 -> KV per token 2 x 10 x 8 x 128 x 2 B = 40,960 B
@@ -99,6 +100,10 @@ def test_cli_answers_how_many_hosts(tmp_path):
      "--kv-heads, --head-dim"),
     (["--model", "llama-2-7b", "--layers", "3", "--gpu", "nvidia-l4", "--tokens-per-s", "100"],
      "--layers: give --model (a catalog LLM) or its architecture (--params-b, --layers, --kv-heads, --head-dim), not both"),
+    (["--model", "llama-2-7b", "--hidden-size", "4096", "--gpu", "nvidia-l4", "--tokens-per-s", "100"],
+     "--hidden-size: give --model (a catalog LLM) or its architecture (--params-b, --layers, --kv-heads, --head-dim), not both"),
+    (["--params-b", "7", "--layers", "32", "--kv-heads", "8", "--head-dim", "128", "--hidden-size", "0", "--gpu", "nvidia-l4",
+      "--tokens-per-s", "100"], "--hidden-size: Input should be greater than 0"),
     (["--model", "llama-2-7b", "--gpu", "nvidia-l4", "--tokens-per-s", "100", "--requests-per-s", "3"],
      "--tokens-per-s: give the load once: --tokens-per-s (output tokens) or --requests-per-s, not both"),
     (["--model", "llama-2-7b", "--gpu", "nvidia-l4"],
@@ -133,8 +138,125 @@ def test_a_batch_no_replica_count_serves_does_not_drop_the_width():
     # try (302 GPUs), whose p95 TTFT is within 0.15 s. At batch 1 (a 5.1 s round, 5,100 slots busy) 64 replicas
     # more still leave p95 TTFT above 0.15 s: such a batch has no answer, and it must not discard tp = 2 (the old
     # code gave it a sentinel of 2^63 - 1 replicas, x 2 GPUs overflowed to -2 "GPUs", was picked and skipped).
-    big = LlmSpec(name="big", params_b=50.0, layers=10, kv_heads=8, head_dim=128)
-    out = size(big, GPU, WL, tokens_per_s=1e5, gpus_per_host=2, ttft_s=0.15, tpot_s=1.0)
+    # (The all-reduce is made negligible here, a 1e18 B/s link and 1e-15 s hops: under 1e-9 s a step; this test is
+    # about the replica search, the all-reduce has its own tests below.)
+    big = LlmSpec(name="big", params_b=50.0, layers=10, kv_heads=8, head_dim=128, hidden_size=1024)
+    fast = GpuSpec(name="round-fast-link", vendor="test", memory="80 GiB", memory_bandwidth="1 TB/s", fp16_tflops=100,
+                   idle_power="50 W", max_power="500 W", interconnect="nvswitch", interconnect_bandwidth=1e18,
+                   interconnect_latency=1e-15)
+    out = size(big, fast, WL, tokens_per_s=1e5, gpus_per_host=2, ttft_s=0.15, tpot_s=1.0)
     assert out["feasible"], out.get("reasons")
     assert (out["tp"], out["batch"], out["replicas"], out["gpus"]) == (2, 666, 151, 302)
     assert out["ttft_p95_s"] <= 0.15
+
+
+# ---------------------------------------------------------------- tensor-parallel all-reduce (session 13)
+# a round-number card with a 100 GB/s per-direction link and 2 us hops; a 70B-like model: 80 layers, hidden 8192
+LINKED = GpuSpec(name="round-linked", vendor="test", memory="80 GiB", memory_bandwidth="1 TB/s", fp16_tflops=100,
+                 idle_power="50 W", max_power="500 W", interconnect="nvswitch", interconnect_bandwidth="100 GB/s",
+                 interconnect_latency="2 us")
+WIDE = LlmSpec(name="wide", params_b=1.0, layers=80, kv_heads=8, head_dim=128, hidden_size=8192)
+
+
+def test_ring_allreduce_by_hand():
+    # one token of an 8192-wide model in fp16: S = 1 x 8192 x 2 B = 16,384 B. TP = 4 ring all-reduce:
+    # 2 (4 - 1) / 4 = 1.5 -> 1.5 x 16,384 B = 24,576 B / 1e11 B/s = 245.76 ns; latency 2 (4 - 1) x 2 us = 12 us;
+    # one all-reduce = 12.24576 us
+    assert float(allreduce_s(LINKED, 4, 16_384)) == pytest.approx(12.24576e-6, rel=1e-12)
+    # a step: 2 all-reduces per layer x 80 layers = 160 -> per token 160 x 245.76 ns = 39.3216 us,
+    # fixed 160 x 12 us = 1.92 ms; one token 1.9593216 ms
+    per_token, fixed = tp_comm_coefficients(WIDE, LINKED, 4)
+    assert per_token == pytest.approx(39.3216e-6, rel=1e-12) and fixed == pytest.approx(1.92e-3, rel=1e-12)
+    assert per_token + fixed == pytest.approx(1.9593216e-3, rel=1e-12)
+    # TP = 2: 2 (2 - 1) / 2 = 1 -> 16,384 B / 1e11 = 163.84 ns + 2 x 2 us = 4.16384 us
+    assert float(allreduce_s(LINKED, 2, 16_384)) == pytest.approx(4.16384e-6, rel=1e-12)
+    # TP = 1: no all-reduce, whatever the message, and no figures needed (GPU has none)
+    assert float(allreduce_s(GPU, 1, 16_384)) == 0.0 and tp_comm_coefficients(LLM, GPU, 1) == (0.0, 0.0)
+
+
+def test_allreduce_adds_to_decode_and_prefill_without_overlap():
+    r1 = replica(WIDE, LINKED, WL, 1)
+    r4 = replica(WIDE, LINKED, WL, 4)
+    # tp = 1 carries no all-reduce: prefill 2 x 1e9 x 200 / 1e14 = 4 ms as before
+    assert r1["prefill_allreduce_s"] == 0.0 and r1["prefill_s"] == pytest.approx(4e-3)
+    # tp = 4 prefill of 200 tokens: roofline max(2e9 x 200 / 4e14, 2e9 / 4e12) = max(1 ms, 0.5 ms) = 1 ms,
+    # all-reduce 200 x 39.3216 us + 1.92 ms = 9.78432 ms -> 10.78432 ms (communication dominates this tiny model)
+    assert r4["prefill_allreduce_s"] == pytest.approx(9.78432e-3, rel=1e-9)
+    assert r4["prefill_s"] == pytest.approx(10.78432e-3, rel=1e-9) and r4["prefill_bound"] == "compute"
+    # tp = 4 decode at batch 300: KV per token 2 x 80 x 8 x 128 x 2 = 327,680 B, context 250 tokens;
+    # memory (2e9 + 300 x 250 x 327,680) / 4e12 = (2e9 + 2.4576e10) / 4e12 = 6.644 ms; compute 2e9 x 300 / 4e14 = 1.5 ms -> memory-bound 6.644 ms; all-reduce 300 x 39.3216 us
+    # + 1.92 ms = 13.71648 ms, ADDED (not overlapped): 20.36048 ms
+    a = at_batch(r4, WIDE, WL, 300)
+    assert float(a["allreduce_s"]) == pytest.approx(13.71648e-3, rel=1e-9)
+    assert float(a["decode_step_s"]) == pytest.approx(6.644e-3 + 13.71648e-3, rel=1e-9)
+    assert str(a["decode_bound"]) == "memory-bandwidth"  # the roofline's bound, the all-reduce aside
+    # single GPU: the same as before the term (6.644 ms x 4 at one GPU's bandwidth: 26.576 ms, no all-reduce)
+    a1 = at_batch(r1, WIDE, WL, 300)
+    assert float(a1["allreduce_s"]) == 0.0 and float(a1["decode_step_s"]) == pytest.approx(26.576e-3, rel=1e-9)
+
+
+def test_mesh_uses_the_links_to_the_groups_peers():
+    # an MI300X-like mesh: 7 links, 448 GB/s per direction in all -> 64 GB/s a link; TP 2 uses 1 link, 4 uses 3, 8 all 7
+    mesh = GpuSpec(name="mesh", vendor="test", memory="192 GiB", memory_bandwidth="5.3 TB/s", fp16_tflops=1307,
+                   idle_power="100 W", max_power="750 W", interconnect="mesh", interconnect_bandwidth="448 GB/s",
+                   interconnect_links=7, interconnect_latency="2.7 us")
+    assert [mesh.link_bandwidth_bps(n) for n in (2, 4, 8)] == pytest.approx([64e9, 192e9, 448e9])
+    assert LINKED.link_bandwidth_bps(2) == LINKED.link_bandwidth_bps(8) == pytest.approx(100e9)  # a switch: any width
+
+
+def test_interconnect_fields_come_together_or_not_at_all():
+    from pydantic import ValidationError
+
+    base = dict(name="x", vendor="t", memory="80 GiB", memory_bandwidth="1 TB/s", fp16_tflops=100, idle_power="50 W",
+                max_power="500 W")
+    with pytest.raises(ValidationError, match="give interconnect, interconnect_bandwidth and interconnect_latency together"):
+        GpuSpec(**base, interconnect="nvswitch", interconnect_bandwidth="100 GB/s")
+    with pytest.raises(ValidationError, match="a mesh interconnect needs interconnect_links"):
+        GpuSpec(**base, interconnect="mesh", interconnect_bandwidth="100 GB/s", interconnect_latency="2 us")
+    with pytest.raises(ValidationError, match="interconnect_links is for a mesh interconnect, not nvswitch"):
+        GpuSpec(**base, interconnect="nvswitch", interconnect_bandwidth="100 GB/s", interconnect_latency="2 us",
+                interconnect_links=7)
+
+
+def test_tensor_parallel_without_figures_is_skipped_with_the_reason():
+    # 50 B parameters in fp16 need tp = 2 on 80 GiB cards; the round GPU has no interconnect figures, so tp = 2 is
+    # not sized (no silent zero-cost all-reduce) and the answer says why
+    big = LlmSpec(name="big", params_b=50.0, layers=10, kv_heads=8, head_dim=128, hidden_size=1024)
+    out = size(big, GPU, WL, tokens_per_s=1e3, gpus_per_host=2, ttft_s=10.0, tpot_s=1.0)
+    assert not out["feasible"]
+    assert out["reasons"][1] == ("tp=2: round has no interconnect figures (interconnect, interconnect_bandwidth, "
+                                 "interconnect_latency): tensor parallel over it is not modelled")
+    # a model without its hidden size likewise
+    nohidden = LlmSpec(name="nh", params_b=50.0, layers=10, kv_heads=8, head_dim=128)
+    out = size(nohidden, LINKED, WL, tokens_per_s=1e3, gpus_per_host=2, ttft_s=10.0, tpot_s=1.0)
+    assert out["reasons"][1] == "tp=2: model nh has no hidden_size: the tensor-parallel all-reduce needs it"
+
+
+def test_catalog_cards_and_models_have_the_all_reduce_figures():
+    from densim.catalog.core import builtin_catalog
+
+    cat = builtin_catalog()
+    for g in cat.all("gpus", GpuSpec):
+        assert g.interconnect is not None and g.interconnect_latency_s > 0 and "interconnect:" in g.source, g.name
+    for m in cat.all("llm_models", LlmSpec):
+        assert m.hidden_size is not None, m.name
+    h100 = cat.get("gpus", "nvidia-h100-sxm", GpuSpec)
+    # 900 GB/s NVLink (both directions) = 450 GB/s each way; NCCL's NVLink Ring/Simple hop 3.4 us
+    assert h100.link_bandwidth_bps(2) == pytest.approx(450e9) and h100.interconnect_latency_s == pytest.approx(3.4e-6)
+
+
+def test_cli_hidden_size_lets_a_custom_model_use_tensor_parallel():
+    from densim.cli.commands.gpu import run_gpu_size
+
+    common = dict(gpu="nvidia-h100-sxm", tokens_in=1024, tokens_out=256, tokens_per_s=2000.0, ttft="2 s",
+                  tpot="200 ms", gpus_per_host=8, precision="fp16", kv_precision=None, bw_efficiency=None,
+                  compute_efficiency=None)
+    arch = {"--params-b": 68.98, "--layers": 80, "--kv-heads": 8, "--head-dim": 128}
+    # 138 GB of fp16 weights need tp >= 2 on 80 GiB cards: without --hidden-size no width is sized
+    a = run_gpu_size(model=None, arch=arch, **common)
+    assert not a["feasible"] and "has no hidden_size" in a["reasons"][1]
+    # with it, the same answer as the catalog's Llama 2 70B
+    b = run_gpu_size(model=None, arch=arch | {"--hidden-size": 8192}, **common)
+    c = run_gpu_size(model="llama-2-70b", **common)
+    assert b["feasible"] and (b["tp"], b["batch"], b["gpus"]) == (c["tp"], c["batch"], c["gpus"])
+    assert b["decode_allreduce_s"] > 0

@@ -14,9 +14,11 @@ See docs/background/gpus.md.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from densim.units import BytesPerSecond, PosMemBytes, Watts
+from densim.units import BytesPerSecond, PosMemBytes, Seconds, Watts
 
 #: memory slices of a MIG-capable GPU (A100, H100, H200: 8; each instance's placement counts in them)
 MIG_MEMORY_SLOTS = 8
@@ -73,6 +75,17 @@ class GpuSpec(BaseModel):
     mig_profiles: list[MigProfile] = Field(default_factory=list, description="empty: the card has no MIG")
     vgpu_profiles: list[PosMemBytes] = Field(
         default_factory=list, description="time-sliced vGPU framebuffer sizes (empty: passthrough only)")
+    interconnect: Literal["nvswitch", "mesh", "pcie"] | None = Field(
+        default=None, description="how the host's GPUs reach each other: nvswitch (every GPU at its full link bandwidth "
+                                  "to any other), mesh (one direct link to each peer), pcie (through the host's PCIe); "
+                                  "None: densim knows no figures, so tensor parallel over such cards is refused")
+    interconnect_bandwidth_bps: BytesPerSecond | None = Field(
+        default=None, alias="interconnect_bandwidth", gt=0,
+        description="GPU-to-GPU bandwidth of one GPU, per direction, all its links together")
+    interconnect_links: int | None = Field(
+        default=None, gt=0, description="mesh only: the GPU's links, one to each peer (a TP group of n uses n - 1)")
+    interconnect_latency_s: Seconds | None = Field(
+        default=None, alias="interconnect_latency", gt=0, description="latency of one ring all-reduce step (hop)")
     source: str = ""
 
     @model_validator(mode="after")
@@ -86,10 +99,31 @@ class GpuSpec(BaseModel):
         names = [p.name for p in self.mig_profiles]
         if len(set(names)) != len(names):
             raise ValueError(f"GPU {self.name!r}: a MIG profile name is listed twice")
+        ic = (self.interconnect, self.interconnect_bandwidth_bps, self.interconnect_latency_s)
+        if any(v is not None for v in ic) and any(v is None for v in ic):
+            raise ValueError(f"GPU {self.name!r}: give interconnect, interconnect_bandwidth and interconnect_latency "
+                             "together (or none of them)")
+        if self.interconnect == "mesh" and self.interconnect_links is None:
+            raise ValueError(f"GPU {self.name!r}: a mesh interconnect needs interconnect_links (links per GPU)")
+        if self.interconnect != "mesh" and self.interconnect_links is not None:
+            raise ValueError(f"GPU {self.name!r}: interconnect_links is for a mesh interconnect, not "
+                             f"{self.interconnect or 'none'}")
         for s in self.vgpu_profiles:
             if s > self.memory_bytes:
                 raise ValueError(f"GPU {self.name!r}: a vGPU profile of {s / 2**30:g} GiB is larger than the GPU's memory")
         return self
+
+    def link_bandwidth_bps(self, tp: int) -> float:
+        """Per-direction bandwidth one GPU of a ``tp``-GPU tensor-parallel group has to the others: the card's
+        figure on NVSwitch or PCIe; on a mesh only the ``tp - 1`` links to the group's peers carry its traffic
+        (``bandwidth x (tp - 1) / links``). ValueError when the card has no interconnect figures."""
+        if self.interconnect is None or self.interconnect_bandwidth_bps is None:
+            raise ValueError(f"{self.name} has no interconnect figures (interconnect, interconnect_bandwidth, "
+                             "interconnect_latency): tensor parallel over it is not modelled")
+        if self.interconnect == "mesh":
+            links = self.interconnect_links or 1
+            return self.interconnect_bandwidth_bps * min(tp - 1, links) / links
+        return self.interconnect_bandwidth_bps
 
     def mig(self, name: str) -> MigProfile | None:
         """The MIG profile ``name`` (case-insensitive), or None."""

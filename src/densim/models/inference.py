@@ -2,17 +2,36 @@
 how many GPUs and hosts give a target token rate within latency bounds (``densim gpu size``).
 
 Inputs: a model (:class:`LlmSpec`: parameters ``P``, layers ``L``, KV heads ``h_kv``, head dimension
-``d``; catalog section ``llm_models``), a precision (bytes per weight ``b_w`` and per KV value ``b_kv``:
-fp16 2, fp8 1), the mean prompt and output lengths ``n_in``, ``n_out``, and the GPU (:class:`GpuSpec`:
-memory ``M``, bandwidth ``BW``, dense tensor FLOP/s ``F`` at the precision). A replica of the model runs
-on ``tp`` GPUs of one host (tensor parallel: memory, bandwidth and compute add up; the all-reduce cost
-is not modelled)::
+``d``, hidden size ``h``; catalog section ``llm_models``), a precision (bytes per weight ``b_w`` and per KV
+value ``b_kv``: fp16 2, fp8 1), the mean prompt and output lengths ``n_in``, ``n_out``, and the GPU
+(:class:`GpuSpec`: memory ``M``, bandwidth ``BW``, dense tensor FLOP/s ``F`` at the precision, GPU-to-GPU
+link bandwidth per direction ``BW_link`` and per-hop latency ``alpha``). A replica of the model runs on
+``tp`` GPUs of one host (tensor parallel: memory, bandwidth and compute add up, and every layer all-reduces
+its activations across the ``tp`` GPUs)::
 
     weights  W = P x b_w                                       KV per token  k = 2 L h_kv d b_kv
     usable   M_u = tp x M x mem_util                           mean context  c = n_in + n_out / 2
     batch    B_max = floor((M_u - W) / (k x c))                (sequences the KV cache holds)
-    decode step   t_d(B) = max((W + B c k) / (tp BW e_bw),  2 P B / (tp F e_f))
-    prefill       t_p    = max(2 P n_in / (tp F e_f),  W / (tp BW e_bw))
+    decode step   t_d(B) = max((W + B c k) / (tp BW e_bw),  2 P B / (tp F e_f))  +  t_ar(B)
+    prefill       t_p    = max(2 P n_in / (tp F e_f),  W / (tp BW e_bw))  +  t_ar(n_in)
+
+Tensor-parallel all-reduce (Megatron-style tensor parallelism: each layer's attention output and MLP output
+are partial sums on the ``tp`` GPUs, summed by one all-reduce each, 2 per layer) of a step over ``T`` tokens
+(``T = B`` in a decode step, ``n_in`` in a prefill), each a message of ``S = T h a`` bytes (``a`` =
+:data:`ACT_BYTES` = 2: activations stay in the model's 16-bit dtype when weights are FP8), as a ring
+all-reduce::
+
+    t_ar(T) = 2 L x [ 2 (tp - 1) / tp x T h a / BW_link  +  2 (tp - 1) alpha ]          (0 at tp = 1)
+
+``BW_link`` is :meth:`GpuSpec.link_bandwidth_bps` (the card's per-direction figure on NVSwitch or PCIe;
+``tp - 1`` of its links on a mesh). Overlap assumption: NONE. The all-reduce adds to the step time
+instead of hiding under the roofline's memory or compute time, because the next layer needs the summed
+activations before it can start (a data dependency; TensorRT-LLM, vLLM and Megatron inference issue the
+all-reduce between the layer's GEMMs and the next layer's). This was decided from how the engines work,
+before the validation rows were run with the term. Not modelled: NCCL's per-collective base latency (8.4 us
+in its Ring/Simple model) and the vendors' one-shot/two-shot custom all-reduce kernels for small messages;
+the link bandwidth is the datasheet peak (no efficiency factor), so the term is a lower bound on the time the
+all-reduce takes.
 
 A decode step reads every weight once and the batch's KV cache (memory-bound at small B) and does
 ``2 P`` FLOPs per sequence (compute-bound at large B); a prefill does ``2 P`` FLOPs per prompt token
@@ -30,16 +49,18 @@ Latency under load: each replica is ``B`` slots, each holding a request for ``S(
     TTFT = W + t_p,    P(W > t) = C(c, lambda S) exp(-(c / S - lambda) t)
     p95 TTFT = t_p + max(0, ln(C / 0.05) / (c / S - lambda))
 
-:func:`size` searches tp in {1, 2, 4, 8} (at most the host's GPUs, weights must fit), B in 1..B_max with
-TPOT within its bound, and the fewest replicas meeting the token rate with p95 TTFT within its bound;
-the answer is the fewest GPUs (then hosts): ``hosts = ceil(n / (gpus_per_host / tp))``. Batches above 1,024
-are tried on a geometric grid (:func:`batches`), replicas up to 63 above the throughput floor.
+:func:`size` searches tp in {1, 2, 4, 8} (at most the host's GPUs, weights must fit; tp > 1 needs the
+model's hidden size and the card's interconnect figures, else that width is skipped with the reason),
+B in 1..B_max with TPOT within its bound, and the fewest replicas meeting the token rate with p95 TTFT
+within its bound; the answer is the fewest GPUs (then hosts): ``hosts = ceil(n / (gpus_per_host / tp))``.
+Batches above 1,024 are tried on a geometric grid (:func:`batches`), replicas up to 63 above the
+throughput floor.
 
 Efficiencies ``e_bw`` (achieved share of peak memory bandwidth in decode) and ``e_f`` (of peak dense
 tensor FLOP/s in prefill and large-batch decode) default to 0.8 and 0.6: engineering estimates (E), not
 fitted to any measurement. ``mem_util`` 0.9 is vLLM's default ``gpu_memory_utilization``
 (https://docs.vllm.ai/en/latest/api/vllm/config/cache.html, "gpu_memory_utilization: float = 0.9").
-Not modelled: attention FLOPs and KV reads in prefill, tensor-parallel communication, speculative
+Not modelled: attention FLOPs and KV reads in prefill, overlap of communication with compute, speculative
 decoding, prefix caching, quantised KV beyond fp8, MoE models, output-length variance (the queue takes
 exponential service). See docs/background/gpus.md, "LLM inference sizing".
 """
@@ -64,6 +85,10 @@ TP_WIDTHS = (1, 2, 4, 8)
 BW_EFFICIENCY, COMPUTE_EFFICIENCY, MEM_UTIL = 0.8, 0.6, 0.9
 #: the TTFT quantile :func:`size` bounds
 TTFT_QUANTILE = 0.95
+#: bytes per activation element in the tensor-parallel all-reduce: the model's 16-bit dtype (fp16/bf16) whatever
+#: the weight precision (TensorRT-LLM's FP8 Llama builds are ``--dtype float16 --enable_fp8``: FP8 GEMMs, FP16
+#: activations between them; docs/source/performance.md, commit 138f96d45f90b9667426f7c47297d8c06bafac73)
+ACT_BYTES = 2.0
 
 
 class LlmSpec(BaseModel):
@@ -75,6 +100,8 @@ class LlmSpec(BaseModel):
     layers: int = Field(gt=0)
     kv_heads: int = Field(gt=0, description="key/value heads (GQA: fewer than attention heads)")
     head_dim: int = Field(gt=0)
+    hidden_size: int | None = Field(default=None, gt=0, description="model width (config.json hidden_size): the "
+                                    "activations a tensor-parallel replica all-reduces; None: tp > 1 is not sized")
     source: str = ""
 
     @property
@@ -108,8 +135,33 @@ def tflops(gpu: GpuSpec, precision: str) -> float:
     return gpu.fp16_tflops
 
 
+def allreduce_s(gpu: GpuSpec, tp: int, message_bytes):
+    """One ring all-reduce of ``message_bytes`` over ``tp`` GPUs: ``2 (tp - 1) / tp x S / BW_link + 2 (tp - 1) alpha``
+    (0 at tp = 1); ValueError when tp > 1 and the card has no interconnect figures."""
+    m = np.asarray(message_bytes, dtype=np.float64)
+    if tp == 1:
+        return np.zeros_like(m)
+    link = gpu.link_bandwidth_bps(tp)  # raises for a card without figures
+    return 2.0 * (tp - 1) / tp * m / link + 2.0 * (tp - 1) * gpu.interconnect_latency_s
+
+
+def tp_comm_coefficients(llm: LlmSpec, gpu: GpuSpec, tp: int) -> tuple[float, float]:
+    """``(per_token_s, fixed_s)`` of a step's tensor-parallel all-reduces, ``t_ar(T) = per_token_s x T + fixed_s``:
+    2 all-reduces per layer of ``T x hidden x ACT_BYTES`` bytes. (0, 0) at tp = 1; ValueError when tp > 1 and the
+    model has no hidden size or the card no interconnect figures."""
+    if tp == 1:
+        return 0.0, 0.0
+    if llm.hidden_size is None:
+        raise ValueError(f"model {llm.name} has no hidden_size: the tensor-parallel all-reduce needs it")
+    link = gpu.link_bandwidth_bps(tp)  # raises for a card without figures
+    per_token = 2.0 * llm.layers * 2.0 * (tp - 1) / tp * llm.hidden_size * ACT_BYTES / link
+    fixed = 2.0 * llm.layers * 2.0 * (tp - 1) * gpu.interconnect_latency_s
+    return per_token, fixed
+
+
 def replica(llm: LlmSpec, gpu: GpuSpec, wl: Workload, tp: int) -> dict:
-    """Memory and roofline figures of one replica on ``tp`` GPUs (the module docstring's equations)."""
+    """Memory, roofline and all-reduce figures of one replica on ``tp`` GPUs (the module docstring's equations).
+    ValueError when tp > 1 and the model's hidden size or the card's interconnect figures are missing."""
     bw = tp * gpu.memory_bandwidth_bps * wl.bw_efficiency
     fl = tp * tflops(gpu, wl.precision) * 1e12 * wl.compute_efficiency
     w = llm.params * BYTES[wl.precision]
@@ -117,28 +169,39 @@ def replica(llm: LlmSpec, gpu: GpuSpec, wl: Workload, tp: int) -> dict:
     ctx = wl.tokens_in + wl.tokens_out / 2.0
     usable = tp * gpu.memory_bytes * wl.mem_util
     b_max = int(max(0.0, (usable - w) / (k * ctx)))
-    t_p = max(2.0 * llm.params * wl.tokens_in / fl, w / bw)
+    ar_tok, ar_fixed = tp_comm_coefficients(llm, gpu, tp)
+    ar_p = ar_tok * wl.tokens_in + ar_fixed
+    t_p = max(2.0 * llm.params * wl.tokens_in / fl, w / bw) + ar_p
     return {"tp": tp, "weights_bytes": w, "kv_bytes_per_token": k, "context_tokens": ctx, "usable_bytes": usable,
             "batch_max": b_max, "prefill_s": t_p, "bandwidth_bps": bw, "flops": fl,
+            "allreduce_per_token_s": ar_tok, "allreduce_fixed_s": ar_fixed, "prefill_allreduce_s": ar_p,
             "prefill_bound": "compute" if 2.0 * llm.params * wl.tokens_in / fl >= w / bw else "memory-bandwidth"}
 
 
+def decode_allreduce_s(r: dict, batch):
+    """``t_ar(B)``: a decode step's tensor-parallel all-reduce time at batch ``B`` (0 at tp = 1)."""
+    return r["allreduce_per_token_s"] * np.asarray(batch, dtype=np.float64) + r["allreduce_fixed_s"]
+
+
 def decode_step_s(r: dict, llm: LlmSpec, batch):
-    """``t_d(B)``: the slower of reading weights + the batch's KV cache and the batch's 2 P FLOPs per token."""
+    """``t_d(B)``: the slower of reading weights + the batch's KV cache and the batch's 2 P FLOPs per token, plus the
+    step's all-reduce (not overlapped)."""
     b = np.asarray(batch, dtype=np.float64)
     mem = (r["weights_bytes"] + b * r["context_tokens"] * r["kv_bytes_per_token"]) / r["bandwidth_bps"]
     comp = 2.0 * llm.params * b / r["flops"]
-    return np.maximum(mem, comp)
+    return np.maximum(mem, comp) + decode_allreduce_s(r, b)
 
 
 def at_batch(r: dict, llm: LlmSpec, wl: Workload, batch) -> dict:
     """Round time, TPOT and capacity of one replica at batch ``batch`` (array or scalar)."""
     b = np.asarray(batch, dtype=np.float64)
     td = decode_step_s(r, llm, b)
+    ar = decode_allreduce_s(r, b)
     round_s = wl.tokens_out * td + b * r["prefill_s"]
+    mem = (r["weights_bytes"] + b * r["context_tokens"] * r["kv_bytes_per_token"]) / r["bandwidth_bps"]
     return {"decode_step_s": td, "round_s": round_s, "tpot_s": round_s / wl.tokens_out,
-            "requests_per_s": b / round_s, "tokens_per_s": b / round_s * wl.tokens_out,
-            "decode_bound": np.where(2.0 * llm.params * b / r["flops"] >= td * (1 - 1e-12), "compute", "memory-bandwidth")}
+            "requests_per_s": b / round_s, "tokens_per_s": b / round_s * wl.tokens_out, "allreduce_s": ar,
+            "decode_bound": np.where(2.0 * llm.params * b / r["flops"] >= mem * (1 - 1e-12), "compute", "memory-bandwidth")}
 
 
 def ttft_quantile_s(lam: float, round_s, slots, prefill_s: float, q: float = TTFT_QUANTILE):
@@ -177,7 +240,11 @@ def size(llm: LlmSpec, gpu: GpuSpec, wl: Workload, *, tokens_per_s: float, gpus_
     for tp in TP_WIDTHS:
         if tp > gpus_per_host:
             break
-        r = replica(llm, gpu, wl, tp)
+        try:
+            r = replica(llm, gpu, wl, tp)
+        except ValueError as exc:  # tp > 1 without the model's hidden size or the card's interconnect figures
+            reasons.append(f"tp={tp}: {exc}")
+            continue
         if r["batch_max"] < 1:
             reasons.append(f"tp={tp}: weights {r['weights_bytes'] / 2**30:.1f} GiB + one sequence's KV cache do not fit "
                            f"{r['usable_bytes'] / 2**30:.1f} GiB usable")
@@ -241,7 +308,9 @@ def size(llm: LlmSpec, gpu: GpuSpec, wl: Workload, *, tokens_per_s: float, gpus_
         "batch_limited_by": limited,
         "decode_step_s": float(ab["decode_step_s"][i]),
         "decode_bound": str(ab["decode_bound"][i]),
+        "decode_allreduce_s": float(ab["allreduce_s"][i]),
         "prefill_s": r["prefill_s"],
+        "prefill_allreduce_s": r["prefill_allreduce_s"],
         "prefill_bound": r["prefill_bound"],
         "tpot_s": float(ab["tpot_s"][i]),
         "tokens_per_s_per_replica": float(ab["tokens_per_s"][i]),
@@ -257,4 +326,5 @@ def llm_models(catalog) -> dict[str, LlmSpec]:
     return {m.name: m for m in catalog.all("llm_models", LlmSpec)}
 
 
-__all__ = ["LlmSpec", "Workload", "at_batch", "llm_models", "decode_step_s", "replica", "size", "ttft_quantile_s"]
+__all__ = ["ACT_BYTES", "LlmSpec", "Workload", "allreduce_s", "at_batch", "decode_allreduce_s", "decode_step_s",
+           "llm_models", "replica", "size", "tp_comm_coefficients", "ttft_quantile_s"]

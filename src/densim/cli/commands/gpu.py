@@ -13,6 +13,8 @@ from densim.cli.common import run_guarded as _guard
 
 
 ARCH = {"--params-b": "params_b", "--layers": "layers", "--kv-heads": "kv_heads", "--head-dim": "head_dim"}
+#: optional architecture figures: without --hidden-size a custom model is sized at tp = 1 only (no all-reduce width)
+ARCH_OPTIONAL = {"--hidden-size": "hidden_size"}
 
 
 def _llm(cat, model: str | None, arch: dict):
@@ -33,17 +35,17 @@ def _llm(cat, model: str | None, arch: dict):
         except CatalogError as exc:
             raise InputError("--model", "", str(exc.args[0]).strip("'\"")) from None
     missing = [k for k in ARCH if k not in given]
-    if len(missing) == len(ARCH):
+    if len(missing) == len(ARCH) and not given:
         raise InputError("--model", "", "give a catalog LLM (--model) or its architecture (--params-b, --layers, "
                          "--kv-heads, --head-dim)")
     if missing:
         raise InputError(missing[0], "", f"a model given by its architecture needs {', '.join(ARCH)}; missing "
                          f"{', '.join(missing)}")
     try:
-        return LlmSpec(name="custom", **{ARCH[k]: v for k, v in given.items()})
+        return LlmSpec(name="custom", **{(ARCH | ARCH_OPTIONAL)[k]: v for k, v in given.items()})
     except ValidationError as exc:
         e = exc.errors()[0]
-        opt = next(k for k, f in ARCH.items() if f == e["loc"][0])
+        opt = next(k for k, f in (ARCH | ARCH_OPTIONAL).items() if f == e["loc"][0])
         raise InputError(opt, "", e["msg"]) from None
 
 
@@ -62,7 +64,7 @@ def run_gpu_size(*, model: str | None, gpu: str, tokens_in: int, tokens_out: int
     from densim.units import UnitError, parse
 
     cat = builtin_catalog()
-    llm = _llm(cat, model, arch or dict.fromkeys(ARCH))
+    llm = _llm(cat, model, arch or dict.fromkeys(ARCH | ARCH_OPTIONAL))
     if (tokens_per_s is None) == (requests_per_s is None):
         raise InputError("--tokens-per-s" if tokens_per_s is not None else "--requests-per-s", "",
                          "give the load once: --tokens-per-s (output tokens) or --requests-per-s, not both"
@@ -112,8 +114,10 @@ def _print(out: dict, pr: Printer) -> None:
                 f"{out['replicas']} replica(s) x tp {out['tp']})")
     tab.add_row("limiting factor", f"GPU: batch {out['batch']} per replica, limited by {out['batch_limited_by']}")
     tab.add_row("memory per replica", f"weights {out['weights_gib']:.1f} GiB + KV cache {out['kv_gib_per_replica']:.1f} GiB")
-    tab.add_row("decode step", f"{out['decode_step_s'] * 1e3:.2f} ms ({out['decode_bound']}-bound)")
-    tab.add_row("prefill", f"{out['prefill_s'] * 1e3:.2f} ms per request ({out['prefill_bound']}-bound)")
+    ar_d = f", {out['decode_allreduce_s'] * 1e3:.2f} ms of it all-reduce" if out["tp"] > 1 else ""
+    ar_p = f", {out['prefill_allreduce_s'] * 1e3:.2f} ms of it all-reduce" if out["tp"] > 1 else ""
+    tab.add_row("decode step", f"{out['decode_step_s'] * 1e3:.2f} ms ({out['decode_bound']}-bound{ar_d})")
+    tab.add_row("prefill", f"{out['prefill_s'] * 1e3:.2f} ms per request ({out['prefill_bound']}-bound{ar_p})")
     tab.add_row("TPOT", f"{out['tpot_s'] * 1e3:.1f} ms")
     tab.add_row("TTFT mean / p95", f"{out['ttft_mean_s'] * 1e3:.0f} ms / {out['ttft_p95_s'] * 1e3:.0f} ms")
     tab.add_row("throughput", f"{out['tokens_per_s_per_gpu']:,.0f} tokens/s per GPU; capacity "
@@ -136,6 +140,8 @@ def register(app: typer.Typer) -> None:
         layers: Annotated[Optional[int], typer.Option("--layers", help="... its transformer layers")] = None,
         kv_heads: Annotated[Optional[int], typer.Option("--kv-heads", help="... its key/value heads")] = None,
         head_dim: Annotated[Optional[int], typer.Option("--head-dim", help="... its head dimension")] = None,
+        hidden_size: Annotated[Optional[int], typer.Option("--hidden-size", help="... its hidden size (needed for "
+                                                           "tensor parallel's all-reduce; without it tp = 1 only)")] = None,
         tokens_in: Annotated[int, typer.Option("--tokens-in", min=1, help="mean prompt tokens per request")] = 1024,
         tokens_out: Annotated[int, typer.Option("--tokens-out", min=1, help="mean output tokens per request")] = 256,
         ttft: Annotated[str, typer.Option("--ttft", help="bound on the p95 time to first token, e.g. '2 s'")] = "2 s",
@@ -161,7 +167,8 @@ def register(app: typer.Typer) -> None:
                      tokens_per_s=tokens_per_s, ttft=ttft, tpot=tpot, gpus_per_host=gpus_per_host, precision=precision,
                      kv_precision=kv_precision, bw_efficiency=bw_efficiency, compute_efficiency=compute_efficiency,
                      requests_per_s=requests_per_s,
-                     arch={"--params-b": params_b, "--layers": layers, "--kv-heads": kv_heads, "--head-dim": head_dim})
+                     arch={"--params-b": params_b, "--layers": layers, "--kv-heads": kv_heads, "--head-dim": head_dim,
+                           "--hidden-size": hidden_size})
         if folder is not None:
             _guard(write_result, folder, res)
         pr.json(res)
