@@ -68,8 +68,6 @@ CASES = [
      "may not overlap"),
     ("unknown-maintenance-host", {"migration": {"model": "precopy", "maintenance": [{"host": "nohost", "at": "10 min"}]}},
      None, "migration.maintenance[0].host", "no host named 'nohost'"),
-    ("balancer-with-failures", {"migration": {"model": "precopy", "balance": {}}, "failures": {"events": [EVENT]}}, None,
-     "migration.balance", "load balancer is not yet combined with failures"),
     ("unknown-embodied-carbon-group", {"carbon": {"grid_gco2_per_kwh": 300, "lifetime_years": 4,
                                                   "embodied": {"hg": 1000, "zz": 100}}}, None, "carbon.embodied.zz",
      "no host group"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from densim.engine import simulate
@@ -75,7 +76,12 @@ def test_balancer_spreads_load():
     assert m["imbalance_first"] == pytest.approx(0.45)
     assert m["imbalance_last"] == pytest.approx(0.0, abs=1e-9)
     assert m["time_max_s"] == pytest.approx(6.891947674)
-    assert r.hosts["vms"].to_list() == [2, 2]
+    # VM runs per host (rows are runs, the balancer's moves being events of the placement timeline): four on h-0, two
+    # of which end at their landing on h-1 at 306.891947674 s; from then two VMs on each host
+    assert r.hosts["vms"].to_list() == [4, 2]
+    alive = r.ctx.liveness.alive(r.ctx.grid.edges_s(0, r.ctx.grid.n_steps))
+    on = np.stack([alive[:, r.ctx.vms.host == h].sum(axis=1) for h in (0, 1)], axis=1)
+    assert on[6:].tolist() == [[2.0, 2.0]] * 24 and on[:5].tolist() == [[4.0, 0.0]] * 5
     assert m["balance_checks"] == 5  # decisions at 5, 10, 15, 20, 25 min
     assert m["balance_triggered"] == 1
 

@@ -230,17 +230,43 @@ def test_unknown_mig_profile_and_no_gpu_hosts_are_refused():
         plant_from_dict(sc)
 
 
-def test_the_load_balancer_with_gpu_requests_is_refused_in_one_line():
-    # the in-run balancer moves VMs from measured CPU without the GPU fit test; maintenance evacuations, failures
-    # and arrivals place GPUs (the event loop: tests below)
-    bal = {"migration": {"model": "precopy", "balance": {"threshold": 0.1}}}
-    with pytest.raises(ScenarioInvalid) as e:
-        plant_from_dict(_scenario(**bal))
-    lines = [ln for ln in e.value.lines() if "does not place GPUs yet" in ln]
-    assert len(lines) == 1 and "migration.balance" in lines[0] and "\n" not in lines[0]
-    for ok in ({"failures": {}}, {"scheduling": {"lifetimes": "on"}},
-               {"migration": {"model": "precopy", "maintenance": [{"host": "a100-0", "at": "1 h"}]}}):
-        plant_from_dict(_scenario(**ok))  # resolves
+def _balanced(second_has_gpu: bool):
+    # two 4-core hosts of 8,000 MHz; first-fit puts four 1-vCPU VMs at 1,800 MHz, each with an 8 GiB vGPU, on host 0
+    # (one L40S takes six): utilisation 0.9 and 0, stdev 0.45 (the case of tests/engine/test_migration.py)
+    def grp(name, gpu):
+        g = {"name": name, "count": 1, "cpu": {"sockets": 1, "cores_per_socket": 4, "threads_per_core": 1,
+                                               "base_clock": "2 GHz"},
+             "memory": "64 GiB", "power": {"model": "linear", "idle": "100 W", "peak": "200 W"}}
+        if gpu:
+            g["gpus"] = {"model": "nvidia-l40s", "count": 1}
+        return g
+
+    sc = {"name": "gpu-balance", "cluster": {"hosts": [grp("a", True), grp("b", second_has_gpu)]},
+          "vms": [{"name": "v", "count": 4, "vcpus": 1, "vcpu_speed": "2 GHz", "memory": "4 GiB",
+                   "profile": {"kind": "constant", "mean": 0.9}, "gpu": {"mode": "vgpu", "memory": "8 GiB",
+                                                                          "utilisation": 0.5}}],
+          "placement": {"policy": "first-fit"},
+          "migration": {"model": "precopy", "bandwidth": "10 Gbit/s", "dirty_rate": 0,
+                        "balance": {"threshold": 0.1, "interval": "5 min", "budget_per_interval": 4}},
+          "simulation": {"step": "1 min", "horizon": "30 min"}}
+    from densim.engine import simulate
+
+    return simulate(plant_from_dict(sc), seed=1)
+
+
+def test_the_balancer_moves_a_vm_with_a_gpu_only_where_a_gpu_can_take_it():
+    # the balancer's moves are events of the placement loop, with the GPU fit test: with an L40S on host b it moves two
+    # VMs there (stdev 0.45 -> 0), each taking a vGPU of b's GPU; without a GPU on b nothing can move (every check
+    # triggers at stdev 0.45 and finds no destination)
+    r = _balanced(True)
+    m = r.summary["migration"]
+    assert m["migrations"] == 2 and m["imbalance_last"] == pytest.approx(0.0, abs=1e-9)
+    moved = r.ctx.vms.host >= 0
+    assert sorted(zip(r.ctx.vms.host[moved].tolist(), r.ctx.gpu.vm_gpu[moved].tolist())) == [(0, 0)] * 4 + [(1, 0)] * 2
+    assert r.summary["gpu"]["gpus_with_tenants"] == 2 and r.summary["gpu"]["vms_with_gpu"] == 4
+    r = _balanced(False)
+    m = r.summary["migration"]
+    assert m["migrations"] == 0 and m["balance_triggered"] == 5 and m["imbalance_last"] == pytest.approx(0.45)
 
 
 # ---------------------------------------------------------------------------------------------- GPUs over time
@@ -553,3 +579,21 @@ def test_the_host_failure_example_does_what_its_comment_says():
     names, host = r.ctx.vms.names, r.ctx.vms.host
     landed = [str(r.ctx.hosts.names[h]) for n, h in zip(names, host) if str(n).startswith("vdi") and "~" in str(n)]
     assert sorted(landed) == ["hgx-5"] * 4 + ["l40s-3"] * 8
+
+
+def test_a_given_placement_takes_each_vms_gpu_on_the_host_the_file_names(tmp_path):
+    # two hosts with one A100 each; four 3g.40gb MIG VMs (two fit per A100: starts 0 and 4). The file puts VMs 0, 1 and 3
+    # on a100-0 and VM 2 on a100-1 (each within the hosts' 32 cores): in row order VM 0 takes start 0, VM 1 start 4,
+    # VM 3 finds no slices left on a100-0 -> refused at its row (row 5: header is row 1)
+    from densim.engine import simulate
+
+    sc = _scenario(placement={"policy": "given", "assignment": str(tmp_path / "a.csv")})
+    sc["vms"] = sc["vms"][:1]
+    (tmp_path / "a.csv").write_text("vm,host\nmig-0,a100-0\nmig-1,a100-0\nmig-2,a100-1\nmig-3,a100-0\n")
+    with pytest.raises(InputError, match=r"a\.csv:row 5, column 'host': host 'a100-0' has no GPU left that takes this "
+                                         r"VM's request \(a MIG instance\) once the rows above it are placed"):
+        simulate(plant_from_dict(sc), seed=1)
+    (tmp_path / "a.csv").write_text("vm,host\nmig-0,a100-0\nmig-1,a100-1\nmig-2,a100-1\nmig-3,a100-0\n")
+    r = simulate(plant_from_dict(sc), seed=1)
+    g = r.ctx.gpu
+    assert r.ctx.vms.host.tolist() == [0, 1, 1, 0] and g.vm_mig_start.tolist() == [0, 0, 4, 4]

@@ -307,9 +307,9 @@ def _restart_policy(sc) -> str:
 
 def wants_timeline(sc) -> bool:
     """The run's VMs are placed by the one event loop with instances as engine rows: host failures,
-    or maintenance evacuations by live migration (without the in-run balancer, which moves rows itself)."""
+    maintenance evacuations by live migration, or the DRS-style balancer's moves."""
     m = sc.migration
-    return sc.failures is not None or (m.model != "none" and bool(m.maintenance) and m.balance is None)
+    return sc.failures is not None or (m.model != "none" and (bool(m.maintenance) or m.balance is not None))
 
 
 def _maintenance(sc, source, hosts, grid, n: int):
@@ -339,6 +339,27 @@ def _maintenance(sc, source, hosts, grid, n: int):
                        link_bps=m.bandwidth_bps * (1.0 - m.storage_share), dirty_rate_bps=m.dirty_rate_bps,
                        wws_fraction=m.wws_fraction, downtime_target_s=m.downtime_target_s, resume_s=m.resume_s,
                        max_rounds=m.max_rounds, max_concurrent=m.max_concurrent)
+
+
+def _balance_checks(sc, source, hosts, grid, n: int):
+    """The balancer's checks for the event loop (:class:`densim.placement.failover.Balance`): every ``interval`` from
+    the start (not at it), each with every VM's mean CPU demand over the interval before it (its trace)."""
+    from densim.placement.failover import Balance
+
+    m = sc.migration
+    b = m.balance
+    if m.model == "none" or b is None:
+        return None
+    every = max(1, int(round(b.interval_s / grid.step_s)))
+    steps = np.arange(every, grid.n_steps, every, dtype=np.int64)
+    demand = np.zeros((max(steps.size, 1), n))
+    for k, s1 in enumerate(steps):
+        demand[k] = source.window(grid, int(s1 - every), int(s1), ("cpu_mhz",))["cpu_mhz"].mean(axis=0, dtype=np.float64)
+    return Balance(at_s=grid.start_s + steps * grid.step_s, demand_mhz=demand,
+                   cap_mhz=hosts.capacity_mhz.astype(np.float64), threshold=b.threshold, budget=b.budget_per_interval,
+                   min_gain=b.min_gain, horizon_s=b.benefit_horizon_s or b.interval_s,
+                   cores_busy=max(m.cpu_cores_min, m.cpu_cores_per_gbps * m.bandwidth_bps * 8 / 1e9), slowdown=m.slowdown,
+                   idle_on=sc.cluster.unused_hosts == "idle")
 
 
 def plan_failures(sc, source, hosts, seed: int, group: np.ndarray, build_grid, datastores=(), gpu=None):
@@ -388,6 +409,7 @@ def plan_failures(sc, source, hosts, seed: int, group: np.ndarray, build_grid, d
     if not math.isfinite(until):
         raise InputError(sc.name, "simulation.horizon", "a run with failures or maintenance needs a finite horizon")
     maint = _maintenance(sc, source, hosts, grid, n)
+    balance = _balance_checks(sc, source, hosts, grid, n)
     res_c = res_m = share = 0.0
     admission = False
     prio = np.zeros(n, dtype=np.int64)
@@ -423,7 +445,7 @@ def plan_failures(sc, source, hosts, seed: int, group: np.ndarray, build_grid, d
                   down_end_s=d_end, priority=prio, initial=initial, policy=policy, discipline=sc.scheduling.queue,
                   until=until, detection_s=fs.ha.detection_s if fs else 0.0, boot_s=fs.ha.boot_delay_s if fs else 0.0,
                   admission=admission, reserve_cpu=res_c, reserve_mem=res_m, reserve_share=share, maintenance=maint,
-                  core_mhz=hosts.core_mhz, gpu=gpu)
+                  core_mhz=hosts.core_mhz, gpu=gpu, balance=balance)
     # engine rows: every instance, then one row for each VM that never started
     never = np.flatnonzero(np.isnan(fo.first_start_s))
     vm_of = np.r_[fo.inst_vm, never].astype(np.int64)

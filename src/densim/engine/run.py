@@ -21,7 +21,7 @@ import numpy as np
 from densim.engine.preload import preload
 from densim.engine.stages import load_plugins, ordered_entries
 from densim.engine.state import build_context
-from densim.engine.window import WindowState
+from densim.engine.window import WindowState, host_loads  # host_loads: re-exported (densim.engine.run.host_loads)
 from densim.models.cpu import CPU_CONTENTION
 from densim.placement import place
 from densim.placement.capacity import host_capacity
@@ -518,17 +518,6 @@ def simulate(plant: Plant, *, seed: int | None = None, progress: Callable[[int, 
             warm.join()
     timings["total_s"] = time.perf_counter() - wall0
     return res
-
-
-def host_loads(ctx) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Per host: vCPUs, VMs and configured memory placed on it, and whether it draws power."""
-    vms, H = ctx.vms, ctx.hosts.n
-    placed = vms.host >= 0
-    vcpus_per_host = np.bincount(vms.host[placed], weights=vms.vcpus[placed], minlength=H).astype(np.float64)
-    vms_per_host = np.bincount(vms.host[placed], minlength=H)
-    mem_per_host = np.bincount(vms.host[placed], weights=vms.mem_bytes[placed], minlength=H)
-    host_on = (vms_per_host > 0) | (ctx.scenario.cluster.unused_hosts == "idle")
-    return vcpus_per_host, vms_per_host, mem_per_host, host_on
 
 
 def _placement_arrays(ctx):

@@ -24,6 +24,17 @@ from functools import cached_property
 import numpy as np
 
 
+def host_loads(ctx) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per host: vCPUs, VMs and configured memory placed on it, and whether it draws power."""
+    vms, H = ctx.vms, ctx.hosts.n
+    placed = vms.host >= 0
+    vcpus_per_host = np.bincount(vms.host[placed], weights=vms.vcpus[placed], minlength=H).astype(np.float64)
+    vms_per_host = np.bincount(vms.host[placed], minlength=H)
+    mem_per_host = np.bincount(vms.host[placed], weights=vms.mem_bytes[placed], minlength=H)
+    host_on = (vms_per_host > 0) | (ctx.scenario.cluster.unused_hosts == "idle")
+    return vcpus_per_host, vms_per_host, mem_per_host, host_on
+
+
 class WindowState:
     """The placement timeline over the window ``[t0, t1)`` of ``ctx``'s grid (see the module docstring).
 
@@ -50,8 +61,6 @@ class WindowState:
         alive is off after ``off_after`` under ``unused_hosts: off``; a host down for half a step or more is
         off); else every host that holds a row, or every host under ``unused_hosts: idle``."""
         if self._power_on is None:
-            from densim.engine.run import host_loads
-
             H = self.ctx.hosts.n
             self._power_on = np.broadcast_to(host_loads(self.ctx)[3].astype(bool), (self.n_steps, H))
         return self._power_on

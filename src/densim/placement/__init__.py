@@ -135,6 +135,13 @@ def place(policy: str, vm_cpu, vm_mem, cpu_cap, mem_cap, rng=None, gpu=None, **p
     ``gpu``: a :class:`densim.placement.gpu.GpuProblem` when VMs ask for GPUs: the GPU column is then
     tested with :func:`densim.placement.gpu.gpu_fit` next to the CPU and memory fit (and its GPU state
     and each VM's GPU are written into it)."""
+    if gpu is not None and policy == "given":  # the file's hosts; each VM's GPU on its host (placement.gpu_policy)
+        from densim.placement.given import place_given
+        from densim.placement.gpu import place_given_gpu
+
+        host = place_given(vm_cpu, vm_mem, cpu_cap, mem_cap, rng=rng, **params)
+        place_given_gpu(host, gpu, params["assignment"])
+        return host
     if gpu is not None:
         from densim.placement.gpu import place_gpu
 

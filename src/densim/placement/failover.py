@@ -60,13 +60,15 @@ class Failover:
     # per instance, when VMs ask for GPUs: the bit mask of its host's GPUs it holds and its MIG start (-1)
     inst_gpus: np.ndarray | None = None
     inst_mig: np.ndarray | None = None
+    # per balance check (the balancer's events): imbalance seen (NaN: < 2 hosts), triggered, refused by cost, moves
+    bal: np.ndarray | None = None
 
 
 def failover(arrival_s, run_s, vm_cpu, vm_mem, cpu_cap, mem_cap, *, down_host, down_start_s, down_end_s,
              priority=None, initial=None, policy: str = "first-fit", discipline: str = "fifo", until: float = np.inf,
              detection_s: float = 0.0, boot_s: float = 0.0, admission: bool = False, reserve_cpu: float = 0.0,
              reserve_mem: float = 0.0, reserve_share: float = 0.0, maintenance: Maintenance | None = None,
-             core_mhz=None, gpu=None) -> Failover:
+             core_mhz=None, gpu=None, balance: Balance | None = None) -> Failover:
     """Place VMs online through host failures (see the module docstring).
 
     ``down_*``: one row per host-down interval, sorted by start. ``initial``: a host per VM placed at
@@ -77,7 +79,8 @@ def failover(arrival_s, run_s, vm_cpu, vm_mem, cpu_cap, mem_cap, *, down_host, d
     host then gives each VM's CPU utilisation from its demand). ``gpu``: a
     :class:`densim.placement.gpu.GpuProblem` when VMs ask for GPUs: with ``initial`` its state is the static
     placement's (:func:`densim.placement.gpu.place_gpu` made it), else every GPU starts free; each instance's
-    GPUs come back in ``inst_gpus``/``inst_mig``.
+    GPUs come back in ``inst_gpus``/``inst_mig``. ``balance``: the DRS-style balancer's checks
+    (:class:`Balance`; its moves are migrations of the same loop, ``core_mhz`` needed as for maintenance).
     """
     if policy not in ONLINE_POLICIES:
         raise KeyError(f"placement policy {policy!r} cannot restart VMs online; use one of: {', '.join(ONLINE_POLICIES)}")
@@ -92,7 +95,8 @@ def failover(arrival_s, run_s, vm_cpu, vm_mem, cpu_cap, mem_cap, *, down_host, d
     pr = np.zeros(n, dtype=np.int64) if priority is None else np.ascontiguousarray(priority, dtype=np.int64)
     mt = maintenance if maintenance is not None else Maintenance.none(n)
     H = len(cpu_cap)
-    if core_mhz is None and mt.host.size:
+    bl = balance if balance is not None else Balance.none(n)
+    if core_mhz is None and (mt.host.size or bl.at_s.size):
         raise ValueError("maintenance needs core_mhz (each VM's CPU utilisation, hence its dirty rate, is its demand "
                          "over its vCPUs at its host's core speed)")
     cm = np.ones(H) if core_mhz is None else f64(core_mhz)  # read only by evacuations
@@ -100,12 +104,14 @@ def failover(arrival_s, run_s, vm_cpu, vm_mem, cpu_cap, mem_cap, *, down_host, d
 
     if gpu is not None and (initial is None or gpu.gmode.shape[0] != H or gpu.vg.shape[0] != n):
         gpu.reset(H)  # placed as they arrive (a static placement's state is kept: the loop starts from it)
-    st, refused, vf, inst, outs, migs, evac = TL._event_loop(
+    cap_mhz = f64(bl.cap_mhz) if bl.cap_mhz is not None else np.ones(H)
+    st, refused, vf, inst, outs, migs, evac, bstat = TL._event_loop(
         f64(arrival_s), f64(run_s), f64(vm_cpu), f64(vm_mem), pr, init, f64(cpu_cap), f64(mem_cap),
         np.ascontiguousarray(down_host, dtype=np.int64), start, f64(down_end_s), ONLINE_POLICIES[policy],
         DISCIPLINES[discipline], float(until), float(detection_s), float(boot_s), bool(admission),
         np.array([reserve_cpu, reserve_mem, reserve_share], dtype=np.float64), mt.host, mt.at_s, mt.demand_mhz, cm,
-        mt.params(), gpu.state() if gpu is not None else no_gpu_state())
+        mt.params(), gpu.state() if gpu is not None else no_gpu_state(), f64(bl.at_s),
+        np.ascontiguousarray(bl.demand_mhz, dtype=np.float64), bl.params(), cap_mhz)
     status = st.copy()
     status[status == TL.DOWN] = TL.WAITING  # down at ``until``, waiting for a restart: waiting
     first, dep = vf[:, 0].copy(), vf[:, 1].copy()
@@ -120,7 +126,8 @@ def failover(arrival_s, run_s, vm_cpu, vm_mem, cpu_cap, mem_cap, *, down_host, d
                     out_placed_s=o_place, out_up_s=o_up, out_host=outs[:, TL.O_HOST].astype(np.int64), until=float(until),
                     mig=migs, evac=evac,
                     inst_gpus=inst[:, TL.I_GPUS].astype(np.int64) if gpu is not None else None,
-                    inst_mig=inst[:, TL.I_MIG].astype(np.int64) if gpu is not None else None)
+                    inst_mig=inst[:, TL.I_MIG].astype(np.int64) if gpu is not None else None,
+                    bal=bstat if bl.at_s.size else None)
 
 
 @dataclass(frozen=True)
@@ -149,6 +156,37 @@ class Maintenance:
     def params(self) -> np.ndarray:
         return np.array([self.link_bps, self.dirty_rate_bps, self.wws_fraction, self.downtime_target_s, self.resume_s,
                          self.max_rounds, self.max_concurrent], dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class Balance:
+    """The DRS-style balancer's checks for :func:`failover` (:func:`densim.placement.timeline._balance`).
+
+    ``at_s``: the check times, sorted; ``demand_mhz`` (checks, VMs): each VM's mean CPU demand over the interval
+    before each check; ``cap_mhz`` (hosts,): each host's CPU capacity (MHz). The parameters are the scenario's
+    ``migration.balance`` (``horizon_s``: its benefit horizon, the interval by default) and ``cores_busy``, the
+    cores a migration keeps busy on each of its hosts; ``idle_on``: empty hosts are powered (unused_hosts: idle)
+    and so balanced onto.
+    """
+
+    at_s: np.ndarray
+    demand_mhz: np.ndarray
+    cap_mhz: np.ndarray | None = None
+    threshold: float = 0.1
+    budget: int = 1
+    min_gain: float = 0.0
+    horizon_s: float = 300.0
+    cores_busy: float = 0.0
+    slowdown: float = 0.0
+    idle_on: bool = True
+
+    @classmethod
+    def none(cls, n_vms: int) -> Balance:
+        return cls(at_s=np.zeros(0), demand_mhz=np.zeros((1, n_vms)))
+
+    def params(self) -> np.ndarray:
+        return np.array([self.threshold, self.budget, self.min_gain, self.horizon_s, self.cores_busy, self.slowdown,
+                         1.0 if self.idle_on else 0.0], dtype=np.float64)
 
 
 def reserve(cpu_cap: np.ndarray, mem_cap: np.ndarray, k: int, domains: list[np.ndarray] | None = None) -> tuple[float, float]:

@@ -210,6 +210,16 @@ def gpu_find(policy, v, c, mm, cpu_free, mem_free, cpu_cap, mem_cap, gp):
 
 
 @njit
+def gpu_fits_on(v, h, gp):
+    """Whether host ``h`` has a GPU that takes VM ``v``'s request now (True for a VM without one)."""
+    if not wants_gpu(gp, v):
+        return True
+    m = gp[G_HMODEL][h]
+    return gpu_fit(gp[G_KIND][v], gp[G_REQ][v], gp[G_COUNT][v], m, gp[G_HNGPU][h], gp[G_MODE][h], gp[G_KEY][h],
+                   gp[G_USED][h], gp[G_VCAP], gp[G_MSIZE], gp[G_MSTARTS], gp[G_POLICY]) >= 0
+
+
+@njit
 def gpu_claim(v, h, gp):
     """VM ``v`` takes its GPU request on host ``h`` (where :func:`gpu_find` found room): returns ``(mask, start)``,
     the bit mask of the host's GPUs it holds and its MIG start (-1 unless MIG)."""
@@ -261,6 +271,38 @@ def gpu_release(v, h, mask, start, gp):
             gused[g] &= ~(((np.int64(1) << size) - 1) << start)
             if gused[g] == 0:
                 gmode[g] = NONE
+
+
+@njit
+def claim_on_hosts(host, order, gp):
+    """VMs in ``order`` take their GPU request on the host ``host[v]`` already chosen for them (a given placement):
+    returns the first VM whose host has no GPU that takes it (-1: every VM got one)."""
+    vg = gp[G_VG]
+    for k in range(order.size):
+        v = order[k]
+        h = host[v]
+        if h < 0 or not wants_gpu(gp, v):
+            continue
+        if not gpu_fits_on(v, h, gp):
+            return v
+        vg[v, 0], vg[v, 1] = gpu_claim(v, h, gp)
+    return -1
+
+
+def place_given_gpu(host: np.ndarray, p: GpuProblem, a) -> None:
+    """The GPUs of a given placement (``a``: :class:`densim.placement.given.Assignment`): each VM takes its request on
+    its host in the file's row order, by the GPU policy (``pack``/``spread``); a VM whose host has no GPU left for it
+    is refused with the file and row."""
+    from densim.errors import InputError
+
+    p.reset(len(p.host_model))
+    order = np.argsort(a.row, kind="stable").astype(np.int64)
+    bad = claim_on_hosts(np.asarray(host, np.int64), order, p.state())
+    if bad >= 0:
+        what = {VGPU: "a vGPU", MIG: "a MIG instance", PASS: f"{int(p.count[bad])} whole GPU(s)"}[int(p.kind[bad])]
+        raise InputError(a.path, f"row {int(a.row[bad])}, column 'host'", f"host {str(a.host_names[host[bad]])!r} has no "
+                         f"GPU left that takes this VM's request ({what}) once the rows above it are placed")
+    p.set_rows(p.vg[:, 0], p.vg[:, 1])
 
 
 @njit

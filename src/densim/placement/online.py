@@ -84,10 +84,11 @@ def schedule(arrival_s, run_s, vm_cpu, vm_mem, cpu_cap, mem_cap, *, policy: str 
     none_i, none_f = np.zeros(0, dtype=np.int64), np.zeros(0)
     if gpu is not None:
         gpu.reset(H)
-    st, _, vf, inst, _, _, _ = TL._event_loop(
+    st, _, vf, inst, _, _, _, _ = TL._event_loop(
         arr, run, f[0], f[1], np.zeros(n, dtype=np.int64), np.full(n, -2, dtype=np.int64), f[2], f[3], none_i, none_f, none_f,
         ONLINE_POLICIES[policy], DISCIPLINES[discipline], float(until), 0.0, 0.0, False, np.zeros(3), none_i, none_f,
-        np.zeros((1, n)), np.ones(H), np.zeros(7), gpu.state() if gpu is not None else no_gpu_state())
+        np.zeros((1, n)), np.ones(H), np.zeros(7), gpu.state() if gpu is not None else no_gpu_state(), none_f,
+        np.zeros((1, n)), np.zeros(7), np.ones(H))
     host = np.full(n, -1, dtype=np.int64)  # no failure, no maintenance: one instance per VM started
     i_vm = inst[:, TL.I_VM].astype(np.int64)
     host[i_vm] = inst[:, TL.I_HOST].astype(np.int64)

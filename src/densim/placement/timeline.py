@@ -5,7 +5,8 @@ Every placement that changes over time is this loop (numba), with deterministic 
 instant, as SimPy's ``(time, priority, id)`` heap:
 
 1. hosts repaired, 2. departures (a VM's lifetime ends), 3. migration landings, 4. host failures,
-5. hosts entering maintenance, 6. restarts released (detection delay over) and the restart queue,
+5. hosts entering maintenance, 5b. balance checks (the DRS-style balancer, :func:`_balance`),
+6. restarts released (detection delay over) and the restart queue,
 7. the arrival queue (when capacity freed), then 8. arrivals, one at a time, in arrival order.
 
 Within a kind, ties go by VM (or migration, or interval) index. Static placement is "every VM
@@ -46,7 +47,7 @@ import numpy as np
 from densim._jit import njit
 from densim.models.migration import precopy_one
 from densim.placement.capacity import fits  # the one fit test (placement/capacity.py)
-from densim.placement.gpu import G_VG, gpu_claim, gpu_find, gpu_release, wants_gpu
+from densim.placement.gpu import G_VG, gpu_claim, gpu_find, gpu_fits_on, gpu_release, wants_gpu
 from densim.placement.heuristics import _tree_find_in
 from densim.placement.heuristics import _tree_update as _set_leaf
 
@@ -452,7 +453,7 @@ def _start_static(initial, arrival, run, admission, res, sc, st, refused, vi, vf
 
 
 @njit(refcount=False)
-def _next_time(cnt, ht, lt, rel_t, d_end, up_order, ui, d_start, di, m_at, mi):
+def _next_time(cnt, ht, lt, rel_t, d_end, up_order, ui, d_start, di, m_at, mi, b_at, bi):
     """The next instant some event other than an arrival happens (inf: none)."""
     t = ht[0] if cnt[N_DEP] > 0 else np.inf
     if cnt[N_LAND] > 0:
@@ -463,6 +464,8 @@ def _next_time(cnt, ht, lt, rel_t, d_end, up_order, ui, d_start, di, m_at, mi):
         t = min(t, d_start[di])
     if mi < m_at.size:
         t = min(t, m_at[mi])
+    if bi < b_at.size:
+        t = min(t, b_at[bi])
     if cnt[R_HEAD] < cnt[R_TAIL]:
         t = min(t, rel_t[cnt[R_HEAD]])
     return t
@@ -555,6 +558,182 @@ def _failures(t, di, d_host, d_start, down, maint, blocked, sc, cpu_cap, mem_cap
         di += 1
     return di, outs, rel_t, rel_v, migs, lt, lv
 
+# balance-check record columns: the imbalance seen (NaN: fewer than 2 hosts to balance), whether it triggered, moves
+# refused by the cost-benefit test, moves started
+B_SIGMA, B_TRIGGERED, B_REJECTED, B_MOVES = range(4)
+# balancer parameters (bpar)
+P_THRESHOLD, P_BUDGET, P_MIN_GAIN, P_HORIZON, P_CORES, P_SLOWDOWN, P_IDLE_ON = range(7)
+
+
+@njit
+def _balance(t, k, bdem, bpar, bstat, cap_mhz, core_mhz, blocked, head, nxt, vi, migs, cnt, lt, lv, cpu_free, mem_free,
+             tc, tm, size, vm_cpu, vm_mem, mig_par, gp):
+    """5b. A balance check at ``t`` (the ``k``-th): the DRS-style balancer of :mod:`densim.engine.migration` as an event.
+
+    Each running VM's CPU demand is its mean over the last interval (``bdem[k]``, from the trace; at most its vCPUs
+    at its host's core speed); a VM migrating counts on its destination. The hosts to balance are those up, not in
+    maintenance, and holding a VM (or every such host under ``unused_hosts: idle``); the imbalance is the
+    standard deviation of their CPU utilisation (demand / capacity). Above the threshold, up to ``budget`` times,
+    the (VM of the busiest host, destination with room) pair that lowers the deviation most is moved, if the gain
+    exceeds ``min_gain`` and the benefit (demand above the mean utilisation removed, over the horizon) exceeds
+    the cost (the migration's CPU on both hosts and the VM's lost work, at the link's full bandwidth); its room
+    is reserved on the destination from the decision. The moves of one check start together at ``t``, sharing
+    their hosts' links equally, and land as events of the loop."""
+    H = cap_mhz.size
+    dem = np.zeros(H)
+    nv = np.zeros(H, dtype=np.int64)
+    for h in range(H):
+        if head.size == 0:
+            break
+        v = head[h]
+        while v >= 0:
+            if vi[v, 3] < 0:
+                dem[h] += min(bdem[k, v], vm_cpu[v] * core_mhz[h])
+                nv[h] += 1
+            v = nxt[v]
+    for r in range(cnt[N_MIG]):  # a VM on its way counts on its destination
+        if migs[r, M_STATUS] == M_FLIGHT:
+            v = int(migs[r, M_VM])
+            d = int(migs[r, M_DST])
+            dem[d] += min(bdem[k, v], vm_cpu[v] * core_mhz[d])
+            nv[d] += 1
+    elig = np.zeros(H, dtype=np.bool_)
+    n = 0
+    for h in range(H):
+        elig[h] = (not blocked[h]) and (nv[h] > 0 or bpar[P_IDLE_ON] > 0)
+        n += elig[h]
+    bstat[k, B_SIGMA] = np.nan
+    if n < 2:
+        return migs, lt, lv
+    u = np.zeros(H)
+    s1 = 0.0
+    s2 = 0.0
+    for h in range(H):
+        if elig[h]:
+            u[h] = dem[h] / cap_mhz[h]
+            s1 += u[h]
+            s2 += u[h] * u[h]
+    sigma = np.sqrt(max(s2 / n - (s1 / n) ** 2, 0.0))
+    bstat[k, B_SIGMA] = sigma
+    if sigma <= bpar[P_THRESHOLD]:
+        return migs, lt, lv
+    bstat[k, B_TRIGGERED] = 1.0
+    budget = int(bpar[P_BUDGET])
+    ch_v = np.empty(budget, dtype=np.int64)
+    ch_s = np.empty(budget, dtype=np.int64)
+    ch_d = np.empty(budget, dtype=np.int64)
+    ch_m = np.empty(budget)
+    nc = 0
+    link, dirty, wws, target, resume, max_rounds = (mig_par[0], mig_par[1], mig_par[2], mig_par[3], mig_par[4],
+                                                    int(mig_par[5]))
+    bw = np.array([link])
+    dr = np.empty(1)
+    cand = np.empty(vi.shape[0], dtype=np.int64)
+    for _ in range(budget):
+        src = -1
+        for h in range(H):
+            if elig[h] and (src < 0 or u[h] > u[src]):
+                src = h
+        nca = 0
+        v = head[src]
+        while v >= 0:
+            if vi[v, 3] < 0:
+                picked = False
+                for j in range(nc):
+                    picked = picked or ch_v[j] == v
+                if not picked:
+                    cand[nca] = v
+                    nca += 1
+            v = nxt[v]
+        if nca == 0:
+            break
+        cs = np.sort(cand[:nca])  # ties go to the lowest VM, then the lowest host
+        best = np.inf
+        bv = -1
+        bd = -1
+        for i in range(nca):
+            v = cs[i]
+            dv = min(bdem[k, v], vm_cpu[v] * core_mhz[src])
+            us = u[src] - dv / cap_mhz[src]
+            for d in range(H):
+                if d == src or not elig[d] or not fits(cpu_free[d], mem_free[d], vm_cpu[v], vm_mem[v]):
+                    continue
+                if not gpu_fits_on(v, d, gp):  # a VM with a GPU request goes only where a GPU can take it
+                    continue
+                ud = u[d] + dv / cap_mhz[d]
+                a1 = s1 - u[src] + us - u[d] + ud
+                a2 = s2 - u[src] ** 2 + us * us - u[d] ** 2 + ud * ud
+                ns = np.sqrt(max(a2 / n - (a1 / n) ** 2, 0.0))
+                if ns < best:
+                    best = ns
+                    bv = v
+                    bd = d
+        if bv < 0 or sigma - best <= max(bpar[P_MIN_GAIN], 0.0):
+            break
+        v, d = bv, bd
+        dv = min(bdem[k, v], vm_cpu[v] * core_mhz[src])
+        us = u[src] - dv / cap_mhz[src]
+        ud = u[d] + dv / cap_mhz[d]
+        mean_u = s1 / n
+        above = 0.0
+        above_new = 0.0
+        for h in range(H):
+            if elig[h]:
+                above += max(0.0, (u[h] - mean_u) * cap_mhz[h])
+                un = us if h == src else (ud if h == d else u[h])
+                above_new += max(0.0, (un - mean_u) * cap_mhz[h])
+        benefit = (above - above_new) * bpar[P_HORIZON]
+        util = min(max(dv / max(vm_cpu[v] * core_mhz[src], 1e-9), 0.0), 1.0)
+        dr[0] = dirty * util
+        total, down, sent, rounds, conv, live = precopy_one(vm_mem[v], bw, dr, wws * vm_mem[v], target, resume, -1.0,
+                                                            max_rounds)
+        cost = 2.0 * bpar[P_CORES] * 0.5 * (core_mhz[src] + core_mhz[d]) * total + dv * (bpar[P_SLOWDOWN] * live + down)
+        if benefit <= cost:
+            bstat[k, B_REJECTED] += 1.0
+            break
+        ch_v[nc], ch_s[nc], ch_d[nc], ch_m[nc] = v, src, d, dv
+        nc += 1
+        s1 += us - u[src] + ud - u[d]
+        s2 += us * us - u[src] ** 2 + ud * ud - u[d] ** 2
+        u[src], u[d] = us, ud
+        sigma = best
+        _room(d, -1.0, cpu_free, mem_free, tc, tm, size, vm_cpu[v], vm_mem[v])
+        if wants_gpu(gp, v):  # its GPU on the destination is reserved from the decision
+            vg = gp[G_VG]
+            vg[v, 2], vg[v, 3] = gpu_claim(v, d, gp)
+    bstat[k, B_MOVES] = nc
+    lt, lv = _grow(lt, cnt[N_LAND] + nc), _grow(lv, cnt[N_LAND] + nc)
+    for j in range(nc):  # started together: each shares its source's and destination's link with the others there
+        n_out = 0
+        n_in = 0
+        for i in range(nc):
+            n_out += ch_s[i] == ch_s[j]
+            n_in += ch_d[i] == ch_d[j]
+        share = max(n_out, n_in)
+        v, src, d = ch_v[j], ch_s[j], ch_d[j]
+        bw[0] = link / share
+        dr[0] = dirty * min(max(ch_m[j] / max(vm_cpu[v] * core_mhz[src], 1e-9), 0.0), 1.0)
+        total, down, sent, rounds, conv, live = precopy_one(vm_mem[v], bw, dr, wws * vm_mem[v], target, resume, -1.0,
+                                                            max_rounds)
+        migs = _grow(migs, cnt[N_MIG])
+        r = cnt[N_MIG]
+        cnt[N_MIG] = r + 1
+        migs[r, M_VM] = v
+        migs[r, M_SRC] = src
+        migs[r, M_DST] = d
+        migs[r, M_START] = t
+        migs[r, M_END] = t + total
+        migs[r, M_SHARE] = share
+        migs[r, M_STATUS] = M_FLIGHT
+        migs[r, M_EVENT] = -1 - k  # a balance move (maintenance events are >= 0)
+        migs[r, M_LIVE] = live
+        migs[r, M_INST_SRC] = vi[v, 1]
+        migs[r, M_INST_DST] = -1
+        migs[r, M_DIRTY] = dr[0]
+        vi[v, 3] = r
+        cnt[N_LAND] = _heap_push(lt, lv, cnt[N_LAND], t + total, r)
+    return migs, lt, lv
+
 
 @njit
 def _maintenance(t, mi, m_host, m_at, maint, evac_of, blocked, sc, cpu_cap, mem_cap, cpu_free, mem_free, tc, tm, size,
@@ -593,7 +772,8 @@ def _maintenance(t, mi, m_host, m_at, maint, evac_of, blocked, sc, cpu_cap, mem_
 
 
 @njit(refcount=False)
-def _common(i, order, arrival, until, cnt, ht, hv, lt, rel_t, d_end, up_order, ui, d_start, di, m_at, mi, st, refused,
+def _common(i, order, arrival, until, cnt, ht, hv, lt, rel_t, d_end, up_order, ui, d_start, di, m_at, mi, b_at, bi, st,
+            refused,
             vi, vf, inst, queue, policy, discipline, admission, res, sc, run, vm_cpu, vm_mem, cpu_free, mem_free, cpu_cap,
             mem_cap, tc, tm, size, head, nxt, prv, migs, blocked, stack, gp):
     """The common events in a loop of their own: arrivals (8.), and instants at which only departures happen (2.,
@@ -607,7 +787,7 @@ def _common(i, order, arrival, until, cnt, ht, hv, lt, rel_t, d_end, up_order, u
     n = arrival.size
     while True:
         next_arr = arrival[order[i]] if i < n else np.inf
-        t = _next_time(cnt, ht, lt, rel_t, d_end, up_order, ui, d_start, di, m_at, mi)
+        t = _next_time(cnt, ht, lt, rel_t, d_end, up_order, ui, d_start, di, m_at, mi, b_at, bi)
         if t > next_arr:  # one arrival
             if next_arr > until or cnt[N_INST] >= inst.shape[0]:
                 return i
@@ -620,6 +800,7 @@ def _common(i, order, arrival, until, cnt, ht, hv, lt, rel_t, d_end, up_order, u
             return i
         if ((ui < d_end.size and d_end[up_order[ui]] == t) or (cnt[N_LAND] > 0 and lt[0] == t)
                 or (di < d_start.size and d_start[di] == t) or (mi < m_at.size and m_at[mi] == t)
+                or (bi < b_at.size and b_at[bi] == t)
                 or (cnt[R_HEAD] < cnt[R_TAIL] and rel_t[cnt[R_HEAD]] == t)):
             return i
         freed = _departures(t, ht, hv, cnt, st, vi, migs, cpu_free, mem_free, tc, tm, size, head, nxt, prv, sc, vm_cpu,
@@ -631,7 +812,8 @@ def _common(i, order, arrival, until, cnt, ht, hv, lt, rel_t, d_end, up_order, u
 
 @njit
 def _event_loop(arrival, run, vm_cpu, vm_mem, prio, initial, cpu_cap, mem_cap, d_host, d_start, d_end, policy,
-                discipline, until, detect_s, boot_s, admission, res, m_host, m_at, util, core_mhz, mig_par, gp):
+                discipline, until, detect_s, boot_s, admission, res, m_host, m_at, util, core_mhz, mig_par, gp, b_at, bdem, bpar,
+                cap_mhz):
     n = arrival.size
     H = cpu_cap.size
     E = m_host.size
@@ -649,7 +831,7 @@ def _event_loop(arrival, run, vm_cpu, vm_mem, prio, initial, cpu_cap, mem_cap, d
     sc = np.array([0.0, 0.0, cpu_cap.sum(), mem_cap.sum()])
     # per-host lists of running VMs (a failure or an evacuation walks its host's): only when one can happen,
     # since unlinking a VM touches its neighbours (cache misses) at every departure
-    track = d_host.size > 0 or m_host.size > 0
+    track = d_host.size > 0 or m_host.size > 0 or b_at.size > 0
     head = np.full(H if track else 0, -1, dtype=np.int64)
     nxt = np.full(n if track else 0, -1, dtype=np.int64)
     prv = np.full(n if track else 0, -1, dtype=np.int64)
@@ -679,17 +861,20 @@ def _event_loop(arrival, run, vm_cpu, vm_mem, prio, initial, cpu_cap, mem_cap, d
     di = 0
     ui = 0
     mi = 0
+    bi = 0
+    bstat = np.zeros((b_at.size, 4))
 
     inst, static = _start_static(initial, arrival, run, admission, res, sc, st, refused, vi, vf, inst, cnt, ht, hv,
                                  cpu_free, mem_free, tc, tm, size, head, nxt, prv, vm_cpu, vm_mem, gp)
     order = np.argsort(arrival, kind="mergesort")
     i = n if static else 0  # a static run has no arrivals: every VM was placed (or not) at the start
     while True:
-        i = _common(i, order, arrival, until, cnt, ht, hv, lt, rel_t, d_end, up_order, ui, d_start, di, m_at, mi, st,
+        i = _common(i, order, arrival, until, cnt, ht, hv, lt, rel_t, d_end, up_order, ui, d_start, di, m_at, mi, b_at, bi,
+                    st,
                     refused, vi, vf, inst, queue, policy, discipline, admission, res, sc, run, vm_cpu, vm_mem, cpu_free,
                     mem_free, cpu_cap, mem_cap, tc, tm, size, head, nxt, prv, migs, blocked, stack, gp)
         next_arr = arrival[order[i]] if i < n else np.inf
-        t = _next_time(cnt, ht, lt, rel_t, d_end, up_order, ui, d_start, di, m_at, mi)
+        t = _next_time(cnt, ht, lt, rel_t, d_end, up_order, ui, d_start, di, m_at, mi, b_at, bi)
         if t == np.inf and next_arr == np.inf:
             break
         if t > next_arr:  # one arrival
@@ -723,6 +908,10 @@ def _event_loop(arrival, run, vm_cpu, vm_mem, prio, initial, cpu_cap, mem_cap, d
             mi, migs, lt, lv = _maintenance(t, mi, m_host, m_at, maint, evac_of, blocked, sc, cpu_cap, mem_cap, cpu_free,
                                             mem_free, tc, tm, size, head, nxt, vi, vs, migs, cnt, lt, lv, vm_cpu, vm_mem,
                                             util, core_mhz, mig_par, evac, stack, gp)
+        while bi < b_at.size and b_at[bi] == t:  # 5b. balance checks
+            migs, lt, lv = _balance(t, bi, bdem, bpar, bstat, cap_mhz, core_mhz, blocked, head, nxt, vi, migs, cnt, lt, lv,
+                                    cpu_free, mem_free, tc, tm, size, vm_cpu, vm_mem, mig_par, gp)
+            bi += 1
         released = False
         if cnt[R_HEAD] < cnt[R_TAIL] and rel_t[cnt[R_HEAD]] == t:  # 6. restarts
             released, rq, rq_t = _release(t, prio, st, rel_t, rel_v, rq, rq_t, cnt)
@@ -733,7 +922,7 @@ def _event_loop(arrival, run, vm_cpu, vm_mem, prio, initial, cpu_cap, mem_cap, d
             inst = _grow(inst, cnt[N_INST] + cnt[Q_TAIL] - cnt[Q_HEAD])  # room for every VM waiting
             _serve_queue(t, queue, cnt, st, vi, vf, inst, ht, hv, policy, discipline, admission, res, sc, run,
                                 vm_cpu, vm_mem, cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size, head, nxt, prv, stack, gp)
-    return (st, refused, vf, inst[: cnt[N_INST]], outs[: cnt[N_OUT]], migs[: cnt[N_MIG]], evac[:E])
+    return (st, refused, vf, inst[: cnt[N_INST]], outs[: cnt[N_OUT]], migs[: cnt[N_MIG]], evac[:E], bstat)
 
 
 @njit(inline="always")

@@ -148,22 +148,7 @@ def migration_issues(sc: Scenario, groups: tuple[HostGroupPlant, ...]) -> Issues
     s = sc.migration
     if s.model == "none":
         return []
-    # in the engine's stage order (fabric, memory, storage, virtualization): the same line as the engine's
-    stages = [name for name, on in (("fabric", sc.fabric.model != "none"), ("memory", sc.memory.model != "none"),
-                                    ("storage", sc.storage.model != "none"),
-                                    ("virtualization", sc.virtualization.model != "none")) if on]
-    if s.balance is not None:  # maintenance alone is an event of the placement timeline and combines with all
-        if stages:
-            return [("migration.balance", "the load balancer is not yet combined with the stage(s) "
-                     f"{', '.join(stages)} (it moves VMs from the CPU measured during the run, and they fix each VM's "
-                     "host at the start); maintenance alone combines")]
-        if sc.failures is not None:
-            return [("migration.balance", "the load balancer is not yet combined with failures (it moves VMs from the "
-                     "CPU measured during the run, while HA restarts are placed before it); maintenance alone combines")]
-        if _lifetimes_for_sure(sc):
-            return [("migration.balance", "the load balancer is not yet combined with VMs that arrive and leave "
-                     "(scheduling.lifetimes: they are placed before the run, the balancer moves VMs during it); "
-                     "maintenance alone combines")]
+    # (maintenance and the balancer are events of the placement timeline and combine with every stage)
     names = set(host_names(groups))
     issues: Issues = []
     for i, m in enumerate(s.maintenance):

@@ -1,14 +1,9 @@
-"""GPU checks made while resolving a scenario: every VM's GPU request can be met by some host's GPU model,
-the in-run load balancer (which does not place GPUs) is not asked to move VMs that hold GPUs, and a GPU
-host's power limit and power cap can be met. Arrivals, departures, failures with HA restarts and maintenance
-evacuations place GPUs: they are events of the one placement loop (:mod:`densim.placement.timeline`)."""
+"""GPU checks made while resolving a scenario: every VM's GPU request can be met by some host's GPU model, and a
+GPU host's power limit and power cap can be met. Arrivals, departures, failures with HA restarts, maintenance
+evacuations and the balancer's moves place GPUs: they are events of the one placement loop
+(:mod:`densim.placement.timeline`)."""
 
 from __future__ import annotations
-
-#: the one line that refuses GPU requests with the in-run load balancer (pinned in tests)
-BALANCER = ("the load balancer (migration.balance) does not place GPUs yet: it moves VMs from the CPU measured "
-            "during the run without a GPU fit test; remove migration.balance (maintenance evacuations place GPUs) "
-            "or the vms[].gpu requests")
 
 
 def _power_limit_issues(sc, h) -> list[tuple[str, str]]:
@@ -57,11 +52,9 @@ def gpu_issues(sc, hosts) -> list[tuple[str, str]]:
     wants = [(i, g) for i, g in enumerate(sc.vms) if g.gpu is not None]
     if not wants:
         return issues
-    if sc.migration.model != "none" and sc.migration.balance is not None:
-        issues.append(("migration.balance", BALANCER))
     from densim.placement.gpu import HOST_POLICIES
 
-    if sc.placement.policy not in HOST_POLICIES and sc.placement.policy != "none":
+    if sc.placement.policy not in HOST_POLICIES and sc.placement.policy not in ("none", "given"):
         issues.append(("placement.policy", f"{sc.placement.policy!r} does not place GPU requests; with vms[].gpu use one "
                        f"of: {', '.join(HOST_POLICIES)}"))
     for i, g in wants:
