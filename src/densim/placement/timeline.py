@@ -566,144 +566,85 @@ P_THRESHOLD, P_BUDGET, P_MIN_GAIN, P_HORIZON, P_CORES, P_SLOWDOWN, P_IDLE_ON = r
 
 
 @njit
-def _balance(t, k, bdem, bpar, bstat, cap_mhz, core_mhz, blocked, head, nxt, vi, migs, cnt, lt, lv, cpu_free, mem_free,
-             tc, tm, size, vm_cpu, vm_mem, mig_par, gp):
-    """5b. A balance check at ``t`` (the ``k``-th): the DRS-style balancer of :mod:`densim.engine.migration` as an event.
-
-    Each running VM's CPU demand is its mean over the last interval (``bdem[k]``, from the trace; at most its vCPUs
-    at its host's core speed); a VM migrating counts on its destination. The hosts to balance are those up, not in
-    maintenance, and holding a VM (or every such host under ``unused_hosts: idle``); the imbalance is the
-    standard deviation of their CPU utilisation (demand / capacity). Above the threshold, up to ``budget`` times,
-    the (VM of the busiest host, destination with room) pair that lowers the deviation most is moved, if the gain
-    exceeds ``min_gain`` and the benefit (demand above the mean utilisation removed, over the horizon) exceeds
-    the cost (the migration's CPU on both hosts and the VM's lost work, at the link's full bandwidth); its room
-    is reserved on the destination from the decision. The moves of one check start together at ``t``, sharing
-    their hosts' links equally, and land as events of the loop."""
-    H = cap_mhz.size
+def _host_demand(k, bdem, vm_cpu, core_mhz, head, nxt, vi, migs, cnt):
+    """(demand MHz, VMs) per host at balance check ``k``: each running VM's demand over the last interval (at most
+    its vCPUs at its host's core speed); a VM migrating counts on its destination."""
+    H = core_mhz.size
     dem = np.zeros(H)
     nv = np.zeros(H, dtype=np.int64)
-    for h in range(H):
-        if head.size == 0:
-            break
+    for h in range(head.size):
         v = head[h]
         while v >= 0:
             if vi[v, 3] < 0:
                 dem[h] += min(bdem[k, v], vm_cpu[v] * core_mhz[h])
                 nv[h] += 1
             v = nxt[v]
-    for r in range(cnt[N_MIG]):  # a VM on its way counts on its destination
+    for r in range(cnt[N_MIG]):
         if migs[r, M_STATUS] == M_FLIGHT:
             v = int(migs[r, M_VM])
             d = int(migs[r, M_DST])
             dem[d] += min(bdem[k, v], vm_cpu[v] * core_mhz[d])
             nv[d] += 1
-    elig = np.zeros(H, dtype=np.bool_)
-    n = 0
-    for h in range(H):
-        elig[h] = (not blocked[h]) and (nv[h] > 0 or bpar[P_IDLE_ON] > 0)
-        n += elig[h]
-    bstat[k, B_SIGMA] = np.nan
-    if n < 2:
-        return migs, lt, lv
-    u = np.zeros(H)
-    s1 = 0.0
-    s2 = 0.0
-    for h in range(H):
-        if elig[h]:
-            u[h] = dem[h] / cap_mhz[h]
-            s1 += u[h]
-            s2 += u[h] * u[h]
-    sigma = np.sqrt(max(s2 / n - (s1 / n) ** 2, 0.0))
-    bstat[k, B_SIGMA] = sigma
-    if sigma <= bpar[P_THRESHOLD]:
-        return migs, lt, lv
-    bstat[k, B_TRIGGERED] = 1.0
-    budget = int(bpar[P_BUDGET])
-    ch_v = np.empty(budget, dtype=np.int64)
-    ch_s = np.empty(budget, dtype=np.int64)
-    ch_d = np.empty(budget, dtype=np.int64)
-    ch_m = np.empty(budget)
-    nc = 0
-    link, dirty, wws, target, resume, max_rounds = (mig_par[0], mig_par[1], mig_par[2], mig_par[3], mig_par[4],
-                                                    int(mig_par[5]))
-    bw = np.array([link])
-    dr = np.empty(1)
-    cand = np.empty(vi.shape[0], dtype=np.int64)
-    for _ in range(budget):
-        src = -1
-        for h in range(H):
-            if elig[h] and (src < 0 or u[h] > u[src]):
-                src = h
-        nca = 0
-        v = head[src]
-        while v >= 0:
-            if vi[v, 3] < 0:
-                picked = False
-                for j in range(nc):
-                    picked = picked or ch_v[j] == v
-                if not picked:
-                    cand[nca] = v
-                    nca += 1
-            v = nxt[v]
-        if nca == 0:
-            break
-        cs = np.sort(cand[:nca])  # ties go to the lowest VM, then the lowest host
-        best = np.inf
-        bv = -1
-        bd = -1
-        for i in range(nca):
-            v = cs[i]
-            dv = min(bdem[k, v], vm_cpu[v] * core_mhz[src])
-            us = u[src] - dv / cap_mhz[src]
-            for d in range(H):
-                if d == src or not elig[d] or not fits(cpu_free[d], mem_free[d], vm_cpu[v], vm_mem[v]):
-                    continue
-                if not gpu_fits_on(v, d, gp):  # a VM with a GPU request goes only where a GPU can take it
-                    continue
-                ud = u[d] + dv / cap_mhz[d]
-                a1 = s1 - u[src] + us - u[d] + ud
-                a2 = s2 - u[src] ** 2 + us * us - u[d] ** 2 + ud * ud
-                ns = np.sqrt(max(a2 / n - (a1 / n) ** 2, 0.0))
-                if ns < best:
-                    best = ns
-                    bv = v
-                    bd = d
-        if bv < 0 or sigma - best <= max(bpar[P_MIN_GAIN], 0.0):
-            break
-        v, d = bv, bd
+    return dem, nv
+
+
+@njit
+def _best_move(src, cs, k, bdem, u, s1, s2, n, elig, cap_mhz, core_mhz, cpu_free, mem_free, vm_cpu, vm_mem, gp):
+    """The (VM of ``cs``, destination) pair from host ``src`` that leaves the lowest standard deviation of ``u`` over
+    the ``n`` hosts to balance (sums ``s1``, ``s2``): ``(deviation, vm, host)``, (inf, -1, -1) when none has room.
+    Ties go to the lowest VM, then the lowest host."""
+    best = np.inf
+    bv = -1
+    bd = -1
+    for i in range(cs.size):
+        v = cs[i]
         dv = min(bdem[k, v], vm_cpu[v] * core_mhz[src])
         us = u[src] - dv / cap_mhz[src]
-        ud = u[d] + dv / cap_mhz[d]
-        mean_u = s1 / n
-        above = 0.0
-        above_new = 0.0
-        for h in range(H):
-            if elig[h]:
-                above += max(0.0, (u[h] - mean_u) * cap_mhz[h])
-                un = us if h == src else (ud if h == d else u[h])
-                above_new += max(0.0, (un - mean_u) * cap_mhz[h])
-        benefit = (above - above_new) * bpar[P_HORIZON]
-        util = min(max(dv / max(vm_cpu[v] * core_mhz[src], 1e-9), 0.0), 1.0)
-        dr[0] = dirty * util
-        total, down, sent, rounds, conv, live = precopy_one(vm_mem[v], bw, dr, wws * vm_mem[v], target, resume, -1.0,
-                                                            max_rounds)
-        cost = 2.0 * bpar[P_CORES] * 0.5 * (core_mhz[src] + core_mhz[d]) * total + dv * (bpar[P_SLOWDOWN] * live + down)
-        if benefit <= cost:
-            bstat[k, B_REJECTED] += 1.0
-            break
-        ch_v[nc], ch_s[nc], ch_d[nc], ch_m[nc] = v, src, d, dv
-        nc += 1
-        s1 += us - u[src] + ud - u[d]
-        s2 += us * us - u[src] ** 2 + ud * ud - u[d] ** 2
-        u[src], u[d] = us, ud
-        sigma = best
-        _room(d, -1.0, cpu_free, mem_free, tc, tm, size, vm_cpu[v], vm_mem[v])
-        if wants_gpu(gp, v):  # its GPU on the destination is reserved from the decision
-            vg = gp[G_VG]
-            vg[v, 2], vg[v, 3] = gpu_claim(v, d, gp)
-    bstat[k, B_MOVES] = nc
+        for d in range(u.size):
+            if d == src or not elig[d] or not fits(cpu_free[d], mem_free[d], vm_cpu[v], vm_mem[v]):
+                continue
+            if not gpu_fits_on(v, d, gp):  # a VM with a GPU request goes only where a GPU can take it
+                continue
+            ud = u[d] + dv / cap_mhz[d]
+            a1 = s1 - u[src] + us - u[d] + ud
+            a2 = s2 - u[src] ** 2 + us * us - u[d] ** 2 + ud * ud
+            ns = np.sqrt(max(a2 / n - (a1 / n) ** 2, 0.0))
+            if ns < best:
+                best = ns
+                bv = v
+                bd = d
+    return best, bv, bd
+
+
+@njit
+def _pays(src, d, dv, mem, u, us, ud, s1, n, elig, cap_mhz, core_mhz, bpar, cpu_of_v, mig_par):
+    """The balancer's cost-benefit test of moving a VM (demand ``dv`` MHz, ``mem`` bytes, ``cpu_of_v`` vCPUs) from
+    ``src`` to ``d``: the drop of the demand above the mean utilisation over the horizon against the migration's CPU
+    on both hosts and the VM's lost work (pre-copy at the link's full bandwidth)."""
+    mean_u = s1 / n
+    above = 0.0
+    above_new = 0.0
+    for h in range(u.size):
+        if elig[h]:
+            above += max(0.0, (u[h] - mean_u) * cap_mhz[h])
+            un = us if h == src else (ud if h == d else u[h])
+            above_new += max(0.0, (un - mean_u) * cap_mhz[h])
+    benefit = (above - above_new) * bpar[P_HORIZON]
+    util = min(max(dv / max(cpu_of_v * core_mhz[src], 1e-9), 0.0), 1.0)
+    total, down, sent, rounds, conv, live = precopy_one(mem, np.array([mig_par[0]]), np.array([mig_par[1] * util]),
+                                                        mig_par[2] * mem, mig_par[3], mig_par[4], -1.0, int(mig_par[5]))
+    cost = 2.0 * bpar[P_CORES] * 0.5 * (core_mhz[src] + core_mhz[d]) * total + dv * (bpar[P_SLOWDOWN] * live + down)
+    return benefit > cost
+
+
+@njit
+def _start_moves(t, k, nc, ch_v, ch_s, ch_d, ch_m, vi, migs, cnt, lt, lv, core_mhz, vm_cpu, vm_mem, mig_par):
+    """The ``nc`` moves of balance check ``k`` start together at ``t``: each shares its source's and destination's
+    link with the others there; migration records and landing events. Returns the records and landing heap."""
     lt, lv = _grow(lt, cnt[N_LAND] + nc), _grow(lv, cnt[N_LAND] + nc)
-    for j in range(nc):  # started together: each shares its source's and destination's link with the others there
+    bw = np.empty(1)
+    dr = np.empty(1)
+    for j in range(nc):
         n_out = 0
         n_in = 0
         for i in range(nc):
@@ -711,10 +652,10 @@ def _balance(t, k, bdem, bpar, bstat, cap_mhz, core_mhz, blocked, head, nxt, vi,
             n_in += ch_d[i] == ch_d[j]
         share = max(n_out, n_in)
         v, src, d = ch_v[j], ch_s[j], ch_d[j]
-        bw[0] = link / share
-        dr[0] = dirty * min(max(ch_m[j] / max(vm_cpu[v] * core_mhz[src], 1e-9), 0.0), 1.0)
-        total, down, sent, rounds, conv, live = precopy_one(vm_mem[v], bw, dr, wws * vm_mem[v], target, resume, -1.0,
-                                                            max_rounds)
+        bw[0] = mig_par[0] / share
+        dr[0] = mig_par[1] * min(max(ch_m[j] / max(vm_cpu[v] * core_mhz[src], 1e-9), 0.0), 1.0)
+        total, down, sent, rounds, conv, live = precopy_one(vm_mem[v], bw, dr, mig_par[2] * vm_mem[v], mig_par[3],
+                                                            mig_par[4], -1.0, int(mig_par[5]))
         migs = _grow(migs, cnt[N_MIG])
         r = cnt[N_MIG]
         cnt[N_MIG] = r + 1
@@ -733,6 +674,79 @@ def _balance(t, k, bdem, bpar, bstat, cap_mhz, core_mhz, blocked, head, nxt, vi,
         vi[v, 3] = r
         cnt[N_LAND] = _heap_push(lt, lv, cnt[N_LAND], t + total, r)
     return migs, lt, lv
+
+
+@njit
+def _balance(t, k, bdem, bpar, bstat, cap_mhz, core_mhz, blocked, head, nxt, vi, migs, cnt, lt, lv, cpu_free, mem_free,
+             tc, tm, size, vm_cpu, vm_mem, mig_par, gp):
+    """5b. A balance check at ``t`` (the ``k``-th): the DRS-style balancer of :mod:`densim.engine.migration` as an event.
+
+    Each running VM's CPU demand is its mean over the last interval (``bdem[k]``, from the trace; at most its vCPUs
+    at its host's core speed); a VM migrating counts on its destination. The hosts to balance are those up, not in
+    maintenance, and holding a VM (or every such host under ``unused_hosts: idle``); the imbalance is the
+    standard deviation of their CPU utilisation (demand / capacity). Above the threshold, up to ``budget`` times,
+    the (VM of the busiest host, destination with room) pair that lowers the deviation most (:func:`_best_move`) is
+    moved, if the gain exceeds ``min_gain`` and it pays (:func:`_pays`); its room (and GPU) is reserved on the
+    destination from the decision. The moves of one check start together (:func:`_start_moves`)."""
+    H = cap_mhz.size
+    dem, nv = _host_demand(k, bdem, vm_cpu, core_mhz, head, nxt, vi, migs, cnt)
+    elig = np.zeros(H, dtype=np.bool_)
+    u = np.zeros(H)
+    n = 0
+    s1 = 0.0
+    s2 = 0.0
+    for h in range(H):
+        elig[h] = (not blocked[h]) and (nv[h] > 0 or bpar[P_IDLE_ON] > 0)
+        if elig[h]:
+            n += 1
+            u[h] = dem[h] / cap_mhz[h]
+            s1 += u[h]
+            s2 += u[h] * u[h]
+    bstat[k, B_SIGMA] = np.nan
+    if n < 2:
+        return migs, lt, lv
+    sigma = np.sqrt(max(s2 / n - (s1 / n) ** 2, 0.0))
+    bstat[k, B_SIGMA] = sigma
+    if sigma <= bpar[P_THRESHOLD]:
+        return migs, lt, lv
+    bstat[k, B_TRIGGERED] = 1.0
+    budget = int(bpar[P_BUDGET])
+    ch_v = np.empty(budget, dtype=np.int64)
+    ch_s = np.empty(budget, dtype=np.int64)
+    ch_d = np.empty(budget, dtype=np.int64)
+    ch_m = np.empty(budget)
+    nc = 0
+    cand = np.empty(vi.shape[0], dtype=np.int64)
+    for _ in range(budget):
+        src = np.argmax(np.where(elig, u, -np.inf))
+        nca = 0
+        v = head[src]
+        while v >= 0:
+            if vi[v, 3] < 0 and not np.any(ch_v[:nc] == v):  # not migrating, not moved by this check
+                cand[nca] = v
+                nca += 1
+            v = nxt[v]
+        best, v, d = _best_move(src, np.sort(cand[:nca]), k, bdem, u, s1, s2, n, elig, cap_mhz, core_mhz, cpu_free,
+                                mem_free, vm_cpu, vm_mem, gp)
+        if v < 0 or sigma - best <= max(bpar[P_MIN_GAIN], 0.0):
+            break
+        dv = min(bdem[k, v], vm_cpu[v] * core_mhz[src])
+        us, ud = u[src] - dv / cap_mhz[src], u[d] + dv / cap_mhz[d]
+        if not _pays(src, d, dv, vm_mem[v], u, us, ud, s1, n, elig, cap_mhz, core_mhz, bpar, vm_cpu[v], mig_par):
+            bstat[k, B_REJECTED] += 1.0
+            break
+        ch_v[nc], ch_s[nc], ch_d[nc], ch_m[nc] = v, src, d, dv
+        nc += 1
+        s1 += us - u[src] + ud - u[d]
+        s2 += us * us - u[src] ** 2 + ud * ud - u[d] ** 2
+        u[src], u[d] = us, ud
+        sigma = best
+        _room(d, -1.0, cpu_free, mem_free, tc, tm, size, vm_cpu[v], vm_mem[v])
+        if wants_gpu(gp, v):  # its GPU on the destination is reserved from the decision
+            vg = gp[G_VG]
+            vg[v, 2], vg[v, 3] = gpu_claim(v, d, gp)
+    bstat[k, B_MOVES] = nc
+    return _start_moves(t, k, nc, ch_v, ch_s, ch_d, ch_m, vi, migs, cnt, lt, lv, core_mhz, vm_cpu, vm_mem, mig_par)
 
 
 @njit
