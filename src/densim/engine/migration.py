@@ -211,6 +211,8 @@ class MigrationPlanner:
 
     # ---- summary ----------------------------------------------------------------------------
     def finish(self, ctx, summary) -> None:
+        """``summary["migration"]``: the migrations' count by reason, bytes, times and downtimes, their CPU and lost
+        work, the balancer's checks and imbalance, the evacuations, and the first ``LOG_ROWS`` migrations."""
         rows = self.rows
         t = np.array([r["time_s"] for r in rows]) if rows else np.zeros(0)
         dn = np.array([r["downtime_s"] for r in rows]) if rows else np.zeros(0)
