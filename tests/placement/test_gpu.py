@@ -597,3 +597,15 @@ def test_a_given_placement_takes_each_vms_gpu_on_the_host_the_file_names(tmp_pat
     r = simulate(plant_from_dict(sc), seed=1)
     g = r.ctx.gpu
     assert r.ctx.vms.host.tolist() == [0, 1, 1, 0] and g.vm_mig_start.tolist() == [0, 0, 4, 4]
+
+
+def test_vms_without_a_gpu_request_hold_no_gpu_in_an_online_run():
+    # GPU and CPU-only VMs arriving in one run: the event loop's instance records give a CPU-only VM no GPU (mask 0,
+    # MIG start -1), so its row shows gpu -1 in vms.parquet (the records' GPU columns were left unwritten before)
+    from densim.placement.online import schedule
+
+    p, H = _problem([("nvidia-l4", 2, 1)], [{"mode": "passthrough", "count": 1}, None, None])
+    schedule([0.0, 1.0, 2.0], [10.0, 10.0, 10.0], np.ones(3), np.full(3, GIB), np.full(H, 64.0), np.full(H, 1024 * GIB),
+             gpu=p)
+    assert p.vm_mask.tolist() == [1, 0, 0] and p.vm_gpu.tolist() == [0, -1, -1]
+    assert p.vm_mig_start.tolist() == [-1, -1, -1]

@@ -176,6 +176,9 @@ def _add_instance(inst, cnt, v, h, place, start, end):
     inst[k, I_PLACE] = place
     inst[k, I_START] = start
     inst[k, I_END] = end
+    if inst.shape[1] > I_GPUS:  # no GPU held unless the caller writes the VM's (a run with GPU requests)
+        inst[k, I_GPUS] = 0.0
+        inst[k, I_MIG] = -1.0
     cnt[N_INST] = k + 1
     return k
 

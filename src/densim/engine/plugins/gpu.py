@@ -222,9 +222,11 @@ class GpuStage(BaseStage):
                 dem = np.asarray(chunk.demand(), dtype=np.float64)[:, vmi]
                 u[:, self.e_cpu] = np.clip(dem / self.full_mhz[vmi][None, :], 0.0, 1.0)
             alive = None
-            if win.dynamic:  # a tenant asks for its GPU only while its row is alive (share of the step)
+            if win.dynamic:  # a tenant asks for its GPU only while its row is alive (share of the step); a share
+                # taken from the VM's CPU demand already has it (the source masks the demand by the alive share)
                 alive = win.alive(self.e_vm).astype(np.float64)
-                u *= alive
+                fixed = ~self.e_cpu
+                u[:, fixed] *= alive[:, fixed]
             self._contend(ctx, chunk, u, alive)  # vGPU demand cut to the scheduler's share (u is changed in place)
             busy[:, self.e_ucols] = np.add.reduceat(u * self.e_w[None, :], self.e_starts, axis=1)
         elif self.has_vgpu_out:

@@ -7,6 +7,12 @@ of v0.6.1; the L40S table of v0.5), section "Peak Throughput"
 Llama2-70b ("LLaMA 7B", "LLaMA 70B" in the tables) and builds the H100 and L40S engines with
 ``--enable_fp8 --fp8_kv_cache`` (FP8 weights and KV cache); on A100 those options are removed (FP16).
 The H100 table gives output tokens/s **per GPU**; the L40S and A100 tables per run (all its GPUs).
+A doubt found in session 13, after the A100 tensor-parallel rows were seen to miss (+111 % to +747 %): later
+revisions of the same file (the v0.8.0/v0.9.0 tables) head the A100 and L40S columns "Throughput (out
+tok/s/GPU)" with the same numbers. Read per GPU, the four A100 TP rows would be about +6 %, -12 %, +112 % and
+-10 % off. The rows keep the reading fixed before the run (per run), because changing the published figure's
+unit after seeing the miss would be arranging the pass; which reading is right is open (the L40S rows are all
+TP = 1, where both readings agree).
 
 =====  ===========  =====  ==  =========  ==========================
 GPU    model        batch  TP  in / out   output tokens/s
