@@ -100,9 +100,9 @@ def test_gpu_energy_of_a_two_task_trace_by_hand(tmp_path, lifetimes):
     # per 5-min step: 6 steps at 58 W, 2 at 30 W, 4 at 16 W
     w = np.asarray(r.host_acc.series["gpu_power_w"], dtype=np.float64)[:, 0]
     assert list(np.round(w, 4)) == [58.0] * 6 + [30.0] * 2 + [16.0] * 4
-    # the VMs: task 1 holds the L4 (passthrough, mask bit 0), task 2 none
+    # the VMs: task 1 holds the L4 (passthrough of 1 GPU, GPU 0), task 2 asks for none
     p = r.ctx.gpu
-    assert list(p.kind) == [3, 0] and list(p.count) == [1, 0] and list(p.vm_gpu) == [0, -1]
+    assert [int(k) for k in p.kind] == [3, 0] and [int(c) for c in p.count] == [1, 0] and int(p.vm_gpu[0]) == 0
 
 
 def test_a_fragment_boundary_inside_a_step_is_its_time_weighted_mean(tmp_path):

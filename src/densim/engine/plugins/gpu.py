@@ -145,7 +145,8 @@ class GpuStage(BaseStage):
             # one entry per (row, GPU it holds): each row's GPUs are the bits of its mask on its host (a row is a VM,
             # or one run of a VM on one host when VMs restart or migrate: its GPUs are fixed within the row)
             host = ctx.vms.host
-            mask = np.where(host >= 0, p.vm_mask, 0)
+            # (a row without a request holds no GPU, whatever its mask: the online placement leaves NaN there, cast to int)
+            mask = np.where((host >= 0) & (p.kind != 0), p.vm_mask, 0)
             bits = ((mask[:, None] >> np.arange(G)[None, :]) & 1).astype(bool)  # (rows, G)
             rr, gg = np.nonzero(bits)
             vm_idx.append(rr)
