@@ -236,3 +236,23 @@ def test_densim_plan_inventory_refuses_gpu_tasks(tmp_path):
     # a trace without GPU tasks is an inventory as before
     inv = load_inventory(trace(tmp_path / "z", gpu_count=(0, 0), gpu_usage=(0.0, 0.0, None)), "opendc")
     assert inv.n_vms == 2
+
+
+def test_a_task_restarted_after_a_host_failure_keeps_its_trace_gpu_share(tmp_path):
+    # two hosts g-0 and g-1, one L4 each; first-fit puts both tasks on g-0, which fails at 10 min for 10 min. HA
+    # restarts both on g-1, up again 12.5 min in (half of step [10, 15)); a restarted task replays its trace at the
+    # same times (the rows of densim.engine.failures), so task 1's L4 on g-1 is busy 0.75 x 0.5 = 0.375 in that step
+    # (16 + 56 x 0.375 = 37 W), 0.75 until 30 min (58 W), 0.25 until 40 min (30 W), then idle (16 W). g-0 draws
+    # nothing while down (steps 2-3) and idles after (16 W). GPU energy, in watt-steps of 5 min:
+    #   g-0: 58 + 58 + 0 + 0 + 8 x 16 = 244;  g-1: 16 + 16 + 37 + 3 x 58 + 2 x 30 + 4 x 16 = 367
+    #   (244 + 367) W x 5 min = 50.917 Wh
+    d = scenario(trace(tmp_path / "t"))
+    d["cluster"]["hosts"][0]["count"] = 2
+    d["failures"] = {"events": [{"time": "10 min", "target": "g-0", "duration": "10 min"}]}
+    r = run(d)
+    w = np.round(np.asarray(r.host_acc.series["gpu_power_w"], dtype=np.float64), 4)
+    assert list(w[:, 0]) == [58.0, 58.0, 0.0, 0.0] + [16.0] * 8
+    assert list(w[:, 1]) == [16.0, 16.0, 37.0, 58.0, 58.0, 58.0, 30.0, 30.0] + [16.0] * 4
+    g = r.summary["gpu"]
+    assert g["energy_kwh"] == pytest.approx(611 * 5 / 60 / 1000, rel=1e-9)
+    assert (g["vms_with_gpu"], g["gpus_with_tenants"]) == (1, 2)
