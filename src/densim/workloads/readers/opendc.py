@@ -45,10 +45,18 @@ Semantics, as OpenDC's loaders apply them:
 * ``mem_capacity`` (``requiredMemory``) is in KB, read as KiB (``densim.workloads.readers.conventions``);
 * 2.0 gives no CPU capacity, nor do some v1/2.1 ``meta.parquet`` files: a VM group's ``vcpu_speed``
   (or ``vcpu_mhz=``) must supply it;
-* columns densim does not model (:func:`_column_notes`): GPU columns (``gpu_count``, ``gpu_capacity``,
-  ``gpu_usage``), workflow ``parents``/``children``, ``deferrable``/``nature`` are refused unless every
-  value is a default (zero, empty, false), then noted; ``deadline`` (used only by deferrable tasks) and
-  unknown columns are noted; a fragment's core count and 2.0's ``flops`` are redundant and skipped;
+* GPUs (atlarge-research/opendc commit 691036de, ``opendc-trace/opendc-trace-api/.../conv/TaskColumns.kt``,
+  ``FragmentColumns.kt``): a task's ``gpu_count`` (whole GPUs here; OpenDC counts GPU cores, one per GPU in its
+  own GPU topologies) and ``gpu_capacity`` (MHz, all its GPUs together), a fragment's ``gpu_usage`` (MHz, the
+  task's total, as ``cpu_usage`` is); an empty value is 0 as in OpenDC's ``ComputeWorkloadLoader.kt``. The busy
+  share of a fragment is ``gpu_usage / gpu_capacity`` clipped to [0, 1]; usage above capacity is a note (as CPU
+  usage above ``cpu_capacity`` is); usage on a task without GPUs is an error. :class:`OpenDcSource` turns them
+  into a passthrough request per VM and the ``gpu_util`` channel when the group asks ``gpu: {mode: passthrough}``
+  without count (:meth:`OpenDcSource._gpus` refuses every other pairing);
+* columns densim does not model (:func:`_column_notes`): workflow ``parents``/``children``,
+  ``deferrable``/``nature`` are refused unless every value is a default (zero, empty, false), then noted;
+  ``deadline`` (used only by deferrable tasks), ``gpu_mem_capacity`` and unknown columns are noted; a
+  fragment's core and GPU counts and 2.0's ``flops`` are redundant and skipped;
 * a task whose peak usage exceeds its cpu_capacity (or, in a run, its vCPUs x its host's core speed)
   gets a note with the count and the worst ratio.
 
