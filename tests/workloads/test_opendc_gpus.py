@@ -256,3 +256,22 @@ def test_a_task_restarted_after_a_host_failure_keeps_its_trace_gpu_share(tmp_pat
     g = r.summary["gpu"]
     assert g["energy_kwh"] == pytest.approx(611 * 5 / 60 / 1000, rel=1e-9)
     assert (g["vms_with_gpu"], g["gpus_with_tenants"]) == (1, 2)
+
+
+def test_a_split_run_gives_the_gpu_figures_of_one_process(tmp_path):
+    # two hosts with one L4 each; both tasks now ask for 1 GPU (task 2's gpu_usage empty: 0, an idle tenant).
+    # First-fit puts task 1 on g-0, task 2 finds g-0's L4 taken and lands on g-1. g-0's L4: 39.333 Wh as in the
+    # first test; g-1's: 16 W x 1 h = 16 Wh (both hosts stay on: scheduling.idle_hosts defaults to on); 55.333 Wh.
+    # Split in two host ranges (densim run --workers), each part reads its tasks' gpu_util: the same figures.
+    from densim.engine.partition import simulate_in_parts
+
+    d = scenario(trace(tmp_path / "t", gpu_count=(1, 1), gpu_capacity=(2000.0, 1000.0)))
+    d["cluster"]["hosts"][0]["count"] = 2
+    plant = resolve(scenario_from_dict(d))
+    whole, split = simulate(plant), simulate_in_parts(plant, 2)
+    assert [int(h) for h in whole.ctx.vms.host] == [0, 1]
+    w, s = whole.summary["gpu"], split.summary["gpu"]
+    assert w["energy_kwh"] == pytest.approx(0.0553333333, rel=1e-9)
+    assert (w["gpus_with_tenants"], w["vms_with_gpu"]) == (2, 2)
+    for k in w:
+        assert s[k] == pytest.approx(w[k], rel=1e-12), k
