@@ -275,3 +275,19 @@ def test_a_split_run_gives_the_gpu_figures_of_one_process(tmp_path):
     assert (w["gpus_with_tenants"], w["vms_with_gpu"]) == (2, 2)
     for k in w:
         assert s[k] == pytest.approx(w[k], rel=1e-12), k
+
+
+def test_a_maintenance_evacuation_takes_the_trace_gpu_share_along(tmp_path):
+    # two hosts with one L4 each, both on all hour; g-0 goes into maintenance at 10 min and its tasks move to g-1
+    # (pre-copy live migration): task 1's GPU share follows it. Energy does not depend on which L4 is busy:
+    # 2 L4 x 16 W x 1 h = 32 Wh idle + 56 W x (0.75 x 0.5 h + 0.25 x 1/6 h) = 23.333 Wh -> 55.333 Wh; the step the
+    # move happens in splits 0.75 between the two (18.06 + 55.94 = 74 W = 58 + 16)
+    d = scenario(trace(tmp_path / "t"))
+    d["cluster"]["hosts"][0]["count"] = 2
+    d["migration"] = {"model": "precopy", "maintenance": [{"host": "g-0", "at": "10 min"}]}
+    r = run(d)
+    w = np.asarray(r.host_acc.series["gpu_power_w"], dtype=np.float64)
+    assert list(np.round(w[:2, 0], 4)) == [58.0, 58.0] and list(np.round(w[3:, 0], 4)) == [16.0] * 9
+    assert list(np.round(w[3:, 1], 4)) == [58.0, 58.0, 58.0, 30.0, 30.0] + [16.0] * 4
+    assert w[2].sum() == pytest.approx(74.0, rel=1e-6)
+    assert r.summary["gpu"]["energy_kwh"] == pytest.approx(0.0553333333, rel=1e-6)
