@@ -291,3 +291,14 @@ def test_a_maintenance_evacuation_takes_the_trace_gpu_share_along(tmp_path):
     assert list(np.round(w[3:, 1], 4)) == [58.0, 58.0, 58.0, 30.0, 30.0] + [16.0] * 4
     assert w[2].sum() == pytest.approx(74.0, rel=1e-6)
     assert r.summary["gpu"]["energy_kwh"] == pytest.approx(0.0553333333, rel=1e-6)
+
+
+def test_a_plan_gpu_request_still_needs_a_passthrough_count():
+    # (VmGpu's count became optional for OpenDC trace groups of a scenario; a plan's requests match VMs by name)
+    from pydantic import ValidationError
+
+    from densim.spec.plan import PlanGpuRequest
+
+    with pytest.raises(ValidationError, match="gpu mode 'passthrough' needs 'count'"):
+        PlanGpuRequest(vms="train-*", gpu={"mode": "passthrough"})
+    assert PlanGpuRequest(vms="train-*", gpu={"mode": "passthrough", "count": 2}).gpu.count == 2
