@@ -135,17 +135,17 @@ def v4_with(folder, tasks_extra: dict | None = None, frags_extra: dict | None = 
         "cpu_usage": pa.array(list(usage)), **(frags_extra or {})}, names=("tasks.parquet", "fragments.parquet"))
 
 
-def test_gpu_columns_all_zero_are_a_note_else_refused(tmp_path):
+def test_gpu_columns_are_read_and_a_gpu_usage_without_gpus_is_refused(tmp_path):
+    # issue 33 item 3: the GPU columns are read (the old reader refused any non-zero value: "OpenDC's GPU columns
+    # are not read yet"); all zero or empty they are tasks without GPUs (tests/workloads/test_opendc_gpus.py)
     zero = v4_with(tmp_path / "z", {"gpu_count": pa.array([0, 0], pa.int32())}, {"gpu_usage": pa.array([0.0, None])})
     t = read_opendc_tasks(zero)
-    assert t.notes == ("tasks.parquet: column 'gpu_count' read as no GPU (all values zero or empty)",
-                       "fragments.parquet: column 'gpu_usage' read as no GPU (all values zero or empty)")
-    msg = _err(read_opendc_tasks, v4_with(tmp_path / "g", {"gpu_count": pa.array([0, 1], pa.int32())}))
-    assert msg.endswith("tasks.parquet:column 'gpu_count': OpenDC's GPU columns are not read yet (1 tasks with a non-zero gpu_count); densim would "
-                        "simulate their CPU only: drop the column or remove those tasks (densim's GPUs come from "
-                        "cluster.hosts[].gpus and vms[].gpu)")
+    assert t.notes == () and list(t.gpu_count) == [0, 0] and list(t.frag_gpu_mhz) == [0.0, 0.0]
+    g = read_opendc_tasks(v4_with(tmp_path / "g", {"gpu_count": pa.array([0, 1], pa.int32())}))
+    assert list(g.gpu_count) == [0, 1] and g.frag_gpu_mhz is None
     msg = _err(read_opendc_tasks, v4_with(tmp_path / "u", frags_extra={"gpu_usage": pa.array([0.0, 80.0])}))
-    assert "fragments.parquet:column 'gpu_usage': OpenDC's GPU columns are not read yet (1 fragments with a non-zero gpu_usage)" in msg
+    assert msg.endswith("fragments.parquet:column 'gpu_usage': fragments of task 2 (row 2 of tasks.parquet) use a GPU "
+                        "(up to 80 MHz) but the task's gpu_count is 0")
 
 
 def test_workflow_dependencies_are_refused(tmp_path):

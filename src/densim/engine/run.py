@@ -539,7 +539,9 @@ def place_vms(ctx) -> None:
     from densim.placement.given import kernel_params
     from densim.placement.gpu import problem_for
 
-    gpu = problem_for(ctx)  # None unless a VM asks for a GPU
+    from densim.workloads.sources import vm_gpu_counts
+
+    gpu = problem_for(ctx, vm_gpu_counts(ctx.source, ctx.plant.host_groups))  # None unless a VM asks for a GPU
 
     cap = host_capacity(hosts, pl)
     vms.host = place(pl.policy, vms.vcpus.astype(np.float64), vms.mem_bytes, cap[:, 0], cap[:, 1], rng=ctx.rng,

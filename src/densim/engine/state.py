@@ -391,11 +391,13 @@ def build_context(plant: Plant, seed: int | None = None, source: DemandSource | 
             group_names, group = [getattr(source, "group_name", "synthetic")], np.zeros(source.n_vms, dtype=np.int32)
         from densim.engine.failures import wants_timeline
         from densim.placement.gpu import problem_of
+        from densim.workloads.sources import vm_gpu_counts
 
         timeline = wants_timeline(sc)
         lt = wants_lifetimes(sc, source) if not timeline else None
         # the VMs' GPU requests, placed by the same loop as their CPU and memory (None: no VM asks for a GPU)
-        gpu = problem_of(sc, plant, hosts.group, group, group_names) if (timeline or lt is not None) else None
+        gpu = (problem_of(sc, plant, hosts.group, group, group_names, vm_gpu_counts(source, plant.host_groups))
+               if (timeline or lt is not None) else None)
         if timeline:  # host failures, HA restarts, maintenance evacuations: rows are VM instances (engine/failures.py)
             from densim.engine.failures import plan_failures
 

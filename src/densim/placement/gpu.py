@@ -424,7 +424,7 @@ def build_problem(host_groups, host_group_of_host, vm_gpu_of_group, group_of_vm,
             continue
         g_kind[i] = MODES[r.mode]
         if r.mode == "passthrough":
-            g_cnt[i] = r.count
+            g_cnt[i] = r.count or 0  # None: each VM's own count from its trace (problem_of's vm_gpu_count)
             continue
         key = ("vgpu", float(r.memory_bytes)) if r.mode == "vgpu" else ("mig", r.profile.strip().lower())
         if key not in req_ix:
@@ -498,19 +498,28 @@ def place_gpu(policy: str, vm_cpu, vm_mem, cpu_cap, mem_cap, p: GpuProblem) -> n
     return host
 
 
-def problem_of(sc, plant, host_group, vm_group, group_names) -> GpuProblem | None:
+def problem_of(sc, plant, host_group, vm_group, group_names, vm_gpu_count=None) -> GpuProblem | None:
     """The :class:`GpuProblem` of a scenario (None when no VM asks for a GPU): hosts from the plant's host groups
     (``host_group`` (H,)), requests from the VM groups (``vms[].gpu``; ``vm_group`` (V,) into ``group_names``, which
-    are the scenario's groups unless a given source replaced them)."""
+    are the scenario's groups unless a given source replaced them). ``vm_gpu_count`` (V,) or None: whole GPUs per
+    VM given by its trace (:func:`densim.workloads.sources.vm_gpu_counts`; -1: its group's request)."""
     if not any(g.gpu is not None for g in sc.vms) or len(group_names) != len(sc.vms):
         return None
     p = build_problem(plant.host_groups, host_group, [g.gpu for g in sc.vms], vm_group, policy=sc.placement.gpu_policy)
+    if vm_gpu_count is not None:  # an OpenDC task's gpu_count: passthrough of that many GPUs, none for 0
+        own = np.asarray(vm_gpu_count) >= 0
+        p.count[own] = np.asarray(vm_gpu_count)[own]
+        p.kind[own & (p.count == 0)] = NONE
+    if ((p.kind == PASS) & (p.count <= 0)).any():
+        from densim.errors import InputError
+
+        raise InputError(sc.name, "vms[].gpu.count", "needed: these VMs do not come from an OpenDC trace giving each its count")
     return p if p.any_request else None
 
 
-def problem_for(ctx) -> GpuProblem | None:
+def problem_for(ctx, vm_gpu_count=None) -> GpuProblem | None:
     """The run's :class:`GpuProblem` (:func:`problem_of` of the context's scenario, hosts and VMs)."""
-    return problem_of(ctx.scenario, ctx.plant, ctx.hosts.group, ctx.vms.group, ctx.vms.group_names)
+    return problem_of(ctx.scenario, ctx.plant, ctx.hosts.group, ctx.vms.group, ctx.vms.group_names, vm_gpu_count)
 
 
 def no_gpu_state(n_hosts: int = 1) -> tuple:

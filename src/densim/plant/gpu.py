@@ -63,7 +63,10 @@ def gpu_issues(sc, hosts) -> list[tuple[str, str]]:
         if not gpu_groups:
             issues.append((at, "no host has GPUs: give cluster.hosts[].gpus {model, count}"))
             continue
-        if req.mode == "passthrough":
+        if req.mode == "passthrough" and req.count is None:  # each VM's count from its trace (checked when it is read)
+            if g.trace is None or g.trace.format != "opendc":
+                issues.append((f"{at}.count", "needed: only an OpenDC trace gives each VM its own GPU count (gpu_count)"))
+        elif req.mode == "passthrough":
             most = max(h.gpu_count for h in gpu_groups)
             if req.count > most:
                 issues.append((f"{at}.count", f"{req.count} GPUs per VM, but the most GPUs in one host is {most}"))

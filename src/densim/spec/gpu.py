@@ -10,6 +10,7 @@ Example::
       - {name: notebooks, ..., gpu: {mode: mig, profile: 1g.10gb}}       # a MIG instance
       - {name: vdi, ..., gpu: {mode: vgpu, memory: 4 GiB}}               # a time-sliced vGPU of 4 GiB
       - {name: training, ..., gpu: {mode: passthrough, count: 2}}        # two whole GPUs
+      - {name: odc, trace: {format: opendc, ...}, gpu: {mode: passthrough}}  # each task's gpu_count, busy share from gpu_usage
     placement:
       gpu_policy: pack     # or spread: which GPU of a host takes a shared (vGPU, MIG) request
 """
@@ -60,17 +61,21 @@ class VmGpu(BaseModel):
                                              description="vgpu: the vGPU profile's framebuffer (a size the GPU offers)")
     profile: str | None = Field(default=None, description="mig: the MIG profile name, e.g. 3g.40gb")
     count: int | None = Field(default=None, gt=0, le=MAX_GPUS_PER_HOST, strict=True,
-                              description="passthrough: whole GPUs, all on the VM's host")
+                              description="passthrough: whole GPUs, all on the VM's host; omitted for an OpenDC trace "
+                                          "group: each task's gpu_count (a task with 0 takes none)")
     utilisation: float | None = Field(
         default=None, ge=0, le=1,
         description="GPU busy share for GPU power: of its GPUs (passthrough), of its MIG instance's compute, or "
-                    "of one whole GPU's time (vGPU); default: the VM's CPU utilisation in each step")
+                    "of one whole GPU's time (vGPU); default: an OpenDC trace's gpu_usage / gpu_capacity in each "
+                    "step (a passthrough group without count), else the VM's CPU utilisation in each step")
 
     @model_validator(mode="after")
     def _one_shape(self) -> "VmGpu":
         need = {"vgpu": "memory", "mig": "profile", "passthrough": "count"}[self.mode]
         given = {"memory": self.memory_bytes, "profile": self.profile, "count": self.count}  # utilisation: any mode
-        if given[need] is None:
+        # passthrough without count: each VM's count from its trace (an OpenDC task's gpu_count; checked where the
+        # scenario is resolved, densim.plant.gpu, and where the trace is read, densim.workloads.readers.opendc)
+        if given[need] is None and self.mode != "passthrough":
             raise ValueError(f"gpu mode {self.mode!r} needs '{need}'")
         extra = [k for k, v in given.items() if v is not None and k != need]
         if extra:

@@ -76,6 +76,12 @@ class PlanGpuRequest(BaseModel):
     vms: str = Field(description="VM names (glob) of the inventory")
     gpu: VmGpu
 
+    @model_validator(mode="after")
+    def _counted(self) -> "PlanGpuRequest":
+        if self.gpu.mode == "passthrough" and self.gpu.count is None:
+            raise ValueError("gpu mode 'passthrough' needs 'count' (only an OpenDC trace group of a scenario takes it per task)")
+        return self
+
 
 class PlanInference(BaseModel):
     """An LLM served at a target token rate (densim.models.inference.size on the candidate's GPUs)."""

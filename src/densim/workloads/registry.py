@@ -77,7 +77,8 @@ def _bitbrains_source(trace, g):
 def _opendc_source(trace, g):
     from densim.workloads.readers.opendc import OpenDcSource
 
-    return OpenDcSource(trace, g.name, g.count, g.vcpus, g.vcpu_mhz, g.memory_bytes, g.trace.offset)
+    return OpenDcSource(trace, g.name, g.count, g.vcpus, g.vcpu_mhz, g.memory_bytes, g.trace.offset, gpu=g.gpu,
+                        gpu_field=f"vms[{g.name}].gpu")
 
 
 def _azure_source(trace, g):

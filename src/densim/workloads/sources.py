@@ -192,6 +192,22 @@ class CompositeSource(DemandSource):
         return out
 
 
+def vm_gpu_counts(source: DemandSource, host_groups) -> np.ndarray | None:
+    """(VMs,) the whole GPUs each VM of ``source`` takes by its trace (an OpenDC task's ``gpu_count``, in a group
+    whose ``vms[].gpu`` is passthrough without count), -1 where the VM's group says its request; None when no part
+    of the source gives one. A VM asking for more GPUs than any of ``host_groups`` (the plant's) has is refused."""
+    parts = source.parts if isinstance(source, CompositeSource) else [source]
+    got = [getattr(p, "gpu_count", None) for p in parts]
+    if all(g is None for g in got):
+        return None
+    most = max((int(h.gpu_count) for h in host_groups if getattr(h, "gpu", None) is not None), default=0)
+    for p in parts:
+        if getattr(p, "gpu_count", None) is not None:
+            p.check_gpus(most)
+    return np.concatenate([np.full(p.n_vms, -1, np.int64) if g is None else np.asarray(g, np.int64)
+                           for p, g in zip(parts, got)])
+
+
 def hash_uniform(seed: int, t_idx: np.ndarray, vm_idx: np.ndarray) -> np.ndarray:
     """Counter-based uniform noise in [-1, 1): the same (seed, step, VM) always gives the same value.
 

@@ -92,8 +92,9 @@ class ScheduledSource(DemandSource):
     def window(self, grid: TimeGrid, t0: int, t1: int, channels, vms: np.ndarray | None = None):
         """As :meth:`DemandSource.window`; ``vms`` (indices into this source's VMs) asks for those columns only."""
         edges = grid.edges_s(t0, t1)
-        if self.shift:
-            return {"cpu_mhz": _shifted_opendc_window(self.inner, self.start_s, edges, vms)} if "cpu_mhz" in channels else {}
+        if self.shift:  # an OpenDC task's fragments from its placement on: its CPU demand and GPU busy share
+            return {c: _shifted_opendc_window(self.inner, self.start_s, edges, vms, gpu=c == "gpu_util")
+                    for c in ("cpu_mhz", "gpu_util") if c in channels and c in self.channels}
         if vms is None:
             win = self.inner.window(grid, t0, t1, channels)
             alive = alive_fraction(self.start_s, self.end_s, edges)
@@ -135,13 +136,16 @@ def scheduled_window(source: DemandSource, grid: TimeGrid, t0: int, t1: int, ids
     return out
 
 
-def _shifted_opendc_window(src, start_s: np.ndarray, edges: np.ndarray, vms: np.ndarray | None = None) -> np.ndarray:
+def _shifted_opendc_window(src, start_s: np.ndarray, edges: np.ndarray, vms: np.ndarray | None = None,
+                           gpu: bool = False) -> np.ndarray:
     """Per-step mean MHz of every task (or of the tasks ``vms``), its fragments back to back from its
-    placement ``start_s``."""
+    placement ``start_s``; ``gpu``: the per-step mean GPU busy share instead (:func:`fragment_gpu_util`)."""
     tr = src.trace
     delay = np.where(np.isnan(start_s), np.nan, start_s - tr.submission_s)
     step = float(edges[1] - edges[0]) if edges.size > 1 else 1.0
     pos, start, dur, use, off = fragments(tr)
+    if gpu:
+        use = fragment_gpu_util(tr)
     if vms is None:
         out = np.zeros((edges.size - 1, tr.n_tasks), dtype=np.float32)
         _bin_segments(out, pos, start + delay[pos], dur, use, float(edges[0]), step)
@@ -171,6 +175,16 @@ def fragments(trace) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np
         pos = pos[order].astype(np.int64)
         off = np.searchsorted(pos, np.arange(trace.n_tasks + 1)).astype(np.int64)
         got = trace._fragments = (pos, start[order], dur[order], use[order], off)
+    return got
+
+
+def fragment_gpu_util(trace) -> np.ndarray:
+    """Every fragment's GPU busy share (gpu_usage / gpu_capacity, clipped to [0, 1]) in the order of
+    :func:`fragments`; kept on the trace."""
+    got = getattr(trace, "_gpu_fragments", None)
+    if got is None:
+        order = np.argsort(trace.table.frag_task, kind="stable")
+        got = trace._gpu_fragments = trace.frag_gpu_util[order]
     return got
 
 

@@ -9,8 +9,12 @@ with the catalog's ``idle_power`` and ``max_power`` of its model (linear in the 
 ``linear`` power model), and the tenants' weights ``w``: 1 for a passthrough VM on each of its GPUs,
 1 for a time-sliced vGPU (its ``u`` is a share of the whole GPU's time; the vGPUs of one GPU add up and the
 GPU is at most fully busy), ``compute_slices / 7`` for a MIG instance (isolated slices: a 3g instance fully
-busy keeps 3/7 of the GPU busy). ``u_v,t`` is ``vms[].gpu.utilisation`` of the VM's group, or, when the group
-does not give one, the VM's CPU utilisation in that step (its CPU demand / (vCPUs x vCPU speed), at most 1).
+busy keeps 3/7 of the GPU busy). ``u_v,t`` is, first choice, the trace's own GPU busy share: for a VM of an OpenDC
+trace group whose ``vms[].gpu`` is ``{mode: passthrough}`` without count (its task's ``gpu_count`` whole GPUs), the
+source's ``gpu_util`` channel, the step's mean of ``gpu_usage / gpu_capacity`` over the task's fragments (each
+clipped to [0, 1]; zero outside the task's run, so it is not scaled again by the share of the step the VM is alive);
+else ``vms[].gpu.utilisation`` of the VM's group; else, when the group gives neither, the VM's CPU utilisation in
+that step (its CPU demand / (vCPUs x vCPU speed), at most 1).
 A GPU without tenants draws its idle power while its host is on (``cluster.unused_hosts``). The power goes
 to the hosts through ``Chunk.add_host_power`` before the CPU step, so ``power_w``, ``energy_j`` and the
 carbon stage's input include it; the stage writes ``gpu_power_w`` and ``gpu_busy`` per host and step and
@@ -110,6 +114,9 @@ class GpuStage(BaseStage):
         self.lim_vsd_max = 1.0
         fixed = [g.gpu.utilisation if g.gpu is not None else None for g in ctx.scenario.vms]
         self.fixed_u = fixed
+        # groups whose GPU busy share is the trace's own (an OpenDC trace's gpu_usage: the source's gpu_util channel)
+        self.trace_u = np.array([g.gpu is not None and g.gpu.mode == "passthrough" and g.gpu.count is None
+                                 and g.gpu.utilisation is None for g in ctx.scenario.vms], bool)
         # the VMs' CPU demand is read only when a GPU group gives no utilisation
         self.uses_vm_demand = any(g.gpu is not None and g.gpu.utilisation is None for g in ctx.scenario.vms)
         self.accepts_factored_demand = True
@@ -138,7 +145,8 @@ class GpuStage(BaseStage):
             # one entry per (row, GPU it holds): each row's GPUs are the bits of its mask on its host (a row is a VM,
             # or one run of a VM on one host when VMs restart or migrate: its GPUs are fixed within the row)
             host = ctx.vms.host
-            mask = np.where(host >= 0, p.vm_mask, 0)
+            # (a row without a request holds no GPU, whatever its mask: the online placement leaves NaN there, cast to int)
+            mask = np.where((host >= 0) & (p.kind != 0), p.vm_mask, 0)
             bits = ((mask[:, None] >> np.arange(G)[None, :]) & 1).astype(bool)  # (rows, G)
             rr, gg = np.nonzero(bits)
             vm_idx.append(rr)
@@ -165,7 +173,10 @@ class GpuStage(BaseStage):
         # per tenant VM: a fixed utilisation (its group's), or NaN to take its CPU utilisation per step
         grp = ctx.vms.group[self.e_vm]
         self.e_fixed = np.array([np.nan if self.fixed_u[g] is None else self.fixed_u[g] for g in grp], dtype=np.float64)
-        self.e_cpu = np.isnan(self.e_fixed)
+        # (a given source replacing the scenario's groups has one group, its own: no trace GPU channel)
+        own = len(ctx.vms.group_names) == len(ctx.scenario.vms)
+        self.e_trace = self.trace_u[grp] if own else np.zeros(grp.size, bool)
+        self.e_cpu = np.isnan(self.e_fixed) & ~self.e_trace
         self._time_slices(ctx, p, G)
         self.n_vgpu = int(np.count_nonzero(p.first_run[self.v_vm])) if p is not None else 0
         self.t_vm, self.t_inv = np.unique(self.e_vm, return_inverse=True)  # tenant VMs, and each entry's
@@ -225,8 +236,14 @@ class GpuStage(BaseStage):
             if win.dynamic:  # a tenant asks for its GPU only while its row is alive (share of the step); a share
                 # taken from the VM's CPU demand already has it (the source masks the demand by the alive share)
                 alive = win.alive(self.e_vm).astype(np.float64)
-                fixed = ~self.e_cpu
+                fixed = ~(self.e_cpu | self.e_trace)
                 u[:, fixed] *= alive[:, fixed]
+            if self.e_trace.any():  # the trace's GPU busy share (already zero outside the VM's run)
+                g = chunk.vm.get("gpu_util")
+                if g is None:
+                    raise RuntimeError("gpu stage: the demand source gave no 'gpu_util' channel for the VMs whose GPU busy "
+                                       "share comes from their OpenDC trace")
+                u[:, self.e_trace] = np.clip(np.asarray(g, dtype=np.float64)[:, self.e_vm[self.e_trace]], 0.0, 1.0)
             self._contend(ctx, chunk, u, alive)  # vGPU demand cut to the scheduler's share (u is changed in place)
             busy[:, self.e_ucols] = np.add.reduceat(u * self.e_w[None, :], self.e_starts, axis=1)
         elif self.has_vgpu_out:

@@ -45,10 +45,18 @@ Semantics, as OpenDC's loaders apply them:
 * ``mem_capacity`` (``requiredMemory``) is in KB, read as KiB (``densim.workloads.readers.conventions``);
 * 2.0 gives no CPU capacity, nor do some v1/2.1 ``meta.parquet`` files: a VM group's ``vcpu_speed``
   (or ``vcpu_mhz=``) must supply it;
-* columns densim does not model (:func:`_column_notes`): GPU columns (``gpu_count``, ``gpu_capacity``,
-  ``gpu_usage``), workflow ``parents``/``children``, ``deferrable``/``nature`` are refused unless every
-  value is a default (zero, empty, false), then noted; ``deadline`` (used only by deferrable tasks) and
-  unknown columns are noted; a fragment's core count and 2.0's ``flops`` are redundant and skipped;
+* GPUs (atlarge-research/opendc commit 691036de, ``opendc-trace/opendc-trace-api/.../conv/TaskColumns.kt``,
+  ``FragmentColumns.kt``): a task's ``gpu_count`` (whole GPUs here; OpenDC counts GPU cores, one per GPU in its
+  own GPU topologies) and ``gpu_capacity`` (MHz, all its GPUs together), a fragment's ``gpu_usage`` (MHz, the
+  task's total, as ``cpu_usage`` is); an empty value is 0 as in OpenDC's ``ComputeWorkloadLoader.kt``. The busy
+  share of a fragment is ``gpu_usage / gpu_capacity`` clipped to [0, 1]; usage above capacity is a note (as CPU
+  usage above ``cpu_capacity`` is); usage on a task without GPUs is an error. :class:`OpenDcSource` turns them
+  into a passthrough request per VM and the ``gpu_util`` channel when the group asks ``gpu: {mode: passthrough}``
+  without count (:meth:`OpenDcSource._gpus` refuses every other pairing);
+* columns densim does not model (:func:`_column_notes`): workflow ``parents``/``children``,
+  ``deferrable``/``nature`` are refused unless every value is a default (zero, empty, false), then noted;
+  ``deadline`` (used only by deferrable tasks), ``gpu_mem_capacity`` and unknown columns are noted; a
+  fragment's core and GPU counts and 2.0's ``flops`` are redundant and skipped;
 * a task whose peak usage exceeds its cpu_capacity (or, in a run, its vCPUs x its host's core speed)
   gets a note with the count and the worst ratio.
 
@@ -69,6 +77,7 @@ import pyarrow.parquet as pq
 
 from densim._jit import njit
 from densim.errors import InputError
+from densim.spec.gpu import MAX_GPUS_PER_HOST
 from densim.workloads.readers._checks import (MAX_GAP_S, MAX_MEMORY_BYTES, MAX_MHZ_PER_VCPU, MAX_TIME_S, MAX_VCPUS,
                                               check_budget, check_int_ids, check_values, check_vcpus, regular_file)
 from densim.workloads.readers.conventions import bytes_per_unit
@@ -112,6 +121,16 @@ class OpenDCTasks:
     clipped_fragments: int = 0  # fragments that overlapped their predecessor and were shortened
     clipped_mhz_s: float = 0.0  # demand those overlaps dropped
     notes: tuple = ()  # what the reader ignored or warns about (columns not modelled, demand above capacity)
+    # GPUs (OpenDC's gpu_count / gpu_capacity per task, gpu_usage per fragment; zeros and None without those columns)
+    gpu_count: np.ndarray | None = None  # (n,) int32 whole GPUs the task asks for (0: none)
+    gpu_capacity_mhz: np.ndarray | None = None  # (n,) float64: all its GPUs together (gpu_capacity)
+    frag_gpu_mhz: np.ndarray | None = None  # (m,) float64: the task's GPU usage during the fragment; None: no gpu_usage column
+
+    def __post_init__(self) -> None:
+        if self.gpu_count is None:
+            object.__setattr__(self, "gpu_count", np.zeros(self.submission_s.size, np.int32))
+        if self.gpu_capacity_mhz is None:
+            object.__setattr__(self, "gpu_capacity_mhz", np.zeros(self.submission_s.size))
 
     @property
     def n_tasks(self) -> int:
@@ -124,7 +143,9 @@ class OpenDCTasks:
     @property
     def nbytes(self) -> int:
         return int(sum(getattr(self, k).nbytes for k in ("task_id", "submission_s", "duration_s", "cpu_count", "cpu_capacity_mhz",
-                                                         "mem_bytes", "frag_task", "frag_duration_s", "frag_cpu_mhz", "frag_offset")))
+                                                         "mem_bytes", "frag_task", "frag_duration_s", "frag_cpu_mhz", "frag_offset",
+                                                         "gpu_count", "gpu_capacity_mhz"))
+                   + (self.frag_gpu_mhz.nbytes if self.frag_gpu_mhz is not None else 0))
 
     def run_s(self) -> np.ndarray:
         """(n,) the sum of each task's fragment durations: how long it runs once placed."""
@@ -139,6 +160,16 @@ class OpenDCTasks:
         nonempty = self.frag_offset[1:] > self.frag_offset[:-1]
         base[nonempty] = before[self.frag_offset[:-1][nonempty]]
         return self.submission_s[self.frag_task] + (before - base[self.frag_task])
+
+    def frag_gpu_util(self) -> np.ndarray | None:
+        """(m,) each fragment's GPU busy share: its gpu_usage / its task's gpu_capacity, clipped to [0, 1] (0 for a
+        task without GPUs); None when the trace has no gpu_usage column."""
+        if self.frag_gpu_mhz is None:
+            return None
+        cap = self.gpu_capacity_mhz[self.frag_task]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            u = np.where(cap > 0, self.frag_gpu_mhz / cap, 0.0)
+        return np.clip(u, 0.0, 1.0)
 
     def total_cpu_mhz_s(self) -> float:
         """Sum over fragments of CPU usage x duration (MHz x s)."""
@@ -183,6 +214,8 @@ class _Schema:
     stamp_is_start: bool = False  # the timestamp is the fragment's start (2.0), not its end (v1)
     task_names: tuple = ()  # every column of the tasks file
     frag_names: tuple = ()  # every column of the fragments file
+    gpu_cols: tuple = ()  # the tasks file's GPU columns densim reads: gpu_count, gpu_capacity (nullable in OpenDC)
+    frag_gpu: str | None = None  # the fragments file's gpu_usage column, when it has one
 
 
 def _first(folder: Path, names: tuple[str, ...]) -> Path | None:
@@ -281,15 +314,24 @@ def detect_schema(path: str | Path) -> _Schema:
         if stamp is None:
             raise InputError(frags, "column 'timestamp'", f"missing column (an OpenDC {version} trace.parquet gives each fragment's end time)")
         fcols["stamp"] = stamp
-    return _Schema(version, tasks, frags, cols, fcols, timestamps, stamp_is_start, tuple(tn), tuple(fn))
+    gpu_cols = tuple(c for c in ("gpu_count", "gpu_capacity") if c in ts)
+    if "gpu_capacity" in gpu_cols and "gpu_count" not in gpu_cols:
+        raise InputError(tasks, "column 'gpu_count'", "missing column (the file gives gpu_capacity: how many GPUs is it for?)")
+    frag_gpu = "gpu_usage" if "gpu_usage" in fs else None
+    return _Schema(version, tasks, frags, cols, fcols, timestamps, stamp_is_start, tuple(tn), tuple(fn), gpu_cols, frag_gpu)
 
 
 # ------------------------------------------------------------------------------------ columns densim does not model
 
 # read by OpenDC but redundant here: a fragment's core count (usage is the task's total MHz), its
 # FLOPs (usage x duration, 2.0), a task's duration when its stop time is given
-_REDUNDANT = {"tasks": {"duration", "endTime", "stop_time"}, "fragments": {"cpu_count", "cores", "flops", "time", "timestamp"}}
-_GPU = ("gpu_count", "gpu_capacity", "gpu_usage")
+# FLOPs (usage x duration, 2.0), a task's duration when its stop time is given, a fragment's GPU count (v1; the
+# task's gpu_count rules)
+_REDUNDANT = {"tasks": {"duration", "endTime", "stop_time"},
+              "fragments": {"cpu_count", "cores", "flops", "time", "timestamp", "gpu_count"}}
+# GPU columns read (gpu_count, gpu_capacity, gpu_usage: :func:`_read_gpus`) or not modelled: a task's GPU memory
+# (OpenDC's own loader reads none either: ComputeWorkloadLoader.kt sets gpuMemory = 0, "currently not implemented")
+_GPU = ("gpu_mem_capacity",)
 _WORKFLOW = ("parents", "children")
 _DEFERRAL = ("deferrable", "nature", "deadline")
 
@@ -319,10 +361,10 @@ def _nonempty(col: pa.ChunkedArray) -> np.ndarray:
 
 def _column_notes(sch: _Schema) -> list[str]:
     """The columns densim reads no value from: refused (one line) when they would change the simulation,
-    else one note each (GPU columns all zero, no workflow dependencies, no deferrable task, unknown names)."""
+    else one note each (GPU memory, no workflow dependencies, no deferrable task, unknown names)."""
     notes: list[str] = []
-    used_t = set(sch.cols.values()) | _REDUNDANT["tasks"]
-    used_f = set(sch.frag_cols.values()) | _REDUNDANT["fragments"]
+    used_t = set(sch.cols.values()) | _REDUNDANT["tasks"] | set(sch.gpu_cols)
+    used_f = set(sch.frag_cols.values()) | _REDUNDANT["fragments"] | ({sch.frag_gpu} if sch.frag_gpu else set())
     files = ((sch.tasks_path, [c for c in sch.task_names if c not in used_t], "tasks"),
              (sch.fragments_path, [c for c in sch.frag_names if c not in used_f], "fragments"))
     for path, extra, what in files:
@@ -336,12 +378,9 @@ def _column_notes(sch: _Schema) -> list[str]:
                 continue
             n = int(_nonempty(table.column(c)).sum())
             if c in _GPU:
-                if n:
-                    raise InputError(path, f"column {c!r}", f"OpenDC's GPU columns are not read yet ({n:,} {what} with a non-zero "
-                                                            f"{c}); densim would simulate their CPU only: drop the column or "
-                                                            "remove those tasks (densim's GPUs come from cluster.hosts[].gpus and "
-                                                            "vms[].gpu)")
-                notes.append(f"{path.name}: column '{c}' read as no GPU (all values zero or empty)")
+                notes.append(f"{path.name}: column '{c}' not modelled ({n:,} {what} give one; OpenDC's loader reads none "
+                             "either): a passthrough GPU brings its whole memory" if n else
+                             f"{path.name}: column '{c}' ignored (all values zero or empty)")
             elif c in _WORKFLOW:
                 if n:
                     who = "dependent tasks would start together" if c == "parents" else "tasks with children would not hold them back"
@@ -467,6 +506,66 @@ def _timeline(task, end_ms, dur_ms, sub_ms, out_task, out_dur, out_src, fill):
     return k, gaps, clipped, -1
 
 
+def _gpu_values(col, path: Path, name: str, row0: int = 0) -> np.ndarray:
+    """An OpenDC GPU column as float64, an empty value (null or NaN) read as 0 as OpenDC's loader does
+    (ComputeWorkloadLoader.kt: "Default to 0 if not present"); text is an error."""
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
+    t = col.type
+    if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t) or pa.types.is_null(t)):
+        raise InputError(path, f"column {name!r}", f"not numeric (a {t} column)")
+    v = np.asarray(col.cast(pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False), dtype=np.float64)
+    return np.where(np.isnan(v), 0.0, v)
+
+
+def _task_gpus(tf: pq.ParquetFile, tp: Path, sch: _Schema, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(n,) each task's GPUs (``gpu_count``, whole GPUs) and their capacity (``gpu_capacity``, MHz of all of
+    them together); zeros without those columns."""
+    count, cap = np.zeros(n), np.zeros(n)
+    if not sch.gpu_cols:
+        return count, cap
+    table = _read_table(tf, tp, list(sch.gpu_cols))
+    count = _gpu_values(table.column("gpu_count"), tp, "gpu_count")
+    check_values(count, tp, "gpu_count", row_offset=1, hi=MAX_GPUS_PER_HOST, integer=True, what="GPU count")
+    if "gpu_capacity" in sch.gpu_cols:
+        cap = _gpu_values(table.column("gpu_capacity"), tp, "gpu_capacity")
+        check_values(cap, tp, "gpu_capacity", row_offset=1, what="GPU capacity (MHz)")
+    if sch.frag_gpu:  # the fragments' gpu_usage is read as a share of gpu_capacity
+        bad = (count > 0) & (cap <= 0)
+        if bad.any():
+            r = int(np.argmax(bad))
+            why = "" if "gpu_capacity" in sch.gpu_cols else " (the file has no gpu_capacity column)"
+            raise InputError(tp, f"row {r + 1}, column 'gpu_capacity'",
+                             f"the task has {int(count[r])} GPU{'s' if count[r] != 1 else ''} but no GPU capacity{why}: its "
+                             f"fragments' gpu_usage (MHz) is read as a share of gpu_capacity (MHz of all its GPUs)")
+    return count, cap
+
+
+def _gpu_usage_checks(t: OpenDCTasks, sch: _Schema) -> str | None:
+    """A task without GPUs whose fragments use one is an error; GPU usage above the task's gpu_capacity gets a
+    note (as CPU usage above cpu_capacity does: the busy share is clipped to 1)."""
+    has = t.frag_offset[1:] > t.frag_offset[:-1]
+    peak = np.zeros(t.n_tasks)
+    if has.any():
+        peak[has] = np.maximum.reduceat(t.frag_gpu_mhz, t.frag_offset[:-1][has])
+    stray = (t.gpu_count == 0) & (peak > 0)
+    if stray.any():
+        r = int(np.argmax(stray))
+        raise InputError(t.fragments_path, f"column {sch.frag_gpu!r}",
+                         f"fragments of task {t.task_id[r].item()!r} (row {r + 1} of {t.tasks_path.name}) use a GPU (up to "
+                         f"{peak[r]:,.0f} MHz) but the task's gpu_count is 0")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(t.gpu_capacity_mhz > 0, peak / t.gpu_capacity_mhz, 0.0)
+    over = ratio > 1.0 + 1e-9
+    if not over.any():
+        return None
+    k = int(np.argmax(np.where(over, ratio, 0.0)))
+    n = int(over.sum())
+    return (f"{n:,} task{' uses' if n == 1 else 's use'} more GPU than its gpu_capacity in {t.tasks_path.name}: the worst, "
+            f"task {t.task_id[k].item()!r}, {peak[k]:,.0f} MHz of {t.gpu_capacity_mhz[k]:,.0f} ({ratio[k]:.2f}x); its GPUs' "
+            "busy share is read as at most 1 (check the trace's gpu_usage units)")
+
+
 def read_opendc_tasks(path: str | Path, *, limit: int | None = None, vcpu_mhz: float | None = None,
                       require_capacity: bool = True) -> OpenDCTasks:
     """Read an OpenDC workload folder of any supported schema version into an :class:`OpenDCTasks`.
@@ -527,6 +626,7 @@ def read_opendc_tasks(path: str | Path, *, limit: int | None = None, vcpu_mhz: f
     else:
         capacity = np.full(n_all, np.nan)
     check_values(num["mem"] * KB, tp, c["mem"], row_offset=1, hi=MAX_MEMORY_BYTES, what="memory (bytes)")
+    gpu_n, gpu_cap = _task_gpus(tf, tp, sch, n_all)
     n = n_all if limit is None else max(0, min(int(limit), n_all))
 
     # ---- fragments: one pass, batch by batch, into preallocated columns (about 20 bytes each)
@@ -538,11 +638,12 @@ def read_opendc_tasks(path: str | Path, *, limit: int | None = None, vcpu_mhz: f
     f_task = np.empty(m_all, dtype=np.int32)
     f_dur_ms = np.empty(m_all, dtype=np.int64 if sch.timestamps else np.float64)
     f_use = np.empty(m_all, dtype=np.float64)
+    f_gpu = np.empty(m_all, dtype=np.float64) if sch.frag_gpu else None
     f_end = np.empty(m_all, dtype=np.int64) if sch.timestamps else None
     f_row = np.empty(m_all, dtype=np.int64) if sch.timestamps else None
     k = 0
     row0 = 0
-    for batch in _batches(pf, fp, list(fc.values())):
+    for batch in _batches(pf, fp, list(fc.values()) + ([sch.frag_gpu] if sch.frag_gpu else [])):
         fid = _ids(batch.column(fc["id"]), fp, fc["id"], row0)
         if pa.types.is_string(fid.type) != pa.types.is_string(ids.type):
             fid = fid.cast(pa.string()) if pa.types.is_string(ids.type) else fid
@@ -562,6 +663,10 @@ def read_opendc_tasks(path: str | Path, *, limit: int | None = None, vcpu_mhz: f
         sl = slice(k, k + cnt)
         f_task[sl] = pos[keep]
         f_use[sl] = use[keep]
+        if f_gpu is not None:
+            g = _gpu_values(batch.column(sch.frag_gpu), fp, sch.frag_gpu, row0)
+            check_values(g, fp, sch.frag_gpu, row_offset=row0 + 1, what="GPU usage (MHz)")
+            f_gpu[sl] = g[keep]
         if sch.timestamps:
             end = _numeric(batch.column(fc["stamp"]), fp, fc["stamp"], row0)
             check_values(end / 1000.0, fp, fc["stamp"], row_offset=row0 + 1, hi=MAX_TIME_S, what="time (s)")
@@ -573,6 +678,7 @@ def read_opendc_tasks(path: str | Path, *, limit: int | None = None, vcpu_mhz: f
         k += cnt
         row0 += batch.num_rows
     f_task, f_dur_ms, f_use = f_task[:k], f_dur_ms[:k], f_use[:k]
+    f_gpu = f_gpu[:k] if f_gpu is not None else None
     sub_ms = start_ms[:n]
     gaps = clipped = 0
     clipped_mhz_s = 0.0
@@ -583,6 +689,7 @@ def read_opendc_tasks(path: str | Path, *, limit: int | None = None, vcpu_mhz: f
         else:
             order = np.argsort(f_task, kind="stable")  # file order inside a task, as OpenDC reads them
         f_task, f_dur_ms, f_use, f_end, f_row = f_task[order], f_dur_ms[order], f_use[order], f_end[order], f_row[order]
+        f_gpu = f_gpu[order] if f_gpu is not None else None
         del order
         cnt, gaps, clipped, bad_i = _timeline(f_task, f_end, f_dur_ms, sub_ms, f_task[:0], f_dur_ms[:0], f_row[:0], False)
         if bad_i >= 0:
@@ -598,6 +705,10 @@ def read_opendc_tasks(path: str | Path, *, limit: int | None = None, vcpu_mhz: f
         src_ok = o_src >= 0
         o_use = np.zeros(cnt)
         o_use[src_ok] = f_use[o_src[src_ok]]
+        if f_gpu is not None:  # a gap fragment is idle on the GPU too
+            o_gpu = np.zeros(cnt)
+            o_gpu[src_ok] = f_gpu[o_src[src_ok]]
+            f_gpu = o_gpu
         cut_ms = f_dur_ms[o_src[src_ok]] - o_dur[src_ok]
         clipped_mhz_s = float(np.dot(o_use[src_ok], cut_ms / 1000.0))
         f_task, f_dur_s, f_use = o_task, o_dur / 1000.0, o_use
@@ -606,6 +717,7 @@ def read_opendc_tasks(path: str | Path, *, limit: int | None = None, vcpu_mhz: f
         if f_task.size and (np.diff(f_task) < 0).any():
             order = np.argsort(f_task, kind="stable")  # grouped by task, file order kept within a task
             f_task, f_dur_ms, f_use = f_task[order], f_dur_ms[order], f_use[order]
+            f_gpu = f_gpu[order] if f_gpu is not None else None
             del order
         f_dur_s = f_dur_ms / 1000.0
     counts = np.bincount(f_task, minlength=n)[:n]
@@ -622,7 +734,12 @@ def read_opendc_tasks(path: str | Path, *, limit: int | None = None, vcpu_mhz: f
         mem_bytes=num["mem"][:n] * KB, frag_task=f_task, frag_duration_s=np.asarray(f_dur_s, dtype=np.float64),
         frag_cpu_mhz=f_use, frag_offset=offset, version=sch.version, tasks_path=tp, fragments_path=fp,
         gap_fragments=int(gaps), clipped_fragments=int(clipped), clipped_mhz_s=clipped_mhz_s, notes=tuple(notes),
+        gpu_count=gpu_n[:n].astype(np.int32), gpu_capacity_mhz=gpu_cap[:n], frag_gpu_mhz=f_gpu,
     )
+    if out.frag_gpu_mhz is not None:
+        note = _gpu_usage_checks(out, sch)
+        if note:
+            out = replace(out, notes=out.notes + (note,))
     _check_gaps(out)
     has_cap = np.isfinite(out.cpu_capacity_mhz)
     if has_cap.any():
@@ -669,7 +786,9 @@ class OpenDcTrace:
         self.cpu_count = t.cpu_count
         self.cpu_capacity_mhz = t.cpu_capacity_mhz
         self.mem_bytes = t.mem_bytes
+        self.gpu_count = t.gpu_count
         self.frag_start_s = t.frag_start_s()
+        self.frag_gpu_util = t.frag_gpu_util()  # (m,) in table order, or None without a gpu_usage column
         self.notes = list(t.notes)
 
     @property
@@ -688,14 +807,23 @@ class OpenDcTrace:
 
 
 class OpenDcSource(DemandSource):
+    """An OpenDC trace's tasks as VMs (``count`` of them: the tasks in turn). ``gpu``: the VM group's
+    ``vms[].gpu`` (a :class:`densim.spec.gpu.VmGpu` or None), checked against the trace's GPU columns by
+    :meth:`_gpus`; ``gpu_field`` None: no engine run asks (an inventory for densim plan)."""
+
     channels = ("cpu_mhz",)
 
     def __init__(self, trace: OpenDcTrace, name: str, count: int | None = None, vcpus: int | None = None,
-                 vcpu_mhz: float | None = None, mem_bytes: float | None = None, offset_s: float = 0.0) -> None:
+                 vcpu_mhz: float | None = None, mem_bytes: float | None = None, offset_s: float = 0.0,
+                 gpu=None, gpu_field: str | None = None) -> None:
         self.trace = trace
         n = trace.n_tasks
         count = n if count is None else count
         self.vm_task = np.arange(count) % n
+        # (VMs,) whole GPUs each VM takes, from its task's gpu_count (the group's gpu: {mode: passthrough} without
+        # count), or None; with "gpu_util" among the channels: each step's GPU busy share from gpu_usage / gpu_capacity
+        self.gpu_count: np.ndarray | None = None
+        self._gpus(name, gpu, gpu_field)
         per_core = trace.cpu_capacity_mhz / np.maximum(trace.cpu_count, 1)
         if not vcpu_mhz and np.isnan(per_core).any():
             raise InputError(trace.tasks_path, "", f"an OpenDC {trace.version} trace gives no CPU capacity: set the VM group's "
@@ -716,6 +844,61 @@ class OpenDcSource(DemandSource):
         if note:
             self.notes.append(note)
 
+    def _gpus(self, name: str, gpu, field: str | None) -> None:
+        """The VMs' GPU requests from the trace's ``gpu_count`` and their busy share from ``gpu_usage``, when the
+        group's ``vms[].gpu`` is ``{mode: passthrough}`` without a count; every other pairing of the trace's GPU
+        columns with the group's GPU request is refused in one line (OpenDC gives a task whole GPUs, its own count)."""
+        tr = self.trace
+        asks = tr.gpu_count[self.vm_task]
+        n_ask = int(np.count_nonzero(asks))
+        tp, fp = tr.tasks_path, tr.fragments_path
+        from_trace = gpu is not None and gpu.mode == "passthrough" and gpu.count is None
+        if n_ask and field is None:
+            raise InputError(tp, "column 'gpu_count'", f"{n_ask:,} tasks ask for GPUs, and densim plan reads no GPU request "
+                                                       "from an OpenDC trace yet: give them in the plan's gpu.requests, or "
+                                                       "drop the column")
+        if n_ask and gpu is None:
+            raise InputError(tp, "column 'gpu_count'", f"{n_ask:,} tasks ask for GPUs but VM group {name!r} gives no GPU "
+                                                       f"request: set {field}: {{mode: passthrough}} (each task takes its "
+                                                       "gpu_count whole GPUs), or drop the column to run their CPU only")
+        if n_ask and gpu.mode != "passthrough":
+            raise InputError(tp, "column 'gpu_count'", f"OpenDC gives a task whole GPUs ({n_ask:,} tasks ask for some), not a "
+                                                       f"{gpu.mode} share: set {field}: {{mode: passthrough}} without count")
+        if n_ask and not from_trace:
+            raise InputError(tp, "column 'gpu_count'", f"the trace gives each task its own GPU count ({n_ask:,} tasks ask "
+                                                       f"for some): remove {field}.count (it would give every VM "
+                                                       f"{gpu.count})")
+        if not from_trace:
+            return
+        if not n_ask:
+            raise InputError(tp, "column 'gpu_count'", f"{field} takes each task's GPUs from the trace, but no task of group "
+                                                       f"{name!r} asks for one (gpu_count 0, empty or no such column): give "
+                                                       f"{field}.count")
+        self.gpu_count = asks.astype(np.int64)
+        util = tr.frag_gpu_util
+        busy = util is not None and bool((tr.table.frag_gpu_mhz > 0).any())
+        if gpu.utilisation is not None:
+            if busy:
+                raise InputError(fp, "column 'gpu_usage'", f"the trace gives the tasks' GPU usage: remove {field}.utilisation "
+                                                           f"({gpu.utilisation:g} for every step) or the column")
+            return
+        if util is None:
+            raise InputError(fp, "column 'gpu_usage'", f"missing column: the GPUs' busy share of group {name!r} is read from "
+                                                       f"it (gpu_usage / gpu_capacity); or give {field}.utilisation")
+        self.channels = ("cpu_mhz", "gpu_util")
+
+    def check_gpus(self, most: int) -> None:
+        """Refuse a task that asks for more whole GPUs than any host has (``most``: the most GPUs in one host)."""
+        if self.gpu_count is None:
+            return
+        over = self.gpu_count > most
+        if over.any():
+            t = int(self.vm_task[int(np.argmax(over))])
+            tr = self.trace
+            raise InputError(tr.tasks_path, f"row {t + 1}, column 'gpu_count'",
+                             f"task {tr.ids[t].item()!r} asks for {int(tr.gpu_count[t])} whole GPUs, but the most GPUs in one "
+                             f"host is {most} (cluster.hosts[].gpus.count)")
+
     def peak_mhz(self) -> np.ndarray:
         """(VMs,) each VM's highest CPU demand (MHz, all vCPUs together) in the trace."""
         return self.trace.table.peak_cpu_mhz()[self.vm_task]
@@ -729,23 +912,35 @@ class OpenDcSource(DemandSource):
         return 300.0
 
     def window(self, grid: TimeGrid, t0: int, t1: int, channels):
-        if "cpu_mhz" not in channels:
+        """Per-step mean CPU demand (``cpu_mhz``, MHz) and, for a group whose GPUs come from the trace, per-step
+        mean GPU busy share (``gpu_util``: each fragment's gpu_usage / gpu_capacity, clipped to [0, 1])."""
+        want = [c for c in ("cpu_mhz", "gpu_util") if c in channels and c in self.channels]
+        if not want:
             return {}
-        check_budget(4.0 * (t1 - t0) * (self.n_vms + 2 * self.trace.n_tasks),
+        check_budget(4.0 * (t1 - t0) * len(want) * (self.n_vms + 2 * self.trace.n_tasks),
                      f"the OpenDC demand window ({t1 - t0:,} steps x {self.n_vms:,} VMs)", self.trace.tasks_path.parent)
         edges = grid.edges_s(t0, t1)
         lo, hi = edges[0], edges[-1]
         parts = []
+        util = self.trace.frag_gpu_util if "gpu_util" in want else None
+        a = 0
         for pos, start, dur, use in self.trace.iter_fragments():
+            b = a + pos.size
             keep = (start < hi) & (start + dur > lo)
             if keep.any():
-                parts.append((pos[keep], start[keep], dur[keep], use[keep]))
+                parts.append((pos[keep], start[keep], dur[keep], use[keep],
+                              util[a:b][keep] if util is not None else use[:0]))
+            a = b
         n = self.trace.n_tasks
+        out = {}
         if parts:
-            pos, start, dur, use = (np.concatenate(x) for x in zip(*parts))
-            per_task = resample_piecewise(start, dur, use, pos, n, edges)
+            pos, start, dur, use, gu = (np.concatenate(x) for x in zip(*parts))
+            if "cpu_mhz" in want:
+                out["cpu_mhz"] = resample_piecewise(start, dur, use, pos, n, edges)
+            if "gpu_util" in want:
+                out["gpu_util"] = resample_piecewise(start, dur, gu, pos, n, edges)
         else:
-            per_task = np.zeros((t1 - t0, n), dtype=np.float32)
+            out = {c: np.zeros((t1 - t0, n), dtype=np.float32) for c in want}
         if self.vm_task.size == n and np.array_equal(self.vm_task, np.arange(n)):
-            return {"cpu_mhz": per_task}
-        return {"cpu_mhz": per_task[:, self.vm_task]}
+            return out
+        return {k: v[:, self.vm_task] for k, v in out.items()}
