@@ -3,6 +3,9 @@
 Cases (each a fresh ``densim`` process, started as the ``densim`` entry point does):
 
 * ``help``: ``densim run --help``;
+* ``run-cli``: ``densim run`` of the rung below, ended where the command hands the run to the library
+  (``densim.cli.main._simulate_and_write``): the interpreter, the CLI's imports, building the command and
+  parsing its options, i.e. what the command line itself costs;
 * ``rung``: ``densim run`` of the ladder's 100k rung (``benchmarks/ladder.py``: ``examples/planetlab.yaml``
   with 10,000 hosts and 100,000 VMs, ``output.vm_timeseries: off``) with ``--no-report --no-progress -q``,
   so the host time series (2.88 M rows) and the tables are written;
@@ -19,7 +22,7 @@ and tree, ``python -X importtime`` of the command: the 20 modules with the large
 time, and self time summed by top-level package (densim by sub-package); ``-X importtime`` inflates
 every figure, so the totals to compare are ``imports_cpu_s``.
 
-    python benchmarks/startup.py [--src SRC_DIR ...] [--runs 7] [--cases help,rung,rung-lean] [--traces DIR]
+    python benchmarks/startup.py [--src SRC_DIR ...] [--runs 7] [--cases help,run-cli,rung,rung-lean] [--traces DIR]
 
 Trees named by ``--src`` (the folder holding ``densim/``) run in turn within each round, so a change of
 load on this shared machine hits them alike. A warm-up round, not counted, writes the modules'
@@ -43,6 +46,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 EXAMPLE = ROOT / "examples" / "planetlab.yaml"
+CASES = ("help", "run-cli", "rung", "rung-lean")
 
 # the console script's own start (``densim = densim.cli.main:main``); given a file name, it writes there the
 # CPU time its imports took: every outermost import statement (``__import__``) and ``importlib.import_module``
@@ -71,6 +75,11 @@ if sys.argv[1]:
     importlib.import_module = _timed(importlib.import_module)
     atexit.register(lambda: json.dump({"imports_cpu_s": sum(_spent.values()), "threads": len(_spent),
                                        "modules": len(sys.modules)}, open(_path, "w")))
+if sys.argv[2] == "--stop-at-library":  # case run-cli: end where the command hands the run to the library
+    import densim.cli.main as _cli
+
+    _cli._simulate_and_write = lambda *args, **kwargs: sys.exit(0)
+    del sys.argv[2]
 sys.argv = ["densim", *sys.argv[2:]]
 from densim.cli.main import main
 main()
@@ -106,6 +115,8 @@ def scenarios(folder: Path, traces: Path) -> dict[str, Path]:
 def command(case: str, files: dict[str, Path], out: Path) -> list[str]:
     if case == "help":
         return ["run", "--help"]
+    if case == "run-cli":
+        return ["--stop-at-library", *command("rung", files, out)]
     return ["run", str(files[case]), "--out", str(out), "--no-report", "--no-progress", "-q"]
 
 
@@ -168,14 +179,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--src", action="append", type=Path, help="a source tree (the folder holding densim/); default: this tree's src")
     ap.add_argument("--runs", type=int, default=7)
-    ap.add_argument("--cases", default="help,rung,rung-lean")
+    ap.add_argument("--cases", default=",".join(CASES))
     ap.add_argument("--traces", type=Path, default=None)
     args = ap.parse_args()
     srcs = [s.resolve() for s in (args.src or [ROOT / "src"])]
     cases = [c for c in args.cases.split(",") if c]
     for c in cases:
-        if c not in ("help", "rung", "rung-lean"):
-            raise SystemExit(f"unknown case {c!r}: help, rung, rung-lean")
+        if c not in CASES:
+            raise SystemExit(f"unknown case {c!r}: {', '.join(CASES)}")
     with tempfile.TemporaryDirectory(prefix="densim-startup-") as tmpname:
         tmp = Path(tmpname)
         files = scenarios(tmp, (args.traces or default_traces()).resolve())
