@@ -23,6 +23,7 @@ time, and self time summed by top-level package (densim by sub-package); ``-X im
 every figure, so the totals to compare are ``imports_cpu_s``.
 
     python benchmarks/startup.py [--src SRC_DIR ...] [--runs 7] [--cases help,run-cli,rung,rung-lean] [--traces DIR]
+    python benchmarks/startup.py --floor [--runs 15]   # the libraries' own import CPU: the floor of a run's imports
 
 Trees named by ``--src`` (the folder holding ``densim/``) run in turn within each round, so a change of
 load on this shared machine hits them alike. A warm-up round, not counted, writes the modules'
@@ -175,14 +176,38 @@ def import_profile(src: Path, case: str, files: dict[str, Path], tmp: Path) -> d
             "self_by_package_s": {k: round(v, 4) for k, v in pkgs}}
 
 
+# the libraries a run cannot do without, added one at a time (densim._jit: numba and its target registries,
+# which loading any cached kernel needs: numba.core.caching refreshes the target context)
+FLOOR = (("python", "pass"), ("numpy", "import numpy"), ("+ numba", "import numpy, numba"),
+         ("+ numba's registries", "import densim._jit"), ("+ polars", "import densim._jit, polars"),
+         ("+ pydantic, yaml", "import densim._jit, polars, pydantic, yaml"),
+         ("+ typer", "import densim._jit, polars, pydantic, yaml, typer"))
+
+
+def floor(src: Path, runs: int) -> dict:
+    """CPU of fresh processes importing the libraries of a run, cumulatively (medians and minima of ``runs``)."""
+    env = child_env(src)
+    cpu: dict[str, list[float]] = {name: [] for name, _ in FLOOR}
+    for _ in range(runs + 1):  # the first round writes bytecode, not counted
+        for name, code in FLOOR:
+            cpu[name].append(measured([sys.executable, "-c", code], env)[2])
+    return {"floor_cpu_s": {name: {"median": round(statistics.median(v[1:]), 4), "min": round(min(v[1:]), 4)}
+                            for name, v in cpu.items()}}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--src", action="append", type=Path, help="a source tree (the folder holding densim/); default: this tree's src")
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--cases", default=",".join(CASES))
     ap.add_argument("--traces", type=Path, default=None)
+    ap.add_argument("--floor", action="store_true", help="only the CPU of importing a run's libraries, one at a time added")
     args = ap.parse_args()
     srcs = [s.resolve() for s in (args.src or [ROOT / "src"])]
+    if args.floor:
+        print(json.dumps({"src": str(srcs[0]), "runs": args.runs, "load_1min": round(os.getloadavg()[0], 2),
+                          **floor(srcs[0], args.runs)}))
+        return
     cases = [c for c in args.cases.split(",") if c]
     for c in cases:
         if c not in CASES:
