@@ -77,3 +77,26 @@ def test_sizing_space_is_counted_without_searching(repo):
     sc, _ = load_sizing(repo / "examples" / "storage" / "size-500k-iops.yaml")
     # 4 devices x 3 RAID levels x 96 drive counts x 3 controllers x 2 (extra controllers) x 5 core counts
     assert sizing_space(sc) == 4 * 3 * 96 * 3 * 2 * 5
+
+
+def test_a_trace_is_not_listed_when_the_scenario_gives_count_and_horizon(tmp_path, monkeypatch):
+    # issue 34: the estimate listed and stat'ed the 1,052 PlanetLab files (15-25 ms of every run) to learn a
+    # VM count and a length the scenario already gives; it lists the folder only when one of them is missing
+    import densim.cli.estimates as est
+
+    folder = tmp_path / "pl"
+    folder.mkdir()
+    for name in ("a", "b", "c"):
+        (folder / name).write_text("10\n20\n30\n")  # 3 samples of 300 s each
+    doc = copy.deepcopy(BASE)
+    doc["vms"] = [{"name": "v", "count": 7, "vcpus": 1, "memory": "1 GiB",
+                   "trace": {"format": "planetlab", "path": str(folder), "assign": "cycle"}}]
+    p = tmp_path / "s.yaml"
+    p.write_text(yaml.safe_dump(doc))
+    listed = []
+    real = est._trace_vms_and_steps
+    monkeypatch.setattr(est, "_trace_vms_and_steps", lambda trace, step_s: listed.append(1) or real(trace, step_s))
+    assert run_shape(load_scenario(p)) == (7, 10_000, 288) and listed == []  # count 7, 1 d / 5 min
+    doc["simulation"].pop("horizon")  # the run lasts as long as the trace: 3 samples of 300 s
+    p.write_text(yaml.safe_dump(doc))
+    assert run_shape(load_scenario(p)) == (7, 10_000, 3) and listed == [1]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from importlib import resources
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import yaml
@@ -22,18 +23,44 @@ class CatalogError(KeyError):
 
 
 class Catalog:
-    """Named parts by section; later layers override earlier ones by name."""
+    """Named parts by section; later layers override earlier ones by name.
 
-    def __init__(self, sections: dict[str, dict[str, dict[str, Any]]] | None = None) -> None:
-        self._sections: dict[str, dict[str, dict[str, Any]]] = {k: dict(v) for k, v in (sections or {}).items()}
+    The sections are made on first use: :func:`builtin_catalog` parses the shipped YAML files, and
+    :meth:`layered` merges a scenario's parts over them, only when a part is first looked up, so a
+    run that reads no catalog part (inline servers and CPUs, no storage or memory model) does not
+    parse the catalog (about 30 ms)."""
+
+    def __init__(self, sections: dict[str, dict[str, dict[str, Any]]] | None = None, *,
+                 make: Callable[[], dict[str, dict[str, dict[str, Any]]]] | None = None) -> None:
+        self._made: dict[str, dict[str, dict[str, Any]]] | None = None
+        self._make = make
+        if make is None:
+            self._made = {k: dict(v) for k, v in (sections or {}).items()}
+
+    @property
+    def _sections(self) -> dict[str, dict[str, dict[str, Any]]]:
+        made = self._made
+        if made is None:  # two threads at once: both make the same sections, one is kept
+            made = self._made = self._make()
+        return made
+
+    def __getstate__(self) -> dict[str, Any]:  # pickled (a distributed run's plant) with its sections made
+        return {"_made": self._sections, "_make": None}
 
     def layered(self, parts: dict[str, list[dict[str, Any]]] | None) -> "Catalog":
         """A new catalog with ``parts`` (a scenario's own) over this one."""
-        cat = Catalog(self._sections)
+        over: list[tuple[str, str, dict[str, Any]]] = []  # read now: a part without a name fails here, as it did
         for section, entries in (parts or {}).items():
             for entry in entries or []:
-                cat._sections.setdefault(section, {})[str(entry["name"]).lower()] = dict(entry)
-        return cat
+                over.append((section, str(entry["name"]).lower(), dict(entry)))
+
+        def make() -> dict[str, dict[str, dict[str, Any]]]:
+            sections = {k: dict(v) for k, v in self._sections.items()}
+            for section, key, entry in over:
+                sections.setdefault(section, {})[key] = entry
+            return sections
+
+        return Catalog(make=make)
 
     def sections(self) -> list[str]:
         return sorted(self._sections)
@@ -121,10 +148,14 @@ def _load_yaml_sections(text: str, origin: str) -> dict[str, list[dict[str, Any]
 
 @lru_cache(maxsize=1)
 def builtin_catalog() -> Catalog:
-    """The catalog shipped with densim (every ``*.yaml`` in ``densim/catalog``)."""
+    """The catalog shipped with densim (every ``*.yaml`` in ``densim/catalog``), parsed on first use."""
+    return Catalog(make=_builtin_sections)
+
+
+def _builtin_sections() -> dict[str, dict[str, dict[str, Any]]]:
     cat = Catalog()
     root = resources.files("densim") / "catalog"
     for item in sorted(root.iterdir(), key=lambda p: p.name):
         if item.name.endswith((".yaml", ".yml")):
             cat = cat.layered(_load_yaml_sections(item.read_text(encoding="utf-8"), item.name))
-    return cat
+    return cat._sections

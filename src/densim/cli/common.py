@@ -112,9 +112,7 @@ def _claim(out: Path) -> None:
     """Inside a command: hold the lock of output folder ``out`` until the command ends, so a second densim
     process writing it fails now (:class:`~densim.errors.OutputBusy`), not after its work. Outside a
     command (a library call) nothing is held; the writer takes the lock itself."""
-    import click
-
-    ctx = click.get_current_context(silent=True)
+    ctx = _current_context()
     if ctx is None:
         return
     from contextlib import ExitStack
@@ -128,6 +126,18 @@ def _claim(out: Path) -> None:
     except OutputError:
         return  # e.g. a read-only parent folder: the writer reports it, naming the file
     ctx.call_on_close(stack.close)
+
+
+def _current_context():
+    """The click context of the command running now, or None outside a command.
+
+    typer 0.2x runs its commands on its own copy of click (``typer._click``), whose context stack
+    click's ``get_current_context`` does not see; older typer runs them on click itself."""
+    try:
+        from typer._click.globals import get_current_context
+    except ImportError:  # typer on click itself
+        from click import get_current_context
+    return get_current_context(silent=True)
 
 
 def out_file(out: Path, option: str = "--out") -> Path:

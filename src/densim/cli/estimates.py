@@ -96,7 +96,7 @@ def run_shape(sc: Any) -> tuple[int, int, int | None]:
     trace_steps: list[int] = []
     for g in sc.vms:
         count = g.count
-        if g.trace is not None:
+        if g.trace is not None and (count is None or sim.horizon_s is None):  # else nothing to learn from the trace
             n, steps = _trace_vms_and_steps(g.trace, sim.step_s)
             if steps is not None:
                 trace_steps.append(steps)

@@ -1,14 +1,14 @@
 """The ``densim`` command line: a thin layer over the library.
 
-Commands in this module: run, validate, schema, demo, studies, study, models. Further commands are
-discovered from :mod:`densim.cli.commands` (each module's ``register(app)``).
+Commands in this module: run, validate, schema, demo, studies, study, models. The others come from
+the modules of :mod:`densim.cli.commands` (each module's ``register(app)``), named in
+:data:`COMMAND_MODULES`. Every command is built, and its module imported, only when it is asked for
+(:mod:`densim.cli.lazy`): ``densim run`` builds ``run`` alone.
 """
 
 from __future__ import annotations
 
-import importlib
 import math
-import pkgutil
 import sys
 import time
 from pathlib import Path
@@ -21,6 +21,25 @@ from densim.cli.estimates import max_memory_option as _max_memory
 from densim.cli.common import (DEFAULT_SEED, CsvOpt, JsonOpt, csv_data, NoProgressOpt, Printer, QuietOpt, SeedOpt, fail,
                                out_file, out_folder, run_guarded)  # noqa: F401 - out_file re-exported
 from densim.cli.common import console as _console
+from densim.cli.lazy import LazyGroup, command_names, from_module, from_typer
+
+# command name -> the module of densim.cli.commands whose register(app) adds it, in the order
+# `densim --help` lists them (after this module's own); tests/core/test_cli_lazy.py checks it
+# against what the modules register
+COMMAND_MODULES = {
+    "forecast": "forecast", "plan": "plan", "serve": "serve", "io": "storage", "calibrate": "storage", "size": "storage",
+    "sweep": "sweep", "query": "sweep", "report": "sweep", "tier-ratio": "tiering", "warmup": "warmup",
+    "bench": "bench", "gpu": "gpu",
+}
+
+
+class _Densim(LazyGroup):
+    """The densim group: this module's commands, then those of :data:`COMMAND_MODULES`, each built on first use."""
+
+    def pending(self):
+        own = {name: from_typer(app, _own, name) for name in command_names(_own)}
+        return {**own, **{name: from_module(app, f"densim.cli.commands.{mod}") for name, mod in COMMAND_MODULES.items()}}
+
 
 app = typer.Typer(
     name="densim",
@@ -30,7 +49,9 @@ app = typer.Typer(
     add_completion=True,
     # click's plain help: rich's boxed tables cut long option names ("--snapshot-pea…") at 80 columns
     rich_markup_mode=None,
+    cls=_Densim,
 )
+_own = typer.Typer()  # this module's commands; `app` builds them when asked for (:class:`_Densim`)
 
 
 def _print_version(value: bool) -> None:
@@ -96,6 +117,8 @@ def _simulate_and_write(path: Path, out: Path, seed: Optional[int], no_progress:
 
 
 def _print_run(res, out: Path, wall_s: float, pr: Printer) -> None:
+    if not pr.shows_text:  # --json or --quiet: nothing of this is printed (and rich is not imported)
+        return
     from rich.table import Table
 
     s = res.summary
@@ -127,7 +150,7 @@ def _unplaced_text(s) -> str:
     return f"  ({n:,} placed nowhere" + (f"; summary.json lists the first {listed:,}" if listed < n else "") + ")"
 
 
-@app.command()
+@_own.command()
 def run(
     scenario: Annotated[Path, typer.Argument(help="scenario file (YAML or JSON)")],
     out: Annotated[Path, typer.Option("--out", "-o", help="output folder")] = Path("out/run"),
@@ -158,7 +181,7 @@ def run(
         typer.echo(f"densim: note: {note}", err=True)
 
 
-@app.command()
+@_own.command()
 def validate(
     scenario: Annotated[Path, typer.Argument(help="scenario file")],
     json_out: JsonOpt = False,
@@ -180,7 +203,7 @@ def validate(
 SCHEMA_FILE = "scenario.schema.json"
 
 
-@app.command()
+@_own.command()
 def schema(out: Annotated[Optional[Path], typer.Option("--out", "-o", help=f"write OUT/{SCHEMA_FILE} (a folder) "
                                                       "instead of printing")] = None) -> None:
     """Print the JSON Schema of scenario files (for editor completion)."""
@@ -197,7 +220,7 @@ def schema(out: Annotated[Optional[Path], typer.Option("--out", "-o", help=f"wri
         typer.echo(text)
 
 
-@app.command()
+@_own.command()
 def demo(
     out: Annotated[Path, typer.Option("--out", "-o", help="output folder")] = Path("out/demo"),
     no_progress: NoProgressOpt = False,
@@ -324,7 +347,7 @@ def _print_validation(seed: int, pr: Printer) -> None:
     pr.line("Sources, set-ups, the cross-validation details and the misses' suspected mechanisms: docs/background/validation.md")
 
 
-@app.command()
+@_own.command()
 def studies(
     json_out: JsonOpt = False,
     seed: SeedOpt = DEFAULT_SEED,
@@ -382,7 +405,7 @@ def studies(
             "the study evaluates. 'densim studies --json' for details.")
 
 
-@app.command()
+@_own.command()
 def study(
     name: Annotated[str, typer.Argument(help="study name (see 'densim studies')")],
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="output folder [default: out/NAME]")] = None,
@@ -436,7 +459,7 @@ def _run_study_into(run_study, st, out: Path, seed: int) -> dict:
         return run_study(st, staging, seed)
 
 
-@app.command()
+@_own.command()
 def models(json_out: JsonOpt = False, as_csv: CsvOpt = False, quiet: QuietOpt = False) -> None:
     """List every registry (models, policies, readers) and its entries."""
     from rich.table import Table
@@ -463,21 +486,6 @@ def models(json_out: JsonOpt = False, as_csv: CsvOpt = False, quiet: QuietOpt = 
     pr.table(tab)
 
 
-def _discover() -> None:
-    import densim.cli.commands as pkg
-
-    for mod in pkgutil.iter_modules(pkg.__path__):
-        if mod.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"densim.cli.commands.{mod.name}")
-        reg = getattr(module, "register", None)
-        if reg is not None:
-            reg(app)
-
-
-_discover()
-
-
 def main(argv: list[str] | None = None) -> None:
     """The ``densim`` entry point: every failure is one line on stderr, never a traceback.
 
@@ -491,7 +499,7 @@ def main(argv: list[str] | None = None) -> None:
     import os
     import signal
 
-    from densim.atomic import os_problem
+    from densim.atomic import os_problem  # imported now: an EMFILE or a full disk must not stop it later
     from densim.cli.common import os_error_line
 
     got: dict[str, int] = {}
