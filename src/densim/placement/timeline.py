@@ -254,6 +254,31 @@ def _cancel(v, t, vi, migs, cpu_free, mem_free, tc, tm, size, vm_cpu, vm_mem, bl
     vi[v, 3] = -1
 
 
+@njit(inline="always")
+def _flight(migs, cnt, lt, lv, vi, v, src, dst, start, total, share, event, live, dirty):
+    """VM ``v``'s migration ``src`` -> ``dst`` from ``start`` for ``total`` s (link shared by ``share``; ``event``: the
+    maintenance event, or -1 - k for the k-th balance check) is in flight: its record, and its landing on the heap
+    (the caller made room on ``lt``/``lv``). Returns the records."""
+    migs = _grow(migs, cnt[N_MIG])
+    r = cnt[N_MIG]
+    cnt[N_MIG] = r + 1
+    migs[r, M_VM] = v
+    migs[r, M_SRC] = src
+    migs[r, M_DST] = dst
+    migs[r, M_START] = start
+    migs[r, M_END] = start + total
+    migs[r, M_SHARE] = share
+    migs[r, M_STATUS] = M_FLIGHT
+    migs[r, M_EVENT] = event
+    migs[r, M_LIVE] = live
+    migs[r, M_INST_SRC] = vi[v, 1]
+    migs[r, M_INST_DST] = -1
+    migs[r, M_DIRTY] = dirty
+    vi[v, 3] = r
+    cnt[N_LAND] = _heap_push(lt, lv, cnt[N_LAND], start + total, r)
+    return migs
+
+
 @njit
 def _migrate(vs, nv, src, t, e, vi, migs, cnt, lt, lv, cpu_free, mem_free, cpu_cap, mem_cap, tc, tm, size,
              vm_cpu, vm_mem, util, core_mhz, mig_par, evac, stack, gp):
@@ -293,23 +318,7 @@ def _migrate(vs, nv, src, t, e, vi, migs, cnt, lt, lv, cpu_free, mem_free, cpu_c
             dr[0] = dirty * u
             total, down, sent, rounds, conv, live = precopy_one(vm_mem[v], bw, dr, wws * vm_mem[v], target, resume,
                                                                 -1.0, max_rounds)
-            migs = _grow(migs, cnt[N_MIG])
-            r = cnt[N_MIG]
-            cnt[N_MIG] = r + 1
-            migs[r, M_VM] = v
-            migs[r, M_SRC] = src
-            migs[r, M_DST] = chosen_d[j]
-            migs[r, M_START] = start
-            migs[r, M_END] = start + total
-            migs[r, M_SHARE] = k
-            migs[r, M_STATUS] = M_FLIGHT
-            migs[r, M_EVENT] = e
-            migs[r, M_LIVE] = live
-            migs[r, M_INST_SRC] = vi[v, 1]
-            migs[r, M_INST_DST] = -1
-            migs[r, M_DIRTY] = dr[0]
-            vi[v, 3] = r
-            cnt[N_LAND] = _heap_push(lt, lv, cnt[N_LAND], start + total, r)
+            migs = _flight(migs, cnt, lt, lv, vi, v, src, chosen_d[j], start, total, k, e, live, dr[0])
             wave_end = max(wave_end, start + total)
         start = wave_end
         w += k
@@ -659,23 +668,7 @@ def _start_moves(t, k, nc, ch_v, ch_s, ch_d, ch_m, vi, migs, cnt, lt, lv, core_m
         dr[0] = mig_par[1] * min(max(ch_m[j] / max(vm_cpu[v] * core_mhz[src], 1e-9), 0.0), 1.0)
         total, down, sent, rounds, conv, live = precopy_one(vm_mem[v], bw, dr, mig_par[2] * vm_mem[v], mig_par[3],
                                                             mig_par[4], -1.0, int(mig_par[5]))
-        migs = _grow(migs, cnt[N_MIG])
-        r = cnt[N_MIG]
-        cnt[N_MIG] = r + 1
-        migs[r, M_VM] = v
-        migs[r, M_SRC] = src
-        migs[r, M_DST] = d
-        migs[r, M_START] = t
-        migs[r, M_END] = t + total
-        migs[r, M_SHARE] = share
-        migs[r, M_STATUS] = M_FLIGHT
-        migs[r, M_EVENT] = -1 - k  # a balance move (maintenance events are >= 0)
-        migs[r, M_LIVE] = live
-        migs[r, M_INST_SRC] = vi[v, 1]
-        migs[r, M_INST_DST] = -1
-        migs[r, M_DIRTY] = dr[0]
-        vi[v, 3] = r
-        cnt[N_LAND] = _heap_push(lt, lv, cnt[N_LAND], t + total, r)
+        migs = _flight(migs, cnt, lt, lv, vi, v, src, d, t, total, share, -1 - k, live, dr[0])  # event < 0: balance
     return migs, lt, lv
 
 
