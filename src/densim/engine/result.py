@@ -124,11 +124,13 @@ class Result:
 
         c, v, step = self.ctx, self.vm_acc, self.ctx.grid.step_s
         T = c.grid.n_steps
-        host_names = np.where(c.vms.host >= 0, c.hosts.names[np.maximum(c.vms.host, 0)], "")
+        # name columns gathered from one polars string per name (a numpy unicode column is converted string by string)
+        hosts_s = pl.Series([*c.hosts.names.astype(str).tolist(), ""], dtype=pl.String)
+        groups_s = pl.Series([str(g) for g in c.vms.group_names], dtype=pl.String)
         cols: dict[str, Any] = {
-            "vm": c.vms.names.astype(str),
-            "group": np.array(c.vms.group_names, dtype=object)[c.vms.group].astype(str),
-            "host": host_names.astype(str),
+            "vm": pl.Series(c.vms.names.astype(str).tolist(), dtype=pl.String),
+            "group": groups_s.gather(np.asarray(c.vms.group, dtype=np.uint32)),
+            "host": hosts_s.gather(np.where(c.vms.host >= 0, c.vms.host, c.hosts.n).astype(np.uint32)),
             "placed": c.vms.host >= 0,
             "vcpus": c.vms.vcpus,
             "vcpu_mhz": c.vms.vcpu_mhz,
