@@ -609,3 +609,16 @@ def test_vms_without_a_gpu_request_hold_no_gpu_in_an_online_run():
              gpu=p)
     assert p.vm_mask.tolist() == [1, 0, 0] and p.vm_gpu.tolist() == [0, -1, -1]
     assert p.vm_mig_start.tolist() == [-1, -1, -1]
+
+
+def test_an_arrival_no_empty_host_could_take_fails_at_once_gpu_included():
+    # host 0: 2 L4 but 4 cores; host 1: 64 cores but 1 L4. A 16-vCPU VM asking for 2 whole GPUs fits host 0's GPUs but
+    # not its cores, host 1's cores but not its GPUs: no empty host could take it, so it fails at its arrival (as a
+    # VM too large for every host does) instead of waiting in the queue for ever, and the VM behind it starts
+    from densim.placement.online import FAILED, RUNNING, schedule
+
+    p, H = _problem([("nvidia-l4", 2, 1), ("nvidia-l4", 1, 1)], [{"mode": "passthrough", "count": 2},
+                                                                {"mode": "passthrough", "count": 1}])
+    sch = schedule([0.0, 1.0], [np.inf, np.inf], np.array([16.0, 1.0]), np.full(2, GIB), np.array([4.0, 64.0]),
+                   np.full(H, 1024 * GIB), gpu=p)
+    assert sch.status.tolist() == [FAILED, RUNNING] and sch.host.tolist() == [-1, 0]

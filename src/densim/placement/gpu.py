@@ -209,6 +209,24 @@ def gpu_find(policy, v, c, mm, cpu_free, mem_free, cpu_cap, mem_cap, gp):
     return chosen
 
 
+@njit(inline="always")
+def gpu_ever_fits(v, h, gp):
+    """Whether host ``h`` could take VM ``v``'s GPU request with all its GPUs free (True for a VM without one): its
+    GPU model offers the vGPU size or MIG profile, or it has ``count`` GPUs for a passthrough request."""
+    if not wants_gpu(gp, v):
+        return True
+    m = gp[G_HMODEL][h]
+    n = gp[G_HNGPU][h]
+    if m < 0 or n == 0:
+        return False
+    kind = gp[G_KIND][v]
+    if kind == PASS:
+        return gp[G_COUNT][v] <= n
+    if kind == VGPU:
+        return gp[G_VCAP][m, gp[G_REQ][v]] > 0
+    return gp[G_MSIZE][m, gp[G_REQ][v]] > 0
+
+
 @njit
 def gpu_fits_on(v, h, gp):
     """Whether host ``h`` has a GPU that takes VM ``v``'s request now (True for a VM without one)."""

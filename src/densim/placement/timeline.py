@@ -47,7 +47,7 @@ import numpy as np
 from densim._jit import njit
 from densim.models.migration import precopy_one
 from densim.placement.capacity import fits  # the one fit test (placement/capacity.py)
-from densim.placement.gpu import G_VG, gpu_claim, gpu_find, gpu_fits_on, gpu_release, wants_gpu
+from densim.placement.gpu import G_VG, gpu_claim, gpu_ever_fits, gpu_find, gpu_fits_on, gpu_release, wants_gpu
 from densim.placement.heuristics import _tree_find_in
 from densim.placement.heuristics import _tree_update as _set_leaf
 
@@ -954,8 +954,8 @@ def _arrive(v, t, st, refused, vi, vf, inst, cnt, queue, ht, hv, policy, discipl
     placed (admission permitting), queued, or refused (``reject``). The caller made room for one more
     instance (this function borrows its arrays: it allocates and returns none)."""
     ever = False
-    for h in range(cpu_cap.size):
-        if fits(cpu_cap[h], mem_cap[h], vm_cpu[v], vm_mem[v]):
+    for h in range(cpu_cap.size):  # an empty host takes it: its CPU and memory, and its GPUs all free
+        if fits(cpu_cap[h], mem_cap[h], vm_cpu[v], vm_mem[v]) and gpu_ever_fits(v, h, gp):
             ever = True
             break
     if not ever:
