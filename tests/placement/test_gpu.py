@@ -622,3 +622,19 @@ def test_an_arrival_no_empty_host_could_take_fails_at_once_gpu_included():
     sch = schedule([0.0, 1.0], [np.inf, np.inf], np.array([16.0, 1.0]), np.full(2, GIB), np.array([4.0, 64.0]),
                    np.full(H, 1024 * GIB), gpu=p)
     assert sch.status.tolist() == [FAILED, RUNNING] and sch.host.tolist() == [-1, 0]
+
+
+def test_a_passthrough_request_without_a_count_names_its_group_at_placement():
+    # (the plant refuses it for a group without an OpenDC trace; placement checks again, for a source that replaced the
+    # groups) the second group asks for whole GPUs without a count and no trace gives one: refused naming vms[1]
+    from types import SimpleNamespace
+
+    from densim.placement.gpu import problem_of
+    from densim.spec.loader import scenario_from_dict
+
+    d = _scenario()
+    d["vms"][1]["gpu"] = {"mode": "passthrough"}
+    sc = scenario_from_dict(d)
+    hosts, of = _hosts(("nvidia-a100-80gb-sxm", 1, 2))
+    with pytest.raises(InputError, match=r"vms\[1\]\.gpu\.count: needed"):
+        problem_of(sc, SimpleNamespace(host_groups=hosts), of, np.array([0, 0, 1, 1]), ["mig", "cpu-only"])

@@ -103,7 +103,6 @@ class MigrationPlanner:
         self.core_s = 0.0
         self.lost_mhz_s = 0.0
         self.evac: list[dict[str, Any]] = []
-        self.ever_on = np.zeros(self.H, dtype=bool)
         bal = fo.bal if fo.bal is not None else np.zeros((0, 4))
         seen = bal[~np.isnan(bal[:, 0])]  # checks with at least 2 hosts to balance
         self.imbalance = seen[:, 0].tolist()
@@ -147,12 +146,6 @@ class MigrationPlanner:
                               "stranded": stranded, "time_to_empty_s": (last - float(e.at_s)) if done else None})
 
     # ---- windows ----------------------------------------------------------------------------
-    def cpu(self, cpu, rebuild):
-        """The CPU setup for the next window (rows keep their host: a landing starts a new row), and the hosts
-        that drew power."""
-        self.ever_on |= cpu.host_on
-        return cpu
-
     def capacity(self, t0: int, t1: int, cap_h: np.ndarray) -> np.ndarray:
         """The hosts' CPU capacity in the window, less the cores busy with migrations."""
         f = self._flight_in(t0, t1)
@@ -200,7 +193,7 @@ class MigrationPlanner:
             vms, H = self.ctx.vms, self.H
             vcpus = live.peak_per_host(vms.host, vms.vcpus, H)[0]
             mem = live.peak_per_host(vms.host, vms.mem_bytes, H)[0]
-        return vcpus, nvms, mem, on | self.ever_on | host_on
+        return vcpus, nvms, mem, on | host_on
 
     def _flight_in(self, t0: int, t1: int) -> np.ndarray:
         f = self.flight
@@ -274,7 +267,7 @@ def planner_for(ctx, stages, live) -> MigrationPlanner | None:
     return MigrationPlanner(ctx, stages, live)
 
 
-def windows(T: int, chunk_steps: int, planner: MigrationPlanner | None = None):
+def windows(T: int, chunk_steps: int):
     """The engine's windows ``(t0, t1)``: chunks of ``chunk_steps`` (a migration's landing is an event of the
     placement timeline: the VM's run on the source ends and one on the destination begins, within a window)."""
     t0 = 0

@@ -520,16 +520,6 @@ def simulate(plant: Plant, *, seed: int | None = None, progress: Callable[[int, 
     return res
 
 
-def _placement_arrays(ctx):
-    """The CPU setup's placement inputs for ``ctx.vms.host`` (after VMs moved)."""
-    vms, hosts = ctx.vms, ctx.hosts
-    perm, starts, hosts_with = _host_segments(vms.host)
-    placed = vms.host >= 0
-    vcpus_per_host, _, _, host_on = host_loads(ctx)
-    vm_cap_mhz = (vms.vcpus * hosts.core_mhz[np.where(placed, vms.host, 0)]).astype(np.float32)
-    return perm, starts, hosts_with, placed, host_on, vcpus_per_host, vm_cap_mhz
-
-
 def place_vms(ctx) -> None:
     """Initial placement: ``ctx.vms.host`` (-1 where a VM fits nowhere), by the scenario's policy.
     With lifetimes (``ctx.schedule``) :func:`~densim.engine.state.build_context` placed them online."""
@@ -789,7 +779,7 @@ def run_placed(ctx, *, progress: Callable[[int, int], None] | None = None, timin
 
     In order: liveness (:func:`_start_liveness`), stages (:func:`_start_stages`), the migration
     planner, the demand mode (:func:`_choose_demand`), then one :func:`_active_chunk` or
-    :func:`_placed_chunk` per window of :func:`densim.engine.migration.windows`.
+    :func:`_placed_chunk` per window of ``chunk_steps`` (:func:`densim.engine.migration.windows`).
     """
     from densim.engine.result import Result
 
@@ -828,10 +818,8 @@ def run_placed(ctx, *, progress: Callable[[int, int], None] | None = None, timin
     # steady windows (a constant demand, no event of the timeline inside): one step computed for all of them
     steady = (steady_segments(ctx, T, demand.chunk_steps, live)
               if not stages and mig is None and not keep_vm and not given_chunk else None)
-    segs = steady if steady is not None else ((t0, t1, False) for t0, t1 in windows(T, demand.chunk_steps, mig))
+    segs = steady if steady is not None else ((t0, t1, False) for t0, t1 in windows(T, demand.chunk_steps))
     for t0, t1, still in segs:
-        if mig is not None:  # land finished migrations, take due decisions; new host segments if moved
-            cpu = mig.cpu(cpu, lambda: _CpuSetup(ctx, *_placement_arrays(ctx), K))
         rep, t_end = (t1 - t0, t1) if still else (1, None)
         if still:
             t1 = t0 + 1

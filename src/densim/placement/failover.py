@@ -171,18 +171,20 @@ class Balance:
 
     at_s: np.ndarray
     demand_mhz: np.ndarray
-    cap_mhz: np.ndarray | None = None
-    threshold: float = 0.1
-    budget: int = 1
-    min_gain: float = 0.0
-    horizon_s: float = 300.0
-    cores_busy: float = 0.0
-    slowdown: float = 0.0
-    idle_on: bool = True
+    cap_mhz: np.ndarray | None
+    threshold: float
+    budget: int
+    min_gain: float
+    horizon_s: float
+    cores_busy: float
+    slowdown: float
+    idle_on: bool
 
     @classmethod
     def none(cls, n_vms: int) -> Balance:
-        return cls(at_s=np.zeros(0), demand_mhz=np.zeros((1, n_vms)))
+        """No balance check (the parameters are then never read)."""
+        return cls(at_s=np.zeros(0), demand_mhz=np.zeros((1, n_vms)), cap_mhz=None, threshold=0.0, budget=0,
+                   min_gain=0.0, horizon_s=0.0, cores_busy=0.0, slowdown=0.0, idle_on=False)
 
     def params(self) -> np.ndarray:
         return np.array([self.threshold, self.budget, self.min_gain, self.horizon_s, self.cores_busy, self.slowdown,

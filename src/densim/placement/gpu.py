@@ -528,10 +528,12 @@ def problem_of(sc, plant, host_group, vm_group, group_names, vm_gpu_count=None) 
         own = np.asarray(vm_gpu_count) >= 0
         p.count[own] = np.asarray(vm_gpu_count)[own]
         p.kind[own & (p.count == 0)] = NONE
-    if ((p.kind == PASS) & (p.count <= 0)).any():
+    bad = np.flatnonzero((p.kind == PASS) & (p.count <= 0))
+    if bad.size:
         from densim.errors import InputError
 
-        raise InputError(sc.name, "vms[].gpu.count", "needed: these VMs do not come from an OpenDC trace giving each its count")
+        raise InputError(sc.name, f"vms[{int(np.asarray(vm_group)[bad[0]])}].gpu.count", "needed: these VMs do not come "
+                         "from an OpenDC trace giving each its count")
     return p if p.any_request else None
 
 
