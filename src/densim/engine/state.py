@@ -28,10 +28,9 @@ class VmTable:
     ``(steps, V)`` arrays, the accumulators, ``vms.parquet``) is indexed by these rows, in this order.
 
     Written by :func:`build_context` (sizes from the demand source's ``sizes``; ``host`` from the
-    online schedule when VMs arrive and leave or fail), then ``host`` by
-    :func:`densim.engine.run.place_vms` (initial placement) and, during a run with ``migration:``,
-    by :meth:`densim.engine.migration.MigrationPlanner.advance` when a migration lands (the row
-    keeps its index; only its host changes). Read by the CPU setup of :mod:`densim.engine.run`,
+    placement timeline when VMs arrive and leave, fail or migrate: a row is then one run of a VM on one
+    host, and a landing starts a new row), else ``host`` by :func:`densim.engine.run.place_vms` (initial
+    placement); a row's host never changes during the run. Read by the CPU setup of :mod:`densim.engine.run`,
     every stage, and :class:`densim.engine.result.Result`.
 
     Invariants: every array has length :attr:`n`; ``host`` is -1 (placed nowhere: it fits on no
