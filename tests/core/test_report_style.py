@@ -80,7 +80,7 @@ def _study_report(out: Path) -> Path:
     from densim.tools.studies.base import all_studies
     from densim.tools.studies.runner import run_study
 
-    run_study(all_studies()["val-nvme-p3700"], out)  # an M/M/1-style queue curve against AnandTech's two points
+    run_study(all_studies()["val-optane-p4800x"], out)  # an M/M/1-style queue curve against AnandTech's two points
     return out / "report.html"
 
 

@@ -27,8 +27,10 @@ def test_runs_and_every_headline_is_a_prediction_or_says_why_not(name, tmp_path)
         # a validation study's row is a prediction, or carries the reason it is not one (issue 30)
         assert h["role"] == "prediction" or (h["role"] in ("arithmetic", "calibration") and h["why"])
         assert h["source"]
-        # only a declared gap (no model for the mechanism) may have no model value, and then it is a miss
-        assert math.isfinite(h["simulated"]) or ("gap" in study.tags and not h["passed"])
+        # only a declared gap (no model for the mechanism) or a part the model refuses (its one-line reason in
+        # the summary's "refused") may have no model value, and then it is a miss
+        if h["simulated"] is None or not math.isfinite(h["simulated"]):
+            assert ("gap" in study.tags or summary.get("refused")) and not h["passed"]
     rows = validation_table({name: summary})
     assert len(rows) == sum(h["role"] == "prediction" for h in summary["headline"])
     assert all(r["area"] == study.area for r in rows)
@@ -116,6 +118,15 @@ def test_relabelled_rows_are_not_in_the_table_and_are_listed_with_their_reason(t
     # the P3700 rows of the same study code stay predictions (nothing of Intel's restated: they miss)
     p3700 = all_studies()["val-nvme-p3700"].run(tmp_path, 0)
     assert [h["role"] for h in p3700["headline"]] == ["prediction", "prediction"]
+    # issue 30 item 4: the P3700 as its datasheet prints it (only a sequential latency) is refused by the device
+    # model, so both rows are misses with no model value, the refusal line in the notes (not a borrowed 20 us)
+    assert [h["simulated"] for h in p3700["headline"]] == [None, None]
+    assert not any(h["passed"] for h in p3700["headline"])
+    assert p3700["refused"].startswith("device 'intel-dc-p3700-800gb': read_latency (random 4 KiB read at QD1) is "
+                                       "required; seq_read_latency 20 us is a sequential figure")
+    p3_rows = [r for r in validation_table({"val-nvme-p3700": p3700})]
+    assert len(p3_rows) == 2 and all(r["no_model"] and not r["within"] for r in p3_rows)
+    assert area_summary(p3_rows)["storage"]["with_error"] == 0  # out of the MAPE, in the within-tolerance count
     page = docs_page({"rows": rows, "areas": area_summary(rows), "loo": {}, "loo_fits": {}, "not_predictions": listed})
     assert "## Figures that are not predictions, and why" in page
     assert "Little's law" in page

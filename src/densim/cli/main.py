@@ -440,7 +440,8 @@ def study(
             result += " (fitted)"
         if h.get("saturated"):
             result += " (saturated)"
-        tab.add_row(h["name"], h["role"], _published_text(h), f"{h['simulated']:.4g}", str(h["tolerance"]), result)
+        tab.add_row(h["name"], h["role"], _published_text(h),
+                    "refused by the model" if h["simulated"] is None else f"{h['simulated']:.4g}", str(h["tolerance"]), result)
     csv_data(tab, ["figure", "role", "published", "simulated", "tolerance", "passed", "saturated"],
              [[h["name"], h["role"], None if h["role"] == "target" else h["published"], h["simulated"], str(h["tolerance"]),
                bool(h["passed"]), bool(h.get("saturated"))] for h in summary.get("headline", [])])

@@ -39,7 +39,7 @@ class Study:
 def headline(
     name: str,
     published: float,
-    simulated: float,
+    simulated: float | None,
     *,
     tolerance: float,
     source: str,
@@ -57,6 +57,8 @@ def headline(
 
     Passes when ``|simulated - published| <= tolerance`` (or ``<= tolerance * |published|`` with
     ``relative=True``), or, when ``lower``/``upper`` are given, when the value lies in that band.
+    ``simulated=None``: the model refuses the case (its inputs say too little); the figure never
+    passes and the validation table keeps it as a miss with no model value.
 
     ``role`` says what the comparison is worth:
 
@@ -83,16 +85,16 @@ def headline(
     if lower is not None or upper is not None:
         lo = -float("inf") if lower is None else lower
         hi = float("inf") if upper is None else upper
-        passed = lo <= simulated <= hi
+        passed = simulated is not None and lo <= simulated <= hi
         tol_text = f">= {lower:g}" if upper is None else f"<= {upper:g}" if lower is None else f"[{lower:g}, {upper:g}]"
     else:
         allowed = tolerance * abs(published) if relative else tolerance
-        passed = abs(simulated - published) <= allowed + 1e-12
+        passed = simulated is not None and abs(simulated - published) <= allowed + 1e-12
         tol_text = f"+/-{tolerance * 100:g} %" if relative else f"+/-{tolerance:g}"
     return {
         "name": name,
         "published": published,
-        "simulated": float(simulated),
+        "simulated": None if simulated is None else float(simulated),
         "unit": unit,
         "tolerance": tol_text,
         "source": source,
