@@ -334,13 +334,14 @@ def _print_validation(seed: int, pr: Printer) -> None:
     csv_data(loo, ["server", "table_mean_abs_error_pct", "line_mean_abs_error_pct"], loo_rows)
     pr.table(loo)
     fits = Table(title="cross-validation of the older studies' fits: fit on all figures but one, predict the one left out")
-    for col in ("study", "left out", "measured", "predicted", "error", "re-fitted"):
-        fits.add_column(col, justify="right" if col in ("measured", "predicted", "error") else "left")
+    # "reference": the published figure, or the guide's illustrative (E) step split where the row says so
+    for col in ("study", "left out", "reference", "predicted", "error", "re-fitted"):
+        fits.add_column(col, justify="right" if col in ("reference", "predicted", "error") else "left")
     for study, rows in res["loo_fits"].items():
         for r in rows:
             fits.add_row(study, r["left_out"], f"{r['measured']:.4g}", f"{r['predicted']:.4g}",
                          f"{100 * r['error']:+.1f} %", fit_text(r["fit"]))
-    csv_data(fits, ["study", "left_out", "measured", "predicted", "error_pct", "refitted"],
+    csv_data(fits, ["study", "left_out", "reference", "predicted", "error_pct", "refitted"],
              [[study, r["left_out"], r["measured"], r["predicted"], 100 * r["error"], fit_text(r["fit"])]
               for study, rows in res["loo_fits"].items() for r in rows])
     pr.table(fits)
