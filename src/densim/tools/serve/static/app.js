@@ -151,13 +151,17 @@ function render(pane, st) {
     if (r.status === 200) dl.querySelector(".dl-files").replaceChildren(...r.body.map((n) => el("a", { href: `/api/runs/${st.key}/files/${encodeURIComponent(n)}`, text: n, class: "file" })));
   };
   pane.root.querySelector(".subtitle").textContent = v.subtitle;
+  // a figure already drawn is updated in place (Plotly.react diffs it: faster than drawing anew), in the view's order
   const plots = pane.root.querySelector(".plots");
-  plots.replaceChildren();
-  for (const p of v.plots) {
-    const d = el("div", { class: "fig", id: `${pane.slot}-fig-${p.id}` });
-    plots.append(d);
-    Plotly.newPlot(d, p.data, p.layout, { responsive: true, displaylogo: false });
-  }
+  const figs = v.plots.map((p) => {
+    const id = `${pane.slot}-fig-${p.id}`;
+    const old = document.getElementById(id);
+    const d = old && old.parentElement === plots ? old : el("div", { class: "fig", id });
+    if (d === old) Plotly.react(d, p.data, p.layout, { responsive: true, displaylogo: false });
+    return [d, p, d === old];
+  });
+  plots.replaceChildren(...figs.map(([d]) => d));
+  for (const [d, p, kept] of figs) if (!kept) Plotly.newPlot(d, p.data, p.layout, { responsive: true, displaylogo: false });
   const tables = pane.root.querySelector(".tables");
   tables.replaceChildren(...v.tables.map((t) => el("div", { class: "table", "data-table": t.id }, el("h3", { text: t.title }),
     el("table", {}, el("thead", {}, el("tr", {}, ...t.columns.map((c) => el("th", { text: c })))),
