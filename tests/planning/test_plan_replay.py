@@ -376,3 +376,26 @@ def test_the_gpu_plan_example_replays_its_vgpus_and_names_the_inference_service_
     assert (run["gpu"]["gpus"], run["gpu"]["gpus_with_tenants"], run["gpu"]["vgpus"]) == (20, 12, 48)
     assert run["gpu"]["vms_with_gpu_unplaced"] == 0 and run["vms_placed"] == 56
     assert plan["answer"]["gpu"]["gpus_used_by_vms"] == 12 and plan["answer"]["gpu"]["hosts_gpu_vms"] == 6
+
+
+def test_when_the_plans_two_placements_do_not_fit_together_the_engine_places_and_says_so(tmp_path):
+    # 8 vCPUs and 2 L4s per host. app-c (8 vCPUs), app-d (6), gpu-a and gpu-b (1 vCPU, 2 whole L4s each).
+    # CPU/memory (first-fit-decreasing): c fills host 0, d, a and b go to host 1 (6 + 1 + 1 = 8): host 1 would need
+    # 4 L4s. The plan's GPU placement puts a on host 0 and b on host 1; beside c, host 0 would hold 9 vCPUs > 8.
+    # So the engine places every VM (first-fit-decreasing, GPU requests first): a on 0, b on 1, c on the spare host 2
+    # (7 vCPUs free on 0 and 1), d on 0.
+    t = 2
+    w = Workload(names=["gpu-a", "gpu-b", "app-c", "app-d"], vcpus=np.array([1, 1, 8, 6]), vcpu_mhz=2400.0,
+                 mem_gib=np.full(4, 2.0), cpu_pct=np.full((t, 4), 50.0), mem_used_mib=np.full((t, 4), 1000.0),
+                 disk_read_kBps=np.zeros((t, 4)), disk_write_kBps=np.zeros((t, 4)))
+    inv = write_generic_csv(tmp_path / "inv.csv", w)
+    plan, run, scenario = _plan_and_run(tmp_path, inv, _gpu_candidates(
+        tmp_path / "c.yaml", '[{vms: "vm-gpu-*", gpu: {mode: passthrough, count: 2, utilisation: 1.0}}]'))
+    text = scenario.read_text()
+    sc = yaml.safe_load(text)
+    assert plan["ranking"][0]["hosts"] == 3 and sc["placement"]["policy"] == "first-fit-decreasing"
+    assert "assignment" not in sc["placement"] and not (scenario.parent / "chosen-assignment.csv").exists()
+    assert ("# dropped: placement: the plan's CPU/memory placement leaves GPU VMs no GPU, and its GPU placement beside "
+            "the other VMs overfills a host") in text
+    assert (run["vms_placed"], run["gpu"]["gpus_with_tenants"], run["gpu"]["vms_with_gpu_unplaced"]) == (4, 4, 0)
+    assert run["hosts_used"] == 3  # the spare too: the plan's 2 hosts were a lower bound here (docs/background/gpus.md)
