@@ -293,7 +293,7 @@ def test_a_gpu_plan_is_replayed_with_its_gpus_and_the_engine_draws_the_plans_gpu
     assert [(g["count"], g["gpu"]) for g in gpu_groups] == [(4, {"mode": "passthrough", "count": 1, "utilisation": 0.5})]
     assert sum(g["count"] for g in sc["vms"]) == 5
     assert sc["placement"]["policy"] == "given"
-    assert "# dropped: the plan's host of 2 GPU VM(s): its CPU/memory placement leaves them no GPU" in text
+    assert "# dropped: the plan's host of 2 GPU VM(s): its CPU/memory placement does not leave every GPU VM a GPU" in text
     rows = [r.split(",") for r in (scenario.parent / "chosen-assignment.csv").read_text().splitlines()[1:]]
     on = {}
     for vm, host in rows:

@@ -147,10 +147,10 @@ def _plan_placement(res, r, c, fmt: str) -> tuple[np.ndarray | None, np.ndarray 
     load = np.stack([np.bincount(merged, weights=vcpus, minlength=n), np.bincount(merged, weights=mem, minlength=n)], 1)
     moved = int((merged[gv] != host_of[gv]).sum())
     if (on >= 0).all() and on.max() < n and within(np.array([cpu_cap, mem_cap]), load).all() and claims(merged):
-        return merged, order, (f"the plan's host of {moved} GPU VM(s): its CPU/memory placement leaves them no GPU (the plan "
-                               "places GPUs apart, tools/plan/gpu.py); chosen-assignment.csv puts each GPU VM on the host "
-                               "of the plan's GPU placement and every other VM where the plan put it, so CPU Ready per "
-                               "host may differ from the plan's")
+        return merged, order, (f"the plan's host of {moved} GPU VM(s): its CPU/memory placement does not leave every GPU VM "
+                               "a GPU (the plan places GPUs apart, tools/plan/gpu.py); chosen-assignment.csv puts each GPU "
+                               "VM on the host of the plan's GPU placement and every other VM where the plan put it, so "
+                               "CPU Ready per host may differ from the plan's")
     return None, None, (f"placement: the plan's CPU/memory placement leaves GPU VMs no GPU, and its GPU placement beside "
                         f"the other VMs overfills a host; the engine places every VM ({ENGINE_FALLBACK_POLICY}, GPU "
                         "requests first), so its hosts used may differ from the plan's")
