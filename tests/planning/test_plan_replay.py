@@ -245,3 +245,157 @@ def test_verify_all_runs_every_feasible_candidate_through_the_engine(tmp_path):
             assert abs(v["difference"][f"cpu_ready_pct_{k}_minus_plan"]) < 1e-4, (k, v)
     assert r.output.count("verify-all ") == 2
     assert "verify-all-table-2" in (out / "report.html").read_text()
+
+
+def _gpu_candidates(path: Path, requests: str | None, spares: int = 1) -> Path:
+    # one host type: 1 socket x 8 cores (no SMT), 1 vCPU per core = 8 vCPUs per host (no CPU Ready), 32 GiB with 2 GiB
+    # for the hypervisor, and 2 x NVIDIA L4 (catalog: 16 W idle (E), 72 W max)
+    path.write_text(f"""
+policy: first-fit-decreasing
+windows: 4
+qos: {{cpu_ready_pct: 5.0, vcpus_per_core: 1, memory_overcommit: 1.0, ha_spare_hosts: {spares}}}
+cost: {{years: 4, price_per_kwh_usd: 0.1}}
+confidence: {{resamples: 0}}
+{"" if requests is None else "gpu: {requests: " + requests + "}"}
+candidates:
+  - name: l4
+    cpu: {{sockets: 1, cores_per_socket: 8, threads_per_core: 1, base_clock: 2.4 GHz}}
+    memory: 32 GiB
+    hypervisor_memory: 2 GiB
+    power: {{model: linear, idle: 50 W, peak: 200 W}}
+    gpus: {{model: nvidia-l4, count: 2}}
+    price_usd: 9000
+""")
+    return path
+
+
+def test_a_gpu_plan_is_replayed_with_its_gpus_and_the_engine_draws_the_plans_gpu_power(tmp_path):
+    # 4 VMs 'gpu-*' ask for 1 whole L4 each (passthrough, busy 0.5), 1 VM 'app-1' none; all 2 vCPUs, 4 GiB, 50 % CPU.
+    # CPU/memory: 10 vCPUs at 8 per host -> 2 hosts; GPUs: 4 whole L4s at 2 per host -> 2 hosts; + 1 HA spare = 3 hosts,
+    # 6 L4s. The plan's CPU/memory placement (first-fit-decreasing) puts the 4 GPU VMs on host 0, which has 2 GPUs:
+    # the replay moves the GPU VMs to the plan's GPU placement (2 per host on hosts 0 and 1) and keeps app-1.
+    # GPU power, plan and engine: 4 busy L4s at 16 + (72 - 16) x 0.5 = 44 W, 2 idle L4s on the spare at 16 W:
+    # 4 x 44 + 2 x 16 = 208 W; over 6 steps x 300 s = 1,800 s: 208 x 1800 / 3.6e6 = 0.104 kWh.
+    t = 6
+    w = Workload(names=["gpu-1", "gpu-2", "gpu-3", "gpu-4", "app-1"], vcpus=np.full(5, 2), vcpu_mhz=2400.0,
+                 mem_gib=np.full(5, 4.0), cpu_pct=np.full((t, 5), 50.0), mem_used_mib=np.full((t, 5), 1000.0),
+                 disk_read_kBps=np.zeros((t, 5)), disk_write_kBps=np.zeros((t, 5)))
+    inv = write_generic_csv(tmp_path / "inv.csv", w)
+    cands = _gpu_candidates(tmp_path / "c.yaml", '[{vms: "vm-gpu-*", gpu: {mode: passthrough, count: 1, utilisation: 0.5}}]')
+    plan, run, scenario = _plan_and_run(tmp_path, inv, cands)
+
+    text = scenario.read_text()
+    assert "GPUs (candidate gpus" not in text  # the old replay dropped them
+    sc = yaml.safe_load(text)
+    assert sc["cluster"]["hosts"][0]["count"] == 3 and plan["ranking"][0]["hosts"] == 3
+    assert sc["cluster"]["hosts"][0]["gpus"] == {"model": "nvidia-l4", "count": 2, "scheduler": "best-effort", "time_slice": 0.002}
+    gpu_groups = [g for g in sc["vms"] if "gpu" in g]
+    assert [(g["count"], g["gpu"]) for g in gpu_groups] == [(4, {"mode": "passthrough", "count": 1, "utilisation": 0.5})]
+    assert sum(g["count"] for g in sc["vms"]) == 5
+    assert sc["placement"]["policy"] == "given"
+    assert "# dropped: the plan's host of 2 GPU VM(s): its CPU/memory placement does not leave every GPU VM a GPU" in text
+    rows = [r.split(",") for r in (scenario.parent / "chosen-assignment.csv").read_text().splitlines()[1:]]
+    on = {}
+    for vm, host in rows:
+        if vm.startswith(gpu_groups[0]["name"] + "-"):
+            on[host] = on.get(host, 0) + 1
+    assert on == {"l4-0": 2, "l4-1": 2}
+
+    # the engine places and powers the GPUs the plan sized
+    g = run["gpu"]
+    assert (g["gpus"], g["gpus_with_tenants"], g["vms_with_gpu"], g["vms_with_gpu_unplaced"]) == (6, 4, 4, 0)
+    assert math.isclose(g["energy_kwh"], 208 * 1800 / 3.6e6, rel_tol=1e-6)
+    assert math.isclose(plan["answer"]["gpu"]["gpu_power_w"], 4 * 44.0)  # the packed hosts; the spare's 32 W below
+    v = plan["verify"]
+    assert (v["plan"]["gpus"], v["engine"]["gpus"], v["engine"]["gpus_with_tenants"]) == (6, 6, 4)
+    assert math.isclose(v["plan"]["gpu_power_w"], 208.0) and math.isclose(v["engine"]["gpu_power_w_mean"], 208.0, rel_tol=1e-6)
+    assert abs(v["difference"]["gpu_power_w_minus_plan"]) < 1e-3
+    assert run["vms_placed"] == 5 and run["hosts_used"] == 2
+
+
+def test_a_trace_replay_carries_a_gpu_request_only_when_every_vm_asks_the_same(tmp_path):
+    # a replayed trace is one VM group ("vm"), which gives all its VMs one GPU request
+    t = 4
+    w = Workload(names=["a", "b", "c", "d"], vcpus=np.full(4, 2), vcpu_mhz=2400.0, mem_gib=np.full(4, 4.0),
+                 cpu_pct=np.full((t, 4), 30.0), mem_used_mib=np.full((t, 4), 1000.0),
+                 disk_read_kBps=np.zeros((t, 4)), disk_write_kBps=np.zeros((t, 4)))
+    inv = write_bitbrains(tmp_path / "bb", w)
+    # every VM: a 12 GiB vGPU (2 per L4): 4 vGPUs on 2 L4s -> 1 host, as the CPU/memory side (8 vCPUs); + 1 spare
+    (tmp_path / "all").mkdir()
+    plan, run, scenario = _plan_and_run(tmp_path / "all", inv, _gpu_candidates(
+        tmp_path / "all.yaml", '[{vms: "*", gpu: {mode: vgpu, memory: 12 GiB, utilisation: 0.25}}]'))
+    sc = yaml.safe_load(scenario.read_text())
+    assert sc["vms"][0]["trace"]["format"] == "bitbrains"
+    assert sc["vms"][0]["gpu"] == {"mode": "vgpu", "memory": 12 * 2.0**30, "utilisation": 0.25}
+    # the engine: 2 L4s with two vGPUs each at 0.25 of the GPU's time: busy 0.5, 16 + 56 x 0.5 = 44 W; the spare's 2
+    # idle at 16 W: 2 x 44 + 2 x 16 = 120 W over 4 x 300 s
+    assert (run["gpu"]["vgpus"], run["gpu"]["gpus_with_tenants"]) == (4, 2)
+    assert math.isclose(run["gpu"]["energy_kwh"], 120 * 1200 / 3.6e6, rel_tol=1e-6)
+    # only some VMs: not carried, and the header names the request
+    (tmp_path / "some").mkdir()
+    plan, run, scenario = _plan_and_run(tmp_path / "some", inv, _gpu_candidates(
+        tmp_path / "some.yaml", '[{vms: "vm-a", gpu: {mode: passthrough, count: 1}}]'))
+    text = scenario.read_text()
+    sc = yaml.safe_load(text)
+    assert "gpu" not in sc["vms"][0] and sc["cluster"]["hosts"][0]["gpus"]["count"] == 2
+    assert ("# dropped: GPU requests gpu.requests[0] (1 of 4 VMs): the replayed trace is one VM group, which gives all "
+            "its VMs one GPU request") in text
+    assert "# dropped: gpu.requests[0] ('vm-a') gives no utilisation: the plan counts those GPUs fully busy" in text
+    assert run["gpu"]["vms_with_gpu"] == 0
+
+
+def test_gpu_candidates_without_a_gpu_section_keep_their_gpus_idle_and_say_the_plan_counted_no_gpu_power(tmp_path):
+    # 2 VMs of 2 vCPUs: 1 host + 1 spare, each with 2 idle L4s at 16 W: 4 x 16 = 64 W over 3 x 300 s
+    t = 3
+    w = Workload(names=["a", "b"], vcpus=np.full(2, 2), vcpu_mhz=2400.0, mem_gib=np.full(2, 4.0),
+                 cpu_pct=np.full((t, 2), 30.0), mem_used_mib=np.full((t, 2), 1000.0),
+                 disk_read_kBps=np.zeros((t, 2)), disk_write_kBps=np.zeros((t, 2)))
+    inv = write_generic_csv(tmp_path / "inv.csv", w)
+    plan, run, scenario = _plan_and_run(tmp_path, inv, _gpu_candidates(tmp_path / "c.yaml", None))
+    text = scenario.read_text()
+    assert yaml.safe_load(text)["cluster"]["hosts"][0]["gpus"]["model"] == "nvidia-l4"
+    assert "# dropped: GPU power in the plan: without a gpu section the plan counts no power for the candidate's 2 x nvidia-l4" in text
+    assert (run["gpu"]["gpus"], run["gpu"]["gpus_with_tenants"]) == (4, 0)
+    assert math.isclose(run["gpu"]["energy_kwh"], 64 * 900 / 3.6e6, rel_tol=1e-6)
+
+
+def test_the_gpu_plan_example_replays_its_vgpus_and_names_the_inference_service_it_cannot(tmp_path):
+    # examples/gpu/plan-gpu.yaml: 48 VDI VMs with a 12 GiB vGPU (4 per L40S), 8 application VMs, an LLM chat service.
+    # The chosen candidate (2 x L40S per host): 2 hosts for CPU/memory, 6 for the vGPUs (8 per host), 3 for the chat
+    # service's 6 replicas, + 1 spare = 10 hosts, 20 L40S
+    repo = Path(__file__).resolve().parents[2]
+    plan, run, scenario = _plan_and_run(tmp_path, repo / "examples/gpu/inventory.csv", repo / "examples/gpu/plan-gpu.yaml")
+    text = scenario.read_text()
+    sc = yaml.safe_load(text)
+    assert (sc["cluster"]["hosts"][0]["count"], sc["cluster"]["hosts"][0]["gpus"]["count"]) == (10, 2)
+    assert sum(g["count"] for g in sc["vms"] if "gpu" in g) == 48
+    assert {g["gpu"]["memory"] for g in sc["vms"] if "gpu" in g} == {12 * 2.0**30}
+    assert "# dropped: gpu.inference[0] (chat, llama-3.1-8b: 6 replica(s) of 1 GPU(s) on 3 host(s)" in text
+    assert "# dropped: the plan's GPU busy rule for gpu.requests[0] (a vGPU)" in text
+    # the engine places every vGPU on the GPUs the plan sized: 48 / 4 = 12 GPUs with tenants on 6 hosts
+    assert (run["gpu"]["gpus"], run["gpu"]["gpus_with_tenants"], run["gpu"]["vgpus"]) == (20, 12, 48)
+    assert run["gpu"]["vms_with_gpu_unplaced"] == 0 and run["vms_placed"] == 56
+    assert plan["answer"]["gpu"]["gpus_used_by_vms"] == 12 and plan["answer"]["gpu"]["hosts_gpu_vms"] == 6
+
+
+def test_when_the_plans_two_placements_do_not_fit_together_the_engine_places_and_says_so(tmp_path):
+    # 8 vCPUs and 2 L4s per host. app-c (8 vCPUs), app-d (6), gpu-a and gpu-b (1 vCPU, 2 whole L4s each).
+    # CPU/memory (first-fit-decreasing): c fills host 0, d, a and b go to host 1 (6 + 1 + 1 = 8): host 1 would need
+    # 4 L4s. The plan's GPU placement puts a on host 0 and b on host 1; beside c, host 0 would hold 9 vCPUs > 8.
+    # So the engine places every VM (first-fit-decreasing, GPU requests first): a on 0, b on 1, c on the spare host 2
+    # (7 vCPUs free on 0 and 1), d on 0.
+    t = 2
+    w = Workload(names=["gpu-a", "gpu-b", "app-c", "app-d"], vcpus=np.array([1, 1, 8, 6]), vcpu_mhz=2400.0,
+                 mem_gib=np.full(4, 2.0), cpu_pct=np.full((t, 4), 50.0), mem_used_mib=np.full((t, 4), 1000.0),
+                 disk_read_kBps=np.zeros((t, 4)), disk_write_kBps=np.zeros((t, 4)))
+    inv = write_generic_csv(tmp_path / "inv.csv", w)
+    plan, run, scenario = _plan_and_run(tmp_path, inv, _gpu_candidates(
+        tmp_path / "c.yaml", '[{vms: "vm-gpu-*", gpu: {mode: passthrough, count: 2, utilisation: 1.0}}]'))
+    text = scenario.read_text()
+    sc = yaml.safe_load(text)
+    assert plan["ranking"][0]["hosts"] == 3 and sc["placement"]["policy"] == "first-fit-decreasing"
+    assert "assignment" not in sc["placement"] and not (scenario.parent / "chosen-assignment.csv").exists()
+    assert ("# dropped: placement: the plan's CPU/memory placement leaves GPU VMs no GPU, and its GPU placement beside "
+            "the other VMs overfills a host") in text
+    assert (run["vms_placed"], run["gpu"]["gpus_with_tenants"], run["gpu"]["vms_with_gpu_unplaced"]) == (4, 4, 0)
+    assert run["hosts_used"] == 3  # the spare too: the plan's 2 hosts were a lower bound here (docs/background/gpus.md)

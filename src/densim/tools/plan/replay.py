@@ -12,6 +12,17 @@ host the plan chose, :mod:`densim.placement.given`), and with right-sizing a tra
 and memory from ``chosen-sizes.csv`` (``vms[].sizes``); :func:`chosen_files` writes both beside the scenario.
 Whatever the scenario cannot express is named in a comment line at the top of the file, never dropped silently.
 
+GPUs (the plan's ``gpu`` section, a candidate's ``gpus``): the hosts carry the candidate's ``gpus`` as they are
+(model, count, scheduler, time slice, power limit), and each VM group the plan's GPU request of its VMs
+(``gpu.requests[].gpu``: a vGPU size, a MIG profile or a passthrough count, with its utilisation): a
+constant-profile group holds VMs of one request (the request is part of the group key), a trace group carries a
+request only when every VM of the trace has the same one. The plan places the GPU VMs' GPUs apart from its
+CPU/memory placement (:mod:`densim.tools.plan.gpu`), so its per-VM hosts need not leave each GPU VM a GPU: the
+assignment is then the plan's GPU placement for the GPU VMs and its CPU/memory placement for the others
+(:func:`_plan_placement`), checked with the engine's own capacity and GPU claim rules, else the engine places every
+VM (first-fit-decreasing, GPU requests first). LLM services (``gpu.inference``) have no engine equivalent: their
+hosts are in the scenario, their GPUs idle, and a ``dropped`` line says so.
+
 :func:`verify` resolves that scenario and runs it through the engine (:func:`densim.plant.resolve`,
 :func:`densim.engine.simulate`) and sets the engine's QoS figures beside the plan's.
 """
@@ -62,6 +73,97 @@ def _given(res, r) -> bool:
     return r.host_of_vm is not None and bool((np.asarray(r.host_of_vm) >= 0).all())
 
 
+def _gpu_requests(res, fmt: str) -> tuple[np.ndarray | None, list[str]]:
+    """Per inventory VM the index into the plan's ``gpu.requests`` the replayed scenario carries (-1: none), or None
+    when it carries none; and the lines naming what it cannot carry. A trace group is one VM group: it carries a
+    request only when every VM of the trace has the same one."""
+    spec = res.spec
+    if spec.gpu is None or not spec.gpu.requests:
+        return None, []
+    from densim.tools.plan.gpu import request_of_vm
+
+    req = request_of_vm(spec, np.asarray(res.inventory.names, dtype=object))
+    if _replayed(res, fmt) and not (req == req[0]).all():
+        asked = sorted({int(i) for i in req[req >= 0]})
+        return None, [f"GPU requests gpu.requests[{', '.join(map(str, asked))}] ({int((req >= 0).sum())} of "
+                      f"{req.size} VMs): the replayed trace is one VM group, which gives all its VMs one GPU request; "
+                      "its VMs ask for no GPU (the hosts keep their GPUs, idle)"]
+    return (None, []) if (req < 0).all() else (req, [])
+
+
+def _gpu_problem(res, c, req: np.ndarray, n_hosts: int):
+    """The engine's GPU state (:func:`densim.placement.gpu.build_problem`) of ``n_hosts`` hosts of candidate ``c``
+    and the inventory's VMs asking ``req`` (index into the plan's ``gpu.requests``, -1: none); pack policy, the
+    scenario's ``placement.gpu_policy`` default."""
+    from types import SimpleNamespace
+
+    from densim.placement.gpu import build_problem
+    from densim.tools.plan.gpu import _gpu_of
+
+    reqs = [q.gpu for q in res.spec.gpu.requests]
+    hg = SimpleNamespace(gpu=_gpu_of(c), gpu_count=c.gpus.count)
+    return build_problem([hg], np.zeros(n_hosts, np.int64), reqs + [None], np.where(req >= 0, req, len(reqs)), policy="pack")
+
+
+def _plan_placement(res, r, c, fmt: str) -> tuple[np.ndarray | None, np.ndarray | None, str | None]:
+    """``(host per VM, assignment row order, why)`` of the placement given to the engine; host None: the engine places.
+
+    Without GPU requests: the plan's placement in inventory order (row order None). With them the placement must
+    also leave each GPU VM its GPU on its host, as the engine's ``given`` policy claims them in the file's row order
+    (:func:`densim.placement.gpu.place_given_gpu`): the rows go GPU VMs first, largest share of a GPU first. The plan's
+    own placement is kept when it does; else the GPU VMs go to the hosts of the plan's GPU placement (the same
+    first-fit-decreasing with their vCPUs and configured memory as :func:`densim.tools.plan.gpu.gpu_hosts`) and the
+    others stay, if every host's vCPUs and configured memory still fit; else None (the engine places)."""
+    if not _given(res, r):
+        return None, None, None
+    host_of = np.asarray(r.host_of_vm, dtype=np.int64)
+    req, _ = _gpu_requests(res, fmt)
+    if req is None or c.gpus is None:
+        return host_of, None, None
+    from densim.placement.capacity import within
+    from densim.placement.gpu import claim_on_hosts, gpu_share_of_vm, place_gpu
+    from densim.tools.plan.hosts import host_type_of, vcpu_capacity
+
+    n = int(r.n_hosts)
+    p = _gpu_problem(res, c, req, n)
+    order = np.argsort(-gpu_share_of_vm(p), kind="stable").astype(np.int64)
+
+    def claims(h: np.ndarray) -> bool:
+        p.reset(n)
+        return claim_on_hosts(h, order, p.state()) < 0
+
+    if claims(host_of):
+        return host_of, order, None
+    host = host_type_of(c)
+    vcpus, mem = _sizes(res)
+    vcpus = vcpus.astype(np.float64)
+    cpu_cap = vcpu_capacity(host, res.spec.qos)
+    mem_cap = float(c.memory_bytes) * _scenario_mem_oc(res, r, c)
+    gv = np.flatnonzero(req >= 0)
+    pg = _gpu_problem(res, c, req[gv], gv.size)
+    on = place_gpu("first-fit-decreasing", vcpus[gv], mem[gv], np.full(gv.size, cpu_cap), np.full(gv.size, mem_cap), pg)
+    merged = host_of.copy()
+    merged[gv] = on
+    load = np.stack([np.bincount(merged, weights=vcpus, minlength=n), np.bincount(merged, weights=mem, minlength=n)], 1)
+    moved = int((merged[gv] != host_of[gv]).sum())
+    if (on >= 0).all() and on.max() < n and within(np.array([cpu_cap, mem_cap]), load).all() and claims(merged):
+        return merged, order, (f"the plan's host of {moved} GPU VM(s): its CPU/memory placement does not leave every GPU VM "
+                               "a GPU (the plan places GPUs apart, tools/plan/gpu.py); chosen-assignment.csv puts each GPU "
+                               "VM on the host of the plan's GPU placement and every other VM where the plan put it, so "
+                               "CPU Ready per host may differ from the plan's")
+    return None, None, (f"placement: the plan's CPU/memory placement leaves GPU VMs no GPU, and its GPU placement beside "
+                        f"the other VMs overfills a host; the engine places every VM ({ENGINE_FALLBACK_POLICY}, GPU "
+                        "requests first), so its hosts used may differ from the plan's")
+
+
+def _scenario_mem_oc(res, r, c) -> float:
+    """The scenario's ``placement.memory_overcommit``: the plan's configured-memory room per host over its memory."""
+    from densim.tools.plan.hosts import host_type_of
+
+    mem_oc_plan = r.memory_overcommit_used or res.spec.qos.memory_overcommit
+    return mem_oc_plan * host_type_of(c).usable_mem_bytes / float(c.memory_bytes)
+
+
 def _replayed(res, fmt: str) -> bool:
     from densim.workloads.registry import FORMATS
 
@@ -83,7 +185,7 @@ def _engine_vm_names(res, fmt: str) -> np.ndarray:
     if _replayed(res, fmt):
         # Bitbrains and OpenDC inventories name their VMs as a source group named "vm" does; Azure's are the VM ids
         return names if fmt in ("bitbrains", "opendc") else np.array([f"{TRACE_GROUP}-{n}" for n in names], dtype=object)
-    key, _ = _profile_keys(res)
+    key, _ = _profile_keys(res, _gpu_requests(res, fmt)[0])
     _, inverse = np.unique(key, return_inverse=True)
     inverse = inverse.ravel()
     order = np.argsort(inverse, kind="stable")
@@ -101,14 +203,18 @@ def chosen_files(res, fmt: str, candidate: str | None = None) -> dict[str, str]:
     import polars as pl
 
     r, c = _chosen(res, candidate)
-    if r is None or not _given(res, r):
+    if r is None:
+        return {}
+    host_of, order, _ = _plan_placement(res, r, c, fmt)
+    if host_of is None:
         return {}
     from densim.csvsafe import safe_cell
 
     names = np.array([safe_cell(str(n)) for n in _engine_vm_names(res, fmt)], dtype=object)  # read back by given.py
     out = {}
     buf = io.StringIO()
-    pl.DataFrame({"vm": names.astype(str), "host": [safe_cell(f"{c.name}-{h}") for h in np.asarray(r.host_of_vm)]}).write_csv(buf)
+    rows = slice(None) if order is None else order  # GPU VMs first: the engine claims their GPUs in row order
+    pl.DataFrame({"vm": names[rows].astype(str), "host": [safe_cell(f"{c.name}-{h}") for h in host_of[rows]]}).write_csv(buf)
     out[ASSIGNMENT_FILE] = buf.getvalue()
     if res.rightsizing is not None and _replayed(res, fmt):
         vcpus, mem = _sizes(res)
@@ -140,22 +246,38 @@ def chosen_scenario(res, inventory_path: str | Path, fmt: str, given: bool = Tru
                           "rack_units": float(c.rack_units)}
     if c.power_cap_w is not None:
         hg["power_cap"] = float(c.power_cap_w)
-    if c.gpus is not None or spec.gpu is not None:
-        dropped.append("GPUs (candidate gpus, the plan's gpu section): the replayed scenario has no GPU hosts or GPU "
-                       "requests, so its hosts are the CPU/memory part of the plan's answer")
+    if c.gpus is not None:
+        hg["gpus"] = c.gpus.model_dump(by_alias=True, exclude_none=True, mode="json")
+        dropped += _gpu_dropped(res, r, c, fmt)
     if c.storage is not None:
         dropped.append(f"candidate storage ({c.storage.device} x {c.storage.drives}, {c.storage.raid}): the I/O latency "
                        "check is not replayed (no datastore written)")
     # the same configured-memory room per host: the plan allows memory_overcommit x usable memory
     mem_oc_plan = r.memory_overcommit_used or q.memory_overcommit
     mem_oc = mem_oc_plan * host.usable_mem_bytes / float(c.memory_bytes)
-    given = given and _given(res, r)
+    gpu_req, _ = _gpu_requests(res, fmt)
+    gpu_fallback = False
     if given:
-        policy = "given"
-    else:
-        policy, why = _engine_policy(spec.policy)
+        host_of, _, why = _plan_placement(res, r, c, fmt)
+        given, gpu_fallback = host_of is not None, host_of is None and why is not None
         if why:
             dropped.append(why)
+    if given:
+        policy = "given"
+    elif gpu_fallback:  # the plan's placements of CPU/memory and of GPUs do not fit together (_plan_placement says why)
+        policy = ENGINE_FALLBACK_POLICY
+    else:
+        from densim.placement.gpu import HOST_POLICIES
+
+        policy, why = _engine_policy(spec.policy)
+        if gpu_req is not None and policy not in HOST_POLICIES:
+            policy, why = ENGINE_FALLBACK_POLICY, (
+                f"placement: the plan's policy {spec.policy!r} does not place GPU requests in the engine; the engine "
+                f"places onto the {ENGINE_FALLBACK_POLICY} rule by vCPUs, configured memory and GPUs (GPU requests "
+                "first), so its hosts used may differ from the plan's")
+        if why:
+            dropped.append(why)
+    if not given:
         if q.max_cpu_utilisation < 1.0:
             dropped.append(f"qos.max_cpu_utilisation = {q.max_cpu_utilisation:g}: the engine places by vCPUs, not by demand")
         for tag in ("anti_affinity", "affinity"):
@@ -184,25 +306,66 @@ def chosen_scenario(res, inventory_path: str | Path, fmt: str, given: bool = Tru
                 sc["vms"][0]["sizes"] = SIZES_FILE
             else:
                 dropped.append("right-sizing: the trace's VMs keep their sizes from the trace (a trace group has one size rule)")
+        if gpu_req is not None:  # every VM of the trace asks for the same GPU (_gpu_requests)
+            sc["vms"][0]["gpu"] = _gpu_dump(spec.gpu.requests[int(gpu_req[0])].gpu)
     else:
-        sc["vms"] = _profile_groups(res, dropped)
+        sc["vms"] = _profile_groups(res, dropped, gpu_req)
     return sc, dropped
 
 
-def _profile_keys(res) -> tuple[np.ndarray, np.ndarray]:
-    """Per VM the constant-profile group key (vCPUs, MHz, memory, mean CPU use) and the measured (unclipped) use."""
+def _gpu_dump(g) -> dict[str, Any]:
+    return g.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+def _gpu_dropped(res, r, c, fmt: str) -> list[str]:
+    """The lines naming what of the plan's GPU description the replayed scenario does not carry, or carries otherwise."""
+    g = res.spec.gpu
+    if g is None:
+        return [f"GPU power in the plan: without a gpu section the plan counts no power for the candidate's "
+                f"{c.gpus.count} x {c.gpus.model} per host; the replayed hosts carry them, idle, and the engine counts "
+                "their idle power"]
+    _, out = _gpu_requests(res, fmt)
+    for i, rq in enumerate(g.requests):
+        if rq.gpu.utilisation is None:
+            out.append(f"gpu.requests[{i}] ({rq.vms!r}) gives no utilisation: the plan counts those GPUs fully busy (an "
+                       "upper bound); the engine takes each VM's CPU use in the step as its GPU busy share")
+        # the two GPU power rules differ for shared GPUs: densim.tools.plan.gpu (busy = utilisation x the request's
+        # share of a GPU, gpu_share_of_vm) and densim.engine.plugins.gpu (docs/background/gpus.md, "GPU power")
+        if rq.gpu.mode == "vgpu":
+            out.append(f"the plan's GPU busy rule for gpu.requests[{i}] (a vGPU): the plan counts utilisation x the vGPU's "
+                       "share of the GPU's memory; the engine reads utilisation as a share of the whole GPU's time "
+                       "(vms[].gpu.utilisation), summed over the GPU's vGPUs up to 1, so its GPU power is higher")
+        elif rq.gpu.mode == "mig":
+            out.append(f"the plan's GPU busy rule for gpu.requests[{i}] (MIG {rq.gpu.profile}): the plan counts "
+                       "utilisation x memory slices / 8 of the GPU; the engine utilisation x compute slices / 7, so their "
+                       "GPU powers differ")
+    sized = {x["name"]: x for x in (r.gpu or {}).get("inference", [])}  # densim.tools.plan.gpu.gpu_hosts
+    for i, s in enumerate(g.inference):
+        a = sized.get(s.name)
+        where = (f": {a['replicas']} replica(s) of {a['tp']} GPU(s) on {a['hosts']} host(s), {a['slot_utilisation']:.0%} "
+                 "busy in the plan") if a else ""
+        out.append(f"gpu.inference[{i}] ({s.name}, {s.model}{where}): the engine serves no LLM tokens; the hosts the "
+                   "plan adds for it are in the scenario with their GPUs idle, so the engine's GPU power is below the "
+                   "plan's by the replicas' busy share")
+    return out
+
+
+def _profile_keys(res, gpu_req: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Per VM the constant-profile group key (vCPUs, MHz, memory, mean CPU use, and with GPU requests the index of
+    the VM's request, -1 for none) and the measured (unclipped) use."""
     inv = res.inventory
     vcpus, mem = _sizes(res)
     cap = vcpus * np.asarray(inv.vcpu_mhz, dtype=np.float64)
     util = np.ones(inv.n_vms) if inv.cpu_mhz is None else np.asarray(inv.cpu_mhz, dtype=np.float64).mean(axis=0) / cap
-    key = np.rec.fromarrays([vcpus, np.asarray(inv.vcpu_mhz, float), mem, np.round(np.clip(util, 0.0, 1.0), 4)])
+    cols = [vcpus, np.asarray(inv.vcpu_mhz, float), mem, np.round(np.clip(util, 0.0, 1.0), 4)]
+    key = np.rec.fromarrays(cols if gpu_req is None else cols + [np.asarray(gpu_req, np.int64)])
     return key, util
 
 
-def _profile_groups(res, dropped: list[str]) -> list[dict[str, Any]]:
-    """One constant-profile group per distinct (vCPUs, MHz, memory, mean CPU use) of the planned VMs."""
+def _profile_groups(res, dropped: list[str], gpu_req: np.ndarray | None = None) -> list[dict[str, Any]]:
+    """One constant-profile group per distinct (vCPUs, MHz, memory, mean CPU use, GPU request) of the planned VMs."""
     inv = res.inventory
-    key, util = _profile_keys(res)
+    key, util = _profile_keys(res, gpu_req)
     if inv.cpu_mhz is None:
         dropped.append("CPU demand: the inventory has none; VMs run busy on every vCPU (the plan's energy rule; the plan "
                        "did not check CPU Ready)")
@@ -217,8 +380,13 @@ def _profile_groups(res, dropped: list[str]) -> list[dict[str, Any]]:
     if inv.mem_used_bytes is not None:
         dropped.append("memory in use series: profiles use their active_memory_fraction default")
     uniq, counts = np.unique(key, return_counts=True)
-    return [{"name": f"g{i}", "count": int(n), "vcpus": int(k[0]), "vcpu_speed": float(k[1]), "memory": float(k[2]),
-             "profile": {"kind": "constant", "mean": float(k[3])}} for i, (k, n) in enumerate(zip(uniq, counts))]
+    groups = [{"name": f"g{i}", "count": int(n), "vcpus": int(k[0]), "vcpu_speed": float(k[1]), "memory": float(k[2]),
+               "profile": {"kind": "constant", "mean": float(k[3])}} for i, (k, n) in enumerate(zip(uniq, counts))]
+    if gpu_req is not None:
+        for g, k in zip(groups, uniq):
+            if int(k[4]) >= 0:
+                g["gpu"] = _gpu_dump(res.spec.gpu.requests[int(k[4])].gpu)
+    return groups
 
 
 def scenario_text(sc: dict[str, Any], dropped: list[str]) -> str:
@@ -249,6 +417,13 @@ def engine_figures(result) -> dict[str, Any]:
         "cpu_ready_pct_max": s["qos"]["cpu_ready_pct_worst_step"],
     }
     out["cpu_ready_pct_p95"] = _ready_p95(vm)
+    if "gpu" in s:  # GPU hosts: the GPUs, those holding a tenant, GPU VMs placed nowhere and the GPUs' mean power
+        g = s["gpu"]
+        out |= {"gpus": g["gpus"], "gpus_with_tenants": g["gpus_with_tenants"], "vms_with_gpu_unplaced": g["vms_with_gpu_unplaced"],
+                "gpu_energy_kwh": g["energy_kwh"]}
+        grid = getattr(getattr(result, "ctx", None), "grid", None)
+        dur = float(grid.n_steps * grid.step_s) if grid is not None else 0.0
+        out["gpu_power_w_mean"] = g["energy_kwh"] * 3.6e6 / dur if dur > 0 else None
     if "memory" in s:
         m = s["memory"]
         out["memory_hosts_swapping"] = len(m.get("hosts_swapping", []))
@@ -300,7 +475,13 @@ def plan_figures(r, ready_mean: float | None = None, ready_p95: float | None = N
     def fin(x):
         return float(x) if x is not None and np.isfinite(x) else None
 
-    return {"hosts": int(r.n_hosts), "cpu_ready_pct_mean": ready_mean, "cpu_ready_pct_p95": ready_p95, "hosts_packed": int(r.n_hosts_packed), "vms_placed": int(np.sum(r.host_of_vm >= 0))
+    gpu = {}
+    if r.gpu and not r.gpu.get("reason"):  # spares included: their GPUs idle (densim.tools.plan.gpu.gpu_watts_per_host)
+        from densim.tools.plan.gpu import gpu_watts_per_host
+
+        gpu = {"gpus": int(r.n_hosts) * int(r.gpu["gpus_per_host"]), "gpus_used_by_vms": r.gpu.get("gpus_used_by_vms", 0),
+               "gpu_power_w": float(gpu_watts_per_host(r.gpu, int(r.n_hosts)).sum())}
+    return gpu | {"hosts": int(r.n_hosts), "cpu_ready_pct_mean": ready_mean, "cpu_ready_pct_p95": ready_p95, "hosts_packed": int(r.n_hosts_packed), "vms_placed": int(np.sum(r.host_of_vm >= 0))
             if r.host_of_vm is not None else None, "cpu_ready_pct_max": fin(r.ready_pct_worst),
             "cpu_ready_pct_p99_of_hosts": fin(r.ready_pct_p99), "memory_hosts_short": int(r.mem_hosts_short),
             "memory_slowdown_worst": fin(r.mem_slowdown_worst)}
@@ -326,6 +507,8 @@ def verify(res, scenario_path: Path, candidate: str | None = None) -> dict[str, 
             "vms_placed_minus_plan": (eng["vms_placed"] - pl["vms_placed"]) if pl["vms_placed"] is not None else None,
             "cpu_ready_pct_max_minus_plan": (eng["cpu_ready_pct_max"] - pl["cpu_ready_pct_max"])
             if pl["cpu_ready_pct_max"] is not None else None}
+    if "gpu_power_w" in pl and eng.get("gpu_power_w_mean") is not None:
+        diff["gpu_power_w_minus_plan"] = eng["gpu_power_w_mean"] - pl["gpu_power_w"]
     for k in ("mean", "p95"):
         a, b = pl[f"cpu_ready_pct_{k}"], eng[f"cpu_ready_pct_{k}"]
         diff[f"cpu_ready_pct_{k}_minus_plan"] = b - a if a is not None and b is not None else None
