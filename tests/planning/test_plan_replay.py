@@ -371,7 +371,13 @@ def test_the_gpu_plan_example_replays_its_vgpus_and_names_the_inference_service_
     assert sum(g["count"] for g in sc["vms"] if "gpu" in g) == 48
     assert {g["gpu"]["memory"] for g in sc["vms"] if "gpu" in g} == {12 * 2.0**30}
     assert "# dropped: gpu.inference[0] (chat, llama-3.1-8b: 6 replica(s) of 1 GPU(s) on 3 host(s)" in text
-    assert "# dropped: the plan's GPU busy rule for gpu.requests[0] (a vGPU)" in text
+    # plan and engine count a GPU's busy share by one rule (placement.gpu.gpu_tenants): no difference to name
+    assert "GPU busy rule" not in text
+    # each L40S holds 4 desktops at utilisation 0.3 (a share of the whole GPU's time): min(1, 4 x 0.3) = 1 on each of
+    # the 12 GPUs, so the VMs' busy GPU-equivalents are 12 (the memory-share reading gave 48 x 0.3 x 12/48 = 3.6)
+    g = plan["answer"]["gpu"]
+    vm_busy = g["gpu_busy_equivalents"] - sum(s["gpus"] * s["slot_utilisation"] for s in g["inference"])
+    assert math.isclose(vm_busy, 12.0, rel_tol=1e-12)
     # the engine places every vGPU on the GPUs the plan sized: 48 / 4 = 12 GPUs with tenants on 6 hosts
     assert (run["gpu"]["gpus"], run["gpu"]["gpus_with_tenants"], run["gpu"]["vgpus"]) == (20, 12, 48)
     assert run["gpu"]["vms_with_gpu_unplaced"] == 0 and run["vms_placed"] == 56

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from densim._jit import njit
-from densim.models.gpu import MIG_MEMORY_SLOTS
+from densim.models.gpu import MIG_COMPUTE_SLICES, MIG_MEMORY_SLOTS
 from densim.placement.capacity import fits
 
 NONE, VGPU, MIG, PASS = 0, 1, 2, 3  # a VM's request kind; also a GPU's mode (0 = free)
@@ -486,6 +486,25 @@ def gpu_share_of_vm(p: GpuProblem) -> np.ndarray:
                 break
         share[(p.kind != PASS) & (p.kind != NONE) & (p.req == ri)] = per
     return share
+
+
+def gpu_tenants(p: GpuProblem, host: np.ndarray, gpus_per_host: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One entry per (row, GPU it holds) after placement: the row, the GPU's column ``host x gpus_per_host + gpu``
+    and the tenant's weight in that GPU's busy share, ``b_j = min(1, sum of w_v u_v)`` over its tenants: 1 for a
+    passthrough VM on each of its GPUs, 1 for a time-sliced vGPU (its ``u`` is a share of the whole GPU's time),
+    ``compute_slices / 7`` for a MIG instance. The engine's GPU stage and ``densim plan`` both read it, so a plan's
+    GPU power and the run of its scenario follow one rule. Rows without a request or a host hold no GPU."""
+    G = int(gpus_per_host)
+    host = np.asarray(host, np.int64)
+    mask = np.where((host >= 0) & (p.kind != NONE), p.vm_mask, 0)
+    bits = ((mask[:, None] >> np.arange(G)[None, :]) & 1).astype(bool)  # (rows, G)
+    rr, gg = np.nonzero(bits)
+    ws = np.ones(rr.size)
+    mig = p.kind[rr] == MIG
+    if mig.any():
+        m = p.host_model[host[rr[mig]]]
+        ws[mig] = p.mig_compute[m, p.req[rr[mig]]] / MIG_COMPUTE_SLICES
+    return rr, host[rr] * G + gg, ws
 
 
 def place_gpu(policy: str, vm_cpu, vm_mem, cpu_cap, mem_cap, p: GpuProblem) -> np.ndarray:

@@ -43,7 +43,6 @@ from typing import TypedDict
 import numpy as np
 
 from densim.engine.stages import STAGES, BaseStage
-from densim.models.gpu import MIG_COMPUTE_SLICES
 
 
 class _GpuLimitKeys(TypedDict, total=False):
@@ -140,24 +139,17 @@ class GpuStage(BaseStage):
             if p.vm_mask.size != ctx.vms.n:
                 raise InputError(ctx.scenario.name, "cluster.hosts[].gpus", "the GPU placement does not cover this "
                                  "run's rows")
-            from densim.placement.gpu import MIG
+            from densim.placement.gpu import gpu_tenants
 
             # one entry per (row, GPU it holds): each row's GPUs are the bits of its mask on its host (a row is a VM,
-            # or one run of a VM on one host when VMs restart or migrate: its GPUs are fixed within the row)
+            # or one run of a VM on one host when VMs restart or migrate: its GPUs are fixed within the row); a row
+            # without a request holds no GPU, whatever its mask (the online placement leaves NaN there, cast to int)
             host = ctx.vms.host
-            # (a row without a request holds no GPU, whatever its mask: the online placement leaves NaN there, cast to int)
-            mask = np.where((host >= 0) & (p.kind != 0), p.vm_mask, 0)
-            bits = ((mask[:, None] >> np.arange(G)[None, :]) & 1).astype(bool)  # (rows, G)
-            rr, gg = np.nonzero(bits)
+            rr, cc, ws = gpu_tenants(p, host, G)
             vm_idx.append(rr)
-            cols.append(host[rr] * G + gg)
-            ws = np.ones(rr.size)  # passthrough: 1 on each of its GPUs; a vGPU: 1 (its u is a share of the GPU)
-            mig = p.kind[rr] == MIG
-            if mig.any():
-                m = p.host_model[host[rr[mig]]]
-                ws[mig] = p.mig_compute[m, p.req[rr[mig]]] / MIG_COMPUTE_SLICES
+            cols.append(cc)
             w.append(ws)
-            self.tenant_gpus = int(np.unique(host[rr] * G + gg).size)  # GPUs that hold a tenant at some time
+            self.tenant_gpus = int(np.unique(cc).size)  # GPUs that hold a tenant at some time
             asks = p.kind != 0  # (rows that are runs of VMs, after restarts or migrations: each VM counted once)
             self.vms_with_gpu = int(np.count_nonzero(asks & p.first_run))
             self.unplaced = int(np.count_nonzero(asks & (host < 0)))

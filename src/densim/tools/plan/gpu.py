@@ -18,9 +18,11 @@ Per candidate (:func:`gpu_hosts`):
   taken to fit beside the GPU VMs within ``max(H_cpu, H_gpu)`` hosts (the two placements are made
   separately: where both are tight the answer is a lower bound).
 
-GPU power per host: ``count x idle + (max - idle) x busy`` with busy the GPU-equivalents in use: the
-requests' share of a GPU times their ``utilisation`` (1 when not given: an upper bound) and the
-inference replicas' GPUs times their slot utilisation. GPUs must be in the candidate's ``price_usd`` or ``bom``.
+GPU power per host: ``count x idle + (max - idle) x busy`` with busy the GPU-equivalents in use: over the
+GPUs the requests are placed on, ``min(1, sum of w x utilisation)`` of each GPU's tenants as the engine's GPU
+stage counts it (:func:`densim.placement.gpu.gpu_tenants`: w = 1 for passthrough and vGPU, whose utilisation is a
+share of the whole GPU's time, compute slices / 7 for MIG; utilisation 1 when not given: an upper bound), and
+the inference replicas' GPUs times their slot utilisation. GPUs must be in the candidate's ``price_usd`` or ``bom``.
 """
 
 from __future__ import annotations
@@ -74,7 +76,7 @@ def gpu_hosts(spec, c, names: np.ndarray, cpu_hosts: int, *, vcpus=None, mem_byt
     against ``vcpu_cap`` vCPUs and ``mem_cap`` bytes per host (the plan's capacity rule)."""
     from densim.catalog.core import builtin_catalog
     from densim.models.inference import LlmSpec, Workload, size
-    from densim.placement.gpu import NONE, build_problem, gpu_share_of_vm, place_gpu
+    from densim.placement.gpu import NONE, build_problem, gpu_share_of_vm, gpu_tenants, place_gpu
 
     g = spec.gpu
     n_req = len(g.requests) + len(g.inference)
@@ -114,9 +116,12 @@ def gpu_hosts(spec, c, names: np.ndarray, cpu_hosts: int, *, vcpus=None, mem_byt
             return out | {"reason": f"{int((host < 0).sum())} GPU request(s) fit no empty host"}
         hosts_vm = int(host.max()) + 1
         out["gpus_used_by_vms"] = int(np.count_nonzero(p.gmode[:, :per_host] != NONE))
-        share = gpu_share_of_vm(p)
+        # each GPU busy min(1, sum of its tenants' w x u), as the engine's GPU stage counts it (gpu_tenants): a vGPU's
+        # utilisation is a share of the whole GPU's time, a MIG instance's of its compute slices (w = slices / 7)
         util = np.array([1.0 if r.gpu.utilisation is None else r.gpu.utilisation for r in g.requests])[req[gv]]
-        busy += float(np.sum(np.where(p.kind != NONE, share * util, 0.0)))
+        rr, cols, ws = gpu_tenants(p, host, per_host)
+        per_gpu = np.bincount(np.unique(cols, return_inverse=True)[1], weights=ws * util[rr]) if rr.size else np.zeros(0)
+        busy += float(np.minimum(per_gpu, 1.0).sum())
     out["hosts_gpu_vms"] = hosts_vm
     # a lower bound: the requests' GPU shares (whole GPUs for passthrough) over the host's GPUs, no layout
     lb_vm = 0 if not gv.size else math.ceil(float(gpu_share_of_vm(p).sum()) / per_host - 1e-9)

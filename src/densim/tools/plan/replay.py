@@ -329,16 +329,6 @@ def _gpu_dropped(res, r, c, fmt: str) -> list[str]:
         if rq.gpu.utilisation is None:
             out.append(f"gpu.requests[{i}] ({rq.vms!r}) gives no utilisation: the plan counts those GPUs fully busy (an "
                        "upper bound); the engine takes each VM's CPU use in the step as its GPU busy share")
-        # the two GPU power rules differ for shared GPUs: densim.tools.plan.gpu (busy = utilisation x the request's
-        # share of a GPU, gpu_share_of_vm) and densim.engine.plugins.gpu (docs/background/gpus.md, "GPU power")
-        if rq.gpu.mode == "vgpu":
-            out.append(f"the plan's GPU busy rule for gpu.requests[{i}] (a vGPU): the plan counts utilisation x the vGPU's "
-                       "share of the GPU's memory; the engine reads utilisation as a share of the whole GPU's time "
-                       "(vms[].gpu.utilisation), summed over the GPU's vGPUs up to 1, so its GPU power is higher")
-        elif rq.gpu.mode == "mig":
-            out.append(f"the plan's GPU busy rule for gpu.requests[{i}] (MIG {rq.gpu.profile}): the plan counts "
-                       "utilisation x memory slices / 8 of the GPU; the engine utilisation x compute slices / 7, so their "
-                       "GPU powers differ")
     sized = {x["name"]: x for x in (r.gpu or {}).get("inference", [])}  # densim.tools.plan.gpu.gpu_hosts
     for i, s in enumerate(g.inference):
         a = sized.get(s.name)
