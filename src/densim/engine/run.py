@@ -475,11 +475,12 @@ class _CpuSetup:
         return o
 
 
-def _alive_rows(ctx, cpu, live, t0: int, t1: int):
+def _alive_rows(ctx, cpu, live, t0: int, t1: int, channels: tuple[str, ...] = ("cpu_mhz",)):
     """The VM rows alive at some time in ``[t0, t1)`` (host order), the CPU setup over them, the
-    liveness per host and step (:meth:`densim.engine.lifetimes.Liveness.chunk`) and their CPU demand:
-    (steps, rows) MHz, or its factors ``(base, col, scale)`` (VM instances through failures)."""
-    from densim.workloads.tasks import scheduled_window
+    liveness per host and step (:meth:`densim.engine.lifetimes.Liveness.chunk`), their CPU demand:
+    (steps, rows) MHz, or its factors ``(base, col, scale)`` (VM instances through failures), and the
+    source's other ``channels`` for those rows (a dict, (steps, rows) each; one window read for all)."""
+    from densim.workloads.tasks import scheduled_windows
 
     grid = ctx.grid
     edges = grid.edges_s(t0, t1)
@@ -488,16 +489,20 @@ def _alive_rows(ctx, cpu, live, t0: int, t1: int):
     by_step = live.chunk(edges, ids, sub.starts, sub.seg_host, ctx.hosts.n, grid.step_s)
     fac = getattr(ctx.source, "active_factors", None)  # VM instances through failures (engine/failures.py)
     demand = fac(grid, t0, t1, ids) if fac is not None else None
-    if demand is None:
-        demand = scheduled_window(ctx.source, grid, t0, t1, ids)
-    return ids, sub, by_step, demand
+    want = tuple(c for c in channels if c != "cpu_mhz" or demand is None)
+    win = scheduled_windows(ctx.source, grid, t0, t1, ids, want) if want else {}
+    if demand is None:  # a window in which no VM is alive gives no channel
+        demand = win.pop("cpu_mhz", None)
+        if demand is None:
+            demand = np.zeros((t1 - t0, ids.size), dtype=np.float32)
+    return ids, sub, by_step, demand, win
 
 
 def _active_chunk(ctx, cpu, live, vm_acc, host_acc, t0: int, t1: int, cap_h, keep_host: bool, repeat: int = 1) -> None:
     """One chunk of a run whose VMs arrive and leave, without stages, over the VMs alive in it only; with
     ``repeat`` > 1 the chunk is one step of a steady window of ``repeat`` steps (:func:`steady_segments`)."""
     n = t1 - t0
-    ids, sub, by_step, demand = _alive_rows(ctx, cpu, live, t0, t1)
+    ids, sub, by_step, demand, _ = _alive_rows(ctx, cpu, live, t0, t1)
     out = sub.run(demand, cap_h, n, host_series={name: host_acc.series_view(name, t0, n) for name in _HOST_SERIES}
                   if keep_host else None, want_stage_arrays=False, by_step=by_step)
     if repeat > 1:
@@ -801,7 +806,8 @@ def _active_stage_chunk(r: _Run, cpu: _CpuSetup, t0: int, t1: int) -> None:
     alive VM rows (``accepts_active_rows``): :func:`_placed_chunk` over the rows ``chunk.vm_ids`` alive
     at some time in it, (steps, rows) per-VM arrays; their sums go to those rows (:meth:`Accumulator.add_at`)."""
     ctx, n = r.ctx, t1 - t0
-    ids, sub, by_step, demand = _alive_rows(ctx, cpu, r.live, t0, t1)
+    # the source's channels a chunk of every row reads (the memory stage reads the memory usage)
+    ids, sub, by_step, demand, win = _alive_rows(ctx, cpu, r.live, t0, t1, r.demand.channels)
     chunk = Chunk(t0=t0, t1=t1, step_s=ctx.grid.step_s, keep_vm_series=False, vm_ids=ids)
     chunk.window(ctx).set_power_on(by_step[1] & cpu.host_on[None, :])
     if isinstance(demand, tuple):  # factors (VM instances through failures): expanded by a stage that asks
@@ -809,11 +815,7 @@ def _active_stage_chunk(r: _Run, cpu: _CpuSetup, t0: int, t1: int) -> None:
     else:
         chunk.vm["cpu_demand_mhz"] = demand
         chunk.owned.add("cpu_demand_mhz")  # a fresh window of these rows
-    extra = tuple(c for c in r.demand.channels if c != "cpu_mhz")  # the source's other channels (memory usage)
-    if extra:
-        from densim.workloads.tasks import scheduled_windows
-
-        chunk.vm.update(scheduled_windows(ctx.source, ctx.grid, t0, t1, ids, extra))
+    chunk.vm.update(win)
     cap_h = _before_cpu(r, chunk)
     host_series = {name: r.host_acc.series_view(name, t0, n) for name in _HOST_SERIES} if r.keep_host else None
     out = sub.run(chunk.vm.get("cpu_demand_mhz", demand), cap_h, n, host_series=host_series,
