@@ -46,7 +46,8 @@ alive at some time in it. A stage that can work on such a chunk sets ``accepts_a
 when every stage does (and no per-VM time series is kept, no migration planner runs), the engine
 steps only those rows. Then ``chunk.vm_ids`` is the (rows,) array of the VM rows the chunk holds (in
 host order), every per-VM array (``chunk.vm``, ``vm_out``, ``vm_reduced``) has one column per entry
-of it, per-VM parameters are read at ``chunk.vm_ids`` and per-host arrays keep every host; the
+of it, per-VM parameters (and the window state's alive shares: ``chunk.window(ctx).alive(chunk.vm_ids)``)
+are read at ``chunk.vm_ids`` and per-host arrays keep every host; the
 engine adds the columns' sums to their VMs. ``chunk.vm_ids`` is None in a chunk of every VM row. Such
 a chunk carries the same source channels as a chunk of every row, for its rows; a row missing from a
 chunk (not alive in it) takes, for each of its steps, the value ``idle_vm_values[name]`` (0 unless given) of
