@@ -35,9 +35,9 @@ ELEMENTS_PER_CHUNK = 40_000_000  # (steps x VMs) float32 per array: 160 MB
 class Chunk:
     """One window of steps ``[t0, t1)`` of a run, handed to every stage hook; arrays are (steps, VMs) or (steps, hosts).
 
-    ``steps`` is :attr:`n_steps` = ``t1 - t0``, VMs are the rows of ``ctx.vms`` (all of them: a run
-    whose chunks step only the VMs alive in them has no stages and builds no Chunk), hosts the rows of
-    ``ctx.hosts``. Times are step indices on ``ctx.grid``; ``step_s`` is its step (s).
+    ``steps`` is :attr:`n_steps` = ``t1 - t0``, VMs are the rows of ``ctx.vms``: all of them, or only
+    ``vm_ids`` (the rows alive at some time in the chunk, in host order) when every stage accepts such a
+    chunk (``accepts_active_rows``, see :mod:`densim.engine.stages`); hosts are the rows of ``ctx.hosts``. Times are step indices on ``ctx.grid``; ``step_s`` is its step (s).
 
     Who writes and reads what, in the order of one chunk (:func:`run_placed`):
 
@@ -82,6 +82,8 @@ class Chunk:
     # power (W) stages add per host and step beyond the CPU model's host power (drives, controllers):
     # (steps, hosts) float64, summed into power_w, energy_j and the carbon stage's input (add_host_power)
     host_power_w: np.ndarray | None = None
+    # the VM rows of this chunk's per-VM arrays (ctx.vms rows, in host order), or None: every row
+    vm_ids: np.ndarray | None = None
     # the placement timeline over this window (densim.engine.window.WindowState): set by the engine; a chunk
     # built by hand (unit tests) gets one on first use of window()
     state: Any = None
@@ -214,23 +216,13 @@ class Accumulator:
         the series' rows ``[t0, t0 + steps)`` when series are kept (as it is, without a copy, when
         it is the whole run)."""
         a = np.asarray(arr)
-        if a.ndim == 2 and a.strides[0] == 0 and 0 < a.shape[0] < 2**29 and a.dtype == np.float32:
-            # one row repeated (a stage's read-only broadcast): n x row is the sum, exactly (a float32
-            # has 24 significant bits, n < 2^29, so every partial sum is exact in float64 and so is n x row)
-            row = a[0].astype(np.float64)
-            s = row * a.shape[0]
-            m = row if want_max else None
-        else:
-            s = a.sum(axis=0, dtype=np.float64)
-            m = None
+        s, m = _column_sums(a, want_max)
         self._last_sums[name] = s
         if name in self.sum:
             self.sum[name] += s
         else:
             self.sum[name] = s
         if want_max:
-            if m is None:
-                m = a.max(axis=0).astype(np.float64) if a.shape[0] else np.zeros(self.n)
             if name in self.max:
                 np.maximum(self.max[name], m, out=self.max[name])
             else:
@@ -243,6 +235,11 @@ class Accumulator:
                 self.series[name] = np.zeros((self.n_steps, self.n), dtype=np.float32)
             self.series[name][t0 : t0 + a.shape[0]] = a
 
+    def add_at(self, name: str, ids: np.ndarray, arr: np.ndarray, want_max: bool = False) -> None:
+        """:meth:`add` of a chunk whose columns are the rows ``ids`` only (:meth:`add_reduced_at`; no series kept)."""
+        s, m = _column_sums(np.asarray(arr), want_max)
+        self.add_reduced_at(name, ids, s, m)
+
     def _whole_run(self, t0: int, a: np.ndarray) -> bool:
         """``a`` holds every step of the run (one chunk) as float32: it can be kept as it is.
 
@@ -250,6 +247,19 @@ class Accumulator:
         not write into them afterwards; a read-only broadcast (a row repeated) stays one row in memory.
         """
         return t0 == 0 and a.shape == (self.n_steps, self.n) and a.dtype == np.float32
+
+
+def _column_sums(a: np.ndarray, want_max: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    """A (steps, n) chunk's float64 sums over its steps per column, and its maxima with ``want_max``."""
+    if a.ndim == 2 and a.strides[0] == 0 and 0 < a.shape[0] < 2**29 and a.dtype == np.float32:
+        # one row repeated (a stage's read-only broadcast): n x row is the sum, exactly (a float32
+        # has 24 significant bits, n < 2^29, so every partial sum is exact in float64 and so is n x row)
+        row = a[0].astype(np.float64)
+        return row * a.shape[0], (row if want_max else None)
+    s = a.sum(axis=0, dtype=np.float64)
+    if not want_max:
+        return s, None
+    return s, a.max(axis=0).astype(np.float64) if a.shape[0] else np.zeros(a.shape[1])
 
 
 def _host_segments(host_of_vm: np.ndarray):
@@ -465,25 +475,43 @@ class _CpuSetup:
         return o
 
 
-def _active_chunk(ctx, cpu, live, vm_acc, host_acc, t0: int, t1: int, cap_h, keep_host: bool, repeat: int = 1) -> None:
-    """One chunk of a run whose VMs arrive and leave, over the VMs alive in it only; with ``repeat``
-    > 1 the chunk is one step of a steady window of ``repeat`` steps (:func:`steady_segments`)."""
-    from densim.workloads.tasks import scheduled_window
+def _alive_rows(ctx, cpu, live, t0: int, t1: int, channels: tuple[str, ...] = ("cpu_mhz",)):
+    """The VM rows alive at some time in ``[t0, t1)`` (host order), the CPU setup over them, the
+    liveness per host and step (:meth:`densim.engine.lifetimes.Liveness.chunk`), their CPU demand:
+    (steps, rows) MHz, or its factors ``(base, col, scale)`` (VM instances through failures), and the
+    source's other ``channels`` for those rows (a dict, (steps, rows) each; one window read for all)."""
+    from densim.workloads.tasks import scheduled_windows
 
-    grid, H = ctx.grid, ctx.hosts.n
-    n = t1 - t0
+    grid = ctx.grid
     edges = grid.edges_s(t0, t1)
     ids = live.active_ids(edges[0], edges[-1], ctx.vms.host)
     sub = cpu.subset(ids, ctx.vms.host[ids])
-    by_step = live.chunk(edges, ids, sub.starts, sub.seg_host, H, grid.step_s)
+    by_step = live.chunk(edges, ids, sub.starts, sub.seg_host, ctx.hosts.n, grid.step_s)
     fac = getattr(ctx.source, "active_factors", None)  # VM instances through failures (engine/failures.py)
     demand = fac(grid, t0, t1, ids) if fac is not None else None
-    if demand is None:
-        demand = scheduled_window(ctx.source, grid, t0, t1, ids)
+    want = tuple(c for c in channels if c != "cpu_mhz" or demand is None)
+    win = scheduled_windows(ctx.source, grid, t0, t1, ids, want) if want else {}
+    if demand is None:  # a window in which no VM is alive gives no channel
+        demand = win.pop("cpu_mhz", None)
+        if demand is None:
+            demand = np.zeros((t1 - t0, ids.size), dtype=np.float32)
+    return ids, sub, by_step, demand, win
+
+
+def _active_chunk(ctx, cpu, live, vm_acc, host_acc, t0: int, t1: int, cap_h, keep_host: bool, repeat: int = 1) -> None:
+    """One chunk of a run whose VMs arrive and leave, without stages, over the VMs alive in it only; with
+    ``repeat`` > 1 the chunk is one step of a steady window of ``repeat`` steps (:func:`steady_segments`)."""
+    n = t1 - t0
+    ids, sub, by_step, demand, _ = _alive_rows(ctx, cpu, live, t0, t1)
     out = sub.run(demand, cap_h, n, host_series={name: host_acc.series_view(name, t0, n) for name in _HOST_SERIES}
                   if keep_host else None, want_stage_arrays=False, by_step=by_step)
     if repeat > 1:
         _repeat(out, host_acc, t0, repeat, keep_host)
+    _add_cpu_sums_at(ctx, vm_acc, host_acc, ids, out)
+
+
+def _add_cpu_sums_at(ctx, vm_acc, host_acc, ids: np.ndarray, out: _CpuOut) -> None:
+    """Add a chunk's CPU sums: per VM at the rows ``ids`` it stepped, per host as they are."""
     for name, s, m in (("cpu_demand_mhz", out.vm_dem, None), ("cpu_delivered_mhz", out.vm_del, None),
                        ("cpu_ready_pct", out.vm_rdy, out.vm_rdy_max)):
         vm_acc.add_reduced_at(name, ids, s, m)
@@ -557,8 +585,9 @@ class _Demand:
     ``lean``: no stage uses the VMs' demand and no per-VM series is kept, so only the CPU channel is
     read and it may stay factored; ``factored_stages``: the stages that use the demand all take it
     factored (the memory stage), so no (steps x VMs) window is built unless one of them expands it;
-    ``active``: VMs arrive and leave and the run is lean without stages, so each chunk steps only the
-    VMs alive in it (:func:`_active_chunk`). ``factors`` is the source's ``window_factors`` when the
+    ``active``: VMs arrive and leave, no VM series is kept and every stage (if any) takes a chunk of the
+    alive rows (``accepts_active_rows``), so each chunk steps only the
+    VMs alive in it (:func:`_active_chunk`, :func:`_active_stage_chunk`). ``factors`` is the source's ``window_factors`` when the
     demand may stay factored, else None; ``channels`` are the source channels a window reads.
     """
 
@@ -587,6 +616,7 @@ class _Run:
     keep_host: bool
     cap0: np.ndarray  # (hosts,) float32 CPU capacity before any stage scales it
     segments: tuple[np.ndarray, np.ndarray, np.ndarray]  # the initial placement's (perm, starts, hosts_with)
+    stepped: np.ndarray | None = None  # (VMs,) steps each row was in a chunk of alive rows (active runs with stages)
 
 
 def _start_liveness(ctx, vcpus_per_host: np.ndarray, mem_per_host: np.ndarray):
@@ -643,8 +673,10 @@ def _choose_demand(ctx, stages: list, live, keep_vm: bool, chunk_steps: int, mig
     # unless one of them expands it; only for a source whose one channel is the CPU demand
     factored_stages = (bool(demand_stages) and not keep_vm and set(ctx.source.channels) <= {"cpu_mhz"}
                        and all(getattr(st, "accepts_factored_demand", False) for st in demand_stages))
-    # VMs that arrive and leave: a lean run without stages steps only the VMs alive in each chunk
-    active = live is not None and lean and not stages and mig is None
+    # VMs that arrive and leave: each chunk steps only the VM rows alive in it when no per-VM series is
+    # kept, no planner moves VMs and every stage takes such a chunk (none, or carbon and memory: accepts_active_rows)
+    active = (live is not None and mig is None and not keep_vm
+              and all(getattr(st, "accepts_active_rows", False) for st in stages))
     if active and not sc.simulation.chunk_steps and not given:
         chunk_steps = live.chunk_steps(T, ctx.grid.step_s, ELEMENTS_PER_CHUNK // 4)  # its arrays are float64 (alive shares)
     factors = getattr(ctx.source, "window_factors", None) if (lean or factored_stages) and not active else None
@@ -769,6 +801,52 @@ def _placed_chunk(r: _Run, cpu: _CpuSetup, t0: int, t1: int, repeat: int = 1) ->
     _accumulate(r, chunk, out, cpu.ready_factor)
 
 
+def _active_stage_chunk(r: _Run, cpu: _CpuSetup, t0: int, t1: int) -> None:
+    """One chunk ``[t0, t1)`` of a run whose VMs arrive and leave and whose stages all take a chunk of the
+    alive VM rows (``accepts_active_rows``): :func:`_placed_chunk` over the rows ``chunk.vm_ids`` alive
+    at some time in it, (steps, rows) per-VM arrays; their sums go to those rows (:meth:`Accumulator.add_at`)."""
+    ctx, n = r.ctx, t1 - t0
+    # the source's channels a chunk of every row reads (the memory stage reads the memory usage)
+    ids, sub, by_step, demand, win = _alive_rows(ctx, cpu, r.live, t0, t1, r.demand.channels)
+    chunk = Chunk(t0=t0, t1=t1, step_s=ctx.grid.step_s, keep_vm_series=False, vm_ids=ids)
+    chunk.window(ctx).set_power_on(by_step[1] & cpu.host_on[None, :])
+    if isinstance(demand, tuple):  # factors (VM instances through failures): expanded by a stage that asks
+        chunk.demand_factors = demand
+    else:
+        chunk.vm["cpu_demand_mhz"] = demand
+        chunk.owned.add("cpu_demand_mhz")  # a fresh window of these rows
+    chunk.vm.update(win)
+    cap_h = _before_cpu(r, chunk)
+    host_series = {name: r.host_acc.series_view(name, t0, n) for name in _HOST_SERIES} if r.keep_host else None
+    out = sub.run(chunk.vm.get("cpu_demand_mhz", demand), cap_h, n, host_series=host_series,
+                  want_stage_arrays=r.demand.stage_reads, by_step=by_step, want_host_arrays=r.demand.host_reads)
+    _after_cpu(r, chunk, out)
+    _add_cpu_sums_at(ctx, r.vm_acc, r.host_acc, ids, out)
+    for name, arr in chunk.vm_out.items():
+        r.vm_acc.add_at(name, ids, arr, want_max=_by_max(ctx, name))
+    for name, (s, m) in chunk.vm_reduced.items():
+        r.vm_acc.add_reduced_at(name, ids, s, m)
+    for name, arr in chunk.host_out.items():
+        r.host_acc.add(name, t0, arr, want_max=_by_max(ctx, name))
+    r.stepped[ids] += n
+
+
+def _add_idle_rows(r: _Run) -> None:
+    """After a run of chunks of the alive rows: every step a row was in no chunk, each of its stage
+    metrics takes the stage's ``idle_vm_values`` (0 unless given: nothing to add), as a chunk of every
+    row would have given it."""
+    missing = r.ctx.grid.n_steps - r.stepped
+    some = missing > 0
+    for st in r.stages:
+        for name, value in getattr(st, "idle_vm_values", {}).items():
+            if value == 0 or name not in r.vm_acc.sum:
+                continue
+            r.vm_acc.sum[name] += value * missing
+            if name in r.vm_acc.max:
+                top = r.vm_acc.max[name]
+                top[some] = np.maximum(top[some], value)
+
+
 def run_placed(ctx, *, progress: Callable[[int, int], None] | None = None, timings: dict[str, float] | None = None,
                chunk_steps: int | None = None, keep_vm: bool | None = None):
     """The time-stepped part of a run whose VMs are placed (``ctx.vms.host``); returns a Result.
@@ -813,7 +891,8 @@ def run_placed(ctx, *, progress: Callable[[int, int], None] | None = None, timin
     cpu = _CpuSetup(ctx, perm, starts, hosts_with, placed, host_on, vcpus_per_host, vm_cap_mhz, K)
     demand = _choose_demand(ctx, stages, live, keep_vm, chunk_steps, mig, given_chunk)
     cap0 = hosts.capacity_mhz.astype(np.float32)
-    r = _Run(ctx, stages, mig, live, demand, vm_acc, host_acc, keep_vm, keep_host, cap0, (perm, starts, hosts_with))
+    r = _Run(ctx, stages, mig, live, demand, vm_acc, host_acc, keep_vm, keep_host, cap0, (perm, starts, hosts_with),
+             np.zeros(V) if demand.active and stages else None)
 
     # steady windows (a constant demand, no event of the timeline inside): one step computed for all of them
     steady = (steady_segments(ctx, T, demand.chunk_steps, live)
@@ -823,12 +902,16 @@ def run_placed(ctx, *, progress: Callable[[int, int], None] | None = None, timin
         rep, t_end = (t1 - t0, t1) if still else (1, None)
         if still:
             t1 = t0 + 1
-        if demand.active:
+        if demand.active and stages:
+            _active_stage_chunk(r, cpu, t0, t1)
+        elif demand.active:
             _active_chunk(ctx, cpu, live, vm_acc, host_acc, t0, t1, cap0[None, :], keep_host, rep)
         else:
             _placed_chunk(r, cpu, t0, t1, rep)
         if progress is not None:
             progress(t_end or t1, T)
+    if r.stepped is not None:
+        _add_idle_rows(r)
 
     timings["engine_s"] = time.perf_counter() - t_engine
     if live is not None and live.policy == "off":

@@ -41,6 +41,19 @@ A stage that reads the demand only through ``chunk.demand()`` (which expands it 
 ``chunk.demand_factors`` sets ``accepts_factored_demand = True``; when every such stage does, a
 source with a factored form (PlanetLab) is not expanded to (steps x VMs) unless a stage asks.
 
+Alive rows: in a run whose VMs arrive and leave (``ctx.liveness``), a chunk may hold only the VM rows
+alive at some time in it. A stage that can work on such a chunk sets ``accepts_active_rows = True``;
+when every stage does (and no per-VM time series is kept, no migration planner runs), the engine
+steps only those rows. Then ``chunk.vm_ids`` is the (rows,) array of the VM rows the chunk holds (in
+host order), every per-VM array (``chunk.vm``, ``vm_out``, ``vm_reduced``) has one column per entry
+of it, per-VM parameters (and the window state's alive shares: ``chunk.window(ctx).alive(chunk.vm_ids)``)
+are read at ``chunk.vm_ids`` and per-host arrays keep every host; the
+engine adds the columns' sums to their VMs. ``chunk.vm_ids`` is None in a chunk of every VM row. Such
+a chunk carries the same source channels as a chunk of every row, for its rows; a row missing from a
+chunk (not alive in it) takes, for each of its steps, the value ``idle_vm_values[name]`` (0 unless given) of
+every per-VM metric the stage writes: that value must be the one the stage gives a row that is not
+alive in a step, so that the results equal those of a chunk of every row.
+
 ``finish(ctx, summary)`` adds the stage's sections to ``summary.json`` through
 ``summary.add(section, value)``; a stage declares them, with their keys, as
 ``summary_sections = {"name": SomeTypedDict}`` (see :mod:`densim.engine.summary`). Writing an
@@ -121,6 +134,8 @@ class BaseStage:
     reads_host_results = False  # True: after_cpu reads chunk.host["power_w"] etc.
     uses_vm_demand = True  # False: the stage never touches chunk.vm
     accepts_factored_demand = False  # True: reads the demand through chunk.demand() or chunk.demand_factors
+    accepts_active_rows = False  # True: works on a chunk of the alive VM rows only (chunk.vm_ids, see above)
+    idle_vm_values: dict[str, float] = {}  # a per-VM metric's value in a step its row is not alive (0 if absent)
 
     def prepare(self, ctx) -> None:
         """Nothing to prepare (see :meth:`Stage.prepare`)."""

@@ -118,20 +118,25 @@ class ScheduledSource(DemandSource):
 
 def scheduled_window(source: DemandSource, grid: TimeGrid, t0: int, t1: int, ids: np.ndarray) -> np.ndarray:
     """CPU demand (steps, len(ids)) of the VMs ``ids`` of a scheduled source (or a composite of them)."""
-    parts = source.parts if isinstance(source, CompositeSource) else [source]
     if ids.size == 0:  # a window in which no VM is alive (after the last departure)
         return np.zeros((t1 - t0, 0), dtype=np.float32)
+    return scheduled_windows(source, grid, t0, t1, ids, ("cpu_mhz",)).get("cpu_mhz", np.zeros((t1 - t0, ids.size), np.float32))
+
+
+def scheduled_windows(source: DemandSource, grid: TimeGrid, t0: int, t1: int, ids: np.ndarray, channels) -> dict[str, np.ndarray]:
+    """The ``channels`` (steps, len(ids)) of the VMs ``ids`` of a scheduled source (or a composite of them),
+    as its ``window`` gives them for every VM: a channel only some parts have is 0 in the others' columns."""
+    parts = source.parts if isinstance(source, CompositeSource) else [source]
     if len(parts) == 1:
-        return parts[0].window(grid, t0, t1, ("cpu_mhz",), vms=ids)["cpu_mhz"]
-    out = np.zeros((t1 - t0, ids.size), dtype=np.float32)
+        return parts[0].window(grid, t0, t1, tuple(channels), vms=ids) if ids.size else {}
+    out: dict[str, np.ndarray] = {}
     lo = 0
     for p in parts:
         hi = lo + p.n_vms
         sel = np.flatnonzero((ids >= lo) & (ids < hi))
         if sel.size:
-            w = p.window(grid, t0, t1, ("cpu_mhz",), vms=ids[sel] - lo).get("cpu_mhz")
-            if w is not None:
-                out[:, sel] = w
+            for c, w in p.window(grid, t0, t1, tuple(channels), vms=ids[sel] - lo).items():
+                out.setdefault(c, np.zeros((t1 - t0, ids.size), dtype=np.float32))[:, sel] = w
         lo = hi
     return out
 

@@ -60,6 +60,7 @@ class CarbonStage(BaseStage):
     name = "carbon"
     reads_host_results = True  # each step's host power
     uses_vm_demand = False  # the run keeps its demand factored where the source allows
+    accepts_active_rows = True  # per-host power only: a chunk of the alive VM rows changes nothing for it
     summary_sections = {"carbon": CarbonSummary}
     # its figures are sums over hosts and steps: a run split by host partitions adds up its parts'
     partition_sums = ("it_j", "gj")

@@ -113,6 +113,9 @@ class _DeviceNames(Sequence):
 
 class MemoryStage(BaseStage):
     accepts_factored_demand = True  # the demand is read through chunk.demand() or passed factored to solve_steps
+    # a chunk of the VM rows alive in it (chunk.vm_ids; see prepare for the settings that need every row)
+    accepts_active_rows = True
+    idle_vm_values = {"mem_slowdown": 1.0, "mem_tier_slowdown": 1.0}  # a row not alive: no stretch; the rest 0
     summary_sections = {"memory": MemorySummary}
     name = "memory"
 
@@ -170,6 +173,11 @@ class MemoryStage(BaseStage):
         placed = vms.host >= 0
         H = hosts.n
         p = self.params
+        # a chunk of only the VM rows alive in it (densim.engine.stages, "Alive rows"): swap on a datastore (the
+        # storage stage's per-VM swap slots and queues) and the NVMe tier (_tier, _tier_place: (steps, VMs)
+        # arrays of every row) stay on chunks of every row
+        self.accepts_active_rows = not (self.coupled or self.tiering is not None)
+        self._cfg_all = np.where(placed, vms.mem_bytes, 0.0)
         live = getattr(ctx, "liveness", None)
         if live is None:
             cfg_h = np.bincount(vms.host[placed], weights=vms.mem_bytes[placed], minlength=H)
@@ -191,6 +199,8 @@ class MemoryStage(BaseStage):
         # only VMs on hosts short of memory need the model; the rest stay fully resident
         self.hosts_short = np.flatnonzero(self.deficit_h > 0)
         self.vm_idx = np.flatnonzero(placed & (self.deficit_h[np.where(placed, vms.host, 0)] > 0))
+        self._short_vm = np.zeros(vms.n, dtype=bool)  # on a host short of memory (vm_idx), by row
+        self._short_vm[self.vm_idx] = True
         self._rec1 = None  # one-step reclamation, reused while active memory is constant
         self._solve_args = None  # solve_steps' per-VM arguments, taken in the first chunk
         self._host_idx = vms.host[self.vm_idx]
@@ -213,12 +223,13 @@ class MemoryStage(BaseStage):
         if self.tiering is not None:
             self._prepare_tier(ctx, placed)
 
-    def _active(self, chunk, idx, cfg, b0, b1):
-        """Active bytes (steps b0..b1, VMs idx): trace memory usage where available, else profile."""
+    def _active(self, chunk, idx, cfg, b0, b1, cols=None):
+        """Active bytes (steps b0..b1, VMs idx): trace memory usage where available, else profile.
+        ``cols``: the VMs' columns in the chunk's arrays (default ``idx``: a chunk of every row)."""
         act = np.broadcast_to(self.active_frac[idx] * cfg, (b1 - b0, idx.size))
         mem_used = chunk.vm.get("mem_used_bytes")
         if mem_used is not None and self.use_trace_mem[idx].any():
-            used = np.minimum(np.asarray(mem_used[b0:b1][:, idx], dtype=float), cfg[None, :])
+            used = np.minimum(np.asarray(mem_used[b0:b1][:, idx if cols is None else cols], dtype=float), cfg[None, :])
             act = np.where(self.use_trace_mem[idx][None, :], used, act)
         return act
 
@@ -236,17 +247,20 @@ class MemoryStage(BaseStage):
             swap_cache_bytes=self.settings.swap_cache_bytes if self.cache is not None else 0.0,
         )
 
-    def _all_fit(self, chunk, cfg_all, T, V, H) -> None:
+    def _all_fit(self, chunk, cfg_all, T, V, H, rows=None) -> None:
+        """No host short of memory: every VM fully resident (``rows``: the chunk's VM rows, None: all)."""
         zero_v = np.broadcast_to(np.float32(0.0), (T, V))
         zero_h = np.broadcast_to(np.float32(0.0), (T, H))
         for name in VM_METRICS:
             chunk.vm_out[name] = zero_v
         chunk.vm_out["mem_slowdown"] = np.broadcast_to(np.float32(1.0), (T, V))
         chunk.vm_out["mem_resident_gib"] = np.broadcast_to((cfg_all / M.GIB).astype(np.float32), (T, V))
+        gid = np.arange(V) if rows is None else rows
         if chunk.vm.get("mem_used_bytes") is not None and self.use_trace_mem.any():
-            chunk.vm_out["mem_active_gib"] = (self._active(chunk, np.arange(V), cfg_all, 0, T) / M.GIB).astype(np.float32)
+            chunk.vm_out["mem_active_gib"] = (self._active(chunk, gid, cfg_all, 0, T, np.arange(V)) / M.GIB).astype(np.float32)
         else:
-            chunk.vm_out["mem_active_gib"] = np.broadcast_to((self.active_frac * cfg_all / M.GIB).astype(np.float32), (T, V))
+            af = self.active_frac if rows is None else self.active_frac[rows]
+            chunk.vm_out["mem_active_gib"] = np.broadcast_to((af * cfg_all / M.GIB).astype(np.float32), (T, V))
         for name in HOST_METRICS:
             chunk.host_out["host_" + name if name in HOST_PREFIXED else name] = zero_h
         chunk.host_out["mem_deficit_gib"] = np.broadcast_to((self.deficit_h / M.GIB).astype(np.float32), (T, H))
@@ -260,15 +274,22 @@ class MemoryStage(BaseStage):
 
     def _before_cpu_swap(self, ctx, chunk) -> None:
         vms, hosts = ctx.vms, ctx.hosts
-        T, V, H = chunk.n_steps, vms.n, hosts.n
-        idx = self.vm_idx
-        placed = vms.host >= 0
-        cfg_all = np.where(placed, vms.mem_bytes, 0.0)
-        if idx.size == 0:
+        # the chunk's VM columns: every row, or the rows alive in it (chunk.vm_ids); idx are the rows of
+        # the VMs on hosts short of memory (per-VM parameters are read there), col their columns
+        rows = chunk.vm_ids
+        T, H = chunk.n_steps, hosts.n
+        if rows is None:
+            V, idx, cfg_all = vms.n, self.vm_idx, self._cfg_all
+            col = idx
+        else:
+            V, cfg_all = rows.size, self._cfg_all[rows]
+            col = np.flatnonzero(self._short_vm[rows])
+            idx = rows[col]
+        if self.vm_idx.size == 0:
             # no host is short of memory: constant rows, handed out as read-only broadcasts
-            self._all_fit(chunk, cfg_all, T, V, H)
+            self._all_fit(chunk, cfg_all, T, V, H, rows)
             if chunk.window(ctx).dynamic:  # a VM holds memory only while it lives
-                alive = chunk.window(ctx).alive_mask()
+                alive = chunk.window(ctx).alive_mask(rows)
                 for name in ("mem_resident_gib", "mem_active_gib"):
                     chunk.vm_out[name] = (chunk.vm_out[name] * alive).astype(np.float32)
             return
@@ -279,13 +300,14 @@ class MemoryStage(BaseStage):
         out_vm = {k: np.zeros((T, V), dtype=np.float32) for k in VM_METRICS}
         out_vm["mem_slowdown"][:] = 1.0
         out_vm["mem_resident_gib"][:] = (cfg_all / M.GIB).astype(np.float32)[None, :]
-        out_vm["mem_active_gib"][:] = self._active(chunk, np.arange(V), cfg_all, 0, T) / M.GIB
+        out_vm["mem_active_gib"][:] = self._active(chunk, np.arange(V) if rows is None else rows, cfg_all, 0, T,
+                                                   np.arange(V)) / M.GIB
         out_h = {k: np.zeros((T, H), dtype=np.float32) for k in HOST_METRICS}
         out_h["mem_deficit_gib"][:] = (self.deficit_h / M.GIB).astype(np.float32)[None, :]
         k = idx.size
         every = k == V  # all VMs under pressure: plain slices instead of column scatter
-        block = max(1, BLOCK_ELEMENTS // k)
-        cfg = cfg_all[idx]
+        block = max(1, BLOCK_ELEMENTS // max(k, 1))
+        cfg = cfg_all[col]
         host = vms.host[idx]
         cap_vm = (vms.vcpus * vms.vcpu_mhz)[idx]
         demand = chunk.demand()
@@ -294,15 +316,16 @@ class MemoryStage(BaseStage):
         util_s = np.zeros((T, H), np.float32) if not self.coupled and self.cache is not None else None
         util_c = np.zeros((T, H), np.float32) if self.cache is not None else None
         swap_io = np.zeros((T, V), np.float32) if self.coupled else None
-        if ws.dynamic:  # VMs arrive and leave: only those alive in a step hold memory
-            alive = ws.alive_mask(idx)
-            out_vm["mem_resident_gib"][:, idx] *= alive
-            out_vm["mem_active_gib"][:, idx] *= alive
+        if ws.dynamic:  # VMs arrive and leave: only those alive in a step hold memory (on any host)
+            alive_v = ws.alive_mask(rows)
+            out_vm["mem_resident_gib"] *= alive_v
+            out_vm["mem_active_gib"] *= alive_v
+            alive = alive_v if every else alive_v[:, col]
         for b0 in range(0, T, block):  # blocks of time steps only
             b1 = min(T, b0 + block)
             n = b1 - b0
             seg = M.segments(host, H, n)
-            util = np.clip((demand[b0:b1] if every else np.take(demand[b0:b1], idx, axis=1)) / cap_vm[None, :], 0.0, 1.0)
+            util = np.clip((demand[b0:b1] if every else np.take(demand[b0:b1], col, axis=1)) / cap_vm[None, :], 0.0, 1.0)
             if not ws.dynamic:
                 rec = self._reclaim(cfg, self._active(chunk, idx, cfg, b0, b1), host, H, n, idx)
             else:
@@ -311,7 +334,7 @@ class MemoryStage(BaseStage):
                 cell = (np.arange(n)[:, None] * H + host[None, :]).ravel()  # VMs alive per (step, host)
                 n_h = np.bincount(cell, weights=live.ravel(), minlength=n * H).reshape(n, H)
                 cap_t = M.guest_capacity_bytes(ctx.hosts.mem_bytes[None, :], n_h, self.params) + self.tier_h[None, :]
-                rec = self._reclaim(cfg_t, self._active(chunk, idx, cfg, b0, b1) * live, host, H, n, idx, capacity=cap_t)
+                rec = self._reclaim(cfg_t, self._active(chunk, idx, cfg, b0, b1, col) * live, host, H, n, idx, capacity=cap_t)
             miss = self._miss(np.tile(self.miss_group[idx], n), rec.resident_active_fraction)
             f = M.fault_rates(rec, (self.rate[idx][None, :] * util).ravel(), miss_ratio_values=miss)
             tp = self._solve(f, seg, n * H, np.tile(self.theta[idx], n), ctx=ctx, chunk=chunk, b0=b0, n=n, vm_ids=idx)
@@ -324,7 +347,7 @@ class MemoryStage(BaseStage):
                 if every:
                     out_vm[name][sl] = a
                 else:
-                    out_vm[name][sl, idx] = a
+                    out_vm[name][sl, col] = a
 
             put("mem_resident_gib", rec.resident_bytes / M.GIB)
             put("mem_shared_gib", rec.shared_bytes / M.GIB)
@@ -349,7 +372,7 @@ class MemoryStage(BaseStage):
                 if every:
                     swap_io[sl] = put_io
                 else:
-                    swap_io[sl, idx] = put_io
+                    swap_io[sl, col] = put_io
         self._emit(chunk, out_vm, out_h)
         if util_s is None and not self.coupled:
             util_s = out_h["mem_swap_device_util"]
@@ -417,7 +440,10 @@ class MemoryStage(BaseStage):
         self.swap_steps += out_h["mem_swapping"].sum(axis=0)
         if max_slowdown is None:
             max_slowdown = out_vm["mem_slowdown"].max(axis=0)
-        np.maximum(self.max_slowdown, max_slowdown, out=self.max_slowdown)
+        if chunk.vm_ids is None:
+            np.maximum(self.max_slowdown, max_slowdown, out=self.max_slowdown)
+        else:  # the chunk's columns are its rows
+            self.max_slowdown[chunk.vm_ids] = np.maximum(self.max_slowdown[chunk.vm_ids], max_slowdown)
 
     def _new_demand(self, chunk, T: int, V: int) -> Prefaulted | None:
         """The (steps x VMs) array solve_steps will write the demand with the fault CPU into, its pages
