@@ -231,7 +231,6 @@ def chosen_scenario(res, inventory_path: str | Path, fmt: str, given: bool = Tru
     ``given``: the plan's placement and right-sized sizes are read from :func:`chosen_files` (written beside the
     scenario); False: the engine places with the plan's policy where it has one (else first-fit-decreasing) and a trace
     group keeps the trace's sizes (densim plan's landing runs, which place VMs as they land)."""
-    from densim.tools.plan.hosts import host_type_of
 
     r, c = _chosen(res, candidate)
     if r is None:
@@ -239,7 +238,6 @@ def chosen_scenario(res, inventory_path: str | Path, fmt: str, given: bool = Tru
     inv, spec = res.inventory, res.spec
     q = spec.qos
     dropped: list[str] = []
-    host = host_type_of(c)
     hg: dict[str, Any] = {"name": c.name, "count": int(r.n_hosts),
                           "cpu": c.cpu.model_dump(by_alias=True, exclude_none=True, mode="json"),
                           "memory": float(c.memory_bytes), "power": c.power.model_dump(by_alias=True, exclude_none=True, mode="json"),
@@ -247,14 +245,13 @@ def chosen_scenario(res, inventory_path: str | Path, fmt: str, given: bool = Tru
     if c.power_cap_w is not None:
         hg["power_cap"] = float(c.power_cap_w)
     if c.gpus is not None:
-        hg["gpus"] = c.gpus.model_dump(by_alias=True, exclude_none=True, mode="json")
+        hg["gpus"] = _gpu_dump(c.gpus)
         dropped += _gpu_dropped(res, r, c, fmt)
     if c.storage is not None:
         dropped.append(f"candidate storage ({c.storage.device} x {c.storage.drives}, {c.storage.raid}): the I/O latency "
                        "check is not replayed (no datastore written)")
     # the same configured-memory room per host: the plan allows memory_overcommit x usable memory
-    mem_oc_plan = r.memory_overcommit_used or q.memory_overcommit
-    mem_oc = mem_oc_plan * host.usable_mem_bytes / float(c.memory_bytes)
+    mem_oc = _scenario_mem_oc(res, r, c)
     gpu_req, _ = _gpu_requests(res, fmt)
     gpu_fallback = False
     if given:
