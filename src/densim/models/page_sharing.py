@@ -131,6 +131,8 @@ class GuestImageSharing(BaseModel):
     zero_fraction: float = Field(ge=0.0, le=1.0, description="z: zero pages")
     self_fraction: float = Field(ge=0.0, le=1.0, description="s: pages duplicated inside one VM")
     shared_fraction: float = Field(ge=0.0, le=1.0, description="f: pages identical in every VM of the image")
+    unique: bool = Field(default=False, description="each VM naming it is an image of its own (a class of images no "
+                                                    "two VMs share): the engine counts one VM per image")
     source: str
     notes: str = ""
 

@@ -21,6 +21,7 @@ from densim.catalog.core import Catalog, CatalogError, builtin_catalog
 from densim.errors import InputError, PartError, ScenarioInvalid
 from densim.models.devices import DeviceSpec
 from densim.models.hardware import ServerSpec
+from densim.models.page_sharing import GuestImageSharing
 from densim.models.storage import ControllerSpec
 from densim.models.virtualization import ExitCosts, IoPath, PlatformSpec, ShadowPaging
 from densim.models.workload_memory import MemoryWorkload
@@ -52,6 +53,8 @@ class MemoryPlant:
     profiles: tuple[MemoryWorkload, ...]  # one per VM group
     tier_device: DeviceSpec | None = None  # memory.tiering: the NVMe tier's device (densim.plant.memory.tiering_parts)
     tier_groups: tuple[bool, ...] = ()  # per host group: it has the tier
+    # per VM group: the catalog guest image its VMs boot from (``workload.guest_image``), or None
+    images: tuple[GuestImageSharing | None, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -158,6 +161,11 @@ def resolve(sc: Scenario, *, source: str | Path | None = None) -> Plant:
 
         hci = resolve_hci(sc, catalog, issues)
     memory = _memory(sc, catalog, issues, src, hosts) if sc.memory.model != "none" else None
+    if sc.memory.model == "none":
+        for gi, g in enumerate(sc.vms):
+            if "guest_image" in (g.workload or {}):
+                issues.append((f"vms[{gi}].workload.guest_image", "page sharing by guest image is part of the memory "
+                               "model: set memory.model: vsphere-like"))
     virt = _virtualization(sc, catalog, hosts, issues) if sc.virtualization.model == "kvm" and hosts is not None else None
     if not issues:
         from densim.plant.checks import scenario_issues
@@ -377,9 +385,16 @@ def _memory(sc: Scenario, catalog: Catalog, issues: _Issues, src: str, hosts=Non
     if s.swap_datastore is not None:
         _check_swap_datastore(sc, issues)
     tier_device, tier_groups = tiering_parts(s, catalog, hosts, issues)
-    profiles = []
+    profiles, images = [], []
     for gi, g in enumerate(sc.vms):
         wl = dict(g.workload or {})
+        image = wl.pop("guest_image", None)
+        if image is None:
+            images.append(None)
+        elif not isinstance(image, str):
+            issues.append((f"vms[{gi}].workload.guest_image", f"must be the name of a catalog guest image, got {image!r}"))
+        else:
+            images.append(issues.get(catalog, "guest_images", image, GuestImageSharing, f"vms[{gi}].workload.guest_image"))
         name = wl.pop("memory_profile", None) or s.workload
         base = issues.get(catalog, "memory_workloads", name, MemoryWorkload, f"vms[{gi}].workload.memory_profile")
         over = {k[len("memory_"):]: v for k, v in wl.items() if k.startswith("memory_")}
@@ -392,6 +407,7 @@ def _memory(sc: Scenario, catalog: Catalog, issues: _Issues, src: str, hosts=Non
     if len(issues) > n0:
         return None
     return MemoryPlant(params=params, swap_device=store, swap_cache_device=cache, profiles=tuple(profiles),
+                       images=tuple(images) if any(i is not None for i in images) else (),
                        tier_device=tier_device, tier_groups=tier_groups)
 
 

@@ -129,6 +129,7 @@ class MemoryStage(BaseStage):
         self.coupled = self.settings.swap_datastore is not None
         self.ios_per_fault = M.PAGE_BYTES / self.settings.swap_block_size_bytes
         self.profiles: list[MemoryWorkload] = list(mem.profiles)  # one memory profile per VM group
+        self.images = mem.images or None  # per VM group: its guest image (workload.guest_image) or None
         # NVMe memory tiering (memory.tiering): the tier device per host and the tier-fault costs
         self.tiering = self.settings.tiering if getattr(mem, "tier_device", None) is not None else None
         if self.tiering is not None:
@@ -153,6 +154,15 @@ class MemoryStage(BaseStage):
         self.rate = per_vm("total_access_rate_per_s")
         self.bas = per_vm("balloon_active_share")
         self.comp = per_vm("compressible_fraction")
+        if self.images is not None:  # page sharing by guest image (_sharing_fractions)
+            names = sorted({i.name for i in self.images if i is not None})
+            of_group = np.array([-1 if i is None else names.index(i.name) for i in self.images], dtype=np.int64)
+            by_name = {i.name: i for i in self.images if i is not None}
+            self.img_vm = of_group[g]
+            self.img_zs = np.array([by_name[n].zero_fraction + by_name[n].self_fraction for n in names])
+            self.img_f = np.array([by_name[n].shared_fraction for n in names])
+            self.img_unique = np.array([by_name[n].unique for n in names], dtype=bool)
+            self.numa_h = np.maximum(np.asarray(hosts.sockets, dtype=float), 1.0)
         self.theta = per_vm("overlap")
         # miss-ratio model per VM group (a short loop over groups, never over VMs)
         self.miss_group = np.asarray(g, dtype=np.int64)
@@ -233,13 +243,52 @@ class MemoryStage(BaseStage):
             act = np.where(self.use_trace_mem[idx][None, :], used, act)
         return act
 
+    def _sharing_fractions(self, cfg, act, seg, host, n, idx):
+        """Per element (step, VM) the zero and inter-VM sharing fractions the reclamation kernel takes, from the VMs'
+        guest images (``workload.guest_image``; :func:`densim.models.page_sharing.image_sharing`'s terms).
+
+        A VM of image ``i`` among ``n_i`` VMs of that image on its host in the step (counted from the elements
+        themselves: the VMs on the host in that step, alive ones only) frees its zero and self-shared pages,
+        ``(z_i + s_i) m``, taken from its idle memory (the kernel's zero-page term is a share of idle memory, so
+        ``zf = min(1, (z_i + s_i) m / idle)``), and with ``memory.inter_vm_sharing`` on the share
+        ``f_i (n_i - c_i) / n_i`` of all its memory, ``c_i = min(n_i, K)`` copies kept, one per NUMA node (``K``:
+        the host's sockets). Large pages are taken as broken up: the pipeline runs only on a host short of memory,
+        the state in which ESX breaks them (VMware KB 1021095). VMs without an image keep the scenario's
+        ``zero_page_fraction`` and ``inter_vm_sharing_fraction``."""
+        p = self.params
+        img = np.tile(self.img_vm[idx], n)
+        zf = np.full(img.size, p.zero_page_fraction)
+        isf = np.full(img.size, p.inter_vm_sharing_fraction)
+        on = (img >= 0) & (cfg > 0)
+        if not on.any():
+            return zf, isf
+        e = np.flatnonzero(on)
+        key = seg[e] * self.img_f.size + img[e]
+        _, inv, cnt = np.unique(key, return_inverse=True, return_counts=True)
+        n_i = np.where(self.img_unique[img[e]], 1.0, cnt[inv].astype(float))  # a 'unique' image: each VM its own
+        idle = cfg[e] - act[e]
+        zf[e] = np.divide(self.img_zs[img[e]] * cfg[e], idle, out=np.zeros(e.size), where=idle > 0).clip(0.0, 1.0)
+        if self.settings.inter_vm_sharing:
+            copies = np.minimum(n_i, self.numa_h[np.tile(host, n)[e]])
+            isf[e] = self.img_f[img[e]] * (n_i - copies) / n_i
+        else:
+            isf[e] = 0.0
+        return zf, isf
+
     def _reclaim(self, cfg, act, host, H, n, idx, capacity=None):
         p = self.params
         k = idx.size
+        cfg_el = np.broadcast_to(cfg, (n, k)).ravel()
+        act_el = np.asarray(act, float).ravel()
+        seg = M.segments(host, H, n)
+        if self.images is None:
+            zf, isf = p.zero_page_fraction, p.inter_vm_sharing_fraction
+        else:
+            zf, isf = self._sharing_fractions(cfg_el, np.minimum(act_el, cfg_el), seg, host, n, idx)
         return M.reclaim(
-            np.broadcast_to(cfg, (n, k)).ravel(), np.asarray(act, float).ravel(), M.segments(host, H, n), n * H,
+            cfg_el, act_el, seg, n * H,
             np.broadcast_to(self.capacity_h if capacity is None else capacity, (n, H)).ravel(),
-            zero_page_fraction=p.zero_page_fraction, inter_vm_sharing_fraction=p.inter_vm_sharing_fraction,
+            zero_page_fraction=zf, inter_vm_sharing_fraction=isf,
             balloon_limit=p.balloon_limit, balloon_active_share=np.tile(self.bas[idx], n),
             compression_cache_fraction=p.compression_cache_fraction if p.compression else 0.0,
             compression_ratio=p.compression_ratio,
