@@ -28,7 +28,8 @@ placed nowhere (VMs that fit nowhere, tasks that never started) go with part 0.
 
 A stage splits when its state is host-local: virtualization (per-host platform and clock, per-VM
 factors), memory (per-host reclamation and swap devices), storage on ``per-host`` datastores (one
-array per host), carbon and power_cap (sums over hosts and steps), gpu (sums and maxima over each host's
+array per host), carbon (per-host sums, put side by side: its totals are the one process's to the bit), power_cap (sums
+over hosts and steps), gpu (sums and maxima over each host's
 GPUs and their tenants; the driver's GPU placement goes with the plan, :func:`_part_gpu`). What couples hosts across parts is refused with
 its physical reason (:func:`split_refusal`): a ``shared`` datastore (one queue for the VMs of every
 host, also as the VMs' swap), the batch-job fabric, and live migration.
@@ -103,7 +104,7 @@ class PartResult:
     metrics: dict[str, Any] = field(default_factory=dict)  # what its stages declared
     timings: dict[str, float] = field(default_factory=dict)
     vm_steps: int = 0
-    # per active stage: "sums" (partition_sums, e.g. carbon), "sections" (its summary over this part),
+    # per active stage: "host_sums" (partition_host_sums: carbon), "sums" (partition_sums, e.g. gpu), "sections" (its summary over this part),
     # "vm" (per-row arrays a whole-run summary needs), "slots" (a resource's label -> sort key)
     stages: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -116,8 +117,9 @@ class PartResult:
         return n + sum(a.nbytes for s in self.stages.values() for a in s.get("vm", {}).values())
 
 
-# How a split run puts a stage's figures together; a stage not here (and without ``partition_sums``,
-# carbon's sums over hosts and steps, with ``partition_max`` for maxima, as the gpu stage's) cannot be split. "vm": per-row arrays of the stage a whole-run
+# How a split run puts a stage's figures together; a stage not here (and without ``partition_host_sums``, carbon's
+# per-host arrays put side by side, or ``partition_sums``, sums over hosts and steps with ``partition_max`` for
+# maxima, as the gpu stage's) cannot be split. "vm": per-row arrays of the stage a whole-run
 # stage object takes to write its own summary; "sections": per key of a summary section, how the
 # parts' values combine ("concat" lists of hosts, "union" dicts keyed by host, "slots" dicts keyed by a
 # per-host datastore slot, in the whole run's slot order, "sum", "max"); a key not named must be the
@@ -148,7 +150,8 @@ def active_stages(ctx: EngineContext) -> list[str]:
 
 
 def _splits(st) -> bool:
-    return bool(getattr(st, "partition_sums", None)) or st.name in SPLIT_RULES
+    return (bool(getattr(st, "partition_sums", None)) or bool(getattr(st, "partition_host_sums", None))
+            or st.name in SPLIT_RULES)
 
 
 def _shared_datastore(ctx: EngineContext) -> tuple[str, str] | None:
@@ -442,6 +445,8 @@ def _stage_payload(st, sub: EngineContext, h0: int) -> dict[str, Any]:
     arrays, and the order of its per-host resources in the whole run."""
     from densim.engine.summary import StageSummary
 
+    if getattr(st, "partition_host_sums", None):  # per-host arrays over the part's hosts (carbon)
+        return {"host_sums": {k: np.asarray(getattr(st, k)) for k in st.partition_host_sums}}
     if getattr(st, "partition_sums", None):
         return {"sums": {k: getattr(st, k) for k in st.partition_sums},
                 "max": {k: getattr(st, k) for k in getattr(st, "partition_max", ())}}
@@ -548,7 +553,11 @@ def _merged_stages(ctx: EngineContext, parts: list[PartResult]) -> list:
             continue
         pay = [p.stages[name] for p in parts]
         st = STAGES.entry(name).obj(ctx)
-        if "sums" in pay[0]:  # sums over hosts and steps (carbon): the whole run's stage holds their totals
+        if "host_sums" in pay[0]:  # per-host arrays (carbon): the parts' hosts side by side, in the whole run's order
+            order = np.argsort([p.h0 for p in parts], kind="stable")
+            for k in st.partition_host_sums:
+                setattr(st, k, np.concatenate([pay[i]["host_sums"][k] for i in order]))
+        elif "sums" in pay[0]:  # sums over hosts and steps (gpu, power_cap): the whole run's stage holds their totals
             for k in st.partition_sums:
                 setattr(st, k, sum(x["sums"][k] for x in pay))
             for k in getattr(st, "partition_max", ()):

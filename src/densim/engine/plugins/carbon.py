@@ -62,8 +62,9 @@ class CarbonStage(BaseStage):
     uses_vm_demand = False  # the run keeps its demand factored where the source allows
     accepts_active_rows = True  # per-host power only: a chunk of the alive VM rows changes nothing for it
     summary_sections = {"carbon": CarbonSummary}
-    # its figures are sums over hosts and steps: a run split by host partitions adds up its parts'
-    partition_sums = ("it_j", "gj")
+    # its figures are sums over steps per host, added over the hosts at the end: a run split by host partitions
+    # puts its parts' per-host arrays side by side (densim.engine.partition), so its totals are the one process's
+    partition_host_sums = ("it_j_h", "gj_h")
 
     def __init__(self, ctx) -> None:
         from densim.errors import InputError
@@ -93,25 +94,35 @@ class CarbonStage(BaseStage):
             for gi, lb in enumerate(labels):
                 kg, src = embodied_kg_per_server(cb.embodied[lb], ctx.plant.catalog, f"carbon.embodied.{lb}")
                 self.embodied.append({"host_group": lb, "hosts": int(counts[gi]), "kgco2e_per_server": kg, "source": src})
-        self.it_j = 0.0
-        self.gj = 0.0  # sum of J x g/kWh (for the energy-weighted mean and the operational figure)
+        H = ctx.hosts.n
+        self.it_j_h = np.zeros(H)  # per host: IT joules over the run
+        self.gj_h = np.zeros(H)  # per host: sum of J x g/kWh (for the energy-weighted mean and the operational figure)
 
     def after_cpu(self, ctx, chunk) -> None:
         from densim.models.carbon import intensity_at
 
-        fleet_w = chunk.host["power_w"].sum(axis=1, dtype=np.float64)  # (steps,)
-        joules = fleet_w * chunk.step_s
+        joules = np.asarray(chunk.host["power_w"], dtype=np.float64) * chunk.step_s  # (steps, hosts)
         if self.series is None:
             g = float(self.cb.grid_gco2_per_kwh)
         else:
             try:
-                g = intensity_at(*self.series, ctx.grid.edges_s(chunk.t0, chunk.t1)[:-1])
+                g = intensity_at(*self.series, ctx.grid.edges_s(chunk.t0, chunk.t1)[:-1])[:, None]
             except ValueError as exc:
                 from densim.errors import InputError
 
                 raise InputError(self.cb.grid_series.file, "", str(exc)) from None
-        self.it_j += float(joules.sum())
-        self.gj += float(np.sum(joules * g))
+        self.it_j_h += joules.sum(axis=0)
+        self.gj_h += (joules * g).sum(axis=0)
+
+    @property
+    def it_j(self) -> float:
+        """IT joules of the whole fleet over the run."""
+        return float(self.it_j_h.sum())
+
+    @property
+    def gj(self) -> float:
+        """Sum of J x g/kWh over hosts and steps."""
+        return float(self.gj_h.sum())
 
     def _vm_years(self, ctx) -> float:
         from densim.models.carbon import SECONDS_PER_YEAR
@@ -130,8 +141,9 @@ class CarbonStage(BaseStage):
     def finish(self, ctx, summary) -> None:
         from densim.models.carbon import SECONDS_PER_YEAR
 
-        it_kwh = self.it_j / 3.6e6
-        op = self.gj / 3.6e6 * self.pue / 1000.0
+        it_j, gj = self.it_j, self.gj
+        it_kwh = it_j / 3.6e6
+        op = gj / 3.6e6 * self.pue / 1000.0
         emb = None
         if self.embodied is not None:
             years = ctx.grid.horizon_s / SECONDS_PER_YEAR
@@ -145,7 +157,7 @@ class CarbonStage(BaseStage):
 
         summary.add("carbon", {
             "grid": "constant" if self.series is None else str(self.cb.grid_series.file),
-            "grid_gco2_per_kwh_mean": self.gj / self.it_j if self.it_j > 0 else float(
+            "grid_gco2_per_kwh_mean": gj / it_j if it_j > 0 else float(
                 self.cb.grid_gco2_per_kwh if self.series is None else self.series[1].mean()),
             "pue": self.pue,
             "it_energy_kwh": it_kwh,
