@@ -217,7 +217,7 @@ def test_failures_with_ha_restarts_into_another_part_split_exactly():
 def test_lifetimes_and_failures_with_every_host_local_stage_split():
     # everything host-local at once: VMs arriving and leaving, host 0 failing (restarts on host 2),
     # virtualization, memory (swap device), local storage, carbon. rel 1e-9: the storage stage's
-    # reductions over (steps, slots), as above; carbon's sums add up part by part (float64)
+    # reductions over (steps, slots), as above (carbon is exact: per-host sums side by side)
     d = local_storage(compose("lifetimes", "virtualization", "memory", "carbon"))
     d["failures"] = {"events": [{"time": "30 min", "target": "cluster-a-0", "duration": "10 min"}]}
     one, split = one_and_split(d)

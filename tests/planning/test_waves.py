@@ -355,3 +355,26 @@ def test_a_chained_giant_group_is_said():
     assert not any("largest move group" in x for x in waves_lines(w))  # 10 of 40: not above a quarter
     w["groups"]["largest"] = 30
     assert any("holds 30 of 40 VMs" in x and "max_shared" in x for x in waves_lines(w))
+
+
+def test_landing_vms_keep_their_gpu_requests():
+    # 4 VMs of 2 vCPUs and 8 GiB: vdi-0 and vdi-1 ask for a whole GPU (passthrough), app-2 and app-3 for none. The
+    # candidate host has 4 cores (16 vCPUs at 4 per core), 64 GiB and one L4: CPU and memory would take all four on
+    # one host, the GPUs need two hosts, so the plan buys 2. The landing run places online first-fit as each VM
+    # lands: vdi-0 takes 4c-0's L4, vdi-1 finds no GPU left there and goes to 4c-1; the apps (no GPU) go to 4c-0.
+    # Before the landing VMs carried their requests, all four landed on 4c-0 and its GPU counted idle.
+    inv = build_inventory(["vdi-0", "vdi-1", "app-2", "app-3"], [2] * 4, [1000.0] * 4, [8 * GIB] * 4,
+                          cpu_mhz=np.full((24, 4), 500.0), step_s=3600.0, start_s=1_800_000_000.0)
+    cand = {"name": "4c", "cpu": {"sockets": 1, "cores_per_socket": 4, "threads_per_core": 1, "base_clock": "1 GHz"},
+            "memory": "64 GiB", "hypervisor_memory": "0 GiB", "price_usd": 1000,
+            "power": {"model": "linear", "idle": "50 W", "peak": "150 W"}, "gpus": {"model": "nvidia-l4", "count": 1}}
+    spec = _spec({"link": 8 * GIB / 600.0, "max_concurrent": 4, "dirty_rate": 0, "resume": 0, "window": 3600},
+                 candidates=[cand], gpu={"requests": [{"vms": "vdi-*", "gpu": {"mode": "passthrough", "count": 1}}]})
+    res = plan(inv, spec)
+    assert res.ranked()[0].n_hosts == 2
+    r = res.waves["_landing_result"]
+    sch, names = r.ctx.schedule, [str(n) for n in r.ctx.vms.names]
+    host = {n: int(h) for n, h in zip(names, sch.host)}
+    assert host == {"vdi-0": 0, "vdi-1": 1, "app-2": 0, "app-3": 0}
+    assert list(r.ctx.vms.group_names) == ["moved", "moved-gpu-0"]
+    assert res.waves["calendar"][-1]["landing_hosts_used"] == 2

@@ -363,11 +363,20 @@ def build_grid(sc: Scenario, source: DemandSource) -> TimeGrid:
     return TimeGrid(start_s=float(start), step_s=float(sim.step_s), n_steps=n)
 
 
+def _given_groups(source: DemandSource) -> tuple[list[str], np.ndarray]:
+    """The VM groups of a given source: its own (``group_names`` and ``group_of_vm``, e.g. densim plan's landing VMs
+    split by GPU request, one scenario VM group each), else one group named after the source."""
+    names = getattr(source, "group_names", None)
+    if names is not None:
+        return list(names), np.asarray(source.group_of_vm, dtype=np.int32)
+    return [getattr(source, "group_name", "synthetic")], np.zeros(source.n_vms, dtype=np.int32)
+
+
 def build_context(plant: Plant, seed: int | None = None, source: DemandSource | None = None) -> EngineContext:
     """Arrays for ``plant``: hosts, VMs and their demand source, the time grid, the seeded generator.
 
     ``source`` replaces the scenario's VM groups with one demand source (a synthetic trace, say):
-    its VMs form one group named after the source, and its own time grid (cut to the scenario's
+    its VMs form one group named after the source (or the groups it names, :func:`_given_groups`), and its own time grid (cut to the scenario's
     horizon when one is set) is the run's grid.
     """
     from densim.rng import make_rng
@@ -387,7 +396,7 @@ def build_context(plant: Plant, seed: int | None = None, source: DemandSource | 
         if source is None:
             source, group_names, group = build_source(sc, seed)
         else:
-            group_names, group = [getattr(source, "group_name", "synthetic")], np.zeros(source.n_vms, dtype=np.int32)
+            group_names, group = _given_groups(source)
         from densim.engine.failures import wants_timeline
         from densim.placement.gpu import problem_of
         from densim.workloads.sources import vm_gpu_counts
@@ -409,7 +418,7 @@ def build_context(plant: Plant, seed: int | None = None, source: DemandSource | 
         else:
             grid = build_grid(sc, source)
     else:
-        group_names, group = [getattr(source, "group_name", "synthetic")], np.zeros(source.n_vms, dtype=np.int32)
+        group_names, group = _given_groups(source)
         grid = source.grid(sc.simulation.horizon_s)
     s = source.sizes
     vms = VmTable(names=s.names, group=group, group_names=group_names, vcpus=s.vcpus, vcpu_mhz=s.vcpu_mhz, mem_bytes=s.mem_bytes)

@@ -243,14 +243,22 @@ def landing_run(res, landed: np.ndarray, land_s: np.ndarray, vcpus, mem_bytes, s
     sc["output"] = {"host_timeseries": "on"}
     if spec.failures is not None:
         sc["failures"] = spec.failures
+
+    def source_of(rows):
+        return LandingSource([inv.names[i] for i in rows], vcpus[rows], inv.vcpu_mhz[rows], mem_bytes[rows],
+                             None if inv.cpu_mhz is None else np.asarray(inv.cpu_mhz)[:, rows],
+                             None if inv.mem_used_bytes is None else np.asarray(inv.mem_used_bytes)[:, rows],
+                             inv.step_s, inv.start_s, land_s[rows])
+
+    req = replay._gpu_requests(res, inv.fmt or "")[0] if sc["cluster"]["hosts"][0].get("gpus") else None
+    if req is None:
+        src = source_of(landed)
+    else:  # the landing VMs that ask for a GPU keep their request: one VM group per request (and one asking none)
+        src, sc["vms"] = _gpu_landing(res, landed, req, source_of, sc["vms"][0])
     try:
         scenario = scenario_from_dict(sc, source="waves landing run")
     except Exception as exc:  # noqa: BLE001 - the scenario validator's message names the field
         raise InputError(None, "waves.failures", str(exc).splitlines()[0][:300]) from None
-    src = LandingSource([inv.names[i] for i in landed], vcpus[landed], inv.vcpu_mhz[landed], mem_bytes[landed],
-                        None if inv.cpu_mhz is None else np.asarray(inv.cpu_mhz)[:, landed],
-                        None if inv.mem_used_bytes is None else np.asarray(inv.mem_used_bytes)[:, landed],
-                        inv.step_s, inv.start_s, land_s[landed])
     try:
         return simulate(resolve(scenario, source="waves landing run"), source=src), dropped
     except InputError as exc:  # a failures target not among the landing hosts, say: name the candidates file's field
@@ -258,6 +266,28 @@ def landing_run(res, landed: np.ndarray, land_s: np.ndarray, vcpus, mem_bytes, s
             raise
         raise InputError(None, f"waves.{exc.where}", exc.problem + f" (landing hosts: {sc['cluster']['hosts'][0]['name']}-0 .."
                          f" -{int(hosts) - 1})") from None
+
+
+def _gpu_landing(res, landed: np.ndarray, req: np.ndarray, source_of, placeholder: dict):
+    """The landing run's source and VM groups when the plan's VMs ask for GPUs (``req``: per inventory VM the index into
+    ``gpu.requests``, -1 none): the landed VMs split by request, a :class:`LandingSource` each, side by side; the
+    scenario's VM group of each request carries its GPU (:func:`densim.tools.plan.replay._gpu_dump`), so the engine
+    places a GPU VM only where a GPU is free, by the same claim rule as every run."""
+    from densim.tools.plan import replay
+    from densim.workloads.sources import CompositeSource
+
+    r = req[landed]
+    kinds = np.unique(r)
+    rows = [landed[r == k] for k in kinds]
+    src = CompositeSource([source_of(x) for x in rows])
+    names = ["moved" if k < 0 else f"moved-gpu-{int(k)}" for k in kinds]
+    src.group_names = names
+    src.group_of_vm = np.repeat(np.arange(kinds.size, dtype=np.int32), [x.size for x in rows])
+    groups = [dict(placeholder, name=n) for n in names]
+    for g, k in zip(groups, kinds):
+        if k >= 0:
+            g["gpu"] = replay._gpu_dump(res.spec.gpu.requests[int(k)].gpu)
+    return src, groups
 
 
 def _per_wave_engine(result, waves: list[dict], t0: float, mem_room_per_host: float) -> None:
