@@ -127,7 +127,10 @@ class VmGroup(BaseModel):
     profile: ProfileSpec | None = None
     arrivals: ArrivalSpec | None = Field(default=None, description="synthetic VMs arrive and leave (profile groups only)")
     workload: dict[str, Any] | None = Field(
-        default=None, description="parameters for a named workload model (memory, storage, request-driven)"
+        default=None, description="parameters for the workload models: memory (memory_profile, memory_<field> "
+                                  "overrides, guest_image: a catalog guest image for page sharing), storage (iops, "
+                                  "read_fraction), virtualization (per-1,000-instruction rates such as "
+                                  "pt_updates_per_kinstr)"
     )
     datastore: str | None = Field(default=None, description="storage the VM's disks live on (storage model)")
     gpu: VmGpu | None = Field(default=None, description="each VM's GPU: a vGPU profile, a MIG instance or whole GPUs")
