@@ -121,10 +121,10 @@ def opendc_outputs(folder: Path) -> dict:
     d = runs[0]
     total, completed, terminated, end_ms, exports = duckdb.sql(
         f"select arg_max(tasks_total, timestamp), arg_max(tasks_completed, timestamp), arg_max(tasks_terminated, timestamp),"
-        f" max(timestamp), count(*) from '{d}/service.parquet'").fetchone()
+        f" max(timestamp), count(*) from '{d}/service.parquet'").fetchall()[0]
     host_j, hosts, host_rows = duckdb.sql(
-        f"select sum(energy_usage), count(distinct host_name), count(*) from '{d}/host.parquet'").fetchone()
-    (source_j,) = duckdb.sql(f"select sum(energy_usage) from '{d}/powerSource.parquet'").fetchone()
+        f"select sum(energy_usage), count(distinct host_name), count(*) from '{d}/host.parquet'").fetchall()[0]
+    (source_j,) = duckdb.sql(f"select sum(energy_usage) from '{d}/powerSource.parquet'").fetchall()[0]
     return {"tasks_total": total, "tasks_completed": completed, "tasks_terminated": terminated,
             "simulated_end_s": end_ms / 1000.0, "energy_kwh": host_j / 3.6e6,
             "energy_kwh_power_source": source_j / 3.6e6, "hosts": hosts, "host_rows": host_rows, "service_exports": exports}
