@@ -71,8 +71,14 @@ def java_version(java_home: Path) -> int:
 
 def pick_java_home(arg: str | None) -> Path:
     """A JDK >= 21 (OpenDC's gradle/libs.versions.toml: java = "21"): --java-home, $OPENDC_JAVA_HOME, a known one, $JAVA_HOME."""
-    cands = [arg, os.environ.get("OPENDC_JAVA_HOME"), *DEFAULT_JDKS, os.environ.get("JAVA_HOME")]
-    for c in cands:
+    for explicit in (arg, os.environ.get("OPENDC_JAVA_HOME")):  # one that was asked for is used or refused
+        if explicit:
+            if not (Path(explicit) / "bin" / "java").exists():
+                raise SystemExit(f"no JDK at {explicit} (no bin/java)")
+            if (v := java_version(Path(explicit))) < 21:
+                raise SystemExit(f"OpenDC needs a JDK >= 21; {explicit} is Java {v}")
+            return Path(explicit)
+    for c in [*DEFAULT_JDKS, os.environ.get("JAVA_HOME")]:
         if c and (Path(c) / "bin" / "java").exists() and java_version(Path(c)) >= 21:
             return Path(c)
     raise SystemExit("OpenDC needs a JDK >= 21: none found; give one with --java-home or OPENDC_JAVA_HOME")
@@ -244,7 +250,7 @@ def main() -> None:
             line["same_trace_bytes"] = same_trace(name)
         if ds and odc:
             line["comparison"] = compare(ds["cold"], odc["cold"], ds["warm"], odc["warm"])
-        (outdir / f"opendc-vs-densim-{name}.json").write_text(json.dumps(line) + "\n")
+            (outdir / f"opendc-vs-densim-{name}.json").write_text(json.dumps(line) + "\n")
         print(json.dumps(line), flush=True)
 
 
