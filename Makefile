@@ -9,7 +9,7 @@ STAMP      := $(VENV)/.densim-installed
 TEST_STAMP := $(VENV)/.densim-test-tools
 PYTEST_ARGS ?=
 
-.PHONY: setup-test lint golden demo test bench bench-placement bench-io bench-plan bench-outofcore bench-peers bench-peers-own bench-lifetimes bench-failures bench-serve bench-distributed docs clean setup browser
+.PHONY: setup-test lint golden demo test bench bench-placement bench-io bench-plan bench-outofcore bench-peers bench-peers-own bench-peers-opendc bench-lifetimes bench-failures bench-serve bench-distributed docs clean setup browser
 
 setup: $(STAMP)
 
@@ -81,6 +81,11 @@ bench-peers: $(TEST_STAMP)
 # PEER_SCALE=0.1 runs a tenth of the published size
 bench-peers-own: $(TEST_STAMP)
 	$(MAKE) -C benchmarks/peers own PYTHON=$(abspath $(BIN)/python) SCALE=$(or $(PEER_SCALE),1.0)
+
+# OpenDC's CI benchmark workload (surf_week) and 1K_tasks, OpenDC built from source with Maven (JDK >= 21);
+# OPENDC_WARM=0 runs the cold processes only
+bench-peers-opendc: $(TEST_STAMP)
+	$(MAKE) -C benchmarks/peers opendc PYTHON=$(abspath $(BIN)/python) WARM=$(or $(OPENDC_WARM),5)
 
 docs: $(TEST_STAMP)
 	$(BIN)/python -m densim.tools.docgen docs/reference
