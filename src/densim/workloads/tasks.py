@@ -19,7 +19,7 @@ import sys
 
 import numpy as np
 
-from densim._jit import njit
+from densim._jit import njit, prange
 from densim.workloads.sources import CompositeSource, DemandSource
 from densim.workloads.timegrid import TimeGrid
 
@@ -152,16 +152,10 @@ def _shifted_opendc_window(src, start_s: np.ndarray, edges: np.ndarray, vms: np.
     if gpu:
         use = fragment_gpu_util(tr)
     if vms is None:
-        out = np.zeros((edges.size - 1, tr.n_tasks), dtype=np.float32)
-        _bin_segments(out, pos, start + delay[pos], dur, use, float(edges[0]), step)
-        return out
-    # the chosen tasks' fragments: their runs [off[v], off[v + 1]) of the task-ordered arrays
-    lens = off[vms + 1] - off[vms]
-    total = int(lens.sum())
-    rows = np.repeat(off[vms] - np.cumsum(np.r_[0, lens[:-1]]), lens) + np.arange(total)
-    owner = np.repeat(np.arange(vms.size, dtype=np.int64), lens)
+        vms = np.arange(tr.n_tasks, dtype=np.int64)
     out = np.zeros((edges.size - 1, vms.size), dtype=np.float32)
-    _bin_segments(out, owner, start[rows] + delay[pos[rows]], dur[rows], use[rows], float(edges[0]), step)
+    _bin_task_fragments(out, np.asarray(vms, dtype=np.int64), off, start, dur, use, np.asarray(delay, dtype=np.float64),
+                        float(edges[0]), step)
     return out
 
 
@@ -191,6 +185,51 @@ def fragment_gpu_util(trace) -> np.ndarray:
         order = np.argsort(trace.table.frag_task, kind="stable")
         got = trace._gpu_fragments = trace.frag_gpu_util[order]
     return got
+
+
+@njit(parallel=True)
+def _bin_task_fragments(acc, vms, off, start, dur, value, delay, t0, step):
+    """:func:`_bin_segments` of the fragments of the tasks ``vms`` (column ``j`` of ``acc`` for task ``vms[j]``), each
+    task's fragments back to back from ``start + delay[task]``, read in place from the task-ordered arrays (``off``:
+    each task's run) instead of gathered. A task's fragments start and end in run order (up to the rounding of the
+    reader's cumulative sums, far below a step), so a binary search finds the first one ending after ``t0 - step``
+    and the loop stops at the first starting at or after ``t_end + step``; in between, each fragment gets
+    :func:`_bin_segments`' own test. The fragments left out add nothing there either and each cell adds the same
+    terms in the same order, so the sums are the same to the bit; the tasks (columns) are independent, in parallel."""
+    n_steps = acc.shape[0]
+    t_end = t0 + n_steps * step
+    for j in prange(vms.size):
+        v = vms[j]
+        d = delay[v]
+        if not (d == d):  # never placed
+            continue
+        lo_i = off[v]
+        hi_i = off[v + 1]
+        a_i, b_i = lo_i, hi_i  # the first fragment ending after t0 - step
+        while a_i < b_i:
+            m = (a_i + b_i) // 2
+            if (start[m] + d) + dur[m] <= t0 - step:
+                a_i = m + 1
+            else:
+                b_i = m
+        for i in range(a_i, hi_i):
+            a = start[i] + d
+            if a >= t_end + step:
+                break
+            b = a + dur[i]
+            if b <= t0 or a >= t_end or dur[i] <= 0.0:
+                continue
+            lo = max(a, t0)
+            hi = min(b, t_end)
+            k = int((lo - t0) // step)
+            val = value[i]
+            while k < n_steps and lo < hi:
+                edge = t0 + (k + 1) * step
+                seg_hi = min(hi, edge)
+                if seg_hi > lo:
+                    acc[k, j] += val * ((seg_hi - lo) / step)
+                lo = seg_hi
+                k += 1
 
 
 @njit
