@@ -41,6 +41,13 @@ def test_a_run_names_the_cpu_kernel_and_its_stages_kernels():
         assert isinstance(getattr(importlib.import_module(module), attr), CPUDispatcher), name
 
 
+def test_an_opendc_trace_run_names_the_fragment_kernel():
+    from densim.spec.loader import load_scenario
+
+    names = P.run_kernels(load_scenario("examples/opendc/surf-week.yaml"))
+    assert names == ["densim.engine.cpu_kernel:cpu_chunk", "densim.workloads.tasks:_bin_task_fragments"]
+
+
 def test_the_background_load_loads_every_kernel_of_a_run_without_error():
     # a failed preload would only cost the run its first-call loads, so nothing reports it at run
     # time. Here a run with the memory model on compiles (and caches) its kernels; a fresh process

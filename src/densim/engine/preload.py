@@ -22,12 +22,17 @@ import threading
 from densim.engine.stages import STAGES, load_plugins
 
 CPU_KERNELS = ("densim.engine.cpu_kernel:cpu_chunk",)
+# OpenDC tasks' fragments laid onto each chunk's steps (densim.workloads.tasks)
+OPENDC_KERNELS = ("densim.workloads.tasks:_bin_task_fragments",)
 
 
 def run_kernels(scenario) -> list[str]:
-    """``"module:function"`` of the numba kernels a run of ``scenario`` calls: the CPU kernel's and its stages'."""
+    """``"module:function"`` of the numba kernels a run of ``scenario`` calls: the CPU kernel's, the OpenDC fragments'
+    when a VM group replays an OpenDC trace, and its stages'."""
     load_plugins()
     names = list(CPU_KERNELS)
+    if any(g.trace is not None and g.trace.format == "opendc" for g in scenario.vms):
+        names.extend(OPENDC_KERNELS)
     for name in STAGES.order():
         wanted = getattr(STAGES.entry(name).obj, "kernels", None)
         if wanted is not None:
