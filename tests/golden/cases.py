@@ -221,7 +221,7 @@ def _cases() -> dict[str, Callable[[Path], dict[str, Any]]]:
                "memory/swap-on-datastore.yaml", "opendc/surf-week.yaml", "opendc/1k-tasks.yaml",
                "opendc/bitbrains-small.yaml", "opendc/bitbrains-small-multi.yaml", "combined/everything-on.yaml",
                "gpu/inference-cluster.yaml", "gpu/host-failure.yaml", "memory/nvme-tiering.yaml",
-               "storage/hci-vsan-raid5.yaml"):
+               "storage/hci-vsan-raid5.yaml", "memory/page-sharing-images.yaml"):
         cases["run-" + ex.removesuffix(".yaml").replace("/", "-")] = _run(ex)
     for ex in ("storage/fio-30-ssd-5-hba.yaml", "storage/hdd-raid10-open.yaml"):
         cases["io-" + Path(ex).stem] = _io(ex)
