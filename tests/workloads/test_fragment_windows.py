@@ -1,5 +1,6 @@
 """OpenDC tasks' fragments laid onto a window of steps: read in place per task (``_bin_task_fragments``) gives the
-sums of gathering every fragment of the chosen tasks and binning them one by one (``_bin_segments``), to the bit."""
+sums of gathering every fragment of the chosen tasks and binning them one by one (the way it was done before
+session 15, kept here in plain Python as the reference), to the bit."""
 
 from __future__ import annotations
 
@@ -8,7 +9,28 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from densim.workloads.tasks import _bin_segments, _bin_task_fragments
+from densim.workloads.tasks import _bin_task_fragments
+
+
+def _bin_segments(acc, owner, start, dur, value, t0, step):
+    """Each segment's mean over the steps it covers, segment by segment in order (float32 cells, float64 terms)."""
+    n_steps = acc.shape[0]
+    t_end = t0 + n_steps * step
+    for i in range(owner.size):
+        a = float(start[i])
+        if a != a:
+            continue
+        b = a + float(dur[i])
+        if b <= t0 or a >= t_end or dur[i] <= 0.0:
+            continue
+        lo, hi = max(a, t0), min(b, t_end)
+        k = int((lo - t0) // step)
+        while k < n_steps and lo < hi:
+            seg_hi = min(hi, t0 + (k + 1) * step)
+            if seg_hi > lo:
+                acc[k, owner[i]] = np.float32(float(acc[k, owner[i]]) + float(value[i]) * ((seg_hi - lo) / step))
+            lo = seg_hi
+            k += 1
 
 
 def _gathered(vms, off, start, dur, use, delay, t0, step, n_steps):

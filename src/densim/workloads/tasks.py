@@ -187,15 +187,32 @@ def fragment_gpu_util(trace) -> np.ndarray:
     return got
 
 
+@njit(inline="always")
+def _add_segment(acc, col, a, b, val, t0, step, n_steps, t_end):
+    """Add the segment ``[a, b)`` of level ``val`` to column ``col`` as its mean over each step
+    ``[t0 + k step, t0 + (k+1) step)`` it covers (``val`` x overlap / step): exact interval integrals."""
+    lo = max(a, t0)
+    hi = min(b, t_end)
+    k = int((lo - t0) // step)
+    while k < n_steps and lo < hi:
+        edge = t0 + (k + 1) * step
+        seg_hi = min(hi, edge)
+        if seg_hi > lo:
+            acc[k, col] += val * ((seg_hi - lo) / step)
+        lo = seg_hi
+        k += 1
+
+
 @njit(parallel=True)
 def _bin_task_fragments(acc, vms, off, start, dur, value, delay, t0, step):
-    """:func:`_bin_segments` of the fragments of the tasks ``vms`` (column ``j`` of ``acc`` for task ``vms[j]``), each
-    task's fragments back to back from ``start + delay[task]``, read in place from the task-ordered arrays (``off``:
-    each task's run) instead of gathered. A task's fragments start and end in run order (up to the rounding of the
-    reader's cumulative sums, far below a step), so a binary search finds the first one ending after ``t0 - step``
-    and the loop stops at the first starting at or after ``t_end + step``; in between, each fragment gets
-    :func:`_bin_segments`' own test. The fragments left out add nothing there either and each cell adds the same
-    terms in the same order, so the sums are the same to the bit; the tasks (columns) are independent, in parallel."""
+    """Each task ``vms[j]``'s fragments, back to back from ``start + delay[task]``, as their mean over each step of
+    ``acc`` (column ``j``): O(fragments in the window + steps covered) per task, a NaN delay (never placed) adds
+    nothing. Read in place from the task-ordered arrays (``off``: each task's run). A task's fragments start and end
+    in run order (up to the rounding of the reader's cumulative sums, far below a step), so a binary search finds
+    the first one ending after ``t0 - step`` and the loop stops at the first starting at or after ``t_end + step``;
+    in between, a fragment counts when it overlaps the window and lasts > 0. Each cell adds its fragments in run
+    order, as gathering every fragment of the tasks and binning them one by one did (same sums to the bit,
+    tests/workloads/test_fragment_windows.py); the tasks (columns) are independent, in parallel."""
     n_steps = acc.shape[0]
     t_end = t0 + n_steps * step
     for j in prange(vms.size):
@@ -219,45 +236,7 @@ def _bin_task_fragments(acc, vms, off, start, dur, value, delay, t0, step):
             b = a + dur[i]
             if b <= t0 or a >= t_end or dur[i] <= 0.0:
                 continue
-            lo = max(a, t0)
-            hi = min(b, t_end)
-            k = int((lo - t0) // step)
-            val = value[i]
-            while k < n_steps and lo < hi:
-                edge = t0 + (k + 1) * step
-                seg_hi = min(hi, edge)
-                if seg_hi > lo:
-                    acc[k, j] += val * ((seg_hi - lo) / step)
-                lo = seg_hi
-                k += 1
-
-
-@njit
-def _bin_segments(acc, owner, start, dur, value, t0, step):
-    """Add each segment's mean over the steps ``[t0 + k step, t0 + (k+1) step)`` it covers
-    (value x overlap / step): exact interval integrals, O(segments + steps covered); a NaN start
-    (never placed) adds nothing."""
-    n_steps = acc.shape[0]
-    t_end = t0 + n_steps * step
-    for i in range(owner.size):
-        a = start[i]
-        if not (a == a):
-            continue
-        b = a + dur[i]
-        if b <= t0 or a >= t_end or dur[i] <= 0.0:
-            continue
-        lo = max(a, t0)
-        hi = min(b, t_end)
-        k = int((lo - t0) // step)
-        o = owner[i]
-        v = value[i]
-        while k < n_steps and lo < hi:
-            edge = t0 + (k + 1) * step
-            seg_hi = min(hi, edge)
-            if seg_hi > lo:
-                acc[k, o] += v * ((seg_hi - lo) / step)
-            lo = seg_hi
-            k += 1
+            _add_segment(acc, j, a, b, value[i], t0, step, n_steps, t_end)
 
 
 def scheduled_source(source: DemandSource, start_s: np.ndarray, end_s: np.ndarray) -> DemandSource:
