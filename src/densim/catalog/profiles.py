@@ -1,4 +1,4 @@
-"""Workload profiles from the catalog (section ``workload_profiles``, file ``workloads.yaml``).
+"""Workload profiles from the catalog (section ``workload_profiles``, file ``workloads.yaml``), and its guest images.
 
 The schema and the conversions to model inputs are in :mod:`densim.models.workload_profiles`;
 this module reads profiles by name with one-line errors and fills the ``workload-profile``
@@ -32,12 +32,21 @@ def expand_tile_visit(entry: dict, catalog: Catalog | None = None) -> dict:
 
 
 def register_builtin() -> None:
-    """The built-in profiles into the ``workload-profile`` registry (idempotent)."""
-    for p in builtin_catalog().all(SECTION, WorkloadProfile):
+    """The built-in profiles into the ``workload-profile`` registry and the guest images (page sharing, a VM group's
+    ``workload.guest_image``) into ``guest-image`` (idempotent)."""
+    from densim.models.page_sharing import GUEST_IMAGES, GuestImageSharing
+
+    cat = builtin_catalog()
+    for p in cat.all(SECTION, WorkloadProfile):
         if p.name not in PROFILES:
             cited = sum(1 for f in RATE_FIELDS if not p.sources[f].lstrip().startswith(("(E)", "(R)")))
             PROFILES.add(p.name, p, description=p.description,
                          source=f"catalog {SECTION}: {cited} of {len(RATE_FIELDS)} figures cited, the rest (E)/(R)")
+    for g in cat.all("guest_images", GuestImageSharing):
+        if g.name not in GUEST_IMAGES:
+            shares = (f"zero {g.zero_fraction:g}, self {g.self_fraction:g}, common to the image {g.shared_fraction:g}"
+                      + (", each VM its own image" if g.unique else ""))
+            GUEST_IMAGES.add(g.name, g, description=f"{g.description} ({shares})", source=f"catalog guest_images: {g.source}")
 
 
 register_builtin()

@@ -120,6 +120,8 @@ def image_sharing(vms_per_image, vm_bytes, *, shared_fraction, zero_fraction, se
 
 from pydantic import BaseModel, ConfigDict, Field  # noqa: E402
 
+from densim.registry import Registry  # noqa: E402
+
 
 class GuestImageSharing(BaseModel):
     """Catalog ``guest_images``: one guest image's sharing content (shares of a VM's memory)."""
@@ -139,3 +141,7 @@ class GuestImageSharing(BaseModel):
     def model_post_init(self, __context) -> None:
         if self.zero_fraction + self.self_fraction + self.shared_fraction > 1.0 + 1e-12:
             raise ValueError(f"guest image {self.name!r}: zero_fraction + self_fraction + shared_fraction exceeds 1")
+
+
+#: the catalog's guest images (``guest_images``), filled by :mod:`densim.catalog.profiles`; ``densim models`` lists them
+GUEST_IMAGES: Registry[GuestImageSharing] = Registry("guest-image")
