@@ -71,3 +71,29 @@ def test_study_rows_and_their_roles():
     blog = s["headline"][-1]
     assert blog["role"] == "prediction" and blog["simulated"] == pytest.approx(0.23)
     assert blog["published"] == pytest.approx(835511 * 4096 / 2**32, abs=1e-4)
+
+
+def test_element_fractions_count_the_image_per_segment():
+    # 3 VMs of image 0 (z + s = 0.08, f = 0.30) in segment 5, one more in segment 6, one VM of the unique image 1,
+    # one naming none, one of image 0 not alive (0 configured bytes); 4 GiB each, 2 GiB active, 2 NUMA nodes.
+    # Segment 5: n = 3, c = 2: inter = 0.30 x 1/3 = 0.1; segment 6: n = 1, c = 1: 0. Zero fraction of idle memory:
+    # 0.08 x 4 / 2 = 0.16. Unique image: n = 1 whatever the others. No image: the defaults (0.05, 0.02).
+    import numpy as np
+
+    from densim.models.page_sharing import element_fractions
+
+    g = 2.0**30
+    image = np.array([0, 0, 0, 0, 1, -1, 0])
+    cfg = np.array([4, 4, 4, 4, 4, 4, 0]) * g
+    act = np.array([2, 2, 2, 2, 2, 2, 0]) * g
+    seg = np.array([5, 5, 5, 6, 5, 5, 5])
+    zf, isf = element_fractions(image, cfg, act, seg, np.full(7, 2.0), zero_self=np.array([0.08, 0.08]),
+                                shared=np.array([0.30, 0.30]), unique=np.array([False, True]), inter_vm=True,
+                                zero_default=0.05, inter_default=0.02)
+    np.testing.assert_allclose(zf[:5], 0.16)
+    np.testing.assert_allclose(isf[:5], [0.1, 0.1, 0.1, 0.0, 0.0])
+    assert (zf[5], isf[5]) == (0.05, 0.02) and (zf[6], isf[6]) == (0.05, 0.02)
+    _, off = element_fractions(image, cfg, act, seg, np.full(7, 2.0), zero_self=np.array([0.08, 0.08]),
+                               shared=np.array([0.30, 0.30]), unique=np.array([False, True]), inter_vm=False,
+                               zero_default=0.05, inter_default=0.0)
+    assert (off == 0).all()

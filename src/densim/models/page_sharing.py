@@ -118,6 +118,42 @@ def image_sharing(vms_per_image, vm_bytes, *, shared_fraction, zero_fraction, se
     return SharingResult(zero_bytes=zero, self_bytes=self_, inter_vm_bytes=inter, configured_bytes=float((n * m).sum()))
 
 
+def element_fractions(image, configured, active, segment, numa_nodes, *, zero_self, shared, unique, inter_vm: bool,
+                      zero_default: float, inter_default: float) -> tuple[np.ndarray, np.ndarray]:
+    """The reclamation kernel's two sharing fractions per element (a VM in one host-step segment) from the guest
+    images, :func:`image_sharing`'s terms in the kernel's form (:func:`densim.models.memory.reclaim`).
+
+    ``image`` (E,) index into the per-image arrays ``zero_self`` (z + s), ``shared`` (f) and ``unique``, -1 for a
+    VM naming no image; ``configured``/``active`` (E,) bytes (0 configured: not alive, not counted); ``segment``
+    (E,) its host-step; ``numa_nodes`` (E,) its host's NUMA nodes K. For a VM of image ``i``, ``n_i`` VMs of that
+    image in its segment (1 for a ``unique`` image) and ``c_i = min(n_i, K)`` copies kept::
+
+        zero fraction  = min(1, (z_i + s_i) m / idle)      (the kernel takes it from idle memory: (z_i + s_i) m)
+        inter-VM       = f_i (n_i - c_i) / n_i              (of all its memory; 0 with inter_vm off)
+
+    Large pages count as broken up (the kernel runs only on hosts short of memory, where ESX breaks them). VMs
+    naming no image get ``zero_default`` and ``inter_default``."""
+    image = np.asarray(image, dtype=np.int64)
+    zf = np.full(image.size, float(zero_default))
+    isf = np.full(image.size, float(inter_default))
+    on = np.flatnonzero((image >= 0) & (np.asarray(configured) > 0))
+    if on.size == 0:
+        return zf, isf
+    img = image[on]
+    cfg = np.asarray(configured, dtype=float)[on]
+    idle = cfg - np.asarray(active, dtype=float)[on]
+    key = np.asarray(segment, dtype=np.int64)[on] * len(shared) + img
+    _, inv, cnt = np.unique(key, return_inverse=True, return_counts=True)
+    n_i = np.where(np.asarray(unique, dtype=bool)[img], 1.0, cnt[inv].astype(float))
+    zf[on] = np.divide(np.asarray(zero_self)[img] * cfg, idle, out=np.zeros(on.size), where=idle > 0).clip(0.0, 1.0)
+    if inter_vm:
+        copies = np.minimum(n_i, np.asarray(numa_nodes, dtype=float)[on])
+        isf[on] = np.asarray(shared)[img] * (n_i - copies) / n_i
+    else:
+        isf[on] = 0.0
+    return zf, isf
+
+
 from pydantic import BaseModel, ConfigDict, Field  # noqa: E402
 
 from densim.registry import Registry  # noqa: E402

@@ -244,36 +244,17 @@ class MemoryStage(BaseStage):
         return act
 
     def _sharing_fractions(self, cfg, act, seg, host, n, idx):
-        """Per element (step, VM) the zero and inter-VM sharing fractions the reclamation kernel takes, from the VMs'
-        guest images (``workload.guest_image``; :func:`densim.models.page_sharing.image_sharing`'s terms).
+        """Per element (step, VM) the zero and inter-VM sharing fractions from the VMs' guest images
+        (:func:`densim.models.page_sharing.element_fractions`): ``n_i`` counts the VMs of each image among the
+        elements of the same host and step, the VMs alive there (a VM not alive has 0 configured bytes here), so it
+        follows arrivals, departures, restarts and moves; one copy kept per NUMA node (the host's sockets)."""
+        from densim.models.page_sharing import element_fractions
 
-        A VM of image ``i`` among ``n_i`` VMs of that image on its host in the step (counted from the elements
-        themselves: the VMs on the host in that step, alive ones only) frees its zero and self-shared pages,
-        ``(z_i + s_i) m``, taken from its idle memory (the kernel's zero-page term is a share of idle memory, so
-        ``zf = min(1, (z_i + s_i) m / idle)``), and with ``memory.inter_vm_sharing`` on the share
-        ``f_i (n_i - c_i) / n_i`` of all its memory, ``c_i = min(n_i, K)`` copies kept, one per NUMA node (``K``:
-        the host's sockets). Large pages are taken as broken up: the pipeline runs only on a host short of memory,
-        the state in which ESX breaks them (VMware KB 1021095). VMs without an image keep the scenario's
-        ``zero_page_fraction`` and ``inter_vm_sharing_fraction``."""
         p = self.params
-        img = np.tile(self.img_vm[idx], n)
-        zf = np.full(img.size, p.zero_page_fraction)
-        isf = np.full(img.size, p.inter_vm_sharing_fraction)
-        on = (img >= 0) & (cfg > 0)
-        if not on.any():
-            return zf, isf
-        e = np.flatnonzero(on)
-        key = seg[e] * self.img_f.size + img[e]
-        _, inv, cnt = np.unique(key, return_inverse=True, return_counts=True)
-        n_i = np.where(self.img_unique[img[e]], 1.0, cnt[inv].astype(float))  # a 'unique' image: each VM its own
-        idle = cfg[e] - act[e]
-        zf[e] = np.divide(self.img_zs[img[e]] * cfg[e], idle, out=np.zeros(e.size), where=idle > 0).clip(0.0, 1.0)
-        if self.settings.inter_vm_sharing:
-            copies = np.minimum(n_i, self.numa_h[np.tile(host, n)[e]])
-            isf[e] = self.img_f[img[e]] * (n_i - copies) / n_i
-        else:
-            isf[e] = 0.0
-        return zf, isf
+        return element_fractions(np.tile(self.img_vm[idx], n), cfg, act, seg, np.tile(self.numa_h[host], n),
+                                 zero_self=self.img_zs, shared=self.img_f, unique=self.img_unique,
+                                 inter_vm=self.settings.inter_vm_sharing, zero_default=p.zero_page_fraction,
+                                 inter_default=p.inter_vm_sharing_fraction)
 
     def _reclaim(self, cfg, act, host, H, n, idx, capacity=None):
         p = self.params
