@@ -152,11 +152,13 @@ class Liveness:
         out = np.zeros((w.shape[0], n_hosts))
         if ok.size == 0:
             return out
+        # the events, ends first: at one instant an end sorts before a start (the two stable sorts below keep
+        # the order of equal keys, as np.lexsort((kind, t, h)) did, at about 3/4 of its time)
         h = np.r_[host_of_vm[ok], host_of_vm[ok]].astype(np.int64)
-        t = np.r_[s[ok], np.where(np.isnan(e[ok]), np.inf, e[ok])]
-        kind = np.r_[np.ones(ok.size, np.int8), np.zeros(ok.size, np.int8)]  # at one instant, ends (0) before starts (1)
-        dw = np.concatenate([w[:, ok], -w[:, ok]], axis=1)
-        order = np.lexsort((kind, t, h))
+        t = np.r_[np.where(np.isnan(e[ok]), np.inf, e[ok]), s[ok]]
+        dw = np.concatenate([-w[:, ok], w[:, ok]], axis=1)
+        order = np.argsort(t, kind="stable")
+        order = order[np.argsort(h[order], kind="stable")]
         h, dw = h[order], dw[:, order]
         # cumulative sums restarted at each host: subtract the running total at the segment's start
         cs = np.cumsum(dw, axis=1)
