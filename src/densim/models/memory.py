@@ -1809,8 +1809,12 @@ def evaluate(
     miss_model: str = "random",
     miss_params=None,
     background_store_iops=0.0,
+    zero_page_fraction=None,
+    inter_vm_sharing_fraction=None,
 ) -> HostResult:
-    """Reclamation, faults and throughput for every element in one call."""
+    """Reclamation, faults and throughput for every element in one call. ``zero_page_fraction`` and
+    ``inter_vm_sharing_fraction`` (per element, e.g. from guest images: :func:`densim.models.page_sharing.element_fractions`)
+    replace ``params``' when given."""
     seg = np.asarray(seg, dtype=np.int64)
     cfg = np.asarray(configured_bytes, dtype=float)
     n_vm_seg = np.bincount(seg, minlength=n_seg).astype(float)
@@ -1824,8 +1828,9 @@ def evaluate(
         seg,
         n_seg,
         capacity,
-        zero_page_fraction=params.zero_page_fraction,
-        inter_vm_sharing_fraction=params.inter_vm_sharing_fraction,
+        zero_page_fraction=params.zero_page_fraction if zero_page_fraction is None else zero_page_fraction,
+        inter_vm_sharing_fraction=(params.inter_vm_sharing_fraction if inter_vm_sharing_fraction is None
+                                   else inter_vm_sharing_fraction),
         balloon_limit=params.balloon_limit,
         balloon_active_share=balloon_active_share,
         compression_cache_fraction=params.compression_cache_fraction if params.compression else 0.0,

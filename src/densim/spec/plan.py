@@ -69,6 +69,14 @@ class Candidate(BaseModel):
     gpus: HostGpus | None = Field(default=None, description="GPUs in each host: {model, count} (with the plan's gpu section)")
 
 
+class PlanGuestImage(BaseModel):
+    """The guest image the VMs whose names match ``vms`` boot from, for the memory check's page sharing."""
+
+    model_config = _CFG
+    vms: str = Field(description="VM names (glob) of the inventory")
+    image: str = Field(description="catalog guest image (section guest_images; densim models lists them as guest-image)")
+
+
 class PlanGpuRequest(BaseModel):
     """The GPU every VM whose name matches ``vms`` asks for (a vGPU, a MIG instance or whole GPUs)."""
 
@@ -360,6 +368,16 @@ class PlanSpec(BaseModel):
             raise ValueError("swap_datastore needs the engine's storage stage, which the plan does not model; "
                              "give a swap_device for the plan's memory check")
         return v
+    guest_images: list[PlanGuestImage] | None = Field(
+        default=None, description="page sharing by guest image in the memory check (needs memory.model: vsphere-like): "
+                                  "which VMs boot which catalog image; VMs matched by none keep memory.zero_page_fraction")
+
+    @model_validator(mode="after")
+    def _images_need_the_memory_model(self) -> "PlanSpec":
+        if self.guest_images and (self.memory is None or self.memory.model == "none"):
+            raise ValueError("guest_images: page sharing by guest image is part of the memory check; give memory: "
+                             "{model: vsphere-like}")
+        return self
     candidates: list[Candidate] = Field(min_length=1, description="host configurations to compare")
     gpu: PlanGpu | None = Field(default=None, description="GPU demand: VMs' GPU requests and LLM inference services "
                                 "(hosts for them: candidates[].gpus)")

@@ -421,6 +421,9 @@ class _QosChecks:
         self.cpu = inv.cpu_mhz if self.has_cpu else inv.capacity_mhz[None, :].astype(np.float32)
 
         self.memory = spec.memory if spec.memory is not None and spec.memory.model != "none" else None
+        from densim.tools.plan.memcheck import plan_images
+
+        self.images = plan_images(spec, inv.names, self.cat)  # page sharing by guest image (spec.guest_images)
         if self.memory is not None:
             for field_, name in (("swap_device", self.memory.swap_device), ("swap_cache_device", self.memory.swap_cache_device),
                                  ("workload", self.memory.workload)):
@@ -462,7 +465,7 @@ class _QosChecks:
         if self.memory is not None:
             mc = plan_qos.memory_check(host_of, n_hosts, self.host.mem_bytes, np.asarray(mem_bytes, float),
                                        np.asarray(vcpus, float) * self.host.core_mhz, self.cpu, self.inv.mem_used_bytes,
-                                       self.memory, self.cat)
+                                       self.memory, self.cat, images=self.images, sockets=int(self.host.sockets))
             out["mem_hosts_short"] = mc.hosts_short
             out["mem_slowdown_worst"] = float(mc.slowdown_worst.max(initial=1.0))
             bad = mc.slowdown_worst > self.q.memory_slowdown + 1e-9

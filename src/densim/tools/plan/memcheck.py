@@ -9,6 +9,63 @@ import numpy as np
 
 
 @dataclass
+class PlanImages:
+    """The plan's guest images (``guest_images``): per VM the index into the images (-1: none) and per image the
+    shares :func:`densim.models.page_sharing.element_fractions` takes."""
+
+    of_vm: np.ndarray
+    names: list[str]
+    zero_self: np.ndarray
+    shared: np.ndarray
+    unique: np.ndarray
+
+    def fractions(self, idx, steps: int, cfg, act, seg, sockets: int, settings, params):
+        """Per element of a block (``steps`` x the VMs ``idx``) the zero and inter-VM sharing fractions."""
+        from densim.models.page_sharing import element_fractions
+
+        return element_fractions(np.tile(self.of_vm[idx], steps), np.tile(cfg, steps), np.asarray(act, float).ravel(),
+                                 seg, np.full(steps * idx.size, float(max(sockets, 1))), zero_self=self.zero_self,
+                                 shared=self.shared, unique=self.unique, inter_vm=settings.inter_vm_sharing,
+                                 zero_default=params.zero_page_fraction, inter_default=params.inter_vm_sharing_fraction)
+
+
+def plan_images(spec, names: np.ndarray, catalog) -> PlanImages | None:
+    """The VMs' guest images from ``spec.guest_images`` (None without); an unknown image, a pattern that matches no
+    VM, or a VM two patterns match, is one line naming the field."""
+    if not spec.guest_images:
+        return None
+    from densim.catalog.core import CatalogError
+    from densim.errors import InputError
+    from densim.models.page_sharing import GuestImageSharing
+    from densim.tools.plan.gpu import _mask
+
+    names = np.asarray(names, dtype=object)
+    of_vm = np.full(names.shape[0], -1, np.int64)
+    rule_of = np.full(names.shape[0], -1, np.int64)
+    images: dict[str, GuestImageSharing] = {}
+    for i, r in enumerate(spec.guest_images):
+        try:
+            img = catalog.get("guest_images", r.image, GuestImageSharing)
+        except CatalogError as exc:
+            raise InputError(None, f"guest_images[{i}].image", str(exc.args[0]).strip("'\"")) from None
+        m = _mask(names, r.vms)
+        if not m.any():
+            raise InputError(None, f"guest_images[{i}].vms", f"{r.vms!r} matches no VM of the inventory")
+        both = m & (rule_of >= 0)
+        if both.any():
+            j = int(np.flatnonzero(both)[0])
+            raise InputError(None, f"guest_images[{i}].vms", f"VM {names[j]!s} is also matched by "
+                             f"guest_images[{rule_of[j]}]: give each VM one image")
+        k = list(images).index(img.name) if img.name in images else len(images)
+        images.setdefault(img.name, img)
+        of_vm[m] = k
+        rule_of[m] = i
+    imgs = list(images.values())
+    return PlanImages(of_vm, [g.name for g in imgs], np.array([g.zero_fraction + g.self_fraction for g in imgs]),
+                      np.array([g.shared_fraction for g in imgs]), np.array([g.unique for g in imgs], dtype=bool))
+
+
+@dataclass
 class MemoryCheck:
     slowdown_worst: np.ndarray  # (H,) worst VM's slowdown over all steps (1 = none)
     vm_slowdown_max: np.ndarray  # (N,)

@@ -42,13 +42,14 @@ from densim.tools.plan.memcheck import MemoryCheck, step_blocks  # noqa: E402,F4
 
 def memory_check(host_of: np.ndarray, n_hosts: int, host_mem_bytes: float, mem_bytes: np.ndarray,
                  capacity_mhz: np.ndarray, cpu_mhz: np.ndarray, mem_used_bytes: np.ndarray | None, settings,
-                 catalog, *, block_elements: int = 2_000_000) -> MemoryCheck:
-    """Worst memory slowdown per host for a placement (``settings``: scenario ``MemorySettings``)."""
+                 catalog, *, block_elements: int = 2_000_000, images=None, sockets: int = 1) -> MemoryCheck:
+    """Worst memory slowdown per host for a placement (``settings``: scenario ``MemorySettings``). ``images``
+    (:class:`densim.tools.plan.memcheck.PlanImages`): page sharing by guest image, one copy per socket kept."""
     if settings.tiering is not None:  # an NVMe memory tier on every candidate host (densim.tools.plan.tiering)
         from densim.tools.plan.tiering import memory_check_tiered
 
         return memory_check_tiered(host_of, n_hosts, host_mem_bytes, mem_bytes, capacity_mhz, cpu_mhz, mem_used_bytes,
-                                   settings, catalog, block_elements=block_elements)
+                                   settings, catalog, block_elements=block_elements, images=images, sockets=sockets)
     from densim.models import memory as M
     from densim.models.devices import DeviceSpec
     from densim.models.workload_memory import MemoryWorkload
@@ -69,12 +70,14 @@ def memory_check(host_of: np.ndarray, n_hosts: int, host_mem_bytes: float, mem_b
     cfg = mem_bytes[idx].astype(float)
     for steps, act, util, seg in step_blocks(idx, cfg, host_of[idx], capacity_mhz[idx].astype(float), cpu_mhz,
                                              mem_used_bytes, prof.active_fraction, n_hosts, block_elements):
+        zf, isf = (None, None) if images is None else images.fractions(idx, steps, cfg, np.minimum(act, cfg), seg,
+                                                                        sockets, settings, params)
         r = M.evaluate(
             np.tile(cfg, steps), act.ravel(), seg, steps * n_hosts, host_mem_bytes, params, store=store, cache=cache,
             swap_cache_bytes=settings.swap_cache_bytes, access_rate_per_s=(prof.total_access_rate_per_s * util).ravel(),
             balloon_active_share=prof.balloon_active_share, compressible_fraction=prof.compressible_fraction,
             overlap=prof.overlap, miss_model=prof.miss_model, miss_params=prof.miss_params(),
-            background_store_iops=settings.background_swap_iops,
+            background_store_iops=settings.background_swap_iops, zero_page_fraction=zf, inter_vm_sharing_fraction=isf,
         )
         sl = r.tp.slowdown.reshape(steps, idx.size)
         np.maximum.at(out.vm_slowdown_max, idx, sl.max(axis=0))

@@ -185,7 +185,7 @@ def _engine_vm_names(res, fmt: str) -> np.ndarray:
     if _replayed(res, fmt):
         # Bitbrains and OpenDC inventories name their VMs as a source group named "vm" does; Azure's are the VM ids
         return names if fmt in ("bitbrains", "opendc") else np.array([f"{TRACE_GROUP}-{n}" for n in names], dtype=object)
-    key, _ = _profile_keys(res, _gpu_requests(res, fmt)[0])
+    key, _ = _profile_keys(res, _gpu_requests(res, fmt)[0], _images(res))
     _, inverse = np.unique(key, return_inverse=True)
     inverse = inverse.ravel()
     order = np.argsort(inverse, kind="stable")
@@ -305,9 +305,25 @@ def chosen_scenario(res, inventory_path: str | Path, fmt: str, given: bool = Tru
                 dropped.append("right-sizing: the trace's VMs keep their sizes from the trace (a trace group has one size rule)")
         if gpu_req is not None:  # every VM of the trace asks for the same GPU (_gpu_requests)
             sc["vms"][0]["gpu"] = _gpu_dump(spec.gpu.requests[int(gpu_req[0])].gpu)
+        img = _images(res)
+        if img is not None:  # a trace group has one image: the plan's, when every VM of the trace has the same
+            if (img.of_vm == img.of_vm[0]).all() and img.of_vm[0] >= 0:
+                sc["vms"][0]["workload"] = {"guest_image": img.names[int(img.of_vm[0])]}
+            else:
+                dropped.append("guest_images: the replayed trace is one VM group, which takes one guest image; its VMs "
+                               "boot different ones (or some none) in the plan, so the engine shares with "
+                               "memory.zero_page_fraction alone")
     else:
-        sc["vms"] = _profile_groups(res, dropped, gpu_req)
+        sc["vms"] = _profile_groups(res, dropped, gpu_req, _images(res))
     return sc, dropped
+
+
+def _images(res):
+    """The plan's guest images per VM (:func:`densim.tools.plan.memcheck.plan_images`), or None without them."""
+    from densim.catalog.core import builtin_catalog
+    from densim.tools.plan.memcheck import plan_images
+
+    return plan_images(res.spec, res.inventory.names, builtin_catalog())
 
 
 def _gpu_dump(g) -> dict[str, Any]:
@@ -337,22 +353,26 @@ def _gpu_dropped(res, r, c, fmt: str) -> list[str]:
     return out
 
 
-def _profile_keys(res, gpu_req: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Per VM the constant-profile group key (vCPUs, MHz, memory, mean CPU use, and with GPU requests the index of
-    the VM's request, -1 for none) and the measured (unclipped) use."""
+def _profile_keys(res, gpu_req: np.ndarray | None = None, images=None) -> tuple[np.ndarray, np.ndarray]:
+    """Per VM the constant-profile group key (vCPUs, MHz, memory, mean CPU use, with GPU requests the index of
+    the VM's request, -1 for none, and with guest images the index of its image, -1 for none) and the measured
+    (unclipped) use."""
     inv = res.inventory
     vcpus, mem = _sizes(res)
     cap = vcpus * np.asarray(inv.vcpu_mhz, dtype=np.float64)
     util = np.ones(inv.n_vms) if inv.cpu_mhz is None else np.asarray(inv.cpu_mhz, dtype=np.float64).mean(axis=0) / cap
     cols = [vcpus, np.asarray(inv.vcpu_mhz, float), mem, np.round(np.clip(util, 0.0, 1.0), 4)]
-    key = np.rec.fromarrays(cols if gpu_req is None else cols + [np.asarray(gpu_req, np.int64)])
-    return key, util
+    cols.append(np.full(inv.n_vms, -1, np.int64) if gpu_req is None else np.asarray(gpu_req, np.int64))
+    if images is not None:
+        cols.append(np.asarray(images.of_vm, np.int64))
+    return np.rec.fromarrays(cols), util
 
 
-def _profile_groups(res, dropped: list[str], gpu_req: np.ndarray | None = None) -> list[dict[str, Any]]:
-    """One constant-profile group per distinct (vCPUs, MHz, memory, mean CPU use, GPU request) of the planned VMs."""
+def _profile_groups(res, dropped: list[str], gpu_req: np.ndarray | None = None, images=None) -> list[dict[str, Any]]:
+    """One constant-profile group per distinct (vCPUs, MHz, memory, mean CPU use, GPU request, guest image) of the
+    planned VMs."""
     inv = res.inventory
-    key, util = _profile_keys(res, gpu_req)
+    key, util = _profile_keys(res, gpu_req, images)
     if inv.cpu_mhz is None:
         dropped.append("CPU demand: the inventory has none; VMs run busy on every vCPU (the plan's energy rule; the plan "
                        "did not check CPU Ready)")
@@ -369,10 +389,11 @@ def _profile_groups(res, dropped: list[str], gpu_req: np.ndarray | None = None) 
     uniq, counts = np.unique(key, return_counts=True)
     groups = [{"name": f"g{i}", "count": int(n), "vcpus": int(k[0]), "vcpu_speed": float(k[1]), "memory": float(k[2]),
                "profile": {"kind": "constant", "mean": float(k[3])}} for i, (k, n) in enumerate(zip(uniq, counts))]
-    if gpu_req is not None:
-        for g, k in zip(groups, uniq):
-            if int(k[4]) >= 0:
-                g["gpu"] = _gpu_dump(res.spec.gpu.requests[int(k[4])].gpu)
+    for g, k in zip(groups, uniq):
+        if int(k[4]) >= 0:
+            g["gpu"] = _gpu_dump(res.spec.gpu.requests[int(k[4])].gpu)
+        if images is not None and int(k[5]) >= 0:
+            g["workload"] = {"guest_image": images.names[int(k[5])]}
     return groups
 
 

@@ -168,7 +168,7 @@ def headline_lines(ans: dict) -> list[str]:
 
 
 def memory_check_tiered(host_of, n_hosts: int, host_mem_bytes: float, mem_bytes, capacity_mhz, cpu_mhz, mem_used_bytes,
-                        settings, catalog, *, block_elements: int = 2_000_000):
+                        settings, catalog, *, block_elements: int = 2_000_000, images=None, sockets: int = 1):
     """:func:`densim.tools.plan.qos.memory_check` for a plan whose ``memory.tiering`` gives every candidate host an
     NVMe tier of ``ratio x`` its memory: reclamation starts beyond DRAM + tier, the spill beyond DRAM lives on the
     tier (idle pages first, :func:`densim.models.tiering.place_pages`), tier faults queue at the host's tier
@@ -218,8 +218,10 @@ def memory_check_tiered(host_of, n_hosts: int, host_mem_bytes: float, mem_bytes,
     for steps, act, util, seg in step_blocks(idx, cfg, np.asarray(host_of)[idx], np.asarray(capacity_mhz, float)[idx],
                                              cpu_mhz, mem_used_bytes, prof.active_fraction, n_hosts, block_elements):
         dram = np.broadcast_to(dram_h, (steps, n_hosts)).ravel()
+        zf, isf = ((params.zero_page_fraction, params.inter_vm_sharing_fraction) if images is None else
+                   images.fractions(idx, steps, cfg, np.minimum(act, cfg), seg, sockets, settings, params))
         rec = M.reclaim(np.tile(cfg, steps), np.ascontiguousarray(act).ravel(), seg, steps * n_hosts, dram + tier,
-                        zero_page_fraction=params.zero_page_fraction, inter_vm_sharing_fraction=params.inter_vm_sharing_fraction,
+                        zero_page_fraction=zf, inter_vm_sharing_fraction=isf,
                         balloon_limit=params.balloon_limit, balloon_active_share=prof.balloon_active_share,
                         compression_cache_fraction=params.compression_cache_fraction if params.compression else 0.0,
                         compression_ratio=params.compression_ratio,
