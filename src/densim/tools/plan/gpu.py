@@ -27,19 +27,12 @@ the inference replicas' GPUs times their slot utilisation. GPUs must be in the c
 
 from __future__ import annotations
 
-import fnmatch
 import math
-import re
 from types import SimpleNamespace
 
 import numpy as np
 
 from densim.errors import InputError
-
-
-def _mask(names: np.ndarray, pattern: str) -> np.ndarray:
-    rx = re.compile(fnmatch.translate(pattern))
-    return np.fromiter((rx.match(str(n)) is not None for n in names), dtype=bool, count=names.shape[0])
 
 
 def _gpu_of(c):
@@ -55,18 +48,9 @@ def _gpu_of(c):
 def request_of_vm(spec, names: np.ndarray) -> np.ndarray:
     """Index into ``spec.gpu.requests`` per VM (-1: no GPU); a pattern that matches nothing, or a VM two
     patterns match, is an InputError."""
-    req = np.full(names.shape[0], -1, np.int64)
-    for i, r in enumerate(spec.gpu.requests):
-        m = _mask(names, r.vms)
-        if not m.any():
-            raise InputError(None, f"gpu.requests[{i}].vms", f"{r.vms!r} matches no VM of the inventory")
-        both = m & (req >= 0)
-        if both.any():
-            j = int(np.flatnonzero(both)[0])
-            raise InputError(None, f"gpu.requests[{i}].vms", f"VM {names[j]!s} is also matched by gpu.requests[{req[j]}]: "
-                             "give each VM one GPU request")
-        req[m] = i
-    return req
+    from densim.tools.plan.patterns import rule_of_vm
+
+    return rule_of_vm(names, [r.vms for r in spec.gpu.requests], "gpu.requests", "one GPU request")
 
 
 def gpu_hosts(spec, c, names: np.ndarray, cpu_hosts: int, *, vcpus=None, mem_bytes=None, vcpu_cap: float = np.inf,

@@ -19,13 +19,12 @@ not depend on licence prices, so the what-if is exact arithmetic on the TCO:
 
 from __future__ import annotations
 
-import fnmatch
-import re
 from functools import lru_cache
 
 import numpy as np
 
 from densim.errors import InputError
+from densim.tools.plan.patterns import vm_mask
 from densim.models.carbon import (
     HOURS_PER_YEAR,
     embodied_kg_per_server,
@@ -55,13 +54,6 @@ def resolve_products(spec) -> list[tuple]:
     return out
 
 
-def _vm_mask(names: np.ndarray, pattern: str) -> np.ndarray:
-    if pattern == "*":
-        return np.ones(names.shape[0], dtype=bool)
-    rx = re.compile(fnmatch.translate(pattern))
-    return np.fromiter((rx.match(str(n)) is not None for n in names), dtype=bool, count=names.shape[0])
-
-
 def licence_rows(spec, names: np.ndarray, vcpus: np.ndarray, *, n_hosts: int, sockets: int, cores_per_socket: int,
                  gpus_per_host: int = 0, vgpu_vms: int = 0) -> list[dict]:
     """Priced rows of the catalog licences for one candidate (``n_hosts`` hosts, spares included; per-GPU
@@ -70,7 +62,7 @@ def licence_rows(spec, names: np.ndarray, vcpus: np.ndarray, *, n_hosts: int, so
     for i, (use, p) in enumerate(resolve_products(spec)):
         vm_vcpus = np.zeros(0)
         if p.rule == "per_vm_core":
-            mask = _vm_mask(names, use.vms)
+            mask = vm_mask(names, use.vms)
             if not mask.any():
                 raise InputError(None, f"licensing.products[{i}].vms", f"{use.vms!r} matches no VM of the inventory")
             vm_vcpus = np.asarray(vcpus)[mask]

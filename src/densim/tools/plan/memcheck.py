@@ -37,29 +37,19 @@ def plan_images(spec, names: np.ndarray, catalog) -> PlanImages | None:
     from densim.catalog.core import CatalogError
     from densim.errors import InputError
     from densim.models.page_sharing import GuestImageSharing
-    from densim.tools.plan.gpu import _mask
+    from densim.tools.plan.patterns import rule_of_vm
 
-    names = np.asarray(names, dtype=object)
-    of_vm = np.full(names.shape[0], -1, np.int64)
-    rule_of = np.full(names.shape[0], -1, np.int64)
+    rule_of = rule_of_vm(names, [r.vms for r in spec.guest_images], "guest_images", "one image")
+    of_vm = np.full(rule_of.shape[0], -1, np.int64)
     images: dict[str, GuestImageSharing] = {}
     for i, r in enumerate(spec.guest_images):
         try:
             img = catalog.get("guest_images", r.image, GuestImageSharing)
         except CatalogError as exc:
             raise InputError(None, f"guest_images[{i}].image", str(exc.args[0]).strip("'\"")) from None
-        m = _mask(names, r.vms)
-        if not m.any():
-            raise InputError(None, f"guest_images[{i}].vms", f"{r.vms!r} matches no VM of the inventory")
-        both = m & (rule_of >= 0)
-        if both.any():
-            j = int(np.flatnonzero(both)[0])
-            raise InputError(None, f"guest_images[{i}].vms", f"VM {names[j]!s} is also matched by "
-                             f"guest_images[{rule_of[j]}]: give each VM one image")
         k = list(images).index(img.name) if img.name in images else len(images)
         images.setdefault(img.name, img)
-        of_vm[m] = k
-        rule_of[m] = i
+        of_vm[rule_of == i] = k
     imgs = list(images.values())
     return PlanImages(of_vm, [g.name for g in imgs], np.array([g.zero_fraction + g.self_fraction for g in imgs]),
                       np.array([g.shared_fraction for g in imgs]), np.array([g.unique for g in imgs], dtype=bool))
