@@ -149,7 +149,7 @@ def test_imports_resolve_relative_to_the_importing_file(tmp_path):
     assert s["hosts_total"] == 2 and s["vms_placed"] == 4
 
 
-def test_demo_and_models_and_studies(tmp_path):
+def test_demo_and_models_and_studies(tmp_path, traces):  # densim studies reads the shared traces
     r = runner.invoke(app, ["demo", "--out", str(tmp_path / "demo"), "--no-progress"])
     assert r.exit_code == 0, r.output
     assert "report.html" in r.output and (tmp_path / "demo/report.html").exists()

@@ -103,7 +103,7 @@ def test_every_registered_stage_declares_what_its_finish_writes():
             assert sec.__required_keys__
 
 
-def test_run_summary_json_is_the_typed_summary(tmp_path):
+def test_run_summary_json_is_the_typed_summary(tmp_path, traces):  # examples/bitbrains-small.yaml
     from densim.engine import simulate
     from densim.plant import load_plant
 

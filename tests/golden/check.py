@@ -14,7 +14,7 @@ def cases_with(prefixes: tuple[str, ...]) -> list[str]:
 
 
 def check_case(case: str, tmp_path: Path) -> None:
-    if case.startswith(("run-bitbrains", "run-storage", "plan-", "run-sweeps-base", "run-opendc")) or "planetlab" in case:
+    if case.startswith(("run-bitbrains", "run-storage", "plan-", "run-sweeps-base", "run-opendc", "study-ha-bitbrains")) or "planetlab" in case:
         from tests.conftest import TRACES
 
         if not TRACES.exists():

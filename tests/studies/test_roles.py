@@ -80,7 +80,7 @@ def test_studies_json_counts_match_the_study_summaries(summaries):
     assert ov["total"]["predictions_total"] == total["prediction"]
 
 
-def test_studies_table_shows_area_and_predictions_passing():
+def test_studies_table_shows_area_and_predictions_passing(traces):  # densim studies reads the shared traces
     from densim.cli.main import app
 
     res = CliRunner().invoke(app, ["studies"])

@@ -91,7 +91,7 @@ def test_kvm_loo_picks_the_grid_point_closest_to_the_published_total(monkeypatch
         assert r["predicted"] == pytest.approx(1 + b * best)
 
 
-def test_cli_validation_shows_every_cross_validation_error(monkeypatch):
+def test_cli_validation_shows_every_cross_validation_error(monkeypatch, traces):  # densim studies reads the traces
     import json
 
     from typer.testing import CliRunner

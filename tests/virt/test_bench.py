@@ -123,7 +123,7 @@ def test_cli_bench_tiles_writes_json(tmp_path):
     assert res.exit_code == 1 and not (tmp_path / "x").exists()
 
 
-def test_main_cli_lists_bench_and_the_study():
+def test_main_cli_lists_bench_and_the_study(traces):  # densim studies runs ha-bitbrains (the shared traces)
     from densim.cli.main import app
 
     res = CliRunner().invoke(app, ["bench", "--help"])
