@@ -378,3 +378,22 @@ def test_landing_vms_keep_their_gpu_requests():
     assert host == {"vdi-0": 0, "vdi-1": 1, "app-2": 0, "app-3": 0}
     assert list(r.ctx.vms.group_names) == ["moved", "moved-gpu-0"]
     assert res.waves["calendar"][-1]["landing_hosts_used"] == 2
+
+
+def test_landing_vms_keep_their_guest_images():
+    # the 6 VMs of the failures-and-memory test (24 GiB, 20 GiB in use, on 64 GiB hosts at memory over-commit 1.5),
+    # all booting one image with inter-VM sharing on: the landing run's VMs name it, and once a host is short of
+    # memory (4c-1 after the restarts) its VMs share pages, as the plan's memory check counted them
+    n = 6
+    inv = build_inventory([f"vm-{i}" for i in range(n)], [2] * n, [1000.0] * n, [24 * GIB] * n,
+                          cpu_mhz=np.full((24, n), 500.0), mem_used_bytes=np.full((24, n), 20.0 * GIB), step_s=3600.0,
+                          start_s=1_800_000_000.0)
+    spec = _spec({"link": 24 * GIB / 1800.0, "max_concurrent": 1, "dirty_rate": 0, "resume": 0, "window": 3600,
+                  "failures": {"events": [{"time": "25 h", "target": "4c-0", "duration": "3 h"}]}},
+                 qos={"cpu_ready_pct": 50.0, "vcpus_per_core": 4, "memory_overcommit": 1.5},
+                 memory={"model": "vsphere-like", "inter_vm_sharing": True},
+                 guest_images=[{"vms": "vm-*", "image": "linux-server-stack"}])
+    r = plan(inv, spec).waves["_landing_result"]
+    assert list(r.ctx.vms.group_names) == ["moved-image-0"]
+    assert [g.workload for g in r.ctx.scenario.vms] == [{"guest_image": "linux-server-stack"}]
+    assert r.vm_acc.sum["mem_shared_gib"].max() > 0

@@ -251,10 +251,11 @@ def landing_run(res, landed: np.ndarray, land_s: np.ndarray, vcpus, mem_bytes, s
                              inv.step_s, inv.start_s, land_s[rows])
 
     req = replay._gpu_requests(res, inv.fmt or "")[0] if sc["cluster"]["hosts"][0].get("gpus") else None
-    if req is None:
+    images = replay._images(res)
+    if req is None and images is None:
         src = source_of(landed)
-    else:  # the landing VMs that ask for a GPU keep their request: one VM group per request (and one asking none)
-        src, sc["vms"] = _gpu_landing(res, landed, req, source_of, sc["vms"][0])
+    else:  # the landing VMs keep their GPU request and guest image: one VM group per (request, image)
+        src, sc["vms"] = _landing_groups(res, landed, req, images, source_of, sc["vms"][0])
     try:
         scenario = scenario_from_dict(sc, source="waves landing run")
     except Exception as exc:  # noqa: BLE001 - the scenario validator's message names the field
@@ -268,25 +269,32 @@ def landing_run(res, landed: np.ndarray, land_s: np.ndarray, vcpus, mem_bytes, s
                          f" -{int(hosts) - 1})") from None
 
 
-def _gpu_landing(res, landed: np.ndarray, req: np.ndarray, source_of, placeholder: dict):
+def _landing_groups(res, landed: np.ndarray, req: np.ndarray | None, images, source_of, placeholder: dict):
     """The landing run's source and VM groups when the plan's VMs ask for GPUs (``req``: per inventory VM the index into
-    ``gpu.requests``, -1 none): the landed VMs split by request, a :class:`LandingSource` each, side by side; the
-    scenario's VM group of each request carries its GPU (:func:`densim.tools.plan.replay._gpu_dump`), so the engine
-    places a GPU VM only where a GPU is free, by the same claim rule as every run."""
+    ``gpu.requests``, -1 none) or boot named guest images (``images``: :func:`densim.tools.plan.memcheck.plan_images`):
+    the landed VMs split by (request, image), a :class:`LandingSource` each, side by side. Each scenario VM group
+    carries its GPU (:func:`densim.tools.plan.replay._gpu_dump`) and its ``workload.guest_image``, so the engine
+    places a GPU VM only where a GPU is free, by the same claim rule as every run, and shares pages by image as the
+    plan's memory check did."""
     from densim.tools.plan import replay
     from densim.workloads.sources import CompositeSource
 
-    r = req[landed]
-    kinds = np.unique(r)
-    rows = [landed[r == k] for k in kinds]
+    n = res.inventory.n_vms
+    r = (np.full(n, -1, np.int64) if req is None else np.asarray(req, np.int64))[landed]
+    m = (np.full(n, -1, np.int64) if images is None else images.of_vm)[landed]
+    kinds, of = np.unique(np.stack([r, m], axis=1), axis=0, return_inverse=True)
+    of = of.ravel()
+    rows = [landed[of == k] for k in range(len(kinds))]
     src = CompositeSource([source_of(x) for x in rows])
-    names = ["moved" if k < 0 else f"moved-gpu-{int(k)}" for k in kinds]
+    names = ["moved" + (f"-gpu-{int(k)}" if k >= 0 else "") + (f"-image-{int(i)}" if i >= 0 else "") for k, i in kinds]
     src.group_names = names
-    src.group_of_vm = np.repeat(np.arange(kinds.size, dtype=np.int32), [x.size for x in rows])
-    groups = [dict(placeholder, name=n) for n in names]
-    for g, k in zip(groups, kinds):
+    src.group_of_vm = np.repeat(np.arange(len(kinds), dtype=np.int32), [x.size for x in rows])
+    groups = [dict(placeholder, name=nm) for nm in names]
+    for g, (k, i) in zip(groups, kinds):
         if k >= 0:
             g["gpu"] = replay._gpu_dump(res.spec.gpu.requests[int(k)].gpu)
+        if i >= 0:
+            g["workload"] = {"guest_image": images.names[int(i)]}
     return src, groups
 
 
