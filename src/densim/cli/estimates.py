@@ -79,8 +79,10 @@ def _trace_vms_and_steps(trace: Any, step_s: float) -> tuple[int | None, int | N
             tasks = pq.ParquetFile(folder / "tasks.parquet")
             n = tasks.metadata.num_rows
             t = tasks.read(columns=["submission_time", "duration"])
-            sub = t.column("submission_time").to_numpy().astype(float) / 1000.0
-            end = sub + t.column("duration").to_numpy().astype(float) / 1000.0
+            from densim.workloads.readers.opendc import numpy_of  # to_numpy would import pandas (0.4 s)
+
+            sub = numpy_of(t.column("submission_time")).astype(float) / 1000.0
+            end = sub + numpy_of(t.column("duration")).astype(float) / 1000.0
             steps = math.ceil((float(end.max()) - float(sub.min())) / step_s) if n else 0
             return (min(n, limit) if limit else n), steps
     except Exception:  # noqa: BLE001 - an estimate only: the readers report a damaged trace properly

@@ -344,7 +344,7 @@ def _nonempty(col: pa.ChunkedArray) -> np.ndarray:
         out = np.zeros(len(col), dtype=bool)
         for i in range(t.num_fields):
             out |= _nonempty(col.field(i))
-        return out & ~np.asarray(col.is_null())
+        return out & ~numpy_of(col.is_null())
     if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
         v = pc.list_value_length(col).fill_null(0)
     elif pa.types.is_string(t) or pa.types.is_large_string(t):
@@ -355,8 +355,34 @@ def _nonempty(col: pa.ChunkedArray) -> np.ndarray:
         try:
             v = pc.not_equal(col.cast(pa.float64()), 0.0).fill_null(False)
         except (pa.ArrowException, TypeError):
-            return ~np.asarray(col.is_null())
-    return np.asarray(v.to_numpy(zero_copy_only=False)).astype(bool)
+            return ~numpy_of(col.is_null())
+    return numpy_of(v).astype(bool)
+
+
+def numpy_of(col) -> np.ndarray:
+    """An Arrow array (or chunked array) as numpy without pyarrow's pandas-backed converter: ``to_numpy``
+    imports pandas (about 0.4 s of a cold process) even for plain numbers. Fixed-width numbers, timestamps
+    (as int64) and booleans without nulls are read from their buffers (a view for one chunk, as ``to_numpy``
+    gives); anything else (strings, nulls) still goes through ``to_numpy``."""
+    if isinstance(col, pa.ChunkedArray):
+        if col.num_chunks == 1:
+            return numpy_of(col.chunk(0))
+        return numpy_of(col.combine_chunks())
+    t = col.type
+    n = len(col)
+    if col.null_count == 0:
+        if pa.types.is_boolean(t):
+            if n == 0:
+                return np.zeros(0, dtype=bool)
+            bits = np.frombuffer(col.buffers()[1], dtype=np.uint8)
+            return np.unpackbits(bits, count=col.offset + n, bitorder="little")[col.offset:].astype(bool)
+        if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_timestamp(t) or pa.types.is_duration(t):
+            kind = "f" if pa.types.is_floating(t) else ("u" if pa.types.is_unsigned_integer(t) else "i")
+            dt = np.dtype(f"<{kind}{t.bit_width // 8}")
+            if n == 0:
+                return np.zeros(0, dtype=dt)
+            return np.frombuffer(col.buffers()[1], dtype=dt, count=n, offset=col.offset * dt.itemsize)
+    return col.to_numpy(zero_copy_only=False)
 
 
 def _column_notes(sch: _Schema) -> list[str]:
@@ -408,15 +434,15 @@ def _numeric(col, path: Path, name: str, row0: int = 0) -> np.ndarray:
     if isinstance(col, pa.ChunkedArray):
         col = col.combine_chunks()
     if col.null_count:
-        r = int(np.argmax(np.asarray(col.is_null())))
+        r = int(np.argmax(numpy_of(col.is_null())))
         raise InputError(path, f"row {row0 + r + 1}, column {name!r}", "empty value")
     t = col.type
     if pa.types.is_timestamp(t):
-        return col.cast(pa.timestamp("ms", tz=t.tz)).cast(pa.int64()).to_numpy(zero_copy_only=False)
+        return numpy_of(col.cast(pa.timestamp("ms", tz=t.tz)).cast(pa.int64()))
     if pa.types.is_integer(t) or pa.types.is_floating(t):
-        return col.to_numpy(zero_copy_only=False)
+        return numpy_of(col)
     if pa.types.is_decimal(t):
-        return np.asarray(col.cast(pa.float64()).to_numpy(zero_copy_only=False))
+        return numpy_of(col.cast(pa.float64()))
     raise InputError(path, f"column {name!r}", f"not numeric (a {t} column)")
 
 
@@ -425,16 +451,17 @@ def _ids(col, path: Path, name: str, row0: int = 0) -> pa.Array:
     if isinstance(col, pa.ChunkedArray):
         col = col.combine_chunks()
     if col.null_count:
-        r = int(np.argmax(np.asarray(col.is_null())))
+        r = int(np.argmax(numpy_of(col.is_null())))
         raise InputError(path, f"row {row0 + r + 1}, column {name!r}", "empty value")
     if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
         s = col.cast(pa.string())
-        blank = np.asarray(pc.equal(pc.utf8_trim_whitespace(s), ""))
+        blank = numpy_of(pc.equal(pc.utf8_trim_whitespace(s), ""))
         if blank.any():
             raise InputError(path, f"row {row0 + int(np.argmax(blank)) + 1}, column {name!r}", "task id is blank")
         return s
     ids = check_int_ids(_numeric(col, path, name, row0), path, name, row_offset=row0 + 1)
-    return pa.array(ids, pa.int64())
+    ids = np.ascontiguousarray(ids, dtype=np.int64)  # pa.array(ndarray) would import pandas (see numpy_of)
+    return pa.Array.from_buffers(pa.int64(), ids.size, [None, pa.py_buffer(ids)])
 
 
 def _first_duplicate(ids: np.ndarray) -> tuple[int, int] | None:
@@ -514,7 +541,7 @@ def _gpu_values(col, path: Path, name: str, row0: int = 0) -> np.ndarray:
     t = col.type
     if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t) or pa.types.is_null(t)):
         raise InputError(path, f"column {name!r}", f"not numeric (a {t} column)")
-    v = np.asarray(col.cast(pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False), dtype=np.float64)
+    v = np.asarray(numpy_of(col.cast(pa.float64()).fill_null(0.0)), dtype=np.float64)
     return np.where(np.isnan(v), 0.0, v)
 
 
@@ -586,7 +613,7 @@ def read_opendc_tasks(path: str | Path, *, limit: int | None = None, vcpu_mhz: f
     if n_all == 0:
         raise InputError(tp, "row 1", "no tasks (the file has zero rows)")
     ids = _ids(table.column(c["id"]), tp, c["id"])
-    id_np = ids.to_numpy(zero_copy_only=False)
+    id_np = numpy_of(ids)
     if pa.types.is_string(ids.type):
         id_np = id_np.astype(str)
     dup = _first_duplicate(id_np)
@@ -650,10 +677,10 @@ def read_opendc_tasks(path: str | Path, *, limit: int | None = None, vcpu_mhz: f
         value_set = ids if pa.types.is_string(fid.type) == pa.types.is_string(ids.type) else ids.cast(pa.string())
         pos = pc.index_in(fid, value_set=value_set)
         if pos.null_count:
-            i = int(np.argmax(np.asarray(pos.is_null())))
+            i = int(np.argmax(numpy_of(pos.is_null())))
             raise InputError(fp, f"row {row0 + i + 1}, column {fc['id']!r}",
                              f"fragment of task {fid[i].as_py()!r}, which is not in {tp.name}")
-        pos = pos.to_numpy(zero_copy_only=False).astype(np.int64)
+        pos = numpy_of(pos).astype(np.int64)
         dur = _numeric(batch.column(fc["duration"]), fp, fc["duration"], row0)
         use = _numeric(batch.column(fc["usage"]), fp, fc["usage"], row0).astype(np.float64)
         check_values(dur / 1000.0, fp, fc["duration"], row_offset=row0 + 1, hi=MAX_TIME_S, what="duration (s)")
