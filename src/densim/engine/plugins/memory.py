@@ -243,7 +243,7 @@ class MemoryStage(BaseStage):
             act = np.where(self.use_trace_mem[idx][None, :], used, act)
         return act
 
-    def _sharing_fractions(self, cfg, act, seg, host, n, idx):
+    def _sharing_fractions(self, cfg, act, seg, host, n, idx, sel=None):
         """Per element (step, VM) the zero and inter-VM sharing fractions from the VMs' guest images
         (:func:`densim.models.page_sharing.element_fractions`): ``n_i`` counts the VMs of each image among the
         elements of the same host and step, the VMs alive there (a VM not alive has 0 configured bytes here), so it
@@ -251,29 +251,36 @@ class MemoryStage(BaseStage):
         from densim.models.page_sharing import element_fractions
 
         p = self.params
-        return element_fractions(np.tile(self.img_vm[idx], n), cfg, act, seg, np.tile(self.numa_h[host], n),
+        img, numa = np.tile(self.img_vm[idx], n), np.tile(self.numa_h[host], n)
+        if sel is not None:
+            img, numa = img[sel], numa[sel]
+        return element_fractions(img, cfg, act, seg, numa,
                                  zero_self=self.img_zs, shared=self.img_f, unique=self.img_unique,
                                  inter_vm=self.settings.inter_vm_sharing, zero_default=p.zero_page_fraction,
                                  inter_default=p.inter_vm_sharing_fraction)
 
-    def _reclaim(self, cfg, act, host, H, n, idx, capacity=None):
+    def _reclaim(self, cfg, act, host, H, n, idx, capacity=None, sel=None):
+        """The reclamation pipeline for the (n steps x VMs idx) elements, or only the flat elements ``sel`` of them
+        (each segment keeps its capacity; an element left out holds nothing the pipeline would count)."""
         p = self.params
         k = idx.size
         cfg_el = np.broadcast_to(cfg, (n, k)).ravel()
         act_el = np.asarray(act, float).ravel()
         seg = M.segments(host, H, n)
+        pick = (lambda a: a) if sel is None else (lambda a: a[sel])  # noqa: E731
+        cfg_el, act_el, seg = pick(cfg_el), pick(act_el), pick(seg)
         if self.images is None:
             zf, isf = p.zero_page_fraction, p.inter_vm_sharing_fraction
         else:
-            zf, isf = self._sharing_fractions(cfg_el, np.minimum(act_el, cfg_el), seg, host, n, idx)
+            zf, isf = self._sharing_fractions(cfg_el, np.minimum(act_el, cfg_el), seg, host, n, idx, sel)
         return M.reclaim(
             cfg_el, act_el, seg, n * H,
             np.broadcast_to(self.capacity_h if capacity is None else capacity, (n, H)).ravel(),
             zero_page_fraction=zf, inter_vm_sharing_fraction=isf,
-            balloon_limit=p.balloon_limit, balloon_active_share=np.tile(self.bas[idx], n),
+            balloon_limit=p.balloon_limit, balloon_active_share=pick(np.tile(self.bas[idx], n)),
             compression_cache_fraction=p.compression_cache_fraction if p.compression else 0.0,
             compression_ratio=p.compression_ratio,
-            compressible_fraction=np.tile(self.comp[idx], n) if p.compression else 0.0,
+            compressible_fraction=pick(np.tile(self.comp[idx], n)) if p.compression else 0.0,
             swap_cache_bytes=self.settings.swap_cache_bytes if self.cache is not None else 0.0,
         )
 
@@ -356,6 +363,7 @@ class MemoryStage(BaseStage):
             n = b1 - b0
             seg = M.segments(host, H, n)
             util = np.clip((demand[b0:b1] if every else np.take(demand[b0:b1], col, axis=1)) / cap_vm[None, :], 0.0, 1.0)
+            sel = None
             if not ws.dynamic:
                 rec = self._reclaim(cfg, self._active(chunk, idx, cfg, b0, b1), host, H, n, idx)
             else:
@@ -364,15 +372,26 @@ class MemoryStage(BaseStage):
                 cell = (np.arange(n)[:, None] * H + host[None, :]).ravel()  # VMs alive per (step, host)
                 n_h = np.bincount(cell, weights=live.ravel(), minlength=n * H).reshape(n, H)
                 cap_t = M.guest_capacity_bytes(ctx.hosts.mem_bytes[None, :], n_h, self.params) + self.tier_h[None, :]
-                rec = self._reclaim(cfg_t, self._active(chunk, idx, cfg, b0, b1, col) * live, host, H, n, idx, capacity=cap_t)
-            miss = self._miss(np.tile(self.miss_group[idx], n), rec.resident_active_fraction)
-            f = M.fault_rates(rec, (self.rate[idx][None, :] * util).ravel(), miss_ratio_values=miss)
-            tp = self._solve(f, seg, n * H, np.tile(self.theta[idx], n), ctx=ctx, chunk=chunk, b0=b0, n=n, vm_ids=idx)
+                sel = self._pressed(cfg_t, cap_t, live, cell, n, H, idx) if not self.coupled else None
+                rec = self._reclaim(cfg_t, self._active(chunk, idx, cfg, b0, b1, col) * live, host, H, n, idx, capacity=cap_t,
+                                    sel=sel)
+            pick = (lambda a: a) if sel is None else (lambda a: a[sel])  # noqa: E731
+            miss = self._miss(pick(np.tile(self.miss_group[idx], n)), rec.resident_active_fraction)
+            f = M.fault_rates(rec, pick((self.rate[idx][None, :] * util).ravel()), miss_ratio_values=miss)
+            tp = self._solve(f, pick(seg), n * H, pick(np.tile(self.theta[idx], n)), ctx=ctx, chunk=chunk, b0=b0, n=n,
+                             vm_ids=idx)
             sl = slice(b0, b1)
-            fcpu = M.fault_cpu_cycles_per_s(f, tp.throughput, self._costs, core_mhz=np.tile(self._core_mhz_vm[idx], n),
+            fcpu = M.fault_cpu_cycles_per_s(f, tp.throughput, self._costs, core_mhz=pick(np.tile(self._core_mhz_vm[idx], n)),
                                             store_ios_per_fault=self._store_ios) / 1e6
+            seg = pick(seg)
+
+            if sel is not None:  # the elements left out keep the all-fit values the arrays were filled with
+                at_step, at_col = b0 + sel // k, (sel % k if every else col[sel % k])
 
             def put(name, arr):
+                if sel is not None:
+                    out_vm[name][at_step, at_col] = arr
+                    return
                 a = arr.reshape(n, k)
                 if every:
                     out_vm[name][sl] = a
@@ -407,6 +426,19 @@ class MemoryStage(BaseStage):
         if util_s is None and not self.coupled:
             util_s = out_h["mem_swap_device_util"]
         self._publish(ctx, chunk, util_s, util_c, swap_io)
+
+    def _pressed(self, cfg_t, cap_t, live, cell, n, H, idx):
+        """Flat elements (step x VM) the pipeline must see in a block of a run whose VMs arrive and leave, or None
+        for all: a VM alive in a step on a host whose alive VMs' memory may exceed its capacity then. Every other
+        element holds its configured memory with no fault, as the pipeline would give it (deficit 0: nothing
+        shared, ballooned, compressed or swapped, and faults come only from reclaimed memory, whatever the miss
+        ratio at full residency), so it keeps the values the output arrays start with. The need is compared with a
+        margin, so a host-step the kernel's own sum might find short is kept too."""
+        need = np.bincount(cell, weights=cfg_t.ravel(), minlength=n * H)
+        maybe = need > cap_t.ravel() * (1.0 - 1e-9)
+        if maybe.all():
+            return None
+        return np.flatnonzero(maybe[cell] & (live.ravel() > 0))
 
     def _active_is_static(self, chunk) -> bool:
         """True when no VM under pressure takes its active memory from a trace (it is constant)."""
