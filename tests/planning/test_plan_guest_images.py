@@ -117,3 +117,90 @@ def test_the_tiered_check_shares_by_image_too():
     # measured: 39.0 -> 26.9 GiB swapped at the peak, worst slowdown 15.4 -> 10.7
     (sw0, sd0), (sw1, sd1) = out[False], out[True]
     assert sw0 > 0 and sw1 < sw0 and sd1 < sd0
+
+
+# ---------------------------------------------------------------- rules by guest OS (RVTools 'OS according to ...')
+
+WIN10 = "Microsoft Windows 10 (64-bit)"
+
+
+def _inventory_with_os(os_values):
+    inv = _inventory()
+    return build_inventory(inv.names, inv.vcpus, inv.vcpu_mhz, inv.mem_bytes, cpu_mhz=inv.cpu_mhz, step_s=inv.step_s,
+                           start_s=inv.start_s, tags={"os": os_values})
+
+
+def test_a_rule_by_guest_os_gives_the_plan_a_name_rule_gives():
+    # the 96 desktops all run Windows 10: {os: "*windows 10*"} (case-insensitive) picks the same VMs as vms: "vdi-*",
+    # so the plan is the same: 5 hosts instead of 6
+    inv = _inventory_with_os([WIN10] * N)
+    by_os = _spec(False).model_copy(update={"guest_images": PlanSpec.model_validate(
+        {**_spec(True).model_dump(by_alias=True, mode="json", exclude={"guest_images"}),
+         "guest_images": [{"os": "*windows 10*", "image": "windows-desktop-idle"}]}).guest_images})
+    assert plan(inv, by_os).ranked()[0].n_hosts == plan(inv, _spec(True)).ranked()[0].n_hosts == 5
+    from densim.catalog.core import builtin_catalog
+    from densim.tools.plan.memcheck import plan_images
+
+    a, b = (plan_images(sp, inv.names, builtin_catalog(), inv.tags) for sp in (by_os, _spec(True)))
+    assert a.names == b.names and np.array_equal(a.of_vm, b.of_vm)
+
+
+def test_rules_by_os_split_an_inventory_of_two_systems():
+    from densim.catalog.core import builtin_catalog
+    from densim.tools.plan.memcheck import plan_images
+
+    os_values = [WIN10 if i % 2 == 0 else "Ubuntu Linux (64-bit)" for i in range(N)]
+    spec = PlanSpec.model_validate({**_spec(False).model_dump(by_alias=True, mode="json"), "guest_images": [
+        {"os": "Microsoft Windows*", "image": "windows-desktop-idle"}, {"os": "*linux*", "image": "linux-server-stack"}]})
+    im = plan_images(spec, _inventory().names, builtin_catalog(), {"os": np.asarray(os_values, dtype=object)})
+    assert im.names == ["windows-desktop-idle", "linux-server-stack"]
+    assert (im.of_vm[0::2] == 0).all() and (im.of_vm[1::2] == 1).all()
+
+
+@pytest.mark.parametrize("rule, inv_os, where, problem", [
+    ({"os": "*Windows*", "image": "windows-desktop-idle"}, None, "guest_images[0].os", "gives no guest OS"),
+    ({"os": "*Solaris*", "image": "linux-server-stack"}, [WIN10] * N, "guest_images[0].os",
+     f"matches no VM of the inventory (its os values include: {WIN10!r})"),
+])
+def test_bad_os_rules_are_one_line_naming_the_field(rule, inv_os, where, problem):
+    spec = PlanSpec.model_validate({**_spec(False).model_dump(by_alias=True, mode="json"), "guest_images": [rule]})
+    inv = _inventory() if inv_os is None else _inventory_with_os(inv_os)
+    with pytest.raises(InputError) as exc:
+        plan(inv, spec)
+    assert exc.value.where == where and problem in exc.value.problem
+
+
+@pytest.mark.parametrize("rule", [{"image": "linux-server-stack"},
+                                  {"vms": "*", "os": "*", "image": "linux-server-stack"}])
+def test_a_rule_names_vms_or_os(rule):
+    with pytest.raises(ValueError, match="give the VMs by name \\(vms\\) or by guest OS \\(os\\), one of the two"):
+        PlanSpec.model_validate({**_spec(False).model_dump(by_alias=True, mode="json"), "guest_images": [rule]})
+
+
+def test_rvtools_gives_each_vm_its_guest_os(tmp_path):
+    # vInfo 'OS according to the configuration file', and where it is blank 'OS according to the VMware Tools'
+    from openpyxl import Workbook
+
+    from densim.workloads.readers.rvtools import read_rvtools
+
+    from .fixtures import rvtools_tables, small_workload
+
+    tables = rvtools_tables(small_workload(n_vms=3))
+    header, rows = tables["vInfo"]
+    c = header.index("OS according to the configuration file")
+    header = header + ["OS according to the VMware Tools"]
+    rows = [r + ["Ubuntu Linux (64-bit)"] for r in rows]
+    rows[0][c] = WIN10  # configuration file given: it wins
+    rows[1][c] = ""  # blank: the Tools' report
+    tables["vInfo"] = (header, rows)
+    wb = Workbook()
+    wb.remove(wb.active)
+    for sheet, (h, rr) in tables.items():
+        ws = wb.create_sheet(sheet)
+        ws.append(h)
+        for r in rr:
+            ws.append(r)
+    wb.save(tmp_path / "e.xlsx")
+    inv = read_rvtools(tmp_path / "e.xlsx")
+    assert list(inv.tags["os"]) == [WIN10, "Ubuntu Linux (64-bit)", "Linux"]
+    assert not any("OS according" in h for h in inv.facts.get("vinfo_columns_unread", []))

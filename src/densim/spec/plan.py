@@ -70,11 +70,21 @@ class Candidate(BaseModel):
 
 
 class PlanGuestImage(BaseModel):
-    """The guest image the VMs whose names match ``vms`` boot from, for the memory check's page sharing."""
+    """The guest image the VMs whose names match ``vms`` (or whose guest OS matches ``os``) boot from, for the memory
+    check's page sharing."""
 
     model_config = _CFG
-    vms: str = Field(description="VM names (glob) of the inventory")
+    vms: str | None = Field(default=None, description="VM names (glob) of the inventory")
+    os: str | None = Field(default=None, description="guest OS (glob, case-insensitive) as the inventory gives it: RVTools "
+                                                     "vInfo 'OS according to the configuration file', else 'OS according "
+                                                     "to the VMware Tools'; instead of vms")
     image: str = Field(description="catalog guest image (section guest_images; densim models lists them as guest-image)")
+
+    @model_validator(mode="after")
+    def _one_selector(self):
+        if (self.vms is None) == (self.os is None):
+            raise ValueError("give the VMs by name (vms) or by guest OS (os), one of the two")
+        return self
 
 
 class PlanGpuRequest(BaseModel):

@@ -423,7 +423,7 @@ class _QosChecks:
         self.memory = spec.memory if spec.memory is not None and spec.memory.model != "none" else None
         from densim.tools.plan.memcheck import plan_images
 
-        self.images = plan_images(spec, inv.names, self.cat)  # page sharing by guest image (spec.guest_images)
+        self.images = plan_images(spec, inv.names, self.cat, inv.tags)  # page sharing by guest image (spec.guest_images)
         if self.memory is not None:
             for field_, name in (("swap_device", self.memory.swap_device), ("swap_cache_device", self.memory.swap_cache_device),
                                  ("workload", self.memory.workload)):

@@ -29,9 +29,11 @@ class PlanImages:
                                  zero_default=params.zero_page_fraction, inter_default=params.inter_vm_sharing_fraction)
 
 
-def plan_images(spec, names: np.ndarray, catalog) -> PlanImages | None:
-    """The VMs' guest images from ``spec.guest_images`` (None without); an unknown image, a pattern that matches no
-    VM, or a VM two patterns match, is one line naming the field."""
+def plan_images(spec, names: np.ndarray, catalog, tags: dict | None = None) -> PlanImages | None:
+    """The VMs' guest images from ``spec.guest_images`` (None without), each rule matching VM names (``vms``) or the
+    guest OS the inventory gives (``os``: the tag ``tags["os"]``, RVTools only); an unknown image, a pattern that
+    matches no VM, a VM two patterns match, or ``os`` on an inventory without a guest OS, is one line naming the
+    field."""
     if not spec.guest_images:
         return None
     from densim.catalog.core import CatalogError
@@ -39,7 +41,15 @@ def plan_images(spec, names: np.ndarray, catalog) -> PlanImages | None:
     from densim.models.page_sharing import GuestImageSharing
     from densim.tools.plan.patterns import rule_of_vm
 
-    rule_of = rule_of_vm(names, [r.vms for r in spec.guest_images], "guest_images", "one image")
+    keys = ["os" if r.os is not None else "vms" for r in spec.guest_images]
+    os_of = (tags or {}).get("os")
+    if "os" in keys and os_of is None:
+        i = keys.index("os")
+        raise InputError(None, f"guest_images[{i}].os", "the inventory gives no guest OS (an RVTools export's vInfo 'OS "
+                                                        "according to the configuration file' does): match the VMs by name "
+                                                        "(vms) instead")
+    rule_of = rule_of_vm(names, [r.os if r.os is not None else r.vms for r in spec.guest_images], "guest_images",
+                         "one image", keys=keys, values={"os": None if os_of is None else np.asarray(os_of, dtype=object)})
     of_vm = np.full(rule_of.shape[0], -1, np.int64)
     images: dict[str, GuestImageSharing] = {}
     for i, r in enumerate(spec.guest_images):

@@ -323,7 +323,7 @@ def _images(res):
     from densim.catalog.core import builtin_catalog
     from densim.tools.plan.memcheck import plan_images
 
-    return plan_images(res.spec, res.inventory.names, builtin_catalog())
+    return plan_images(res.spec, res.inventory.names, builtin_catalog(), res.inventory.tags)
 
 
 def _gpu_dump(g) -> dict[str, Any]:

@@ -73,6 +73,9 @@ GROUP_COLUMNS = {
     "cluster_rule": ("clusterrulenames", "clusterrulename"),
 }
 NETWORK_COLUMNS = tuple(f"network#{i}" for i in range(1, 9))
+# the guest OS per VM (tag "os", for the plan's guest_images rules by OS): vInfo 'OS according to the configuration
+# file' (what the VM was created as), and where that is blank 'OS according to the VMware Tools' (what runs)
+OS_COLUMNS = (("osaccordingtotheconfigurationfile", "os"), ("osaccordingtothevmwaretools",))
 # the vInfo columns of a 4.x export (../shared/reference/ecosystem.md §1.1, 93 columns), normalised: a vInfo column
 # outside this list is a custom attribute (RVTools appends one column per vCenter custom attribute) and is carried
 # as the tag "attr:<header>" for grouping; the documented ones densim does not read are listed in the facts
@@ -95,7 +98,7 @@ DOCUMENTED_VINFO = frozenset(norm(h) for h in (
 _VINFO_READ = frozenset(("vm", "vmname", "cpus", "numcpu", "memory", "memorymib", "memorymb", "activememory",
                          "activememorymib", "activememorymb", "powerstate", "template", "cluster", "host", "visdkserver",
                          "overallcpureadiness", "hwversion", "minrequiredevcmodekey", *NETWORK_COLUMNS,
-                         *(a for al in GROUP_COLUMNS.values() for a in al)))
+                         *(a for al in GROUP_COLUMNS.values() for a in al), *(a for al in OS_COLUMNS for a in al)))
 
 # canonical column -> accepted normalised header keys (unit suffix handled separately for memory)
 VINFO = {
@@ -520,6 +523,10 @@ def _group_tags(vi: "_Sheet", vn: "_Sheet | None", names: list[str], keys: list[
                     nets[row[k]].add(_text(pg))
     if net_cols or network_tab:
         tags["networks"] = [";".join(sorted(nets[i])) for i in idx]
+    os_cols = [c for c in (vi.find(aliases) for aliases in OS_COLUMNS) if c is not None]
+    if os_cols:
+        cols = [vi.column(c) for c in os_cols]
+        tags["os"] = [next((_text(col[i]) for col in cols if _text(col[i])), "") for i in idx]
     attrs = []
     for c, (h, k) in enumerate(zip(vi.header, vi.keys)):
         if h and k not in DOCUMENTED_VINFO and k not in _VINFO_READ:
