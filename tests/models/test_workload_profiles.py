@@ -42,7 +42,7 @@ def test_oltp_rates_turn_into_the_visit_as_the_arithmetic_says():
     assert (v.disk_ios, v.packets, v.net_bytes) == pytest.approx((8.0, 8.0, 8000.0))
     assert (v.cpi_core, v.llc_mpki, v.tlb_mpki_4k) == (1.0, 10.0, 3.0)
     assert (v.pt_updates_per_kinstr, v.context_switches_per_kinstr) == (0.1, 0.0037)
-    assert v.disk_read_fraction == 0.67 and v.guest_large_fraction == 0.6
+    assert v.disk_read_fraction == 0.7 and v.guest_large_fraction == 0.6
 
 
 def test_oltp_page_table_intensity_reaches_the_shadow_paging_cycles():
@@ -71,8 +71,8 @@ def test_io_dirty_rate_and_memory_shares_by_hand():
     # 100 transactions/s x 4 I/Os = 400 IOPS; x 8 KiB = 3,276,800 B/s
     assert float(p.iops(100)) == pytest.approx(400.0)
     assert float(p.io_bytes_per_s(100)) == pytest.approx(400 * 8192)
-    # 1.5 busy vCPUs x 20 MB/s = 30 MB/s dirtied (pre-copy migration's dirty_rate_bps)
-    assert float(p.dirty_rate_bps(1.5)) == pytest.approx(30e6)
+    # 1.5 busy vCPUs x 93 MB/s = 139.5 MB/s dirtied (pre-copy migration's dirty_rate_bps)
+    assert float(p.dirty_rate_bps(1.5)) == pytest.approx(139.5e6)
     # 8 GiB VM: 0.9 active = 7.2 GiB; 0.05 identical = 0.4 GiB
     gib = 1024.0**3
     assert float(p.active_bytes(8 * gib)) == pytest.approx(7.2 * gib)
