@@ -33,12 +33,12 @@ def test_every_figure_of_every_profile_has_a_source(name):
 
 
 def test_oltp_rates_turn_into_the_visit_as_the_arithmetic_says():
-    # oltp-database: 4.0 M instructions, 4 I/Os, 4 packets, 4,000 bytes per transaction.
-    # Two transactions per visit: 8.0 M instructions (instructions_m 8.0), 8 disk I/Os, 8 packets,
+    # oltp-database: 3.8 M instructions, 4 I/Os, 4 packets, 4,000 bytes per transaction.
+    # Two transactions per visit: 7.6 M instructions (instructions_m 7.6), 8 disk I/Os, 8 packets,
     # 8,000 bytes; per-1,000-instruction rates and CPI are rates, copied unchanged.
     v = load_profile("oltp-database").visit("db", requests=2)
     assert v.vm == "db"
-    assert v.instructions_m == pytest.approx(8.0)
+    assert v.instructions_m == pytest.approx(7.6)
     assert (v.disk_ios, v.packets, v.net_bytes) == pytest.approx((8.0, 8.0, 8000.0))
     assert (v.cpi_core, v.llc_mpki, v.tlb_mpki_4k) == (1.0, 10.0, 3.0)
     assert (v.pt_updates_per_kinstr, v.context_switches_per_kinstr) == (0.1, 0.0037)
@@ -48,7 +48,7 @@ def test_oltp_rates_turn_into_the_visit_as_the_arithmetic_says():
 def test_oltp_page_table_intensity_reaches_the_shadow_paging_cycles():
     # Under shadow paging visit_cycles adds the sync cost S (cycles per 1,000 instructions) to the
     # CPI: vCPU cycles grow by instructions x S / 1000. With pt updates and switches at 0 the sync
-    # cost is 0, so the difference of the two runs is exactly 4.0e6 x S / 1000.
+    # cost is 0, so the difference of the two runs is exactly 3.8e6 x S / 1000.
     cat = builtin_catalog()
     exits = cat.get("virt_exit_costs", "kvm-westmere", ExitCosts)
     shadow = cat.get("virt_shadow_paging", "kvm-shadow", ShadowPaging)
@@ -63,7 +63,7 @@ def test_oltp_page_table_intensity_reaches_the_shadow_paging_cycles():
     without, _ = visit_cycles(quiet, costs, 0.0, vcpus=2, vms_on_host=1)
     s = float(shadow_sync_cycles_per_kinstr(0.1, 0.0037, exits, shadow, vcpus=2, vms_on_host=1))
     assert s > 0
-    assert with_sync - without == pytest.approx(4.0e6 * s / 1000.0)
+    assert with_sync - without == pytest.approx(3.8e6 * s / 1000.0)
 
 
 def test_io_dirty_rate_and_memory_shares_by_hand():
@@ -89,7 +89,7 @@ def test_mail_ios_per_message_is_the_sourced_iops_per_mailbox_over_the_day():
 
 def test_a_tile_visit_naming_a_profile_is_filled_and_explicit_fields_win():
     v = expand_visit({"vm": "db", "profile": "oltp-database", "requests": 2, "disk_ios": 1.0})
-    assert v["instructions_m"] == pytest.approx(8.0) and v["disk_ios"] == 1.0 and v["cpi_core"] == 1.0
+    assert v["instructions_m"] == pytest.approx(7.6) and v["disk_ios"] == 1.0 and v["cpi_core"] == 1.0
     assert "profile" not in v and "requests" not in v
     plain = {"vm": "db", "instructions_m": 9.6}
     assert expand_visit(plain) is plain
@@ -140,7 +140,7 @@ def test_a_source_for_no_figure_and_an_unknown_profile_are_refused():
 def test_the_oltp_profile_moves_the_npt_what_if_the_way_its_rates_say():
     # The profile's transaction writes page tables 5x as often per instruction as the catalog db
     # visit (0.1 against 0.02, (E)), switches about as often (0.0037 measured against 0.005), and
-    # does 4 I/Os per 4.0 M instructions instead of 1 per 9.6 M: shadow paging and emulated I/O
+    # does 4 I/Os per 3.8 M instructions instead of 1 per 9.6 M: shadow paging and emulated I/O
     # weigh more, so NPT over shadow and NPT+PV over the fully virtualized guest both rise above
     # the db visit's (the study's own rows are not changed: what-if only).
     from densim.tools.studies import val_npt_oltp as s
