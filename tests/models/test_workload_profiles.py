@@ -66,6 +66,24 @@ def test_oltp_page_table_intensity_reaches_the_shadow_paging_cycles():
     assert with_sync - without == pytest.approx(3.8e6 * s / 1000.0)
 
 
+def test_oltp_rates_follow_from_the_cited_hammerdb_run():
+    # The profile's instructions, switches and dirty rate are derived (sources text) from Callaghan's
+    # HammerDB TPROC-C run on Postgres 18.1, 2000 warehouses, 40 users, 48-core EPYC 9454P:
+    # NOPM 303,403; vmstat us+sy 28.3 %, cs 166,257/s; iostat 1267.8 MB/s written.
+    # HammerDB runs New-Order for 10 of 23 transactions: 303,403 x 2.3 / 60 = 11,630 transactions/s.
+    # Busy cores 0.283 x 48 = 13.584; at 3.275 GHz and IPC 1.0: 4.449e10 instructions/s
+    # -> 3.83e6 per transaction; 166,257 / 4.449e10 x 1000 = 0.00374 switches per 1,000 instructions;
+    # 1267.8 MB/s / 13.584 busy cores = 93.3 MB/s per busy vCPU.
+    p = load_profile("oltp-database")
+    tps = 303_403 * 23 / 10 / 60
+    ips = 0.283 * 48 * 3.275e9 * 1.0
+    assert tps == pytest.approx(11_630, abs=1)
+    assert p.instructions_per_request == pytest.approx(ips / tps, rel=0.01)
+    assert p.context_switches_per_kinstr == pytest.approx(166_257 / ips * 1000, rel=0.02)
+    assert p.cpi_core == 1.0  # the IPC the conversion used
+    assert float(p.dirty_rate_per_vcpu) == pytest.approx(1267.8e6 / (0.283 * 48), rel=0.01)
+
+
 def test_io_dirty_rate_and_memory_shares_by_hand():
     p = load_profile("oltp-database")
     # 100 transactions/s x 4 I/Os = 400 IOPS; x 8 KiB = 3,276,800 B/s
