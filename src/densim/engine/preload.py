@@ -24,6 +24,8 @@ from densim.engine.stages import STAGES, load_plugins
 CPU_KERNELS = ("densim.engine.cpu_kernel:cpu_chunk",)
 # OpenDC tasks' fragments laid onto each chunk's steps (densim.workloads.tasks)
 OPENDC_KERNELS = ("densim.workloads.tasks:_bin_task_fragments",)
+# a synthetic profile's noise (densim.workloads.sources.hash_uniform)
+NOISE_KERNELS = ("densim.workloads.sources:_hash_uniform_rows",)
 
 
 def run_kernels(scenario) -> list[str]:
@@ -33,6 +35,8 @@ def run_kernels(scenario) -> list[str]:
     names = list(CPU_KERNELS)
     if any(g.trace is not None and g.trace.format == "opendc" for g in scenario.vms):
         names.extend(OPENDC_KERNELS)
+    if any(g.trace is None and getattr(getattr(g, "profile", None), "noise", 0) for g in scenario.vms):
+        names.extend(NOISE_KERNELS)
     for name in STAGES.order():
         wanted = getattr(STAGES.entry(name).obj, "kernels", None)
         if wanted is not None:
