@@ -45,7 +45,7 @@ def test_a_profile_with_noise_names_the_noise_kernel():
     vms = const_vms("v", 4, 2, 2000, 0.4)
     vms["profile"] = {"kind": "diurnal", "mean": 0.4, "amplitude": 0.3, "noise": 0.1}
     names = P.run_kernels(resolve(scenario([host(2)], [vms], horizon="1 h")).spec)
-    assert names == ["densim.engine.cpu_kernel:cpu_chunk", "densim.workloads.sources:_hash_uniform_rows"]
+    assert names == ["densim.engine.cpu_kernel:cpu_chunk", "densim.workloads.noise:hash_uniform_rows"]
 
 
 def test_an_opendc_trace_run_names_the_fragment_kernel():

@@ -25,7 +25,7 @@ CPU_KERNELS = ("densim.engine.cpu_kernel:cpu_chunk",)
 # OpenDC tasks' fragments laid onto each chunk's steps (densim.workloads.tasks)
 OPENDC_KERNELS = ("densim.workloads.tasks:_bin_task_fragments",)
 # a synthetic profile's noise (densim.workloads.sources.hash_uniform)
-NOISE_KERNELS = ("densim.workloads.sources:_hash_uniform_rows",)
+NOISE_KERNELS = ("densim.workloads.noise:hash_uniform_rows",)
 
 
 def run_kernels(scenario) -> list[str]:

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from densim._jit import njit, prange
 from densim.workloads.timegrid import TimeGrid
 
 CHANNELS = ("cpu_mhz", "mem_used_bytes", "disk_read_Bps", "disk_write_Bps", "net_rx_Bps", "net_tx_Bps")
@@ -209,34 +208,18 @@ def vm_gpu_counts(source: DemandSource, host_groups) -> np.ndarray | None:
                            for p, g in zip(parts, got)])
 
 
-_P1, _P2, _P3 = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
-_S11, _S27, _S30, _S31 = np.uint64(11), np.uint64(27), np.uint64(30), np.uint64(31)
-_TWO53 = float(1 << 53)
-
-
-@njit(parallel=True)
-def _hash_uniform_rows(seed, t_idx, vm_idx, out):
-    """:func:`hash_uniform` into ``out`` (steps, VMs), the steps in parallel; uint64 arithmetic wraps as numpy's does."""
-    for i in prange(t_idx.size):
-        ti = np.uint64(t_idx[i]) * _P1
-        for j in range(vm_idx.size):
-            x = seed ^ ti ^ (np.uint64(vm_idx[j]) * _P2)
-            x = (x ^ (x >> _S30)) * _P2
-            x = (x ^ (x >> _S27)) * _P3
-            x = x ^ (x >> _S31)
-            out[i, j] = np.float32(np.float64(x >> _S11) / _TWO53 * 2.0 - 1.0)
-
-
 def hash_uniform(seed: int, t_idx: np.ndarray, vm_idx: np.ndarray) -> np.ndarray:
     """Counter-based uniform noise in [-1, 1): the same (seed, step, VM) always gives the same value.
 
     splitmix64 finaliser over ``seed ^ (t * P1) ^ (vm * P2)``; chunk-invariant. A numba kernel over the
     (steps, VMs) cells (tests/workloads/test_hash_uniform.py compares it with the numpy expression, bit for bit).
     """
+    from densim.workloads.noise import hash_uniform_rows  # numba: imported when a run draws noise, not with the engine
+
     t = np.ascontiguousarray(t_idx, dtype=np.int64)
     v = np.ascontiguousarray(vm_idx, dtype=np.int64)
     out = np.empty((t.size, v.size), dtype=np.float32)
-    _hash_uniform_rows(np.uint64(seed & 0xFFFFFFFFFFFFFFFF), t, v, out)
+    hash_uniform_rows(np.uint64(seed & 0xFFFFFFFFFFFFFFFF), t, v, out)
     return out
 
 
