@@ -187,3 +187,28 @@ def test_a_split_run_gives_the_gpu_figures_of_one_process():
         assert np.array_equal(np.asarray(split.host_acc.series[name]), np.asarray(whole.host_acc.series[name])), name
     for name in ("gpu_slowdown", "gpu_power_slowdown"):
         assert np.array_equal(np.asarray(split.vm_acc.series[name]), np.asarray(whole.vm_acc.series[name])), name
+
+
+def test_parts_holding_one_host_give_the_one_process_energy_and_carbon_to_the_bit():
+    # the split run above over 6 h with carbon, in 3 parts: hosts [0, 2), [2, 3) and [3, 4), two parts of one host.
+    # numpy adds the columns of a (steps, hosts) array step by step, but a single column pairwise, so a one-host part
+    # summed its host's steps in another order than the whole run: the GPUs' and the cap's power added to host power
+    # (engine/run.py) and carbon's per-host joules came out in other bits (totals.energy_j 68232548.53199844 in one
+    # process against 68232548.53199846 split; carbon it_energy_kwh 18.953486084921792 against 18.953486084921757,
+    # with the gpu and power_cap stages already to the bit).
+    # Both now add each host's steps in time order (densim.engine.stages.step_sums), whatever the part holds.
+    from densim.engine.partition import host_ranges, plan_run
+
+    d = copy.deepcopy(SPLIT)
+    d["carbon"] = {"grid_gco2_per_kwh": 250}
+    d["simulation"]["horizon"] = "6 h"
+    plant = resolve(scenario_from_dict(d))
+    whole, split = simulate(plant), simulate_in_parts(plant, 3)
+    plan, _, _ = plan_run(plant, None)
+    assert host_ranges(plan.host_of_vm, plan.n_hosts, 3) == [(0, 2), (2, 3), (3, 4)]
+    for sec in ("gpu", "power_cap", "carbon"):
+        w, s = whole.summary[sec], split.summary[sec]
+        for k in w:
+            assert s[k] == w[k], (sec, k, w[k], s[k])
+    assert split.summary["totals"]["energy_j"] == whole.summary["totals"]["energy_j"]
+    assert np.array_equal(split.host_acc.sum["power_w"], whole.host_acc.sum["power_w"])
