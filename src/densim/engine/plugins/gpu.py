@@ -299,8 +299,7 @@ class GpuStage(BaseStage):
         from densim.models.gpu_power import limited_clock_scale
 
         n, G = self._busy.shape[0], self.G
-        busy = host_sums(self._busy.reshape(n, -1, G)[:, hosts].reshape(n, -1), np.repeat(np.arange(hosts.size), G),
-                         hosts.size)
+        busy = step_sums(self._busy.reshape(n, -1, G)[:, hosts].sum(axis=2))  # each host's GPUs per step, then its steps
         r, c = self._lowered  # (elsewhere the cap costs nothing)
         if not r.size:
             return busy, np.zeros(hosts.size), np.zeros(hosts.size)
@@ -321,7 +320,8 @@ class GpuStage(BaseStage):
         chunk.host_out["gpu_power_w"] = host_w.astype(np.float32)
         chunk.host_out["gpu_busy"] = per_host_busy.astype(np.float32)
         self.energy_j_h += step_sums(host_w) * chunk.step_s
-        busy_h = host_sums(busy, self.col_host, H)  # (busy is 0 on the GPU slots that draw no power)
+        # per host: its GPUs added in each step, then its steps in time order (busy is 0 on the slots drawing no power)
+        busy_h = step_sums(busy.reshape(n, H, G).sum(axis=2))
         self.busy_h += busy_h
         self.busy_n += int(self.on_slots.sum())
         if self.may_limit:
