@@ -28,9 +28,10 @@ placed nowhere (VMs that fit nowhere, tasks that never started) go with part 0.
 
 A stage splits when its state is host-local: virtualization (per-host platform and clock, per-VM
 factors), memory (per-host reclamation and swap devices), storage on ``per-host`` datastores (one
-array per host), carbon (per-host sums, put side by side: its totals are the one process's to the bit), power_cap (sums
-over hosts and steps), gpu (sums and maxima over each host's
-GPUs and their tenants; the driver's GPU placement goes with the plan, :func:`_part_gpu`). What couples hosts across parts is refused with
+array per host), carbon, power_cap and gpu (per-host sums over the steps, put side by side and added over all hosts
+at the end: their totals are the one process's to the bit; their counts are added and gpu's maxima taken over the
+parts; a gpu part holds its hosts' GPUs and their tenants, the driver's GPU placement goes with the plan,
+:func:`_part_gpu`). What couples hosts across parts is refused with
 its physical reason (:func:`split_refusal`): a ``shared`` datastore (one queue for the VMs of every
 host, also as the VMs' swap), the batch-job fabric, and live migration.
 """
@@ -104,7 +105,8 @@ class PartResult:
     metrics: dict[str, Any] = field(default_factory=dict)  # what its stages declared
     timings: dict[str, float] = field(default_factory=dict)
     vm_steps: int = 0
-    # per active stage: "host_sums" (partition_host_sums: carbon), "sums" (partition_sums, e.g. gpu), "sections" (its summary over this part),
+    # per active stage: "host_sums" (partition_host_sums: carbon, gpu, power_cap), with "sums" (partition_sums: their
+    # counts) and "max" (partition_max), or "sections" (its summary over this part),
     # "vm" (per-row arrays a whole-run summary needs), "slots" (a resource's label -> sort key)
     stages: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -117,9 +119,9 @@ class PartResult:
         return n + sum(a.nbytes for s in self.stages.values() for a in s.get("vm", {}).values())
 
 
-# How a split run puts a stage's figures together; a stage not here (and without ``partition_host_sums``, carbon's
-# per-host arrays put side by side, or ``partition_sums``, sums over hosts and steps with ``partition_max`` for
-# maxima, as the gpu stage's) cannot be split. "vm": per-row arrays of the stage a whole-run
+# How a split run puts a stage's figures together; a stage not here (and without ``partition_host_sums``, per-host
+# arrays put side by side, or ``partition_sums``, counts the parts' add up, with ``partition_max`` for maxima, as
+# carbon's, gpu's and power_cap's) cannot be split. "vm": per-row arrays of the stage a whole-run
 # stage object takes to write its own summary; "sections": per key of a summary section, how the
 # parts' values combine ("concat" lists of hosts, "union" dicts keyed by host, "slots" dicts keyed by a
 # per-host datastore slot, in the whole run's slot order, "sum", "max"); a key not named must be the
@@ -445,10 +447,10 @@ def _stage_payload(st, sub: EngineContext, h0: int) -> dict[str, Any]:
     arrays, and the order of its per-host resources in the whole run."""
     from densim.engine.summary import StageSummary
 
-    if getattr(st, "partition_host_sums", None):  # per-host arrays over the part's hosts (carbon)
-        return {"host_sums": {k: np.asarray(getattr(st, k)) for k in st.partition_host_sums}}
-    if getattr(st, "partition_sums", None):
-        return {"sums": {k: getattr(st, k) for k in st.partition_sums},
+    if getattr(st, "partition_host_sums", None) or getattr(st, "partition_sums", None):
+        # per-host arrays over the part's hosts in their order (carbon, gpu, power_cap), counts, maxima
+        return {"host_sums": {k: np.asarray(getattr(st, k)) for k in getattr(st, "partition_host_sums", ())},
+                "sums": {k: getattr(st, k) for k in getattr(st, "partition_sums", ())},
                 "max": {k: getattr(st, k) for k in getattr(st, "partition_max", ())}}
     rule = SPLIT_RULES[st.name]
     out: dict[str, Any] = {"vm": {k: getattr(st, k) for k in rule.get("vm", ())}}
@@ -553,12 +555,13 @@ def _merged_stages(ctx: EngineContext, parts: list[PartResult]) -> list:
             continue
         pay = [p.stages[name] for p in parts]
         st = STAGES.entry(name).obj(ctx)
-        if "host_sums" in pay[0]:  # per-host arrays (carbon): the parts' hosts side by side, in the whole run's order
+        if "host_sums" in pay[0]:
+            # per-host arrays (carbon, gpu, power_cap): the parts' hosts side by side, in the whole run's order, so
+            # the stage adds them over the hosts as one process does; counts added, maxima the largest
             order = np.argsort([p.h0 for p in parts], kind="stable")
-            for k in st.partition_host_sums:
+            for k in getattr(st, "partition_host_sums", ()):
                 setattr(st, k, np.concatenate([pay[i]["host_sums"][k] for i in order]))
-        elif "sums" in pay[0]:  # sums over hosts and steps (gpu, power_cap): the whole run's stage holds their totals
-            for k in st.partition_sums:
+            for k in getattr(st, "partition_sums", ()):
                 setattr(st, k, sum(x["sums"][k] for x in pay))
             for k in getattr(st, "partition_max", ()):
                 setattr(st, k, max(x["max"][k] for x in pay))

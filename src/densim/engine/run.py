@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from densim.engine.preload import preload
-from densim.engine.stages import load_plugins, ordered_entries
+from densim.engine.stages import load_plugins, ordered_entries, step_sums
 from densim.engine.state import build_context
 from densim.engine.window import WindowState, host_loads  # host_loads: re-exported (densim.engine.run.host_loads)
 from densim.models.cpu import CPU_CONTENTION
@@ -731,7 +731,8 @@ def _after_cpu(r: _Run, chunk: Chunk, out: _CpuOut) -> None:
     for st in r.stages:
         st.after_cpu(r.ctx, chunk)
     if chunk.host_power_w is not None:  # drives, controllers: into the hosts' power and energy
-        out.h_power = out.h_power + chunk.host_power_w.sum(axis=0)
+        # each host over the steps in time order (step_sums: also for a part of a split run holding one host)
+        out.h_power = out.h_power + step_sums(chunk.host_power_w)
         if r.keep_host:
             r.host_acc.series_view("power_w", chunk.t0, chunk.n_steps)[...] += chunk.host_power_w.astype(np.float32)
 

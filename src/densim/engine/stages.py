@@ -75,6 +75,8 @@ import heapq
 from collections.abc import Callable, Iterable
 from typing import Protocol
 
+import numpy as np
+
 from densim.registry import Registry
 
 
@@ -247,6 +249,40 @@ def add_saturation(ctx, kind: str, names, busy, *, key=None) -> None:
     log = getattr(ctx, "saturation", None)
     if log is not None:
         log.add(kind, names, busy, key=key)
+
+
+def step_sums(x) -> np.ndarray:
+    """(steps, n) -> (n,) float64: each column added step by step, in time order (a cumulative sum).
+
+    The same bits for a column whatever the other columns are: ``x.sum(axis=0)`` adds a single column
+    pairwise but several columns step by step, so a part of a split run holding one host would differ.
+    A stage that keeps per-host sums (``partition_host_sums``) takes them with this and :func:`host_sums`."""
+    x = np.asarray(x, dtype=np.float64)
+    if x.shape[0] == 0:
+        return np.zeros(x.shape[1:])
+    return np.cumsum(x, axis=0)[-1]
+
+
+def host_sums(x, col_host, n_hosts: int) -> np.ndarray:
+    """(steps, columns) -> (n_hosts,) float64: each column's :func:`step_sums`, added per host ``col_host``
+    (columns, int) in column order (``np.bincount``: one addition after the other), 0 for a host without columns.
+
+    A host's figure depends only on its own columns and their order, so a part of a split run whose columns are
+    its hosts' in the whole run's order gives each host the whole run's bits (:mod:`densim.engine.partition`)."""
+    col_host = np.asarray(col_host, dtype=np.int64)
+    if col_host.size == 0:
+        return np.zeros(n_hosts)
+    return np.bincount(col_host, weights=step_sums(x), minlength=n_hosts).astype(np.float64)
+
+
+def scattered_host_sums(cols, vals, col_host, n_hosts: int) -> np.ndarray:
+    """:func:`host_sums` of a (steps, columns) array that is ``vals`` at the entries of columns ``cols`` and 0
+    elsewhere, the entries listed step by step (``np.nonzero``'s order): each column's values added in time order
+    (``np.bincount``), then the columns per host ``col_host`` (all columns) in column order."""
+    col_host = np.asarray(col_host, dtype=np.int64)
+    per_col = np.bincount(np.asarray(cols, dtype=np.int64), weights=np.asarray(vals, dtype=np.float64),
+                          minlength=col_host.size)
+    return np.bincount(col_host, weights=per_col, minlength=n_hosts).astype(np.float64)
 
 
 def ordered_entries(registry: StageRegistry | None = None):

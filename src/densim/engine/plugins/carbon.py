@@ -26,7 +26,7 @@ from typing import Any, TypedDict
 
 import numpy as np
 
-from densim.engine.stages import STAGES, BaseStage
+from densim.engine.stages import STAGES, BaseStage, step_sums
 
 
 class CarbonSummary(TypedDict):
@@ -111,8 +111,10 @@ class CarbonStage(BaseStage):
                 from densim.errors import InputError
 
                 raise InputError(self.cb.grid_series.file, "", str(exc)) from None
-        self.it_j_h += joules.sum(axis=0)
-        self.gj_h += (joules * g).sum(axis=0)
+        # each host over the steps in time order, whatever the other hosts (a part of a split run may hold one host:
+        # joules.sum(axis=0) adds a single column pairwise, several columns step by step)
+        self.it_j_h += step_sums(joules)
+        self.gj_h += step_sums(joules * g)
 
     @property
     def it_j(self) -> float:

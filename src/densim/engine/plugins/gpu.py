@@ -29,9 +29,12 @@ A GPU's power limit (``cluster.hosts[].gpus.power_limit``, set by the operator; 
 ``power_cap``, :mod:`densim.engine.plugins.power_cap`) is met by its clock (:mod:`densim.models.gpu_power`):
 a GPU whose draw would pass its limit ``L`` runs at clock scale ``sigma`` and draws ``L``; its tenants'
 GPU throughput falls by ``max(1, b / sigma)`` (``gpu_power_slowdown`` per VM and step, and the
-``power_limit_*`` keys of ``summary["gpu"]``). A split run (:mod:`densim.engine.partition`) adds up the
-parts' sums and takes the largest of their maxima (``partition_sums``, ``partition_max``): every figure is
-per GPU, and a part holds its hosts' GPUs and their tenants.
+``power_limit_*`` keys of ``summary["gpu"]``). Every float sum (energy, busy shares, slowdowns, demand, limits)
+is kept per host, each host's columns added step by step and its GPUs and tenants in order
+(:func:`densim.engine.stages.host_sums`), and added over the hosts only in :meth:`GpuStage.finish`. A split run
+(:mod:`densim.engine.partition`) puts the parts' per-host arrays side by side (``partition_host_sums``), adds their
+counts (``partition_sums``) and takes the largest of their maxima (``partition_max``): a part holds its hosts'
+GPUs and their tenants, so every figure is the one process's to the bit.
 
 See docs/background/gpus.md.
 """
@@ -42,7 +45,7 @@ from typing import TypedDict
 
 import numpy as np
 
-from densim.engine.stages import STAGES, BaseStage
+from densim.engine.stages import STAGES, BaseStage, host_sums, scattered_host_sums, step_sums
 
 
 class _GpuLimitKeys(TypedDict, total=False):
@@ -76,10 +79,11 @@ class GpuSummary(_GpuLimitKeys):
 class GpuStage(BaseStage):
     name = "gpu"
     summary_sections = {"gpu": GpuSummary}
-    # per GPU and its tenants: a run split by host partitions adds up its parts' sums, takes the largest maxima
-    partition_sums = ("energy_j", "busy_sum", "busy_n", "sd_sum", "sd_n", "v_dem", "v_got", "tenant_gpus",
-                      "vms_with_gpu", "unplaced", "n_vgpu", "lim_steps", "lim_w_sum", "lim_sigma_sum", "lim_lost",
-                      "lim_busy", "lim_vsd_sum", "lim_vsd_n", "lim_saved_j")
+    # a run split by host partitions puts its parts' per-host float sums side by side (added over all hosts in
+    # finish, as in one process), adds up their counts and takes the largest maxima
+    partition_host_sums = ("energy_j_h", "busy_h", "sd_h", "v_dem_h", "v_got_h", "lim_w_h", "lim_sigma_h", "lim_lost_h",
+                           "lim_busy_h", "lim_vsd_h", "lim_saved_h")
+    partition_sums = ("busy_n", "sd_n", "tenant_gpus", "vms_with_gpu", "unplaced", "n_vgpu", "lim_steps", "lim_vsd_n")
     partition_max = ("sd_max", "wait_max", "lim_vsd_max")
 
     def __init__(self, ctx) -> None:
@@ -109,8 +113,16 @@ class GpuStage(BaseStage):
         self.may_limit = self.own_limited or capped  # the power_limit_* figures and gpu_power_slowdown
         self.tenant_gpus = self.vms_with_gpu = self.unplaced = self.n_vgpu = 0
         self.lim_steps = self.lim_vsd_n = 0
-        self.lim_w_sum = self.lim_sigma_sum = self.lim_lost = self.lim_busy = self.lim_vsd_sum = self.lim_saved_j = 0.0
         self.lim_vsd_max = 1.0
+        H = hosts.n
+        self.col_host = np.arange(H * self.G) // self.G  # (H*G,) the host of each GPU slot
+        # per host, summed over the run: GPU energy (J), busy share over powered GPU-steps, vGPU slowdown over the
+        # vGPU VM-steps with demand, vGPU demand and share got; where a power limit binds: the limit (W), the
+        # clock scale, the busy share not served, the busy share of every powered GPU-step, the tenant VMs'
+        # slowdown over their VM-steps with GPU demand, the energy held back (J)
+        self.energy_j_h, self.busy_h, self.sd_h, self.v_dem_h, self.v_got_h = (np.zeros(H) for _ in range(5))
+        self.lim_w_h, self.lim_sigma_h, self.lim_lost_h, self.lim_busy_h, self.lim_vsd_h, self.lim_saved_h = (
+            np.zeros(H) for _ in range(6))
         fixed = [g.gpu.utilisation if g.gpu is not None else None for g in ctx.scenario.vms]
         self.fixed_u = fixed
         # groups whose GPU busy share is the trace's own (an OpenDC trace's gpu_usage: the source's gpu_util channel)
@@ -119,14 +131,9 @@ class GpuStage(BaseStage):
         # the VMs' CPU demand is read only when a GPU group gives no utilisation
         self.uses_vm_demand = any(g.gpu is not None and g.gpu.utilisation is None for g in ctx.scenario.vms)
         self.accepts_factored_demand = True
-        self.energy_j = 0.0
-        self.busy_sum = 0.0
         self.busy_n = 0
-        self.sd_sum = 0.0
         self.sd_n = 0
         self.sd_max = 1.0
-        self.v_dem = 0.0
-        self.v_got = 0.0
         self.wait_max = 0.0
 
     def prepare(self, ctx) -> None:
@@ -172,6 +179,7 @@ class GpuStage(BaseStage):
         self._time_slices(ctx, p, G)
         self.n_vgpu = int(np.count_nonzero(p.first_run[self.v_vm])) if p is not None else 0
         self.t_vm, self.t_inv = np.unique(self.e_vm, return_inverse=True)  # tenant VMs, and each entry's
+        self.t_host = ctx.vms.host[self.t_vm].astype(np.int64)  # each tenant row's host (a row holding a GPU is placed)
         vms = ctx.vms
         self.full_mhz = np.maximum(vms.vcpus.astype(np.float64) * vms.vcpu_mhz, 1e-9)
         if p is not None:
@@ -210,6 +218,7 @@ class GpuStage(BaseStage):
         self.v_cap = (p.vcap[p.host_model[host], p.req[vm0]].astype(np.int64) if first.size
                       else np.zeros(0, np.int64))
         self.v_vm = self.e_vm[self.v_idx]
+        self.v_host = vcol // G if vcol.size else np.zeros(0, np.int64)  # each vGPU entry's host
 
     def before_cpu(self, ctx, chunk) -> None:
         n, H, G = chunk.n_steps, ctx.hosts.n, self.G
@@ -283,22 +292,25 @@ class GpuStage(BaseStage):
         r, c = np.nonzero(lim < self.own_limit[cols][None, :])  # the GPU-steps the cap lowered below their own limit
         self._lowered = (r, cols[c])
 
-    def cap_cost(self, hosts: np.ndarray) -> tuple[float, float, float]:
-        """What the power cap's lower limits cost the GPUs of ``hosts`` in this chunk, beyond their own limits:
-        (busy share at full clock, of it no longer served, W held back), each summed over GPU-steps."""
+    def cap_cost(self, hosts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """What the power cap's lower limits cost the GPUs of ``hosts`` (H',) in this chunk, beyond their own limits:
+        (busy share at full clock, of it no longer served, W held back), each per host of ``hosts`` summed over its
+        GPU-steps (:func:`densim.engine.stages.host_sums`: a host's figure is the same in a part of a split run)."""
         from densim.models.gpu_power import limited_clock_scale
 
         n, G = self._busy.shape[0], self.G
-        busy = float(self._busy.reshape(n, -1, G)[:, hosts].sum())
+        busy = step_sums(self._busy.reshape(n, -1, G)[:, hosts].sum(axis=2))  # each host's GPUs per step, then its steps
         r, c = self._lowered  # (elsewhere the cap costs nothing)
         if not r.size:
-            return busy, 0.0, 0.0
+            return busy, np.zeros(hosts.size), np.zeros(hosts.size)
         b, full, lim, own = self._busy[r, c], self._full_w[r, c], self._limit[r, c], self.own_limit[c]
         idle, span = self.idle[c], self.span[c]
         lost = (np.maximum(b - limited_clock_scale(b, idle, span, lim), 0.0)
                 - np.maximum(b - limited_clock_scale(b, idle, span, own), 0.0))
         held = np.minimum(full, own) - np.minimum(full, lim)
-        return busy, float(lost.sum()), float(held.sum())
+        H = self._busy.shape[1] // G
+        return (busy, scattered_host_sums(c, lost, self.col_host, H)[hosts],
+                scattered_host_sums(c, held, self.col_host, H)[hosts])
 
     def after_cpu(self, ctx, chunk) -> None:
         n, H, G = self._busy.shape[0], ctx.hosts.n, self.G
@@ -307,17 +319,19 @@ class GpuStage(BaseStage):
         per_host_busy = busy.reshape(n, H, G).sum(axis=2) / np.maximum(self.n_gpu, 1)[None, :]
         chunk.host_out["gpu_power_w"] = host_w.astype(np.float32)
         chunk.host_out["gpu_busy"] = per_host_busy.astype(np.float32)
-        self.energy_j += float(host_w.sum()) * chunk.step_s
-        self.busy_sum += float(busy[self.on_slots].sum())
+        self.energy_j_h += step_sums(host_w) * chunk.step_s
+        # per host: its GPUs added in each step, then its steps in time order (busy is 0 on the slots drawing no power)
+        busy_h = step_sums(busy.reshape(n, H, G).sum(axis=2))
+        self.busy_h += busy_h
         self.busy_n += int(self.on_slots.sum())
         if self.may_limit:
-            self._limited(ctx, chunk, busy, watts)
+            self._limited(ctx, chunk, busy, watts, busy_h)
 
-    def _limited(self, ctx, chunk, busy, watts) -> None:
+    def _limited(self, ctx, chunk, busy, watts, busy_h) -> None:
         """Per GPU-step whose limit binds: its clock scale, the work it cannot serve, the tenants' slowdown."""
         from densim.models.gpu_power import limited_clock_scale
 
-        n = busy.shape[0]
+        n, H = busy.shape[0], ctx.hosts.n
         bind = (self._full_w > self._limit * (1 + 1e-12)) & self.on_slots
         sd = np.ones_like(busy)
         if bind.any():
@@ -326,18 +340,18 @@ class GpuStage(BaseStage):
             sd[r, c] = np.divide(busy[r, c], sig, out=np.ones_like(sig), where=sig > 0)
             np.maximum(sd, 1.0, out=sd)
             self.lim_steps += int(r.size)
-            self.lim_w_sum += float(self._limit[r, c].sum())
-            self.lim_sigma_sum += float(sig.sum())
-            self.lim_lost += float(np.maximum(busy[r, c] - sig, 0.0).sum())
-            self.lim_saved_j += float((self._full_w[r, c] - watts[r, c]).sum()) * chunk.step_s
-        self.lim_busy += float(busy[self.on_slots].sum())
+            self.lim_w_h += scattered_host_sums(c, self._limit[r, c], self.col_host, H)
+            self.lim_sigma_h += scattered_host_sums(c, sig, self.col_host, H)
+            self.lim_lost_h += scattered_host_sums(c, np.maximum(busy[r, c] - sig, 0.0), self.col_host, H)
+            self.lim_saved_h += scattered_host_sums(c, self._full_w[r, c] - watts[r, c], self.col_host, H) * chunk.step_s
+        self.lim_busy_h += busy_h
         out = np.ones((n, ctx.vms.n), np.float32)
         if self.e_vm.size:  # a tenant VM's slowdown: the worst of its GPUs' (a passthrough VM may have several)
             vsd = np.ones((n, self.t_vm.size))
             np.maximum.at(vsd, (slice(None), self.t_inv), sd[:, self.e_col])
             asked = np.zeros((n, self.t_vm.size), bool)
             np.logical_or.at(asked, (slice(None), self.t_inv), busy[:, self.e_col] > 0)
-            self.lim_vsd_sum += float(vsd[asked].sum())
+            self.lim_vsd_h += host_sums(np.where(asked, vsd, 0.0), self.t_host, H)
             self.lim_vsd_n += int(asked.sum())
             self.lim_vsd_max = max(self.lim_vsd_max, float(vsd.max()))
             out[:, self.t_vm] = vsd
@@ -369,38 +383,44 @@ class GpuStage(BaseStage):
             sd_out[:, self.v_vm] = sd
             wait_out[:, self.v_vm] = wait * 1e3
             asked = dem > 0
-            self.sd_sum += float(sd[asked].sum())
+            H = ctx.hosts.n
+            self.sd_h += host_sums(np.where(asked, sd, 0.0), self.v_host, H)
             self.sd_n += int(asked.sum())
             self.sd_max = max(self.sd_max, float(sd.max()))
-            self.v_dem += float(dem.sum())
-            self.v_got += float(got.sum())
+            self.v_dem_h += host_sums(dem, self.v_host, H)
+            self.v_got_h += host_sums(got, self.v_host, H)
             self.wait_max = max(self.wait_max, float(wait.max()) * 1e3)
         if self.has_vgpu_out:
             chunk.vm_out["gpu_slowdown"] = sd_out
             chunk.vm_out["gpu_wait_ms"] = wait_out
 
     def finish(self, ctx, summary) -> None:
+        def total(a: np.ndarray) -> float:  # a per-host sum over all hosts, in host order (also in a split run)
+            return float(a.sum())
+
         lim = {}
         if self.may_limit:
             k = self.lim_steps
+            lim_busy = total(self.lim_busy_h)
             lim = {"power_limited_gpu_steps": int(k),
-                   "power_limit_mean_w_when_limited": self.lim_w_sum / k if k else None,
-                   "power_limit_clock_mean_when_limited": self.lim_sigma_sum / k if k else None,
-                   "power_limit_unserved_share": self.lim_lost / self.lim_busy if self.lim_busy > 0 else 0.0,
-                   "power_limit_vm_slowdown_mean": self.lim_vsd_sum / self.lim_vsd_n if self.lim_vsd_n else 1.0,
+                   "power_limit_mean_w_when_limited": total(self.lim_w_h) / k if k else None,
+                   "power_limit_clock_mean_when_limited": total(self.lim_sigma_h) / k if k else None,
+                   "power_limit_unserved_share": total(self.lim_lost_h) / lim_busy if lim_busy > 0 else 0.0,
+                   "power_limit_vm_slowdown_mean": total(self.lim_vsd_h) / self.lim_vsd_n if self.lim_vsd_n else 1.0,
                    "power_limit_vm_slowdown_worst": self.lim_vsd_max,
-                   "power_limit_energy_saved_kwh": self.lim_saved_j / 3.6e6}
+                   "power_limit_energy_saved_kwh": total(self.lim_saved_h) / 3.6e6}
+        v_dem, v_got = total(self.v_dem_h), total(self.v_got_h)
         summary.add("gpu", {
             "gpus": int(self.n_gpu.sum()),
             "gpus_with_tenants": int(self.tenant_gpus),
             "vms_with_gpu": int(self.vms_with_gpu),
             "vms_with_gpu_unplaced": int(self.unplaced),
-            "energy_kwh": self.energy_j / 3.6e6,
-            "mean_busy": self.busy_sum / self.busy_n if self.busy_n else 0.0,
+            "energy_kwh": total(self.energy_j_h) / 3.6e6,
+            "mean_busy": total(self.busy_h) / self.busy_n if self.busy_n else 0.0,
             "vgpus": int(self.n_vgpu),
-            "vgpu_slowdown_mean": self.sd_sum / self.sd_n if self.sd_n else 1.0,
+            "vgpu_slowdown_mean": total(self.sd_h) / self.sd_n if self.sd_n else 1.0,
             "vgpu_slowdown_worst": self.sd_max,
-            "vgpu_demand_unserved_share": 1.0 - self.v_got / self.v_dem if self.v_dem > 0 else 0.0,
+            "vgpu_demand_unserved_share": 1.0 - v_got / v_dem if v_dem > 0 else 0.0,
             "vgpu_wait_ms_worst": self.wait_max,
             **lim,
         })

@@ -47,7 +47,7 @@ from typing import TypedDict
 
 import numpy as np
 
-from densim.engine.stages import STAGES, BaseStage
+from densim.engine.stages import STAGES, BaseStage, step_sums
 from densim.errors import InputError
 
 
@@ -86,9 +86,12 @@ class PowerCapStage(BaseStage):
     reads_host_results = True  # the CPU model's utilisation and delivered MHz per host and step
     accepts_factored_demand = True  # reads the demand through chunk.demand()
     summary_sections = {"power_cap": PowerCapSummary}
-    # its figures are sums over hosts and steps: a run split by host partitions adds up its parts'
-    partition_sums = ("n_host_steps", "n_capped", "clock_sum", "dem", "short", "deliv", "saved_j", "g_steps", "g_lim_sum",
-                      "g_busy", "g_lost", "g_saved_j")
+    # its float figures are sums over the steps per capped host (in the order of ``hc``), added over the hosts in
+    # finish: a run split by host partitions puts its parts' per-host arrays side by side, so its totals are the one
+    # process's to the bit (densim.engine.partition); its counts it adds up
+    partition_host_sums = ("clock_h", "dem_h", "short_h", "deliv_h", "saved_h", "g_lim_h", "g_busy_h", "g_lost_h",
+                           "g_saved_h")
+    partition_sums = ("n_host_steps", "n_capped", "g_steps")
 
     def __init__(self, ctx) -> None:
         from densim.models.cpu_power import full_load_capped_scale, pstate_scales
@@ -156,11 +159,15 @@ class PowerCapStage(BaseStage):
         self._pw = (hosts.power_kind[h], hosts.power_idle_w[h], hosts.power_peak_w[h], hosts.power_table_w[h], hosts.power_exponent[h])
         self.p0 = self.power_of_util(np.zeros((1, h.size)))[0]
         self.n_host_steps = self.n_capped = self.g_steps = 0
-        self.g_lim_sum = self.g_busy = self.g_lost = self.g_saved_j = 0.0
+        # per capped host (index into hc), over the run: the GPUs' lowered limit summed over the host-steps it was
+        # lowered (W), their busy share at full clock, of it not served, the GPU energy held back (J)
+        self.g_lim_h, self.g_busy_h, self.g_lost_h, self.g_saved_h = (np.zeros(h.size) for _ in range(4))
         self.has_gpu = bool(self.full_gpu_limit) or any(
             ctx.plant.host_groups[int(gi)].gpu is not None for gi in np.unique(hosts.group[self.hc]))
         self.gpu = None
-        self.clock_sum = self.dem = self.short = self.deliv = self.saved_j = 0.0
+        # per capped host, over the run: clock (MHz) summed over its capped steps, demand within capacity, shortfall
+        # and delivered (MHz x s), energy the cap saved (J)
+        self.clock_h, self.dem_h, self.short_h, self.deliv_h, self.saved_h = (np.zeros(h.size) for _ in range(5))
         self._s = self._u0 = None
 
     def power_of_util(self, u: np.ndarray) -> np.ndarray:
@@ -217,9 +224,9 @@ class PowerCapStage(BaseStage):
         capped = s < 1.0 - 1e-12
         self.n_host_steps += int(s.size)
         self.n_capped += int(capped.sum())
-        self.clock_sum += float((s * self.base_mhz[None, :])[capped].sum())
-        self.dem += float(within.sum()) * dt
-        self.short += float(np.maximum(within - s * c0, 0.0).sum()) * dt
+        self.clock_h += step_sums(np.where(capped, s * self.base_mhz[None, :], 0.0))
+        self.dem_h += step_sums(within) * dt
+        self.short_h += step_sums(np.maximum(within - s * c0, 0.0)) * dt
 
     def _limit_gpus(self, chunk, u0, s, cpu_cap) -> None:
         """Where the CPU's lowest P-state leaves the host above its cap, one lower power limit for its GPUs."""
@@ -236,11 +243,11 @@ class PowerCapStage(BaseStage):
             L[over] = shared_limit_w(self.gpu.slot_power_w(gh)[over], budget[over])
             self.gpu.lower_limits(chunk, gh, L)
             self.g_steps += int(over.sum())
-            self.g_lim_sum += float(np.maximum(L, self.gpu_low[None, :])[over].sum())
-        busy, lost, held = self.gpu.cap_cost(gh)
-        self.g_busy += busy
-        self.g_lost += lost
-        self.g_saved_j += held * chunk.step_s
+            self.g_lim_h[j] += step_sums(np.where(over, np.maximum(L, self.gpu_low[None, :]), 0.0))
+        busy, lost, held = self.gpu.cap_cost(gh)  # per host of gh
+        self.g_busy_h[j] += busy
+        self.g_lost_h[j] += lost
+        self.g_saved_h[j] += held * chunk.step_s
 
     def after_cpu(self, ctx, chunk) -> None:
         hc, s = self.hc, self._s
@@ -253,14 +260,19 @@ class PowerCapStage(BaseStage):
         chunk.add_host_power(corr)
         capped = s < 1.0 - 1e-12
         saved = self.power_of_util(self._u0) - (self.p0[None, :] + dyn * s3)
-        self.saved_j += float(saved[capped].sum()) * chunk.step_s
-        self.deliv += float(np.asarray(chunk.host["cpu_delivered_mhz"][:, hc], dtype=np.float64).sum()) * chunk.step_s
+        self.saved_h += step_sums(np.where(capped, saved, 0.0)) * chunk.step_s
+        self.deliv_h += step_sums(chunk.host["cpu_delivered_mhz"][:, hc]) * chunk.step_s
         clock = np.broadcast_to(ctx.hosts.core_mhz.astype(np.float32), (chunk.n_steps, H)).copy()
         clock[:, hc] = (s * self.base_mhz[None, :]).astype(np.float32)
         chunk.host_out["cap_clock_mhz"] = clock
 
     def finish(self, ctx, summary) -> None:
         ps = self.settings
+        # the per-host sums added over the capped hosts, in hc's order (a split run's parts side by side)
+        clock_sum, dem, short, deliv, saved_j = (float(a.sum()) for a in (self.clock_h, self.dem_h, self.short_h,
+                                                                           self.deliv_h, self.saved_h))
+        g_lim_sum, g_busy, g_lost, g_saved_j = (float(a.sum()) for a in (self.g_lim_h, self.g_busy_h, self.g_lost_h,
+                                                                         self.g_saved_h))
         summary.add("power_cap", {
             "caps_w": self.caps,
             "min_clock_mhz": float(ps.min_mhz),
@@ -271,17 +283,17 @@ class PowerCapStage(BaseStage):
             "host_steps": int(self.n_host_steps),
             "host_steps_capped": int(self.n_capped),
             "share_capped": self.n_capped / self.n_host_steps if self.n_host_steps else 0.0,
-            "mean_clock_mhz_when_capped": self.clock_sum / self.n_capped if self.n_capped else None,
-            "demand_mhz_s": self.dem,
-            "shortfall_mhz_s": self.short,
-            "delivered_mhz_s": self.deliv,
-            "slowdown_pct": 100.0 * self.short / self.dem if self.dem > 0 else 0.0,
-            "energy_saved_kwh": self.saved_j / 3.6e6,
+            "mean_clock_mhz_when_capped": clock_sum / self.n_capped if self.n_capped else None,
+            "demand_mhz_s": dem,
+            "shortfall_mhz_s": short,
+            "delivered_mhz_s": deliv,
+            "slowdown_pct": 100.0 * short / dem if dem > 0 else 0.0,
+            "energy_saved_kwh": saved_j / 3.6e6,
             **({"full_load_gpu_limit_w": self.full_gpu_limit,
                 "gpu_host_steps_limited": int(self.g_steps),
-                "mean_gpu_limit_w_when_limited": self.g_lim_sum / self.g_steps if self.g_steps else None,
-                "gpu_slowdown_pct": 100.0 * self.g_lost / self.g_busy if self.g_busy > 0 else 0.0,
-                "gpu_energy_saved_kwh": self.g_saved_j / 3.6e6} if self.has_gpu else {}),
+                "mean_gpu_limit_w_when_limited": g_lim_sum / self.g_steps if self.g_steps else None,
+                "gpu_slowdown_pct": 100.0 * g_lost / g_busy if g_busy > 0 else 0.0,
+                "gpu_energy_saved_kwh": g_saved_j / 3.6e6} if self.has_gpu else {}),
         })
 
 
