@@ -338,7 +338,8 @@ def _maintenance(sc, source, hosts, grid, n: int):
     return Maintenance(host=host, at_s=at + grid.start_s, demand_mhz=np.ascontiguousarray(demand),
                        link_bps=m.bandwidth_bps * (1.0 - m.storage_share), dirty_rate_bps=m.dirty_rate_bps,
                        wws_fraction=m.wws_fraction, downtime_target_s=m.downtime_target_s, resume_s=m.resume_s,
-                       max_rounds=m.max_rounds, max_concurrent=m.max_concurrent)
+                       max_rounds=m.max_rounds, max_concurrent=m.max_concurrent, zero_fraction=m.zero_fraction,
+                       zero_scan_bps=m.zero_scan_bps)
 
 
 def _balance_checks(sc, source, hosts, grid, n: int):

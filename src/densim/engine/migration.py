@@ -119,7 +119,8 @@ class MigrationPlanner:
         row = m[:, TL.M_INST_SRC].astype(np.int64)  # the engine row of the VM's run on the source
         mem = ctx.vms.mem_bytes[row].astype(np.float64)
         res = precopy(mem, self.link_bps / m[:, TL.M_SHARE], m[:, TL.M_DIRTY], wws_bytes=s.wws_fraction * mem,
-                      max_rounds=s.max_rounds, downtime_target_s=s.downtime_target_s, resume_s=s.resume_s)
+                      max_rounds=s.max_rounds, downtime_target_s=s.downtime_target_s, resume_s=s.resume_s,
+                      zero_fraction=s.zero_fraction, zero_scan_bps=s.zero_scan_bps)
         start = m[:, TL.M_START] - t0
         end = np.minimum(m[:, TL.M_END] - t0, self.T * self.step_s)  # cancelled: when; in flight at the end: the end
         live_end = np.minimum(start + m[:, TL.M_LIVE], end)
