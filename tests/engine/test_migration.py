@@ -127,3 +127,30 @@ def test_reproducible():
 def test_bad_host_name():
     with pytest.raises(InputError, match=r"migration.maintenance\[0\].host: no host named 'nope'"):
         run([host(count=2)], [const_vms("a", 2, 1, 2000, 0.5)], {"maintenance": [{"host": "nope", "at": "5 min"}]})
+
+
+def test_maintenance_skips_zero_pages():
+    # test_maintenance_evacuates_a_host with 90 % of each VM's memory never touched, read at 20 GB/s. Each of the
+    # 4 moves shares the 1 Gbit/s link (3.125e7 B/s): non-zero 0.1 x 8 GiB = 858993459.2 B and the zero pages'
+    # flags 0.9 x 8 GiB x 9/4096 = 16986931.2 B, together 875980390.4 B / 3.125e7 = 28.031372493 s, plus reading
+    # the zero pages 0.9 x 8589934592 / 2e10 = 0.386547056 s, plus resume 20 ms = 28.437919549 s (274.90 s before)
+    r = run([host(count=3, cores=4, mhz=2000, mem="64 GiB")], [const_vms("a", 4, 1, 2000, 0.5, mem="8 GiB")],
+            {"bandwidth": "1 Gbit/s", "dirty_rate": 0, "zero_fraction": 0.9, "zero_scan_rate": "20 GB/s",
+             "maintenance": [{"host": "h-0", "at": "10 min"}]})
+    m = r.summary["migration"]
+    assert m["migrations"] == 4
+    assert m["evacuations"][0]["time_to_empty_s"] == pytest.approx(28.437919549, rel=1e-9)
+    assert [x["time_s"] for x in m["log"]] == pytest.approx([28.437919549] * 4, rel=1e-9)
+    assert m["bytes_sent"] == pytest.approx(4 * 875980390.4, rel=1e-12)
+
+
+@pytest.mark.parametrize("extra, msg", [
+    ({"zero_fraction": 0.95}, r"zero_fraction \(0.95\) \+ wws_fraction \(0.1\) > 1"),
+    ({"zero_fraction": 1.0}, "zero_fraction"),
+    ({"zero_fraction": -0.1}, "zero_fraction"),
+    ({"zero_fraction": 0.5, "zero_scan_rate": 0}, "zero_scan_rate"),
+])
+def test_zero_share_refused_when_out_of_range_or_contradicting_the_working_set(extra, msg):
+    with pytest.raises(InputError, match=msg) as e:
+        run([host(count=2)], [const_vms("a", 2, 1, 2000, 0.5)], {"maintenance": [{"host": "h-0", "at": "5 min"}], **extra})
+    assert "migration" in str(e.value) and "\n" not in str(e.value)
