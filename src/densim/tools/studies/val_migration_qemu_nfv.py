@@ -55,6 +55,12 @@ guide, written here and committed before the rows were run with them, none tuned
   bookkeeping (dirty-bitmap search) are not measured there.
 
 Role stays ``prediction``: no input was chosen by its effect on these rows. Tolerance unchanged (+/-50 %).
+Result (before -> after, error against the measured figure): idle total 6,892 ms (+232.9 %) -> 941 ms
+(-54.5 %, still a miss, now low); DPDK total 6,908 ms (+204.2 %) -> 958 ms (-57.8 %, a miss, low); the
+downtimes do not move (20.0 ms, -31.0 %; 22.7 ms, -12.7 %; in band). Round 0 is 0.61 GiB on the wire
+(0.522 s) plus 0.400 s reading 7.4 GiB of zero pages. Believed missing now (not fitted): QEMU 2.4's per-page
+cost in the migration thread beyond the memory read (the dirty-bitmap walk, one ``ram_save_page`` call per
+4 KiB page: 2.1 M calls), and the OPNFV guest's own zero share (RHEL 7.1 with DPDK, not measured there).
 """
 
 from __future__ import annotations
