@@ -154,3 +154,20 @@ def test_zero_share_refused_when_out_of_range_or_contradicting_the_working_set(e
     with pytest.raises(InputError, match=msg) as e:
         run([host(count=2)], [const_vms("a", 2, 1, 2000, 0.5)], {"maintenance": [{"host": "h-0", "at": "5 min"}], **extra})
     assert "migration" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_balancer_moves_use_the_scenarios_link_and_zero_share():
+    # test_balancer_spreads_load on a 1 Gbit/s link with half of each VM's memory never touched (read at 20 GB/s).
+    # The two moves share the link: 1.25e8 / 2 = 6.25e7 B/s each. Bytes: 0.5 x 4 GiB = 2147483648 non-zero +
+    # 2147483648 x 9/4096 = 4718592 of flags = 2152202240 B -> 34.435235840 s, + reading the zero pages
+    # 2147483648 / 2e10 = 0.107374182 s, + resume 20 ms = 34.562610022 s. The event loop lands them then: each
+    # host's mean migration traffic (sent + received) over the 1800 s is 2 x 2152202240 B / 1800 s, on both hosts.
+    # (Before, a run with the balancer and no maintenance event moved its VMs in the event loop at the defaults:
+    # 10 Gbit/s, no resume, no zero pages, while the report used the scenario's, so the traffic was 10 x short.)
+    r = run([host(count=2, cores=4, mhz=2000, mem="64 GiB")], [const_vms("a", 4, 1, 2000, 0.9, mem="4 GiB")],
+            {"bandwidth": "1 Gbit/s", "dirty_rate": 0, "zero_fraction": 0.5, "zero_scan_rate": "20 GB/s",
+             "balance": {"threshold": 0.1, "interval": "5 min", "budget_per_interval": 4}})
+    m = r.summary["migration"]
+    assert m["migrations"] == 2 and m["time_max_s"] == pytest.approx(34.562610022, rel=1e-9)
+    assert m["bytes_sent"] == pytest.approx(2 * 2152202240, rel=1e-12)
+    assert r.hosts["migration_net_mb_per_s_mean"].to_list() == pytest.approx([2 * 2152202240 / 1e6 / 1800] * 2, rel=1e-9)

@@ -33,6 +33,8 @@ VMs' lost work and the links' traffic) and writes ``summary["migration"]``.
 * CPU on both hosts while it runs: ``max(cpu_cores_min, cpu_cores_per_gbps x link Gbit/s)``
   cores (vMotion's reservation), taken off the host's CPU capacity for the part of each step a
   migration is active on it;
+* zero pages: a share ``zero_fraction`` of each VM's memory is never touched; the first round reads it at
+  ``zero_scan_rate`` and sends a 9-byte flag per zero page (default 0: every page sent);
 * the VM: its dirty rate is ``dirty_rate x`` its CPU utilisation before the decision; during pre-copy it
   loses ``slowdown`` of its delivered CPU work, during the downtime all of it (``vm_work_lost_mhz_s``).
 
