@@ -69,7 +69,7 @@ def test_refuses_out_of_range(z, scan):
 @settings(max_examples=60, deadline=None)
 @given(mem=st.floats(64 * MIB, 64 * GIB), bw=st.floats(1e8, 1e10), dirty=st.floats(0.0, 2e9), wws=st.floats(0.01, 0.5),
        z1=st.floats(0.0, 0.99), z2=st.floats(0.0, 0.99), scan=st.floats(1e9, 1e11),
-       rule=st.sampled_from(["qemu", "xen-2005", "vmotion-5"]))
+       rule=st.sampled_from(["qemu", "vmotion-5"]))
 def test_total_time_non_increasing_in_zero_share_and_today_at_zero(mem, bw, dirty, wws, z1, z2, scan, rule):
     lo, hi = sorted((z1, z2))
     lo, hi = min(lo, 1 - wws), min(hi, 1 - wws)  # the working set is touched memory (the spec refuses more)
@@ -80,6 +80,9 @@ def test_total_time_non_increasing_in_zero_share_and_today_at_zero(mem, bw, dirt
     a = precopy(mem, bw, dirty, zero_fraction=lo, zero_scan_bps=s, **kw)
     b = precopy(mem, bw, dirty, zero_fraction=hi, zero_scan_bps=s, **kw)
     assert float(b.total_s) <= float(a.total_s) * (1 + 1e-12)
+    # (not Xen's rule: it stops once 3 x M bytes were sent, and a round 0 of fewer bytes leaves room for more
+    # rounds: e.g. 64 MiB at 1e8 B/s dirtying 9.34e7 B/s into 16 MiB takes 2.135 s at z = 0.5 against 2.112 s at
+    # z = 0 (17 rounds against 12, downtime 76 ms against 99 ms; scan 1e9 B/s); hypothesis found it)
     ra = precopy_rule(mem, bw, dirty, rule, zero_fraction=lo, zero_scan_bps=s, **kw)
     rb = precopy_rule(mem, bw, dirty, rule, zero_fraction=hi, zero_scan_bps=s, **kw)
     assert rb["total_s"] <= ra["total_s"] * (1 + 1e-12)
