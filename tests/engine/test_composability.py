@@ -93,7 +93,9 @@ FEATURES = {
     "carbon": lambda d: _add(d, carbon={"grid_gco2_per_kwh": 250}),
     "lifetimes": lambda d: d["vms"][0].update(arrivals={"over": "10 min", "lifetime": "40 min", "lifetime_sigma": 0}),
     "failures": lambda d: _add(d, failures={"events": [{"time": "30 min", "target": "cluster-a-1", "duration": "10 min"}]}),
-    "migration": lambda d: _add(d, migration={"model": "precopy", "maintenance": [{"host": "cluster-a-0", "at": "20 min"}]}),
+    # half of each VM's memory never touched: pre-copy's first round sends it as zero-page flags
+    "migration": lambda d: _add(d, migration={"model": "precopy", "zero_fraction": 0.5,
+                                              "maintenance": [{"host": "cluster-a-0", "at": "20 min"}]}),
     "partition": None,  # the run split into 2 host ranges (densim run --workers)
     # 400 W per host (220 W idle, 760 W peak): six VMs' 57,600 MHz of 140,000 MHz (u0 = 0.41) run at
     # 2,200 MHz (220 + 540 x 0.41 x 0.88^2 = 392 W); a host's P-states are 800 .. 2,500 MHz

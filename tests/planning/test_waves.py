@@ -289,6 +289,18 @@ def test_contradictory_window_is_refused():
         WavesSpec(window=7200, every=3600)
 
 
+def test_zero_pages_shorten_the_moves_and_a_share_overlapping_the_working_set_is_refused():
+    # a 900 GB VM at 1e9 B/s / 2 = 5e8 B/s, no dirtying: 1800 s sending every page. With 80 % never touched and a
+    # 2e10 B/s scan: 180 GB / 5e8 = 360 s + the flags 720e9 x 9/4096 = 1.582e9 B / 5e8 = 3.164 s + reading 720e9 B
+    # at 2e10 B/s = 36 s: 399.164 s
+    spec = WavesSpec(link=1e9, max_concurrent=2, dirty_rate=0, resume=0, zero_fraction=0.8, zero_scan_rate=2e10)
+    pc = move_times(np.array([900e9]), np.zeros(1), spec)
+    assert float(pc.total_s[0]) == pytest.approx(360 + 720e9 * 9 / 4096 / 5e8 + 36, rel=1e-12)
+    assert float(move_times(np.array([900e9]), np.zeros(1), spec.model_copy(update={"zero_fraction": 0.0})).total_s[0]) == 1800
+    with pytest.raises(ValueError, match=r"zero_fraction \(0.95\) \+ wws_fraction \(0.1\) > 1"):
+        WavesSpec(zero_fraction=0.95)
+
+
 def test_a_failure_target_not_on_the_landing_cluster_is_one_line_naming_the_field(tmp_path):
     inv = write_rvtools_xlsx(tmp_path / "e.xlsx", small_workload(), migration=True, groups=True)
     cand = _candidates(tmp_path, {"blocked": "move", "failures": {"events": [{"time": "1 h", "target": "nohost", "duration": "1 h"}]}})

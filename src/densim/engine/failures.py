@@ -313,12 +313,17 @@ def wants_timeline(sc) -> bool:
 
 
 def _maintenance(sc, source, hosts, grid, n: int):
-    """The scenario's maintenance events for the event loop (:class:`densim.placement.failover.Maintenance`)."""
+    """The scenario's maintenance events for the event loop (:class:`densim.placement.failover.Maintenance`); with
+    no event but the balancer on, none, carrying the scenario's migration parameters (the balancer's moves and its
+    cost-benefit test read them)."""
     from densim.placement.failover import Maintenance
 
     m = sc.migration
-    if m.model == "none" or not m.maintenance:
+    if m.model == "none" or (not m.maintenance and m.balance is None):
         return None
+    if not m.maintenance:
+        return Maintenance(host=np.zeros(0, dtype=np.int64), at_s=np.zeros(0), demand_mhz=np.zeros((1, n)),
+                           **_migration_params(m))
     names = {str(h): i for i, h in enumerate(hosts.names)}
     for i, e in enumerate(m.maintenance):
         if e.host not in names:
@@ -336,9 +341,15 @@ def _maintenance(sc, source, hosts, grid, n: int):
         s0 = max(0, s1 - per)
         demand[k] = source.window(grid, s0, s1, ("cpu_mhz",))["cpu_mhz"].mean(axis=0, dtype=np.float64)
     return Maintenance(host=host, at_s=at + grid.start_s, demand_mhz=np.ascontiguousarray(demand),
-                       link_bps=m.bandwidth_bps * (1.0 - m.storage_share), dirty_rate_bps=m.dirty_rate_bps,
-                       wws_fraction=m.wws_fraction, downtime_target_s=m.downtime_target_s, resume_s=m.resume_s,
-                       max_rounds=m.max_rounds, max_concurrent=m.max_concurrent)
+                       **_migration_params(m))
+
+
+def _migration_params(m) -> dict:
+    """The event loop's pre-copy parameters (:meth:`densim.placement.failover.Maintenance.params`) from ``migration``."""
+    return dict(link_bps=m.bandwidth_bps * (1.0 - m.storage_share), dirty_rate_bps=m.dirty_rate_bps,
+                wws_fraction=m.wws_fraction, downtime_target_s=m.downtime_target_s, resume_s=m.resume_s,
+                max_rounds=m.max_rounds, max_concurrent=m.max_concurrent, zero_fraction=m.zero_fraction,
+                zero_scan_bps=m.zero_scan_bps)
 
 
 def _balance_checks(sc, source, hosts, grid, n: int):

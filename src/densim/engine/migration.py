@@ -33,6 +33,8 @@ VMs' lost work and the links' traffic) and writes ``summary["migration"]``.
 * CPU on both hosts while it runs: ``max(cpu_cores_min, cpu_cores_per_gbps x link Gbit/s)``
   cores (vMotion's reservation), taken off the host's CPU capacity for the part of each step a
   migration is active on it;
+* zero pages: a share ``zero_fraction`` of each VM's memory is never touched; the first round reads it at
+  ``zero_scan_rate`` and sends a 9-byte flag per zero page (default 0: every page sent);
 * the VM: its dirty rate is ``dirty_rate x`` its CPU utilisation before the decision; during pre-copy it
   loses ``slowdown`` of its delivered CPU work, during the downtime all of it (``vm_work_lost_mhz_s``).
 
@@ -119,7 +121,8 @@ class MigrationPlanner:
         row = m[:, TL.M_INST_SRC].astype(np.int64)  # the engine row of the VM's run on the source
         mem = ctx.vms.mem_bytes[row].astype(np.float64)
         res = precopy(mem, self.link_bps / m[:, TL.M_SHARE], m[:, TL.M_DIRTY], wws_bytes=s.wws_fraction * mem,
-                      max_rounds=s.max_rounds, downtime_target_s=s.downtime_target_s, resume_s=s.resume_s)
+                      max_rounds=s.max_rounds, downtime_target_s=s.downtime_target_s, resume_s=s.resume_s,
+                      zero_fraction=s.zero_fraction, zero_scan_bps=s.zero_scan_bps)
         start = m[:, TL.M_START] - t0
         end = np.minimum(m[:, TL.M_END] - t0, self.T * self.step_s)  # cancelled: when; in flight at the end: the end
         live_end = np.minimum(start + m[:, TL.M_LIVE], end)

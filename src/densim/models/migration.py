@@ -23,6 +23,21 @@ later rounds), which covers Xen's rate-adaptive pre-copy (a low first-round rate
 round) and a dirty rate read from a trace. Everything is vectorised over migrations: the only loop
 is over rounds (at most ``max_rounds``).
 
+**Zero pages** (issue 30). A share ``z`` of the memory that the guest never touched is zero; QEMU
+checks every page of round 0 (``migration/ram.c``: ``ram_save_page`` -> ``save_zero_page`` ->
+``is_zero_range(p, TARGET_PAGE_SIZE)``, i.e. ``buffer_is_zero`` of ``util/cutils.c``, QEMU 2.x) and sends a
+zero page as its 8-byte header (offset | ``RAM_SAVE_FLAG_COMPRESS``/``ZERO``) plus one byte, not 4 KiB.
+The check of a non-zero page stops at its first non-zero word (cheap); a zero page is read to its end,
+at the read rate ``S`` of the one migration thread. That thread also writes the stream (``qemu_put_*``
+into the ``QEMUFile`` buffer, flushed to the socket by the same thread), so reading zero pages and
+sending the rest do not overlap (beyond the socket's buffer): round 0 takes the *sum*::
+
+    t_0 = (1 - z) M / B  +  z M (9 / 4096) / B  +  z M / S
+    V_0 = (1 - z) M + z M 9/4096   (bytes on the wire)
+
+Later rounds send dirtied (so non-zero) pages as before. ``z = 0`` (the default) is the plain
+recurrence above, bit for bit; ``S`` <= 0 or inf: no scan term.
+
 Sources: C. Clark et al., "Live Migration of Virtual Machines", NSDI 2005 (pre-copy, writable
 working set, stop conditions); T. Hirofuchi, A. Lebre, L. Pouilloux, "Adding a Live Migration
 Model into SimGrid", CloudCom 2013 and "SimGrid VM", IEEE TCC 2015 (the same round recurrence
@@ -40,6 +55,20 @@ from densim._jit import njit
 
 DEFAULT_DOWNTIME_TARGET_S = 0.3  # QEMU's default downtime-limit (300 ms)
 DEFAULT_MAX_ROUNDS = 30  # estimate: Xen's pre-copy gives up after about 30 iterations
+PAGE_BYTES = 4096.0
+ZERO_PAGE_WIRE_BYTES = 9.0  # QEMU save_page_header (8-byte be64 offset|flags) + qemu_put_byte(f, 0)
+
+
+@njit(inline="always")
+def first_round(mem, zero, b, scan):
+    """Round 0 with a zero share ``zero`` of ``mem`` (module docstring): ``(non-zero bytes to send,
+    time, bytes on the wire)``; ``scan`` <= 0 or inf: reading zero pages costs nothing."""
+    nz = (1.0 - zero) * mem
+    wire_zero = zero * mem * (ZERO_PAGE_WIRE_BYTES / PAGE_BYTES)
+    t = (nz + wire_zero) / b
+    if scan > 0.0 and zero > 0.0:
+        t += zero * mem / scan
+    return nz, t, nz + wire_zero
 
 
 @dataclass(frozen=True)
@@ -55,10 +84,11 @@ class Precopy:
 
 
 @njit(inline="always")
-def precopy_one(mem, bw_r, dr_r, cap, target, resume, stop_bw, max_rounds):
+def precopy_one(mem, bw_r, dr_r, cap, target, resume, stop_bw, max_rounds, zero, scan):
     """One migration (scalars; ``bw_r``/``dr_r`` per round, the last entry holding for later rounds;
-    ``stop_bw`` <= 0: the last round's bandwidth). Returns ``(total_s, downtime_s, bytes_sent, rounds,
-    converged, live_s)``: the module docstring's recurrence, one round at a time."""
+    ``stop_bw`` <= 0: the last round's bandwidth; ``zero``: zero share of ``mem``, ``scan``: its read
+    rate, see :func:`first_round`). Returns ``(total_s, downtime_s, bytes_sent, rounds, converged,
+    live_s)``: the module docstring's recurrence, one round at a time."""
     v = mem
     total = 0.0
     sent = 0.0
@@ -69,9 +99,13 @@ def precopy_one(mem, bw_r, dr_r, cap, target, resume, stop_bw, max_rounds):
     last_bw = bw_r[0]
     for i in range(max_rounds):
         b = bw_r[min(i, nb - 1)]
-        t = v / b
+        if i == 0:
+            v, t, wire = first_round(mem, zero, b, scan)
+        else:
+            t = v / b
+            wire = v
         total += t
-        sent += v
+        sent += wire
         rounds += 1
         last_bw = b
         nxt = min(dr_r[min(i, nd - 1)] * t, cap)
@@ -86,22 +120,26 @@ def precopy_one(mem, bw_r, dr_r, cap, target, resume, stop_bw, max_rounds):
 
 
 @njit
-def _precopy_all(mem, bw, dr, cap, target, resume, stop_bw, max_rounds, total, down, sent, rounds, converged, live):
+def _precopy_all(mem, bw, dr, cap, target, resume, stop_bw, max_rounds, zero, scan, total, down, sent, rounds,
+                 converged, live):
     for k in range(mem.size):
         total[k], down[k], sent[k], rounds[k], converged[k], live[k] = precopy_one(
-            mem[k], bw[k], dr[k], cap[k], target[k], resume[k], stop_bw[k], max_rounds)
+            mem[k], bw[k], dr[k], cap[k], target[k], resume[k], stop_bw[k], max_rounds, zero[k], scan[k])
 
 
 def precopy(memory_bytes, bandwidth_bps, dirty_rate_bps=0.0, *, wws_bytes=None,
             max_rounds: int = DEFAULT_MAX_ROUNDS, downtime_target_s=DEFAULT_DOWNTIME_TARGET_S,
-            resume_s=0.0, stop_bandwidth_bps=None, per_round: bool = False) -> Precopy:
+            resume_s=0.0, stop_bandwidth_bps=None, per_round: bool = False, zero_fraction=0.0,
+            zero_scan_bps=0.0) -> Precopy:
     """Pre-copy migrations, vectorised: see the module docstring for the recurrence.
 
     ``memory_bytes``, ``wws_bytes``, ``downtime_target_s``, ``resume_s`` and ``stop_bandwidth_bps``
     broadcast over migrations; so do ``bandwidth_bps`` and ``dirty_rate_bps``, which with
     ``per_round=True`` carry one more (last) axis of rounds (size 1: the same every round; the last
     column holds for later rounds). ``wws_bytes`` None: no working-set bound (only ``M``). The stop-and-copy
-    runs at ``stop_bandwidth_bps`` (default: the last round's bandwidth). One migration is
+    runs at ``stop_bandwidth_bps`` (default: the last round's bandwidth). ``zero_fraction`` (share of
+    ``M`` never touched, so zero) and ``zero_scan_bps`` (one thread's read rate of them; 0: free)
+    broadcast too: round 0 of the module docstring. One migration is
     :func:`precopy_one` (the engine's event loop calls it for the migrations it schedules).
     """
     if max_rounds < 1:
@@ -118,6 +156,7 @@ def precopy(memory_bytes, bandwidth_bps, dirty_rate_bps=0.0, *, wws_bytes=None,
         raise ValueError("memory and dirty rate must be >= 0")
     if stop_bandwidth_bps is not None and np.any(np.asarray(stop_bandwidth_bps) <= 0):
         raise ValueError("stop-and-copy bandwidth must be > 0")
+    _check_zero(zero_fraction, zero_scan_bps)
     flat = lambda a: np.ascontiguousarray(np.broadcast_to(np.asarray(a, dtype=np.float64), shape)).ravel()  # noqa: E731
     rows = lambda a: np.ascontiguousarray(np.broadcast_to(a, (*shape, a.shape[-1]))).reshape(-1, a.shape[-1])  # noqa: E731
     m = flat(mem)
@@ -129,10 +168,18 @@ def precopy(memory_bytes, bandwidth_bps, dirty_rate_bps=0.0, *, wws_bytes=None,
     live = np.empty(n)
     _precopy_all(m, rows(bw_r), rows(dr_r), cap, flat(downtime_target_s), flat(resume_s),
                  flat(0.0 if stop_bandwidth_bps is None else stop_bandwidth_bps), int(max_rounds),
-                 out[0], out[1], out[2], rounds, converged, live)
+                 flat(zero_fraction), flat(zero_scan_bps), out[0], out[1], out[2], rounds, converged, live)
     r = lambda a: a.reshape(shape)  # noqa: E731
     return Precopy(total_s=r(out[0]), downtime_s=r(out[1]), bytes_sent=r(out[2]), rounds=r(rounds),
                    converged=r(converged), live_s=r(live))
+
+
+def _check_zero(zero_fraction, zero_scan_bps) -> None:
+    z = np.asarray(zero_fraction, dtype=np.float64)
+    if np.any(~np.isfinite(z)) or np.any(z < 0) or np.any(z > 1):
+        raise ValueError("zero_fraction must be within [0, 1]")
+    if np.any(np.isnan(np.asarray(zero_scan_bps, dtype=np.float64))) or np.any(np.asarray(zero_scan_bps) < 0):
+        raise ValueError("zero_scan_bps must be >= 0 (0: reading zero pages is free)")
 
 
 def geometric_total_s(memory_bytes: float, bandwidth_bps: float, dirty_rate_bps: float, rounds: int) -> float:
@@ -146,8 +193,6 @@ def geometric_total_s(memory_bytes: float, bandwidth_bps: float, dirty_rate_bps:
 # ---------------------------------------------------------------------------------------------
 # The hypervisor's stop rule (issue 30 item 6). ``precopy`` above is QEMU's rule (downtime target,
 # round limit, no-progress); ``precopy_rule`` lets each source be modelled with its own hypervisor's.
-
-PAGE_BYTES = 4096.0
 
 
 @dataclass(frozen=True)
@@ -199,19 +244,25 @@ STOP_RULES: dict[str, StopRule] = {
 
 
 @njit
-def _precopy_rule_one(mem, b, d, cap, target, min_left, max_factor, max_rounds, stuck_stops, throttle, on_sent):
-    """One migration under a :class:`StopRule` (constant bandwidth ``b`` and dirty rate ``d``).
-    Returns ``(live_s, remainder_bytes, bytes_sent, rounds, converged)``."""
+def _precopy_rule_one(mem, b, d, cap, target, min_left, max_factor, max_rounds, stuck_stops, throttle, on_sent, zero,
+                      scan):
+    """One migration under a :class:`StopRule` (constant bandwidth ``b`` and dirty rate ``d``; round 0 with the
+    zero share ``zero`` read at ``scan``, :func:`first_round`). Returns ``(live_s, remainder_bytes, bytes_sent,
+    rounds, converged)``."""
     v = mem
     prev = np.inf
     total = 0.0
     sent = 0.0
     rounds = 0
     converged = False
-    for _ in range(max_rounds):
-        t = v / b
+    for i in range(max_rounds):
+        if i == 0:
+            v, t, wire = first_round(mem, zero, b, scan)
+        else:
+            t = v / b
+            wire = v
         total += t
-        sent += v
+        sent += wire
         rounds += 1
         nxt = min(d * t, cap)
         stuck = nxt >= v
@@ -234,11 +285,13 @@ def _precopy_rule_one(mem, b, d, cap, target, min_left, max_factor, max_rounds, 
 
 
 def precopy_rule(memory_bytes: float, bandwidth_bps: float, dirty_rate_bps: float, rule: StopRule | str, *,
-                 wws_bytes: float | None = None, resume_s: float = 0.0) -> dict[str, float]:
+                 wws_bytes: float | None = None, resume_s: float = 0.0, zero_fraction: float = 0.0,
+                 zero_scan_bps: float = 0.0) -> dict[str, float]:
     """One pre-copy migration under the hypervisor's own stop rule (:data:`STOP_RULES` or a
     :class:`StopRule`): the recurrence of the module docstring, stopped by ``rule``.
 
-    ``downtime = remainder / B + resume``; ``total = live rounds + downtime``. With the ``qemu``
+    ``downtime = remainder / B + resume``; ``total = live rounds + downtime``; ``zero_fraction`` and
+    ``zero_scan_bps`` as in :func:`precopy` (round 0 skips zero pages). With the ``qemu``
     rule and constant rates this is :func:`precopy` (same rounds, same numbers).
     """
     if isinstance(rule, str) and rule not in STOP_RULES:
@@ -250,11 +303,12 @@ def precopy_rule(memory_bytes: float, bandwidth_bps: float, dirty_rate_bps: floa
         raise ValueError("memory and dirty rate must be >= 0")
     if r.max_rounds < 1:
         raise ValueError(f"stop rule {r.name!r}: max_rounds must be >= 1")
+    _check_zero(zero_fraction, zero_scan_bps)
     cap = float(memory_bytes) if wws_bytes is None else min(float(memory_bytes), float(wws_bytes))
     live, rem, sent, rounds, conv = _precopy_rule_one(
         float(memory_bytes), float(bandwidth_bps), float(dirty_rate_bps), cap, float(r.downtime_target_s),
         float(r.min_remaining_bytes), float(r.max_factor), int(r.max_rounds), bool(r.stop_when_stuck), float(r.throttle_to),
-        bool(r.test_on_sent))
+        bool(r.test_on_sent), float(zero_fraction), float(zero_scan_bps))
     down = rem / bandwidth_bps + resume_s
     return {"total_s": live + down, "downtime_s": down, "live_s": live, "bytes_sent": sent, "rounds": int(rounds),
             "converged": bool(conv)}

@@ -148,6 +148,8 @@ class Maintenance:
     resume_s: float = 0.0
     max_rounds: int = 30
     max_concurrent: int = 8
+    zero_fraction: float = 0.0  # share of each VM's memory never touched (zero): round 0 sends it as flags
+    zero_scan_bps: float = 0.0  # the migration thread's read rate of zero pages (0: free)
 
     @classmethod
     def none(cls, n_vms: int) -> Maintenance:
@@ -155,7 +157,7 @@ class Maintenance:
 
     def params(self) -> np.ndarray:
         return np.array([self.link_bps, self.dirty_rate_bps, self.wws_fraction, self.downtime_target_s, self.resume_s,
-                         self.max_rounds, self.max_concurrent], dtype=np.float64)
+                         self.max_rounds, self.max_concurrent, self.zero_fraction, self.zero_scan_bps], dtype=np.float64)
 
 
 @dataclass(frozen=True)

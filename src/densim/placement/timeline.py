@@ -317,7 +317,7 @@ def _migrate(vs, nv, src, t, e, vi, migs, cnt, lt, lv, cpu_free, mem_free, cpu_c
             u = min(max(util[e, v] / max(vm_cpu[v] * core_mhz[src], 1e-9), 0.0), 1.0)
             dr[0] = dirty * u
             total, down, sent, rounds, conv, live = precopy_one(vm_mem[v], bw, dr, wws * vm_mem[v], target, resume,
-                                                                -1.0, max_rounds)
+                                                                -1.0, max_rounds, mig_par[7], mig_par[8])
             migs = _flight(migs, cnt, lt, lv, vi, v, src, chosen_d[j], start, total, k, e, live, dr[0])
             wave_end = max(wave_end, start + total)
         start = wave_end
@@ -644,7 +644,8 @@ def _pays(src, d, dv, mem, u, us, ud, s1, n, elig, cap_mhz, core_mhz, bpar, cpu_
     benefit = (above - above_new) * bpar[P_HORIZON]
     util = min(max(dv / max(cpu_of_v * core_mhz[src], 1e-9), 0.0), 1.0)
     total, down, sent, rounds, conv, live = precopy_one(mem, np.array([mig_par[0]]), np.array([mig_par[1] * util]),
-                                                        mig_par[2] * mem, mig_par[3], mig_par[4], -1.0, int(mig_par[5]))
+                                                        mig_par[2] * mem, mig_par[3], mig_par[4], -1.0, int(mig_par[5]),
+                                                        mig_par[7], mig_par[8])
     cost = 2.0 * bpar[P_CORES] * 0.5 * (core_mhz[src] + core_mhz[d]) * total + dv * (bpar[P_SLOWDOWN] * live + down)
     return benefit > cost
 
@@ -667,7 +668,7 @@ def _start_moves(t, k, nc, ch_v, ch_s, ch_d, ch_m, vi, migs, cnt, lt, lv, core_m
         bw[0] = mig_par[0] / share
         dr[0] = mig_par[1] * min(max(ch_m[j] / max(vm_cpu[v] * core_mhz[src], 1e-9), 0.0), 1.0)
         total, down, sent, rounds, conv, live = precopy_one(vm_mem[v], bw, dr, mig_par[2] * vm_mem[v], mig_par[3],
-                                                            mig_par[4], -1.0, int(mig_par[5]))
+                                                            mig_par[4], -1.0, int(mig_par[5]), mig_par[7], mig_par[8])
         migs = _flight(migs, cnt, lt, lv, vi, v, src, d, t, total, share, -1 - k, live, dr[0])  # event < 0: balance
     return migs, lt, lv
 

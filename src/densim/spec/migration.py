@@ -9,6 +9,8 @@ run with the pre-copy model of :mod:`densim.models.migration`. Example::
       storage_share: 0.3            # converged fabric: share of that link busy with storage traffic
       dirty_rate: 200 MB/s          # page dirtying of a VM at 100 % CPU (scaled by its CPU use)
       wws_fraction: 0.1             # writable working set, share of the VM's memory
+      zero_fraction: 0.0            # share of the VM's memory never touched (zero pages, sent as flags)
+      zero_scan_rate: 19.9 GB/s     # one migration thread reading pages to find the zero ones
       downtime_target: 300 ms
       max_rounds: 30
       maintenance:
@@ -23,9 +25,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from densim.units import BytesPerSecond, PosSeconds, Seconds
+
+# One thread's memory read rate (checking pages for zero): single-thread STREAM Triad of a Xeon E5-2690 v3
+# (Haswell-EP), 19.9 GB/s (J. McCalpin, Intel community forum, "single core bandwidth: haswell vs. broadwell vs.
+# skylake", community.intel.com/t5/Software-Tuning-Performance/single-core-bandwidth-haswell-vs-broadwell-vs-skylake/
+# td-p/1126086)
+ZERO_SCAN_BPS = 19.9e9
 
 _CFG = ConfigDict(defer_build=True, allow_inf_nan=False, frozen=True, extra="forbid", populate_by_name=True)
 
@@ -65,6 +73,12 @@ class MigrationSettings(BaseModel):
                                            description="page dirtying of a VM at 100 % CPU, scaled by its CPU use (estimate)")
     wws_fraction: float = Field(default=0.1, gt=0, le=1,
                                 description="writable working set as a share of the VM's memory (estimate)")
+    zero_fraction: float = Field(default=0.0, ge=0, lt=1,
+                                 description="share of each VM's memory never touched (zero pages): pre-copy's first round "
+                                 "sends it as a few-byte flag per page (QEMU, vMotion, Xen); 0: every page sent")
+    zero_scan_bps: BytesPerSecond = Field(default=ZERO_SCAN_BPS, alias="zero_scan_rate", gt=0,
+                                          description="read rate of the one migration thread checking pages for zero "
+                                          "(single-thread memory read bandwidth)")
     downtime_target_s: PosSeconds = Field(default=0.3, alias="downtime_target",
                                           description="stop-and-copy when the remainder fits this (QEMU default 300 ms)")
     max_rounds: int = Field(default=30, ge=1, description="live pre-copy rounds at most")
@@ -77,3 +91,15 @@ class MigrationSettings(BaseModel):
                             description="share of a migrating VM's CPU work lost while pre-copy runs (CloudSim: 10 %)")
     maintenance: list[MaintenanceSpec] = Field(default_factory=list, description="hosts to evacuate, and when")
     balance: BalanceSpec | None = Field(default=None, description="DRS-style balancer (off when absent)")
+
+    @model_validator(mode="after")
+    def _wws_in_touched(self):
+        check_zero_share(self.zero_fraction, self.wws_fraction)
+        return self
+
+
+def check_zero_share(zero_fraction: float, wws_fraction: float) -> None:
+    """The writable working set is touched memory: it must fit in the share that is not zero."""
+    if zero_fraction + wws_fraction > 1.0 + 1e-12:
+        raise ValueError(f"zero_fraction ({zero_fraction:g}) + wws_fraction ({wws_fraction:g}) > 1: the writable working "
+                         "set is touched memory, it cannot overlap the never-touched (zero) share")

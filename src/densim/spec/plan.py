@@ -13,6 +13,7 @@ from densim.models.hardware import HostCpu, PowerSpec
 from densim.spec.forecast import ForecastSpec
 from densim.spec.gpu import HostGpus, VmGpu
 from densim.spec.memory import MemorySettings
+from densim.spec.migration import ZERO_SCAN_BPS, check_zero_share
 from densim.spec.storage import HciPlanSpec
 from densim.units import BytesPerSecond, PosBytes, PosMemBytes, MemBytes, PosMHz, PosSeconds, Seconds, Watts
 
@@ -309,6 +310,11 @@ class WavesSpec(BaseModel):
                                            description="page dirtying of a VM at 100 % CPU, scaled by its CPU use (estimate; "
                                            "the engine's migration.dirty_rate)")
     wws_fraction: float = Field(default=0.1, gt=0, le=1, description="writable working set as a share of the VM's memory (estimate)")
+    zero_fraction: float = Field(default=0.0, ge=0, lt=1,
+                                 description="share of each VM's memory never touched (zero pages), sent as flags in the "
+                                 "first pre-copy round (the engine's migration.zero_fraction)")
+    zero_scan_bps: BytesPerSecond = Field(default=ZERO_SCAN_BPS, alias="zero_scan_rate", gt=0,
+                                          description="read rate of the migration thread checking pages for zero")
     downtime_target_s: PosSeconds = Field(default=0.3, alias="downtime_target", description="stop-and-copy when the remainder "
                                           "fits this (QEMU default 300 ms)")
     max_rounds: int = Field(default=30, ge=1, description="live pre-copy rounds at most")
@@ -341,6 +347,7 @@ class WavesSpec(BaseModel):
     def _window_in_period(self):
         if self.window_s > self.every_s:
             raise ValueError(f"window ({self.window_s:g} s) is longer than every ({self.every_s:g} s): windows would overlap")
+        check_zero_share(self.zero_fraction, self.wws_fraction)
         if self.landing is not None:
             ats = [x.at_s for x in self.landing]
             if not ats or ats[0] != 0 or any(b <= a for a, b in zip(ats, ats[1:])):

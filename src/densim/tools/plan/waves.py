@@ -5,7 +5,8 @@ over calendar time.
 ``M`` is copied at the link share ``B = link / max_concurrent`` (the programme's link shared equally by the moves
 running at once, the timeline's rule for an evacuation) while the VM dirties ``D = dirty_rate x u`` bytes per
 second (``u``: the VM's peak CPU use over the inventory's series, 1 without a CPU series: the safe side), bounded by
-its writable working set ``wws_fraction x M``. That gives each VM's move time and downtime. A VM whose pre-copy
+its writable working set ``wws_fraction x M``; a share ``zero_fraction`` of ``M`` never touched by the guest is sent as
+zero-page flags in the first round (read, not sent: :mod:`densim.models.migration`). That gives each VM's move time and downtime. A VM whose pre-copy
 never converges (it dirties its working set as fast as its share of the link sends it; the downtime would exceed
 the target) is *reported* and its group held back: it needs a larger link share, a quieter hour or a cold move.
 
@@ -58,10 +59,13 @@ class MoveInputs:
 
 
 def move_times(mem_bytes, dirty_bps, spec):
-    """Pre-copy of each VM at the link share ``link / max_concurrent``."""
+    """Pre-copy of each VM at the link share ``link / max_concurrent`` (its never-touched share ``zero_fraction`` sent
+    as zero-page flags in round 0)."""
     share = spec.link_bps / spec.max_concurrent
     return precopy(mem_bytes, share, dirty_bps, wws_bytes=spec.wws_fraction * np.asarray(mem_bytes, float),
-                   max_rounds=spec.max_rounds, downtime_target_s=spec.downtime_target_s, resume_s=spec.resume_s)
+                   max_rounds=spec.max_rounds, downtime_target_s=spec.downtime_target_s, resume_s=spec.resume_s,
+                   zero_fraction=spec.zero_fraction,
+                   zero_scan_bps=spec.zero_scan_bps)
 
 
 def _lpt(slots: list[float], times: list[float]) -> tuple[list[float], list[float]]:

@@ -408,13 +408,15 @@ MISS_NOTES: dict[str, str] = {
         "arithmetic."),
     "val-migration-qemu-nfv": (
         "QEMU 2.4 migrating an 8 GiB guest over 10 GbE with a 10 ms downtime limit (OPNFV KVM4NFV baseline), inputs "
-        "from the guide's set-up (VM size, link, packet rate as the dirty rate) and the engine's (E) 20 ms resume. "
-        "Both downtimes are in band (20 ms against 29 ms idle, 22.7 ms against 26 ms with DPDK L2 forwarding) and "
-        "rest mostly on the estimated resume time; both totals miss high (6.9 s against 2.07 s and 2.27 s, +204 to "
-        "+233 %), as written down before the run: the model sends all 8 GiB, QEMU sends a zero page as a flag and "
-        "an idle guest is mostly zero pages. Missing: zero-page (and free-page) skipping in pre-copy, with the "
-        "guest's zero share as an input. The guide's printed command line says -m 1G; read as 1 GiB the totals "
-        "would miss low (0.88 s)."),
+        "from the guide's set-up (VM size, link, packet rate as the dirty rate), the engine's (E) 20 ms resume and, "
+        "since session 16, zero-page skipping with an idle 8 GiB Linux guest's zero share (0.926, QEMU's duplicate "
+        "counter in another run, Hildenbrand on qemu-devel 2021) read at one Haswell-EP core's 19.9 GB/s (McCalpin); "
+        "the mechanism was added after the rows were seen missing high (6.9 s, +204 to +233 %), its inputs fixed "
+        "from those sources first. Both downtimes are in band (20 ms against 29 ms, 22.7 ms against 26 ms) and rest "
+        "mostly on the estimated resume time; both totals now miss low (0.94 s against 2.07 s, -54.5 %; 0.96 s "
+        "against 2.27 s, -57.8 %). Missing: QEMU 2.4's per-page cost in the migration thread beyond reading the "
+        "page (dirty-bitmap walk, one call per 4 KiB page), and the OPNFV guest's own zero share (not measured "
+        "there)."),
     "val-live-migration": (
         "Pre-copy model (models/migration.py) with the engine's default settings: both downtimes land in the band "
         "(SPECweb 270 ms against 210 ms, Quake 3 74 ms against 60 ms), but for a converging VM the predicted downtime "
