@@ -179,11 +179,9 @@ def test_a_rule_names_vms_or_os(rule):
 
 def test_rvtools_gives_each_vm_its_guest_os(tmp_path):
     # vInfo 'OS according to the configuration file', and where it is blank 'OS according to the VMware Tools'
-    from openpyxl import Workbook
-
     from densim.workloads.readers.rvtools import read_rvtools
 
-    from .fixtures import rvtools_tables, small_workload
+    from .fixtures import rvtools_tables, save_tables_xlsx, small_workload
 
     tables = rvtools_tables(small_workload(n_vms=3))
     header, rows = tables["vInfo"]
@@ -193,14 +191,6 @@ def test_rvtools_gives_each_vm_its_guest_os(tmp_path):
     rows[0][c] = WIN10  # configuration file given: it wins
     rows[1][c] = ""  # blank: the Tools' report
     tables["vInfo"] = (header, rows)
-    wb = Workbook()
-    wb.remove(wb.active)
-    for sheet, (h, rr) in tables.items():
-        ws = wb.create_sheet(sheet)
-        ws.append(h)
-        for r in rr:
-            ws.append(r)
-    wb.save(tmp_path / "e.xlsx")
-    inv = read_rvtools(tmp_path / "e.xlsx")
+    inv = read_rvtools(save_tables_xlsx(tmp_path / "e.xlsx", tables))
     assert list(inv.tags["os"]) == [WIN10, "Ubuntu Linux (64-bit)", "Linux"]
     assert not any("OS according" in h for h in inv.facts.get("vinfo_columns_unread", []))

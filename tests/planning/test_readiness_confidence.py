@@ -19,7 +19,7 @@ from densim.tools.plan.confidence import data_facts, host_interval, rate, resamp
 from densim.workloads.formats import load_inventory
 from densim.workloads.inventory import build_inventory
 
-from .fixtures import rvtools_tables, small_workload, write_rvtools_csv, write_rvtools_xlsx
+from .fixtures import rvtools_tables, save_tables_xlsx, small_workload, write_rvtools_csv, write_rvtools_xlsx
 
 ROOT = Path(__file__).resolve().parents[2]
 CANDIDATES = ROOT / "examples" / "planning" / "candidates.yaml"
@@ -75,17 +75,7 @@ def test_csv_export_with_prefixed_headers_reads_the_same(tmp_path):
 def test_a_tab_not_in_the_export_is_unknown_never_ready(tmp_path):
     tables = rvtools_tables(W, migration=True)
     del tables["vSnapshot"]
-    from openpyxl import Workbook
-
-    wb = Workbook()
-    wb.remove(wb.active)
-    for name, (header, rows) in tables.items():
-        ws = wb.create_sheet(name)
-        ws.append(header)
-        for r in rows:
-            ws.append(r)
-    wb.save(tmp_path / "e.xlsx")
-    inv = load_inventory(tmp_path / "e.xlsx")
+    inv = load_inventory(save_tables_xlsx(tmp_path / "e.xlsx", tables))
     snap = next(c for c in inv.readiness.checks if c.key == "snapshots")
     assert not snap.known and snap.missing == "not in the export: tab vSnapshot"
     assert snap.unknown.all() and not snap.flagged.any()
@@ -287,17 +277,7 @@ def test_several_vcenters_need_the_server_column_to_match_tabs(tmp_path):
         r[h_cd.index("VI SDK Server")] = "vc-b" if r[0] in ("vm-3", "vm-4") else "vc-a"
     h_t, tools = tables["vTools"]
     tables["vTools"] = ([c for c in h_t if c != "VI SDK Server"], [r[:h_t.index("VI SDK Server")] for r in tools])
-    from openpyxl import Workbook
-
-    wb = Workbook()
-    wb.remove(wb.active)
-    for name, (header, body) in tables.items():
-        ws = wb.create_sheet(name)
-        ws.append(header)
-        for r in body:
-            ws.append(r)
-    wb.save(tmp_path / "e.xlsx")
-    inv = load_inventory(tmp_path / "e.xlsx")
+    inv = load_inventory(save_tables_xlsx(tmp_path / "e.xlsx", tables))
     by = {c.key: c for c in inv.readiness.checks}
     assert "'VI SDK Server' of tab vTools" in by["tools"].missing and by["tools"].unknown.all()
     assert by["cd_connected"].flagged.tolist() == [False, True, False, False]
