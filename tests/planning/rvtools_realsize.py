@@ -143,16 +143,9 @@ def tables(seed: int = 31) -> dict[str, tuple[list, list]]:
 
 
 def write(path: Path, seed: int = 31) -> Path:
-    from openpyxl import Workbook
+    from tests.planning.fixtures import save_tables_xlsx
 
-    wb = Workbook(write_only=True)
-    for tab, (header, rows) in tables(seed).items():
-        ws = wb.create_sheet(tab)
-        ws.append(header)
-        for r in rows:
-            ws.append(r)
-    wb.save(path)
-    return path
+    return save_tables_xlsx(path, tables(seed), write_only=True)
 
 
 if __name__ == "__main__":
