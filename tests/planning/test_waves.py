@@ -409,3 +409,36 @@ def test_landing_vms_keep_their_guest_images():
     assert list(r.ctx.vms.group_names) == ["moved-image-0"]
     assert [g.workload for g in r.ctx.scenario.vms] == [{"guest_image": "linux-server-stack"}]
     assert r.vm_acc.sum["mem_shared_gib"].max() > 0
+
+
+def test_zero_shares_from_rvtools_consumed_memory(tmp_path):
+    # the fixture's vMemory gives Consumed = Active + 200 MiB per VM: the never-touched share is 1 - Consumed / Size,
+    # at most 1 - wws_fraction (0.9); a VM the tab does not list sends all its memory
+    from densim.tools.plan.waves import zero_shares
+
+    w = small_workload()
+    inv = load_inventory(write_rvtools_xlsx(tmp_path / "e.xlsx", w))
+    assert inv.consumed_bytes is not None
+    mib = float(1 << 20)
+    size = np.array([int(g * 1024) for g in w.mem_gib], float) * mib
+    consumed = (w.mem_used_mib[0].astype(int) + 200) * mib
+    z, rule = zero_shares(inv, WavesSpec(zero_fraction="consumed"))
+    assert np.allclose(z, np.clip(1 - consumed / size, 0, 0.9), rtol=0, atol=1e-12)
+    assert (z > 0).all() and "Consumed" in rule and "0 VMs without the figure" in rule
+    # the moves are shorter than sending every page, and a share keeps its old meaning
+    spec = WavesSpec(zero_fraction="consumed")
+    full = move_times(np.asarray(inv.mem_bytes, float), np.zeros(inv.n_vms), WavesSpec())
+    part = move_times(np.asarray(inv.mem_bytes, float), np.zeros(inv.n_vms), spec, z)
+    assert (part.total_s < full.total_s).all()
+    assert zero_shares(inv, WavesSpec(zero_fraction=0.3))[0] == 0.3
+
+
+def test_consumed_zero_shares_need_an_export_that_gives_them():
+    from densim.tools.plan.waves import zero_shares
+
+    inv = build_inventory(["a"], [1], [2000.0], [4 * 2**30])
+    with pytest.raises(InputError) as exc:
+        zero_shares(inv, WavesSpec(zero_fraction="consumed"))
+    assert exc.value.where == "waves.zero_fraction" and "vMemory" in exc.value.problem
+    with pytest.raises(ValueError, match="must be in \\[0, 1\\) or 'consumed'"):
+        WavesSpec(zero_fraction=1.5)

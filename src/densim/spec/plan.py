@@ -310,9 +310,10 @@ class WavesSpec(BaseModel):
                                            description="page dirtying of a VM at 100 % CPU, scaled by its CPU use (estimate; "
                                            "the engine's migration.dirty_rate)")
     wws_fraction: float = Field(default=0.1, gt=0, le=1, description="writable working set as a share of the VM's memory (estimate)")
-    zero_fraction: float = Field(default=0.0, ge=0, lt=1,
-                                 description="share of each VM's memory never touched (zero pages), sent as flags in the "
-                                 "first pre-copy round (the engine's migration.zero_fraction)")
+    zero_fraction: float | Literal["consumed"] = Field(
+        default=0.0, description="share of each VM's memory never touched (zero pages), sent as flags in the first pre-copy "
+        "round (the engine's migration.zero_fraction); 'consumed': per VM 1 - Consumed / configured memory from an RVTools "
+        "export's vMemory tab (host memory the VM has touched), at most 1 - wws_fraction, 0 for a VM without the figure")
     zero_scan_bps: BytesPerSecond = Field(default=ZERO_SCAN_BPS, alias="zero_scan_rate", gt=0,
                                           description="read rate of the migration thread checking pages for zero")
     downtime_target_s: PosSeconds = Field(default=0.3, alias="downtime_target", description="stop-and-copy when the remainder "
@@ -347,7 +348,10 @@ class WavesSpec(BaseModel):
     def _window_in_period(self):
         if self.window_s > self.every_s:
             raise ValueError(f"window ({self.window_s:g} s) is longer than every ({self.every_s:g} s): windows would overlap")
-        check_zero_share(self.zero_fraction, self.wws_fraction)
+        if self.zero_fraction != "consumed":
+            if not 0.0 <= self.zero_fraction < 1.0:
+                raise ValueError(f"zero_fraction {self.zero_fraction:g} must be in [0, 1) or 'consumed'")
+            check_zero_share(self.zero_fraction, self.wws_fraction)
         if self.landing is not None:
             ats = [x.at_s for x in self.landing]
             if not ats or ats[0] != 0 or any(b <= a for a, b in zip(ats, ats[1:])):

@@ -19,7 +19,7 @@ import numpy as np
 
 DEFAULT_VCPU_MHZ = 2400.0  # used only when a source gives no clock; stated in every report
 SERIES = ("cpu_mhz", "mem_used_bytes", "disk_read_Bps", "disk_write_Bps", "mem_config_bytes")  # optional (steps x VMs) arrays
-PER_VM = ("vm_start_s", "vm_end_s", "ready_pct", "costop_pct")  # optional (N,) arrays
+PER_VM = ("vm_start_s", "vm_end_s", "ready_pct", "costop_pct", "consumed_bytes")  # optional (N,) arrays
 
 
 @dataclass(frozen=True)
@@ -74,6 +74,7 @@ class Inventory:
     skipped_readings: int = 0  # samples the reader left out (Azure readings of VMs not in vmtable)
     ready_pct: np.ndarray | None = None  # (N,) float64 measured CPU readiness, % of time per vCPU (RVTools 'Overall Cpu Readiness'); NaN: not exported
     costop_pct: np.ndarray | None = None  # (N,) float64 measured co-stop, % of time per vCPU, where exported
+    consumed_bytes: np.ndarray | None = None  # (N,) float64 host memory the VM has touched (RVTools vMemory 'Consumed'); NaN: not exported
     missing_host_vms: int = 0  # VMs whose host is not in the export's host list (RVTools vHost)
     readiness: Any = None  # migration readiness per VM (RVTools: readers/rvtools_readiness.Readiness), None when not read
     facts: dict = field(default_factory=dict)  # what the source held, for the data-quality rating: "tabs", "cpu_default_vms"...
@@ -155,7 +156,7 @@ def build_inventory(
     names, vcpus, vcpu_mhz, mem_bytes, *, cpu_mhz=None, mem_used_bytes=None, disk_read_Bps=None, disk_write_Bps=None,
     mem_config_bytes=None, step_s=300.0, start_s=0.0, source="", fmt="", demand_rule="", tags=None, vm_start_s=None,
     vm_end_s=None, hosts=None, notes=(), skipped_readings=0, ready_pct=None, costop_pct=None, missing_host_vms=0,
-    readiness=None, facts=None,
+    readiness=None, facts=None, consumed_bytes=None,
 ) -> Inventory:
     """An :class:`Inventory` with the arrays converted to their canonical dtypes."""
     return Inventory(
@@ -184,4 +185,5 @@ def build_inventory(
         missing_host_vms=int(missing_host_vms),
         readiness=readiness,
         facts=dict(facts or {}),
+        consumed_bytes=None if consumed_bytes is None else np.asarray(consumed_bytes, dtype=np.float64),
     )

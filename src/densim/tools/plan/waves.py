@@ -58,13 +58,35 @@ class MoveInputs:
     held: list[str]  # per group: a reason, or ""
 
 
-def move_times(mem_bytes, dirty_bps, spec):
-    """Pre-copy of each VM at the link share ``link / max_concurrent`` (its never-touched share ``zero_fraction`` sent
-    as zero-page flags in round 0)."""
+def zero_shares(inv, spec) -> tuple[np.ndarray | float, str]:
+    """Each VM's never-touched share for pre-copy and the rule, as the report states it: ``waves.zero_fraction``, or with
+    ``consumed`` ``1 - Consumed / configured`` per VM (RVTools vMemory 'Consumed', host memory the VM has touched),
+    clipped to ``[0, 1 - wws_fraction]``; a VM without the figure takes 0 (all its memory sent)."""
+    if spec.zero_fraction != "consumed":
+        return float(spec.zero_fraction), f"waves.zero_fraction {float(spec.zero_fraction):g} for every VM"
+    mem = np.asarray(inv.mem_bytes, float)
+    c = inv.consumed_bytes
+    if c is None:
+        from densim.errors import InputError
+
+        raise InputError(None, "waves.zero_fraction", "'consumed' needs each VM's consumed memory, which only an RVTools "
+                                                      "export's vMemory tab gives (column 'Consumed'); this inventory has "
+                                                      "none: give a share instead")
+    c = np.asarray(c, float)
+    known = np.isfinite(c)
+    z = np.where(known, np.clip(1.0 - np.divide(c, mem, out=np.ones_like(mem), where=mem > 0), 0.0,
+                                1.0 - spec.wws_fraction), 0.0)
+    return z, (f"1 - vMemory Consumed / configured memory per VM (at most 1 - wws_fraction = {1.0 - spec.wws_fraction:g}; "
+               f"mean {float(z.mean()):.3f}); {int((~known).sum()):,} VMs without the figure send all their memory")
+
+
+def move_times(mem_bytes, dirty_bps, spec, zero=None):
+    """Pre-copy of each VM at the link share ``link / max_concurrent`` (its never-touched share, ``zero`` per VM or
+    ``waves.zero_fraction``, sent as zero-page flags in round 0)."""
     share = spec.link_bps / spec.max_concurrent
     return precopy(mem_bytes, share, dirty_bps, wws_bytes=spec.wws_fraction * np.asarray(mem_bytes, float),
                    max_rounds=spec.max_rounds, downtime_target_s=spec.downtime_target_s, resume_s=spec.resume_s,
-                   zero_fraction=spec.zero_fraction,
+                   zero_fraction=spec.zero_fraction if zero is None else zero,
                    zero_scan_bps=spec.zero_scan_bps)
 
 
@@ -380,7 +402,8 @@ def plan_waves(res, spec, groups_file=None) -> dict:
         util_rule = "no CPU series: every VM at 100 % CPU (the safe side)"
     dirty = spec.dirty_rate_bps * util
     # pre-copy copies the configured memory the VM has today
-    pc = move_times(np.asarray(inv.mem_bytes, float), dirty, spec)
+    zero, zero_rule = zero_shares(inv, spec)
+    pc = move_times(np.asarray(inv.mem_bytes, float), dirty, spec, zero)
     held = _held_by_readiness(inv, grp.group_of, grp.n, spec.blocked)
     stuck = np.flatnonzero(~pc.converged)
     share = spec.link_bps / spec.max_concurrent
@@ -469,7 +492,7 @@ def plan_waves(res, spec, groups_file=None) -> dict:
         "source_hosts_never_freed": never,
         "landing": {"capacity": [{"at_s": a, "hosts": n, "vcpus": v, "memory_bytes": m} for a, v, m, n in capacity],
                     "engine": eng},
-        "rules": {"link_share_bps": share, "dirty_rate": f"waves.dirty_rate x {util_rule}",
+        "rules": {"link_share_bps": share, "dirty_rate": f"waves.dirty_rate x {util_rule}", "zero_pages": zero_rule,
                   "order": "largest configured memory first; a group joins the first window with room on the landing "
                            "cluster whose moves (longest first on the earliest free slot) end within the window"},
         "_vm_rows": vm_rows,

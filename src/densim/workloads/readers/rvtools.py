@@ -716,6 +716,16 @@ def read_rvtools(
             by_name = dict(zip((str(v).strip() for v in vm_sheet.column(nc)), vals))
             mem_now = np.array([by_name.get(n, np.nan) for n in names])
             rules.append("memory from vMemory.Active")
+    # host memory each VM has touched (vMemory 'Consumed'): what pre-copy must send, the rest is zero pages (plan waves)
+    consumed = None
+    if vm_sheet is not None and vm_sheet.header and vm_sheet.rows:
+        nc, cc = vm_sheet.find(VMEM["vm"]), vm_sheet.find_mem(VMEM_MEM["consumed"])
+        if nc is not None and cc is not None:
+            vals = vm_sheet.numbers(cc[0], "Consumed", unit_bytes=cc[1], allow_blank=True)
+            given = np.flatnonzero(~np.isnan(vals))
+            vm_sheet.check(vals[given], given, cc[0], lambda v, src, col, **kw: check_values(v, src, col, what="consumed memory (bytes)", **kw))
+            by_name = dict(zip((str(v).strip() for v in vm_sheet.column(nc)), vals))
+            consumed = np.array([by_name.get(n, np.nan) for n in names])
     if active_col is not None:
         vals = vi.numbers(active_col[0], "Active Memory", unit_bytes=active_col[1], allow_blank=True)
         given = np.intersect1d(np.flatnonzero(~np.isnan(vals)), kept)
@@ -797,6 +807,7 @@ def read_rvtools(
         hosts=today,
         notes=notes,
         ready_pct=None if "ready" not in measured else measured["ready"][idx],
+        consumed_bytes=None if consumed is None else consumed[idx],
         costop_pct=None if "costop" not in measured else measured["costop"][idx],
         missing_host_vms=missing_host,
         readiness=ready,
