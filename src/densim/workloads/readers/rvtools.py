@@ -538,6 +538,21 @@ def _group_tags(vi: "_Sheet", vn: "_Sheet | None", names: list[str], keys: list[
             "vinfo_columns_unread": unread}
 
 
+def _vmemory_column(sheet: "_Sheet | None", key: str, label: str, what: str, names: list[str]) -> np.ndarray | None:
+    """A vMemory memory column (:data:`VMEM_MEM` ``key``, any unit) per VM of ``names`` (NaN: not listed or blank),
+    each value checked (one line naming the row on a bad one); None when the tab or the column is not there."""
+    if sheet is None or not sheet.header or not sheet.rows:
+        return None
+    nc, mc = sheet.find(VMEM["vm"]), sheet.find_mem(VMEM_MEM[key])
+    if nc is None or mc is None:
+        return None
+    vals = sheet.numbers(mc[0], label, unit_bytes=mc[1], allow_blank=True)
+    given = np.flatnonzero(~np.isnan(vals))
+    sheet.check(vals[given], given, mc[0], lambda v, src, col, **kw: check_values(v, src, col, what=what, **kw))
+    by_name = dict(zip((str(v).strip() for v in sheet.column(nc)), vals))
+    return np.array([by_name.get(n, np.nan) for n in names])
+
+
 def _truthy(v) -> bool:
     return str(v).strip().lower() in ("true", "1", "yes", "wahr", "y")
 
@@ -703,29 +718,15 @@ def read_rvtools(
                 + (f", and {guessed:,} of them with no usage exported are sized at {u:g} % of vCPUs x MHz (the unknown "
                    "CPU % rule; --unknown-cpu-pct changes it)" if guessed else "")
                 + hint + "; export vHost with every host to size them from their hosts")
-    # memory in use snapshot
-    mem_now = np.full(len(names), np.nan)
+    # memory in use snapshot (vMemory 'Active'); host memory each VM has touched (vMemory 'Consumed'): what pre-copy
+    # must send, the rest is zero pages (plan waves)
     vm_sheet = sheets.get("vmemory")
-    if vm_sheet is not None and vm_sheet.header and vm_sheet.rows:
-        nc = vm_sheet.find(VMEM["vm"])
-        ac = vm_sheet.find_mem(VMEM_MEM["active"])
-        if nc is not None and ac is not None:
-            vals = vm_sheet.numbers(ac[0], "Active", unit_bytes=ac[1], allow_blank=True)
-            given = np.flatnonzero(~np.isnan(vals))
-            vm_sheet.check(vals[given], given, ac[0], lambda v, src, col, **kw: check_values(v, src, col, what="active memory (bytes)", **kw))
-            by_name = dict(zip((str(v).strip() for v in vm_sheet.column(nc)), vals))
-            mem_now = np.array([by_name.get(n, np.nan) for n in names])
-            rules.append("memory from vMemory.Active")
-    # host memory each VM has touched (vMemory 'Consumed'): what pre-copy must send, the rest is zero pages (plan waves)
-    consumed = None
-    if vm_sheet is not None and vm_sheet.header and vm_sheet.rows:
-        nc, cc = vm_sheet.find(VMEM["vm"]), vm_sheet.find_mem(VMEM_MEM["consumed"])
-        if nc is not None and cc is not None:
-            vals = vm_sheet.numbers(cc[0], "Consumed", unit_bytes=cc[1], allow_blank=True)
-            given = np.flatnonzero(~np.isnan(vals))
-            vm_sheet.check(vals[given], given, cc[0], lambda v, src, col, **kw: check_values(v, src, col, what="consumed memory (bytes)", **kw))
-            by_name = dict(zip((str(v).strip() for v in vm_sheet.column(nc)), vals))
-            consumed = np.array([by_name.get(n, np.nan) for n in names])
+    mem_now = _vmemory_column(vm_sheet, "active", "Active", "active memory (bytes)", names)
+    if mem_now is not None:
+        rules.append("memory from vMemory.Active")
+    else:
+        mem_now = np.full(len(names), np.nan)
+    consumed = _vmemory_column(vm_sheet, "consumed", "Consumed", "consumed memory (bytes)", names)
     if active_col is not None:
         vals = vi.numbers(active_col[0], "Active Memory", unit_bytes=active_col[1], allow_blank=True)
         given = np.intersect1d(np.flatnonzero(~np.isnan(vals)), kept)
