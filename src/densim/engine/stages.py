@@ -257,10 +257,13 @@ def step_sums(x) -> np.ndarray:
     The same bits for a column whatever the other columns are: ``x.sum(axis=0)`` adds a single column
     pairwise but several columns step by step, so a part of a split run holding one host would differ.
     A stage that keeps per-host sums (``partition_host_sums``) takes them with this and :func:`host_sums`."""
-    x = np.asarray(x, dtype=np.float64)
+    x = np.asarray(x)
     if x.shape[0] == 0:
         return np.zeros(x.shape[1:])
-    return np.cumsum(x, axis=0)[-1]
+    acc = x[0].astype(np.float64)  # a loop over steps, not a (steps, n) float64 cumulative sum: no full-size copy
+    for row in x[1:]:
+        acc += row
+    return acc
 
 
 def host_sums(x, col_host, n_hosts: int) -> np.ndarray:
