@@ -25,7 +25,8 @@ def test_local_stage_times_within_10_percent(summary):
 
 
 def test_vm_cpu_shares_come_out_near_published(summary):
-    # Not fitted: 14 task slots on 16 vCPUs with ~1-4 % of task time in I/O.
+    # Calibration since issue 30: 14 task slots on 16 vCPUs (executor_cores, an estimate) and the guest costs were
+    # changed until these came out near the published run; this pins that they still do.
     local = _run(summary, "local", 1)
     assert local["vm_cpu_busy"] == pytest.approx(0.85, abs=0.05)
     assert local["vm_iowait"] == pytest.approx(0.02, abs=0.02)
@@ -84,3 +85,17 @@ def test_fit_reproduces_the_catalog_costs():
     stored = [float(str(s["cpu_per_byte"]).split()[0]) for s in builtin_catalog().raw("batch_profiles", "spark-terasort-1tb")["stages"]]
     fitted = fit_cpu_per_byte(rel_tol=1e-3)
     assert fitted == pytest.approx(stored, rel=3e-3)
+
+
+def test_no_cpu_figure_counts_as_a_prediction(summary):
+    # Issue 30: the published CPU figures are an internal reference run (not a readable publication), the VM figures
+    # were reached by changing the mechanism, and the host figure is 96 x the calibrated VM busy / 112 threads.
+    roles = {h["name"]: h["role"] for h in summary["headline"]}
+    assert roles["local data-node VM CPU busy"] == roles["local data-node VM iowait"] == "calibration"
+    assert roles["local host CPU busy"] == "arithmetic"
+    assert "prediction" not in roles.values()
+    host = next(h for h in summary["headline"] if h["name"] == "local host CPU busy")
+    local = _run(summary, "local", 1)
+    # the arithmetic the role names: the VMs' busy vCPUs over the host's logical CPUs, plus < 0.01 point of host stack
+    assert host["simulated"] == pytest.approx(96 * local["vm_cpu_busy"] / 112, abs=1e-4)
+    assert "why" in host and not host["passed"]  # the miss stays shown (73 % against 62 %)

@@ -12,8 +12,12 @@ all the shared-storage variants, the 2-tenant slowdowns) comes out of the model.
 
 Role of each headline: the three local stage times are **calibration** (``cpu_per_byte`` of each
 stage was fitted to them) and so is the local total runtime (the sum of the three fitted stage
-times: 0.5 + 3.5 + 5.3 = 9.3 min). The data-node VM CPU busy, VM iowait and host CPU busy are
-**predictions** (nothing was tuned to them); the host CPU one fails (see :data:`HOST_CPU_AUDIT`). Every run's
+times: 0.5 + 3.5 + 5.3 = 9.3 min). Since issue 30 none of the CPU figures is a prediction: the
+data-node VM CPU busy and iowait are **calibration** (the job model's guest costs and ``executor_cores: 14`` (E)
+were changed until they came out near the published figures), and the host CPU busy is **arithmetic** (73.00 of
+its 73.01 points are 96 x the calibrated VM CPU busy / 112 logical CPUs); all three published figures come from
+an internal reference run (issue 5), not a readable publication. The host CPU figure still misses (73 % against
+62 %; see :data:`HOST_CPU_AUDIT`). Every run's
 fabric components are checked for saturation from their mean utilisation over the job
 (``components``; per-stage utilisations are not exposed by the fabric model).
 """
@@ -230,8 +234,13 @@ def run(out_dir: Path, seed: int) -> dict[str, Any]:
     heads.append(headline("local data-node VM iowait", PUBLISHED_VM_IOWAIT, local["vm_iowait"], tolerance=0.02, source=SOURCE,
                           role="calibration", fitted="fabric job model's guest costs and executor_cores (14, estimate)",
                           why=vm_why, rests_on=local_run))
+    host_why = ("73.00 of its 73.01 points are the VMs' busy vCPUs (96 x the VM CPU busy / 112 logical CPUs), and the VM "
+                "CPU busy is itself calibrated (above): the host figure is arithmetic on a calibrated figure; and the "
+                "published 62 % comes from the same internal reference run, not a readable publication (issue 30 rule)")
     heads.append(headline("local host CPU busy", PUBLISHED_HOST_CPU, local["host_cpu_busy"], tolerance=0.05, source=SOURCE,
-                          role="prediction", rests_on=local_run))
+                          role="arithmetic", estimated_inputs=["executor_cores 14 (E)", "guest and host CPU costs per I/O "
+                                                                "and per network byte (E)"],
+                          why=host_why, rests_on=local_run))
     by = {(r["variant"], r["tenants"]): r for r in runs}
     findings = {
         f"{v}: runtime 1 -> 2 tenants (min)": [round(by[(v, 1)]["runtime_s"] / 60, 2), round(by[(v, 2)]["runtime_s"] / 60, 2)]

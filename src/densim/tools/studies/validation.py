@@ -320,17 +320,6 @@ MISS_NOTES: dict[str, str] = {
         "ports carry at most 192 GiB/s; the published figure needs egress per client byte <= 1.15. Suspected: most "
         "shard reads stayed local (clients on the storage nodes, or read paths that avoid remote shards) or the nodes "
         "had more network than the post states; the PUT row (same rule) lands within 0.4 %. Not tuned."),
-    "shared-flash": (
-        "Host CPU 73 % against the published 62 %, while the VM figures (85 % busy, 2 % iowait) match: 96 vCPUs at "
-        "85 % on 112 logical CPUs is already 72.9 % of the host, so the published 62 % is not reachable from the "
-        "published VM figures by adding host-side costs. Issue 15 audited every CPU cost the job model charges "
-        "(user time, guest block I/O, guest network stack, host storage stack; table in shared-storage.md): "
-        "nothing is counted twice, 73.00 of the 73.01 points are the VMs' vCPUs, two missing guest costs were "
-        "added (replicas stored for peers; both ends of every transfer) and moved the figure by < 0.01 point, and "
-        "every cost still left out (vhost-net, QEMU I/O threads, VM exits) would raise it. Suspected: the published "
-        "figures are not the same accounting or interval (guest CPU counting stolen vCPU time as busy, SMT "
-        "accounting, or a host window longer than the 9.3 min job: 73 % x 9.3 / 10.9 min = 62 %); densim does "
-        "not fit it."),
     "val-specpower-1s": (
         "X3480 at 50 % load: the straight line from idle to peak overestimates a convex curve (idle/peak 0.37; "
         "power rises faster at high load). Suspected missing mechanism: per-core power gating and turbo in the "
