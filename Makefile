@@ -9,7 +9,7 @@ STAMP      := $(VENV)/.densim-installed
 TEST_STAMP := $(VENV)/.densim-test-tools
 PYTEST_ARGS ?=
 
-.PHONY: setup-test lint golden demo test bench bench-placement bench-io bench-plan bench-outofcore bench-peers bench-peers-own bench-peers-opendc bench-lifetimes bench-failures bench-serve bench-distributed docs clean setup browser
+.PHONY: setup-test lint golden demo test bench bench-placement bench-io bench-plan bench-outofcore bench-peers bench-peers-own bench-peers-opendc bench-lifetimes bench-failures bench-serve bench-distributed docs docs-validation clean setup browser
 
 setup: $(STAMP)
 
@@ -89,6 +89,11 @@ bench-peers-opendc: $(TEST_STAMP)
 
 docs: $(TEST_STAMP)
 	$(BIN)/python -m densim.tools.docgen docs/reference
+
+# the validation table and the every-headline table of study-roles.md (runs every study, about a minute)
+docs-validation: $(TEST_STAMP)
+	$(BIN)/python -m densim.tools.studies.validation --docs docs/background/validation.md \
+		--roles-docs docs/background/study-roles.md
 
 clean:
 	rm -rf $(VENV) out .pytest_cache

@@ -137,3 +137,74 @@ def test_a_prediction_cannot_carry_a_why():
 
     with pytest.raises(ValueError, match="not a prediction"):
         headline("x", 1.0, 1.0, tolerance=0.1, source="s", role="prediction", why="because")
+
+
+# ------------------------------------------------------------------ study-roles.md's generated table (issue 30)
+def _head(study, name, role, passed, published=1.0, simulated=1.0, **kw):
+    return {"study": study, "area": "memory", "figure": name, "published": published, "simulated": simulated,
+            "unit": "x", "tolerance": "+/-10 %", "role": role, "passed": passed, "fitted": kw.get("fitted", ""),
+            "estimated_inputs": kw.get("estimated_inputs", []), "why": kw.get("why", "")}
+
+
+def test_roles_markdown_counts_and_lists_by_hand():
+    from densim.tools.studies.validation import ROLES_BEGIN, ROLES_END, roles_markdown
+
+    heads = [_head("a", "fit", "calibration", True, fitted="rate"),
+             _head("a", "pred ok", "prediction", True),
+             _head("a", "pred miss", "prediction", False, simulated=2.0),
+             _head("b", "sum | of prices", "arithmetic", False, estimated_inputs=["price (E)"], why="set with it known"),
+             _head("b", "bound", "target", True)]
+    md = roles_markdown(heads, seed=7)
+    assert md.startswith(ROLES_BEGIN) and md.endswith(ROLES_END)
+    assert "## Every headline (seed 7)" in md
+    # 2 studies, 5 figures: 1 calibration, 1 arithmetic, 2 predictions (1 within), 1 target
+    assert ("**Count across the 2 studies (5 headline figures): 1 calibration, 1 arithmetic, 2 prediction, 1 target. "
+            "Predictions within tolerance: 1 of 2.**") in md
+    assert "| a | memory | 1 | 0 | 2 | 0 | 1 of 2 |" in md
+    assert "| a | pred miss | 1 x | 2 x | +/-10 % | prediction | – | **MISS** |" in md
+    # a figure that is not a prediction and misses is "off", never a MISS; a target shows its bound as published
+    assert "| b | sum | of prices | 1 x | 1 x | +/-10 % | arithmetic | estimated: price (E). why not a prediction: " \
+           "set with it known | off |" in md
+    assert "| b | bound | target +/-10 % |" in md
+    assert "fitted: rate" in md
+
+
+def test_roles_page_without_markers_is_refused_and_left_alone(tmp_path):
+    from densim.tools.studies.validation import write_roles_docs
+
+    page = tmp_path / "roles.md"
+    page.write_text("# no markers\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="no generated section"):
+        write_roles_docs(page, [_head("a", "x", "prediction", True)])
+    assert page.read_text(encoding="utf-8") == "# no markers\n"
+
+
+def test_roles_page_is_current_with_the_reviewed_study_snapshots():
+    # docs/background/study-roles.md lists every headline of every study with its role; the golden snapshots are the
+    # reviewed outputs, so a role changed in a study without regenerating the page (--roles-docs) fails here
+    import json
+    import re
+    from pathlib import Path
+
+    from densim.tools.studies.validation import ROLES_LIST_MAX
+
+    root = Path(__file__).resolve().parents[2]
+    page = (root / "docs/background/study-roles.md").read_text(encoding="utf-8")
+    snaps = sorted((root / "tests/golden/snapshots").glob("study-*.json"))
+    assert len(snaps) >= 20
+    for snap in snaps:
+        study = snap.stem.removeprefix("study-")
+        d = json.loads(snap.read_text(encoding="utf-8"))
+        counts = [d[f"roles.{r}"] for r in ("calibration", "arithmetic", "prediction", "target")]
+        within = d["predictions_passed"]
+        cells = r" \| ".join(map(str, counts))
+        assert re.search(rf"^\| {re.escape(study)} \| [a-z-]* \| {cells} \| {within} of {counts[2]} \|$", page, re.M), study
+        if sum(counts) > ROLES_LIST_MAX:
+            continue
+        i = 0
+        while f"headline[{i}].role" in d:
+            name, role = d[f"headline[{i}].name"], d[f"headline[{i}].role"]
+            name = name[:-3] if name.endswith("...") else name  # the snapshot shortens long strings
+            assert re.search(rf"^\| {re.escape(study)} \| {re.escape(name)}.* \| {role} \| ", page, re.M), (study, name)
+            i += 1
+        assert i == sum(counts), study
