@@ -31,7 +31,7 @@ import numpy as np
 from typing import TypedDict
 
 from densim.engine.hci import HciSummary
-from densim.engine.stages import STAGES, BaseStage, add_saturation
+from densim.engine.stages import STAGES, BaseStage, add_saturation, step_sums
 
 
 class DatastoreSummary(TypedDict):
@@ -380,15 +380,16 @@ class StorageStage(BaseStage):
             if self.has_failures:
                 self._failure_sums(chunk, slot_total, lat, down)
             served = slot_total if down is None else slot_total * ~down  # I/O to a down datastore is not served
-            self.acc["iops_s"] += served.sum(axis=0)
-            self.acc["lat_iops_s"] += (lat * served).sum(axis=0)
+            # per slot in time order (step_sums): a part of a split run holding one slot adds it as the whole run does
+            self.acc["iops_s"] += step_sums(served)
+            self.acc["lat_iops_s"] += step_sums(lat * served)
             self.acc["sat_steps"] += sat.sum(axis=0)
             self.acc["steps"] += n
             self.peak_iops = np.maximum(self.peak_iops, slot_total.max(axis=0))
             self.peak_util = np.maximum(self.peak_util, util.max(axis=0))
             add_saturation(ctx, "datastore", self.slot_names, util)  # busiest station's utilisation
             # drives and controllers draw power: into the hosts' power, energy and carbon
-            self.energy_j += slot_w.sum(axis=0) * chunk.step_s
+            self.energy_j += step_sums(slot_w) * chunk.step_s
             chunk.add_host_power(self._host_power(ctx, chunk, slot_w))
         vm_lat = np.zeros(total.shape, dtype=np.float32)
         vm_sat = np.zeros(total.shape, dtype=np.float32)
@@ -479,10 +480,10 @@ class StorageStage(BaseStage):
         quiet = ~deg & ~dn & ~booting  # no failure effect on the datastore in the step
         a["deg_s"] += (self._degraded.sum(axis=0) * dt) if self.faults else 0.0
         a["down_s"] += dn.sum(axis=0) * dt
-        a["boot_bytes"] += boot.sum(axis=0) * dt * self.settings.block_size_bytes
+        a["boot_bytes"] += step_sums(boot) * dt * self.settings.block_size_bytes
         for key, mask in (("deg", deg), ("out", quiet), ("boot", booting)):
-            a[key + "_iops"] += (slot_total * mask).sum(axis=0)
-            a[key + "_lat"] += (lat * slot_total * mask).sum(axis=0)
+            a[key + "_iops"] += step_sums(slot_total * mask)
+            a[key + "_lat"] += step_sums(lat * slot_total * mask)
             if mask.any():
                 m = np.where(mask, lat, -np.inf).max(axis=0)
                 w[key] = np.fmax(w[key], np.where(np.isfinite(m), m, np.nan))
