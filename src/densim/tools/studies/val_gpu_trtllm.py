@@ -65,6 +65,27 @@ TP4 b480 128/2048 +392.6 % -> +224.6 %; TP2 b96 2048/128 +44.8 % -> +31.0 % (now
 +253.1 %, b240 128/2048 +873.0 % -> +747.0 %, b120 2048/128 +291.9 % -> +261.1 %. The single-GPU rows do
 not move. Six of the eight TP rows still miss high: the all-reduce at datasheet link speed is a small part
 of the gap.
+
+Session 17 (issue 30), written BEFORE the rows were run with it: the KV cache of a GQA model read once per
+query head. Llama 2 70B is the only grouped-query-attention model in these tables (64 query heads, 8 KV heads:
+config.json, catalog ``llm_models``), and its rows are the ones still missing high, while Llama 2 7B and 13B
+(one KV head per query head) at the same shapes are within +/-40 %. The engines measured here (v0.5.0 and
+v0.6.1) predate the XQA kernel: NVIDIA's generation-phase masked MHA kernel "uses a single CUDA thread-block
+per head" (``docs/source/advanced/gpt-attention.md``), and the XQA kernel that optimises MQA/GQA in the
+generation phase by "reducing data loading" was announced for "the v0.8 releases"
+(``docs/source/blogs/XQA-kernel.md``, which also measures Llama-70B 128/2048 on one H200 at 1,227 tok/s/GPU
+without XQA and 2,941 with it; the v0.10.0 release notes: "Integrated the new NVIDIA Hopper XQA kernels for
+LLaMA 2 70B"). So each query head's thread block reads its KV head's cache: a decode step reads
+``h_q / h_kv`` = 8 times the stored KV bytes of Llama 2 70B (no reuse through L2 assumed: an upper bound on
+the traffic); the KV cache's size (the batch it holds) is unchanged. Model: :class:`Workload` ``kv_read =
+"per-query-head"`` for every row of this study and of ``val-gpu-inference`` (engines before v0.8); the default
+stays ``"per-kv-head"`` (GQA-aware kernels). The factor has no free parameter (8 from the config). Rows whose
+figure with this mechanism was worked out by hand before the code ran (H100 70B TP4 b480 128/2048, about 81
+against 81 ms per decode step; H100 70B TP2 b64 2048/2048, about 61 against 58 ms; A100 70B TP4 b240
+128/2048, about 1,780 tokens/s; H100 70B TP2 b1024 128/128, "little change") become ``arithmetic``, not
+predictions, as the hand-estimated row of ``val-gpu-inference`` is. Expected, written before the run: the
+other 70B rows move down, the 7B and 13B rows do not move, and the A100 70B rows stay high under the per-run
+reading of the A100 table (the unit doubt above).
 """
 
 from __future__ import annotations
