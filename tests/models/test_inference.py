@@ -8,8 +8,8 @@ import math
 import pytest
 
 from densim.models.gpu import GpuSpec
-from densim.models.inference import (LlmSpec, Workload, allreduce_s, at_batch, replica, size, tp_comm_coefficients,
-                                     ttft_quantile_s)
+from densim.models.inference import (LlmSpec, Workload, allreduce_s, at_batch, kv_read_factor, replica, size,
+                                     tp_comm_coefficients, ttft_quantile_s)
 
 # a round-number GPU and model: 80 GiB, 1 TB/s, 100 dense TFLOP/s; 1 B parameters in fp16 (W = 2 GB),
 # 10 layers x 8 KV heads x 128 -> KV per token 2 x 10 x 8 x 128 x 2 B = 40,960 B
@@ -108,6 +108,16 @@ def test_cli_answers_how_many_hosts(tmp_path):
      "--tokens-per-s: give the load once: --tokens-per-s (output tokens) or --requests-per-s, not both"),
     (["--model", "llama-2-7b", "--gpu", "nvidia-l4"],
      "--requests-per-s: give the load: --tokens-per-s (output tokens) or --requests-per-s"),
+    (["--params-b", "7", "--layers", "32", "--kv-heads", "8", "--head-dim", "128", "--gpu", "nvidia-l4",
+      "--tokens-per-s", "100", "--kv-read", "per-query-head"],
+     "--kv-read: model custom has no attention_heads: kv_read 'per-query-head' needs the query heads "
+     "(--attention-heads for a model given by its architecture)"),
+    (["--params-b", "7", "--layers", "32", "--kv-heads", "8", "--head-dim", "128", "--attention-heads", "12",
+      "--gpu", "nvidia-l4", "--tokens-per-s", "100", "--kv-read", "per-query-head"],
+     "--kv-read: model custom: attention_heads 12 is not a multiple of kv_heads 8 (--attention-heads for a model given "
+     "by its architecture)"),
+    (["--model", "llama-2-7b", "--gpu", "nvidia-l4", "--tokens-per-s", "100", "--kv-read", "per-token"],
+     "--kv-read: Input should be 'per-kv-head' or 'per-query-head'"),
 ])
 def test_contradictory_or_missing_options_are_one_line(args, line):
     from densim.cli.main import app
@@ -240,6 +250,8 @@ def test_catalog_cards_and_models_have_the_all_reduce_figures():
         assert g.interconnect is not None and g.interconnect_latency_s > 0 and "interconnect:" in g.source, g.name
     for m in cat.all("llm_models", LlmSpec):
         assert m.hidden_size is not None, m.name
+        # the query heads are in every entry's source text (config.json), a multiple of the KV heads
+        assert m.attention_heads and m.attention_heads % m.kv_heads == 0 and f"{m.attention_heads} attention heads" in m.source, m.name
     h100 = cat.get("gpus", "nvidia-h100-sxm", GpuSpec)
     # 900 GB/s NVLink (both directions) = 450 GB/s each way; NCCL's NVLink Ring/Simple hop 3.4 us
     assert h100.link_bandwidth_bps(2) == pytest.approx(450e9) and h100.interconnect_latency_s == pytest.approx(3.4e-6)
@@ -260,3 +272,53 @@ def test_cli_hidden_size_lets_a_custom_model_use_tensor_parallel():
     c = run_gpu_size(model="llama-2-70b", **common)
     assert b["feasible"] and (b["tp"], b["batch"], b["gpus"]) == (c["tp"], c["batch"], c["gpus"])
     assert b["decode_allreduce_s"] > 0
+
+
+# ---- the KV cache of a GQA model read once per query head (session 17, issue 30) ------------------------------
+GQA = LlmSpec(name="tiny-gqa", params_b=1.0, layers=10, attention_heads=32, kv_heads=8, head_dim=128)
+
+
+def test_kv_read_per_query_head_by_hand():
+    # 32 query heads over 8 KV heads: a kernel with a thread block per query head reads each KV head 4 times.
+    # The cache's size is unchanged: B_max 8,193 as above. Batch 1: 2e9 + 4 x 10.24e6 B = 2.04096 GB per step,
+    # 2.04096 ms at 1 TB/s. Batch 300: 2 ms + 300 x 4 x 10.24 us = 14.288 ms, now memory-bound (compute 6 ms);
+    # round 100 x 14.288 ms + 300 x 4 ms = 2.6288 s
+    wl = WL.model_copy(update={"kv_read": "per-query-head"})
+    r = replica(GQA, GPU, wl, 1)
+    assert kv_read_factor(GQA, wl) == 4.0 and kv_read_factor(GQA, WL) == 1.0
+    assert r["batch_max"] == replica(GQA, GPU, WL, 1)["batch_max"] == 8193
+    assert r["kv_read_bytes_per_token"] == pytest.approx(4 * 40_960)
+    assert float(at_batch(r, GQA, wl, 1)["decode_step_s"]) == pytest.approx(2.04096e-3)
+    a = at_batch(r, GQA, wl, 300)
+    assert float(a["decode_step_s"]) == pytest.approx(14.288e-3) and str(a["decode_bound"]) == "memory-bandwidth"
+    assert float(a["round_s"]) == pytest.approx(2.6288)
+    # the default (a GQA-aware kernel) reads each KV head once: the numbers of test_roofline_by_hand
+    assert float(at_batch(replica(GQA, GPU, WL, 1), GQA, WL, 300)["decode_step_s"]) == pytest.approx(6e-3)
+
+
+def test_kv_read_changes_nothing_without_grouped_query_attention():
+    mha = LLM.model_copy(update={"attention_heads": 8})  # 8 query heads, 8 KV heads
+    wl = WL.model_copy(update={"kv_read": "per-query-head"})
+    for b in (1, 50, 300, 2000):
+        assert float(at_batch(replica(mha, GPU, wl, 1), mha, wl, b)["decode_step_s"]) == \
+            float(at_batch(replica(mha, GPU, WL, 1), mha, WL, b)["decode_step_s"])
+
+
+def test_kv_read_per_query_head_needs_the_query_heads():
+    wl = WL.model_copy(update={"kv_read": "per-query-head"})
+    with pytest.raises(ValueError, match="has no attention_heads"):
+        replica(LLM, GPU, wl, 1)
+    with pytest.raises(ValueError, match="not a multiple of kv_heads"):
+        kv_read_factor(LLM.model_copy(update={"attention_heads": 12}), wl)
+
+
+def test_catalog_llama_2_70b_read_per_query_head_is_slower_and_says_so():
+    from densim.cli.commands.gpu import run_gpu_size
+
+    common = dict(gpu="nvidia-h100-sxm", tokens_in=128, tokens_out=2048, tokens_per_s=5000.0, ttft="10 s",
+                  tpot="200 ms", gpus_per_host=8, precision="fp8", kv_precision=None, bw_efficiency=None,
+                  compute_efficiency=None, model="llama-2-70b")
+    new, old = run_gpu_size(**common), run_gpu_size(**common, kv_read="per-query-head")
+    assert (new["kv_read"], new["kv_read_factor"]) == ("per-kv-head", 1.0)
+    assert (old["kv_read"], old["kv_read_factor"]) == ("per-query-head", 8.0)  # 64 query heads / 8 KV heads
+    assert old["tokens_per_s_per_gpu"] < new["tokens_per_s_per_gpu"] and old["gpus"] >= new["gpus"]

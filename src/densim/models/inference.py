@@ -12,7 +12,13 @@ its activations across the ``tp`` GPUs)::
     weights  W = P x b_w                                       KV per token  k = 2 L h_kv d b_kv
     usable   M_u = tp x M x mem_util                           mean context  c = n_in + n_out / 2
     batch    B_max = floor((M_u - W) / (k x c))                (sequences the KV cache holds)
-    decode step   t_d(B) = max((W + B c k) / (tp BW e_bw),  2 P B / (tp F e_f))  +  t_ar(B)
+    decode step   t_d(B) = max((W + B c k r) / (tp BW e_bw),  2 P B / (tp F e_f))  +  t_ar(B)
+
+The KV read factor ``r`` (:func:`kv_read_factor`) is 1 for a kernel that reads each KV head once (GQA-aware:
+TensorRT-LLM's XQA from v0.8, FlashDecoding-style kernels; the default) and ``h_q / h_kv`` (query heads over KV
+heads) for one that reads it once per query head (a thread block per head: TensorRT-LLM's masked MHA kernel
+before XQA, NVIDIA docs/source/advanced/gpt-attention.md and docs/source/blogs/XQA-kernel.md); it is 1 for a
+model without GQA either way, and it leaves the KV cache's size (``B_max``) unchanged.
     prefill       t_p    = max(2 P n_in / (tp F e_f),  W / (tp BW e_bw))  +  t_ar(n_in)
 
 Tensor-parallel all-reduce (Megatron-style tensor parallelism: each layer's attention output and MLP output
@@ -102,6 +108,9 @@ class LlmSpec(BaseModel):
     head_dim: int = Field(gt=0)
     hidden_size: int | None = Field(default=None, gt=0, description="model width (config.json hidden_size): the "
                                     "activations a tensor-parallel replica all-reduces; None: tp > 1 is not sized")
+    attention_heads: int | None = Field(default=None, gt=0, description="query heads (config.json "
+                                        "num_attention_heads): a kernel that reads the KV cache once per query head "
+                                        "(Workload.kv_read) reads attention_heads / kv_heads times its bytes")
     source: str = ""
 
     @property
@@ -124,6 +133,10 @@ class Workload(BaseModel):
     bw_efficiency: float = Field(default=BW_EFFICIENCY, gt=0, le=1)
     compute_efficiency: float = Field(default=COMPUTE_EFFICIENCY, gt=0, le=1)
     mem_util: float = Field(default=MEM_UTIL, gt=0, le=1)
+    kv_read: Literal["per-kv-head", "per-query-head"] = Field(
+        default="per-kv-head", description="how a decode step's attention kernel reads the KV cache: once per KV head "
+        "(GQA-aware kernels: TensorRT-LLM's XQA from v0.8, FlashDecoding-style kernels) or once per query head (a "
+        "thread block per query head: TensorRT-LLM's masked MHA kernel before XQA)")
 
 
 def tflops(gpu: GpuSpec, precision: str) -> float:
@@ -159,6 +172,27 @@ def tp_comm_coefficients(llm: LlmSpec, gpu: GpuSpec, tp: int) -> tuple[float, fl
     return per_token, fixed
 
 
+def kv_read_factor(llm: LlmSpec, wl: Workload) -> float:
+    """KV bytes a decode step reads per stored KV byte: 1 when the kernel reads each KV head once
+    (``kv_read="per-kv-head"``), ``attention_heads / kv_heads`` when it reads it once per query head (1 for a model
+    without grouped-query attention); ValueError when that needs the model's query heads and they are not given."""
+    if wl.kv_read == "per-kv-head":
+        return 1.0
+    if llm.attention_heads is None:
+        raise ValueError(f"model {llm.name} has no attention_heads: kv_read 'per-query-head' needs the query heads")
+    if llm.attention_heads % llm.kv_heads:
+        raise ValueError(f"model {llm.name}: attention_heads {llm.attention_heads} is not a multiple of kv_heads "
+                         f"{llm.kv_heads}")
+    return llm.attention_heads / llm.kv_heads
+
+
+def decode_bytes(r: dict, batch):
+    """Bytes a decode step reads from GPU memory at batch ``B``: every weight once and the batch's KV cache as the
+    kernel reads it (``kv_read_bytes_per_token``; the mean context ``c`` per sequence)."""
+    b = np.asarray(batch, dtype=np.float64)
+    return r["weights_bytes"] + b * r["context_tokens"] * r["kv_read_bytes_per_token"]
+
+
 def replica(llm: LlmSpec, gpu: GpuSpec, wl: Workload, tp: int) -> dict:
     """Memory, roofline and all-reduce figures of one replica on ``tp`` GPUs (the module docstring's equations).
     ValueError when tp > 1 and the model's hidden size or the card's interconnect figures are missing."""
@@ -166,13 +200,15 @@ def replica(llm: LlmSpec, gpu: GpuSpec, wl: Workload, tp: int) -> dict:
     fl = tp * tflops(gpu, wl.precision) * 1e12 * wl.compute_efficiency
     w = llm.params * BYTES[wl.precision]
     k = llm.kv_bytes_per_token(BYTES[wl.kv_precision or wl.precision])
+    k_read = k * kv_read_factor(llm, wl)
     ctx = wl.tokens_in + wl.tokens_out / 2.0
     usable = tp * gpu.memory_bytes * wl.mem_util
     b_max = int(max(0.0, (usable - w) / (k * ctx)))
     ar_tok, ar_fixed = tp_comm_coefficients(llm, gpu, tp)
     ar_p = ar_tok * wl.tokens_in + ar_fixed
     t_p = max(2.0 * llm.params * wl.tokens_in / fl, w / bw) + ar_p
-    return {"tp": tp, "weights_bytes": w, "kv_bytes_per_token": k, "context_tokens": ctx, "usable_bytes": usable,
+    return {"tp": tp, "weights_bytes": w, "kv_bytes_per_token": k, "kv_read_bytes_per_token": k_read,
+            "context_tokens": ctx, "usable_bytes": usable,
             "batch_max": b_max, "prefill_s": t_p, "bandwidth_bps": bw, "flops": fl,
             "allreduce_per_token_s": ar_tok, "allreduce_fixed_s": ar_fixed, "prefill_allreduce_s": ar_p,
             "prefill_bound": "compute" if 2.0 * llm.params * wl.tokens_in / fl >= w / bw else "memory-bandwidth"}
@@ -187,7 +223,7 @@ def decode_step_s(r: dict, llm: LlmSpec, batch):
     """``t_d(B)``: the slower of reading weights + the batch's KV cache and the batch's 2 P FLOPs per token, plus the
     step's all-reduce (not overlapped)."""
     b = np.asarray(batch, dtype=np.float64)
-    mem = (r["weights_bytes"] + b * r["context_tokens"] * r["kv_bytes_per_token"]) / r["bandwidth_bps"]
+    mem = decode_bytes(r, b) / r["bandwidth_bps"]
     comp = 2.0 * llm.params * b / r["flops"]
     return np.maximum(mem, comp) + decode_allreduce_s(r, b)
 
@@ -198,7 +234,7 @@ def at_batch(r: dict, llm: LlmSpec, wl: Workload, batch) -> dict:
     td = decode_step_s(r, llm, b)
     ar = decode_allreduce_s(r, b)
     round_s = wl.tokens_out * td + b * r["prefill_s"]
-    mem = (r["weights_bytes"] + b * r["context_tokens"] * r["kv_bytes_per_token"]) / r["bandwidth_bps"]
+    mem = decode_bytes(r, b) / r["bandwidth_bps"]
     return {"decode_step_s": td, "round_s": round_s, "tpot_s": round_s / wl.tokens_out,
             "requests_per_s": b / round_s, "tokens_per_s": b / round_s * wl.tokens_out, "allreduce_s": ar,
             "decode_bound": np.where(2.0 * llm.params * b / r["flops"] >= mem * (1 - 1e-12), "compute", "memory-bandwidth")}
@@ -287,7 +323,8 @@ def size(llm: LlmSpec, gpu: GpuSpec, wl: Workload, *, tokens_per_s: float, gpus_
     base = {"model": llm.name, "gpu": gpu.name, "precision": wl.precision, "tokens_in": wl.tokens_in,
             "tokens_out": wl.tokens_out, "target_tokens_per_s": tokens_per_s, "requests_per_s": lam,
             "ttft_p95_bound_s": ttft_s, "tpot_bound_s": tpot_s, "gpus_per_host": gpus_per_host,
-            "efficiencies": {"bandwidth": wl.bw_efficiency, "compute": wl.compute_efficiency, "memory_util": wl.mem_util}}
+            "efficiencies": {"bandwidth": wl.bw_efficiency, "compute": wl.compute_efficiency, "memory_util": wl.mem_util},
+            "kv_read": wl.kv_read, "kv_read_factor": kv_read_factor(llm, wl)}
     if best is None:
         return base | {"feasible": False, "reasons": reasons}
     r, ab, i = best.pop("r"), best.pop("ab"), best.pop("i")
@@ -326,5 +363,5 @@ def llm_models(catalog) -> dict[str, LlmSpec]:
     return {m.name: m for m in catalog.all("llm_models", LlmSpec)}
 
 
-__all__ = ["ACT_BYTES", "LlmSpec", "Workload", "allreduce_s", "at_batch", "decode_allreduce_s", "decode_step_s",
-           "llm_models", "replica", "size", "tp_comm_coefficients", "ttft_quantile_s"]
+__all__ = ["ACT_BYTES", "LlmSpec", "Workload", "allreduce_s", "at_batch", "decode_allreduce_s", "decode_bytes",
+           "decode_step_s", "kv_read_factor", "llm_models", "replica", "size", "tp_comm_coefficients", "ttft_quantile_s"]

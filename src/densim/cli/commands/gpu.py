@@ -14,7 +14,7 @@ from densim.cli.common import run_guarded as _guard
 
 ARCH = {"--params-b": "params_b", "--layers": "layers", "--kv-heads": "kv_heads", "--head-dim": "head_dim"}
 #: optional architecture figures: without --hidden-size a custom model is sized at tp = 1 only (no all-reduce width)
-ARCH_OPTIONAL = {"--hidden-size": "hidden_size"}
+ARCH_OPTIONAL = {"--hidden-size": "hidden_size", "--attention-heads": "attention_heads"}
 
 
 def _llm(cat, model: str | None, arch: dict):
@@ -52,7 +52,7 @@ def _llm(cat, model: str | None, arch: dict):
 def run_gpu_size(*, model: str | None, gpu: str, tokens_in: int, tokens_out: int, tokens_per_s: float | None, ttft: str,
                  tpot: str, gpus_per_host: int, precision: str, kv_precision: str | None, bw_efficiency: float | None,
                  compute_efficiency: float | None, requests_per_s: float | None = None,
-                 arch: dict | None = None) -> dict:
+                 arch: dict | None = None, kv_read: str = "per-kv-head") -> dict:
     """The sizing answer as a plain dict; bad names and values are one-line InputErrors naming the option.
     The load is ``tokens_per_s`` output tokens/s or ``requests_per_s`` (x ``tokens_out``), not both."""
     from pydantic import ValidationError
@@ -60,7 +60,7 @@ def run_gpu_size(*, model: str | None, gpu: str, tokens_in: int, tokens_out: int
     from densim.catalog.core import CatalogError, builtin_catalog
     from densim.errors import InputError
     from densim.models.gpu import GpuSpec
-    from densim.models.inference import Workload, size, tflops
+    from densim.models.inference import Workload, kv_read_factor, size, tflops
     from densim.units import UnitError, parse
 
     cat = builtin_catalog()
@@ -85,7 +85,8 @@ def run_gpu_size(*, model: str | None, gpu: str, tokens_in: int, tokens_out: int
             raise InputError(opt, "", f"must be a positive time, got {text!r}")
     extra = {k: v for k, v in (("bw_efficiency", bw_efficiency), ("compute_efficiency", compute_efficiency)) if v is not None}
     try:
-        wl = Workload(tokens_in=tokens_in, tokens_out=tokens_out, precision=precision, kv_precision=kv_precision, **extra)
+        wl = Workload(tokens_in=tokens_in, tokens_out=tokens_out, precision=precision, kv_precision=kv_precision,
+                      kv_read=kv_read, **extra)
     except ValidationError as exc:
         e = exc.errors()[0]
         raise InputError("--" + str(e["loc"][0]).replace("_", "-"), "", e["msg"]) from None
@@ -93,6 +94,10 @@ def run_gpu_size(*, model: str | None, gpu: str, tokens_in: int, tokens_out: int
         tflops(card, wl.precision)
     except ValueError as exc:
         raise InputError("--precision", "", str(exc)) from None
+    try:
+        kv_read_factor(llm, wl)
+    except ValueError as exc:
+        raise InputError("--kv-read", "", f"{exc} (--attention-heads for a model given by its architecture)") from None
     return size(llm, card, wl, tokens_per_s=tokens_per_s, gpus_per_host=gpus_per_host, ttft_s=bounds["--ttft"],
                 tpot_s=bounds["--tpot"])
 
@@ -142,6 +147,12 @@ def register(app: typer.Typer) -> None:
         head_dim: Annotated[Optional[int], typer.Option("--head-dim", help="... its head dimension")] = None,
         hidden_size: Annotated[Optional[int], typer.Option("--hidden-size", help="... its hidden size (needed for "
                                                            "tensor parallel's all-reduce; without it tp = 1 only)")] = None,
+        attention_heads: Annotated[Optional[int], typer.Option("--attention-heads", help="... its query heads (needed "
+                                                               "for --kv-read per-query-head)")] = None,
+        kv_read: Annotated[str, typer.Option("--kv-read", help="how the decode attention kernel reads the KV cache: "
+                                             "per-kv-head (GQA-aware kernels, e.g. TensorRT-LLM XQA from v0.8) or "
+                                             "per-query-head (one thread block per query head: older kernels read a "
+                                             "GQA model's cache query-heads / kv-heads times)")] = "per-kv-head",
         tokens_in: Annotated[int, typer.Option("--tokens-in", min=1, help="mean prompt tokens per request")] = 1024,
         tokens_out: Annotated[int, typer.Option("--tokens-out", min=1, help="mean output tokens per request")] = 256,
         ttft: Annotated[str, typer.Option("--ttft", help="bound on the p95 time to first token, e.g. '2 s'")] = "2 s",
@@ -166,9 +177,9 @@ def register(app: typer.Typer) -> None:
         res = _guard(run_gpu_size, model=model, gpu=gpu, tokens_in=tokens_in, tokens_out=tokens_out,
                      tokens_per_s=tokens_per_s, ttft=ttft, tpot=tpot, gpus_per_host=gpus_per_host, precision=precision,
                      kv_precision=kv_precision, bw_efficiency=bw_efficiency, compute_efficiency=compute_efficiency,
-                     requests_per_s=requests_per_s,
+                     requests_per_s=requests_per_s, kv_read=kv_read,
                      arch={"--params-b": params_b, "--layers": layers, "--kv-heads": kv_heads, "--head-dim": head_dim,
-                           "--hidden-size": hidden_size})
+                           "--hidden-size": hidden_size, "--attention-heads": attention_heads})
         if folder is not None:
             _guard(write_result, folder, res)
         pr.json(res)
