@@ -117,6 +117,8 @@ def predict(m: dict, p: int, cores: int | None = None) -> float:
 def bench_stages(args) -> None:
     from distributed import LocalCluster
 
+    from densim.tools.distributed import LOCAL_DASHBOARD
+
     from densim._jit import set_threads
     from densim.engine import simulate
     from densim.tools.distributed import simulate_distributed
@@ -142,7 +144,7 @@ def bench_stages(args) -> None:
     points: dict[int, dict] = {}
     for p in [int(x) for x in args.workers_list.split(",")]:
         t0 = time.perf_counter()
-        cluster = LocalCluster(n_workers=p, threads_per_worker=1, processes=True, dashboard_address=None)
+        cluster = LocalCluster(n_workers=p, threads_per_worker=1, processes=True, dashboard_address=LOCAL_DASHBOARD)
         cluster_s = time.perf_counter() - t0
         runs, loads = [], []
         try:
@@ -228,8 +230,10 @@ def main() -> None:
     set_threads(None)
     from distributed import LocalCluster
 
+    from densim.tools.distributed import LOCAL_DASHBOARD
+
     t0 = time.perf_counter()
-    cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=None)
+    cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=LOCAL_DASHBOARD)
     cluster_s = time.perf_counter() - t0
     walls, computes, loads, infos = [], [], [], []
     try:

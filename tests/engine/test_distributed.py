@@ -31,6 +31,29 @@ def test_two_workers_give_the_single_process_result():
     assert all(p.bytes_in > 0 and p.bytes_out > 0 for p in info.parts)
 
 
+def test_a_local_cluster_does_not_take_port_8787(recwarn):
+    # with dashboard_address=None Dask still bound its HTTP server to 8787 and warned "Port 8787 is already in use"
+    # whenever another process (another cluster, a notebook's dashboard) held it; the local cluster now takes a free
+    # loopback port. Hold 8787 here (if nobody else does) and run: no such warning
+    import socket
+
+    from densim.tools.distributed import LOCAL_DASHBOARD, simulate_distributed
+
+    assert LOCAL_DASHBOARD == "127.0.0.1:0"
+    held = socket.socket()
+    try:
+        try:
+            held.bind(("0.0.0.0", 8787))
+            held.listen()
+        except OSError:
+            pass  # another process holds it already: the same situation
+        plant = resolve(_mixed(chunk=4))
+        simulate_distributed(plant, workers=1, parts=2)
+    finally:
+        held.close()
+    assert not [w for w in recwarn if "8787" in str(w.message)]
+
+
 def test_a_killed_worker_s_part_is_run_again():
     from densim.tools.distributed import simulate_distributed
 

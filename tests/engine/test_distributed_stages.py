@@ -47,6 +47,8 @@ def _scenario():
 def test_dask_run_with_memory_carbon_virtualization_lifetimes_failures_is_the_one_process_run():
     from distributed import LocalCluster
 
+    from densim.tools.distributed import LOCAL_DASHBOARD
+
     from densim.engine.partition import plan_run
     from densim.tools.distributed import simulate_distributed
 
@@ -55,7 +57,7 @@ def test_dask_run_with_memory_carbon_virtualization_lifetimes_failures_is_the_on
     assert one.summary["models"]["stages"] == ["memory", "virtualization", "carbon"]
     assert one.summary["failures"]["restarts"] == 6 and one.summary["scheduling"]["completed"] > 0
     # two single-threaded worker processes: every task and result pickled across a process boundary
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=LOCAL_DASHBOARD) as cluster:
         res, info = simulate_distributed(plant, scheduler=cluster.scheduler_address, parts=3)
     assert [p.hosts for p in info.parts] == [(0, 1), (1, 2), (2, 3)]
 

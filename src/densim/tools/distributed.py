@@ -27,6 +27,9 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 CONNECT_TIMEOUT_S = 5.0  # seconds to reach a Dask scheduler (--scheduler) before giving up
+#: where a local cluster's scheduler serves HTTP: a free port on the loopback. With dashboard_address=None Dask still
+#: binds its HTTP server to 8787 and warns "Port 8787 is already in use" when another process holds it
+LOCAL_DASHBOARD = "127.0.0.1:0"
 
 
 @dataclass
@@ -201,7 +204,7 @@ def simulate_distributed(plant, *, workers: int = 2, scheduler: str | None = Non
 
             raise InputError(None, "--scheduler", " ".join(str(exc).split())) from None
     else:
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=LOCAL_DASHBOARD)
         client = Client(cluster)
     try:
         info.workers = len(client.scheduler_info()["workers"])

@@ -162,6 +162,8 @@ class DaskBackend(Backend):
     def __init__(self, scheduler: str | None = None, local_workers: int | None = None) -> None:
         try:
             from distributed import Client, LocalCluster
+
+            from densim.tools.distributed import LOCAL_DASHBOARD
         except ImportError as exc:  # pragma: no cover - depends on the installed extras
             raise RuntimeError("the dask backend needs the 'cluster' extra: pip install 'densim[cluster]'") from exc
         self._cluster = None
@@ -171,7 +173,7 @@ class DaskBackend(Backend):
         else:
             n = max(1, local_workers or 1)
             self._cluster = LocalCluster(
-                n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=40
+                n_workers=n, threads_per_worker=1, processes=True, dashboard_address=LOCAL_DASHBOARD, silence_logs=40
             )
             self._client = Client(self._cluster)
             self.address = self._cluster.scheduler_address
