@@ -499,7 +499,13 @@ MISS_NOTES: dict[str, str] = {
         "mostly on the estimated resume time; both totals now miss low (0.94 s against 2.07 s, -54.5 %; 0.96 s "
         "against 2.27 s, -57.8 %). Missing: QEMU 2.4's per-page cost in the migration thread beyond reading the "
         "page (dirty-bitmap walk, one call per 4 KiB page), and the OPNFV guest's own zero share (not measured "
-        "there)."),
+        "there). Found in session 17, not used: L. Li (Intel) on qemu-devel, 2016-03-03, 'A PV solution for KVM live "
+        "migration optimization', measured QEMU of the same era on a Xeon E5-2699 v3 (Haswell-EP) over a 10 GbE X540: "
+        "an idle 8 GB CentOS 6.6 guest just booted migrated in 1,894 ms with 398,017 KB transferred, and in 421 ms when "
+        "the guest's free pages were skipped, so about 1.47 s went on some 1.9 M zero pages, about 0.77 us a page "
+        "(5.2 GB/s, against the 19.9 GB/s read rate used here). A QEMU-measured rate would be a better input than a "
+        "STREAM figure, but its effect on these two rows was worked out by hand when the source was found, so "
+        "using it would make them arithmetic, not predictions; left for a row it has not been worked out for."),
     "val-live-migration": (
         "Pre-copy model (models/migration.py) with the engine's default settings: both downtimes land in the band "
         "(SPECweb 270 ms against 210 ms, Quake 3 74 ms against 60 ms), but for a converging VM the predicted downtime "
