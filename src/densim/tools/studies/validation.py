@@ -502,8 +502,8 @@ MISS_NOTES: dict[str, str] = {
         "there). Found in session 17, not used: L. Li (Intel) on qemu-devel, 2016-03-03, 'A PV solution for KVM live "
         "migration optimization', measured QEMU of the same era on a Xeon E5-2699 v3 (Haswell-EP) over a 10 GbE X540: "
         "an idle 8 GB CentOS 6.6 guest just booted migrated in 1,894 ms with 398,017 KB transferred, and in 421 ms when "
-        "the guest's free pages were skipped, so about 1.47 s went on some 1.9 M zero pages, about 0.77 us a page "
-        "(5.2 GB/s, against the 19.9 GB/s read rate used here). A QEMU-measured rate would be a better input than a "
+        "the guest's free pages were skipped, so about 1.47 s went on the about 2.0 M never-touched pages, 0.7-0.75 us "
+        "a page (about 5.5-6 GB/s, against the 19.9 GB/s read rate used here). A QEMU-measured rate would be a better input than a "
         "STREAM figure, but its effect on these two rows was worked out by hand when the source was found, so "
         "using it would make them arithmetic, not predictions; left for a row it has not been worked out for."),
     "val-live-migration": (
