@@ -13,13 +13,13 @@ its activations across the ``tp`` GPUs)::
     usable   M_u = tp x M x mem_util                           mean context  c = n_in + n_out / 2
     batch    B_max = floor((M_u - W) / (k x c))                (sequences the KV cache holds)
     decode step   t_d(B) = max((W + B c k r) / (tp BW e_bw),  2 P B / (tp F e_f))  +  t_ar(B)
+    prefill       t_p    = max(2 P n_in / (tp F e_f),  W / (tp BW e_bw))  +  t_ar(n_in)
 
 The KV read factor ``r`` (:func:`kv_read_factor`) is 1 for a kernel that reads each KV head once (GQA-aware:
 TensorRT-LLM's XQA from v0.8, FlashDecoding-style kernels; the default) and ``h_q / h_kv`` (query heads over KV
 heads) for one that reads it once per query head (a thread block per head: TensorRT-LLM's masked MHA kernel
 before XQA, NVIDIA docs/source/advanced/gpt-attention.md and docs/source/blogs/XQA-kernel.md); it is 1 for a
 model without GQA either way, and it leaves the KV cache's size (``B_max``) unchanged.
-    prefill       t_p    = max(2 P n_in / (tp F e_f),  W / (tp BW e_bw))  +  t_ar(n_in)
 
 Tensor-parallel all-reduce (Megatron-style tensor parallelism: each layer's attention output and MLP output
 are partial sums on the ``tp`` GPUs, summed by one all-reduce each, 2 per layer) of a step over ``T`` tokens
