@@ -47,6 +47,37 @@ def test_peak_per_host_counts_vms_alive_at_once():
     assert got.tolist() == [[2.0, 1.0, 0.0], [12.0, 16.0, 0.0]]
 
 
+def test_peak_per_host_keeps_its_event_order_only_for_the_same_placement():
+    # the sorts are kept between calls (the engine asks for vCPUs, then memory, with one placement); a placement
+    # changed in place must not be served the old order. A, B, C as above, then C moved to host 1 in place:
+    # host 0 holds A and B (never together, 1), host 1 holds C and D (together from 5 to 15, 2)
+    host = np.array([0, 0, 0, 1, -1])
+    sch = Schedule(host=host, start_s=np.array([0.0, 10, 5, 0, np.nan]), end_s=np.array([10.0, 20, 15, 30, np.nan]),
+                   arrival_s=np.zeros(5), status=np.zeros(5, np.int8), until=np.inf)
+    live = Liveness.__new__(Liveness)
+    live.sch = sch
+    ones = np.ones(5)
+    assert live.peak_per_host(host, ones, 3).tolist() == [[2.0, 1.0, 0.0]]
+    assert live.peak_per_host(host, 2 * ones, 3).tolist() == [[4.0, 2.0, 0.0]]  # the kept order, other weights
+    host[2] = 1
+    assert live.peak_per_host(host, ones, 3).tolist() == [[1.0, 2.0, 0.0]]
+
+
+def test_stable_order_is_numpys_stable_argsort():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from densim.engine.stages import stable_order
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.lists(st.integers(-2**40, 2**40) | st.integers(-3, 3), max_size=60))
+    def check(keys):
+        k = np.array(keys, dtype=np.int64)
+        assert np.array_equal(stable_order(k), np.argsort(k, kind="stable"))
+
+    check()
+
+
 def test_memory_summary_and_hosts_table_count_only_vms_alive_at_once(tmp_path):
     # One 16 GiB host, memory over-commit 1.0, three 12 GiB tasks one after another (0-1 h, 1-2 h,
     # 2-3 h). At most one is alive: 12 GiB allocated (0.75 of the host), nothing short of memory.

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from densim.engine.stages import stable_order
 from densim.errors import InputError
 from densim.placement.capacity import host_capacity
 from densim.placement.online import ONLINE_POLICIES, Schedule, schedule
@@ -122,6 +123,7 @@ class Liveness:
         self.boots = np.zeros(hosts.n, dtype=np.int64)
         self.ever_on = np.zeros(hosts.n, dtype=bool)
         self.failures = None  # densim.engine.failures.FailureRun: hosts down draw no power
+        self._events = None  # peak_per_host's event order for one placement (the sorts are most of its time)
 
     def alive(self, edges: np.ndarray, ids: np.ndarray | None = None) -> np.ndarray:
         """(steps, VMs) float32: the share of each step each VM (or each of ``ids``) is alive."""
@@ -147,24 +149,14 @@ class Liveness:
         Vectorised over every VM (sort, cumulative sums, one maximum per host segment).
         """
         w = np.atleast_2d(np.asarray(weights, dtype=np.float64))
-        s, e = self.sch.start_s, self.sch.end_s
-        ok = np.flatnonzero((host_of_vm >= 0) & ~np.isnan(s))
         out = np.zeros((w.shape[0], n_hosts))
+        ok, order, h, starts, seg = self._event_order(host_of_vm)
         if ok.size == 0:
             return out
-        # the events, ends first: at one instant an end sorts before a start (the two stable sorts below keep
-        # the order of equal keys, as np.lexsort((kind, t, h)) did, at about 3/4 of its time)
-        h = np.r_[host_of_vm[ok], host_of_vm[ok]].astype(np.int64)
-        t = np.r_[np.where(np.isnan(e[ok]), np.inf, e[ok]), s[ok]]
-        dw = np.concatenate([-w[:, ok], w[:, ok]], axis=1)
-        order = np.argsort(t, kind="stable")
-        order = order[np.argsort(h[order], kind="stable")]
-        h, dw = h[order], dw[:, order]
+        dw = np.concatenate([-w[:, ok], w[:, ok]], axis=1)[:, order]
         # cumulative sums restarted at each host: subtract the running total at the segment's start
         cs = np.cumsum(dw, axis=1)
-        starts = np.flatnonzero(np.r_[True, h[1:] != h[:-1]])
         before = np.where(starts > 0, cs[:, np.maximum(starts - 1, 0)], 0.0)
-        seg = np.repeat(np.arange(starts.size), np.diff(np.r_[starts, h.size]))
         level = cs - before[:, seg]
         level[np.abs(level) < 1e-9 * max(1.0, float(np.abs(w).max()))] = 0.0  # sums back to zero after a leave
         # position of row 0's peak in each host segment
@@ -176,11 +168,37 @@ class Liveness:
         out[:, h[starts]] = level[:, first]
         return out
 
+    def _event_order(self, host_of_vm: np.ndarray):
+        """The rows placed and started (``ok``), the order of their events (ends then starts, 2 per row) by host,
+        time and, at one instant, ends before starts, the events' hosts in that order, and each host segment's start
+        and segment number. Kept for the placement it was computed for (the engine asks for vCPUs and memory, the
+        memory and virtualization stages again, with the same placement; an equal copy is checked, not identity).
+
+        The two stable sorts are those of ``np.lexsort((kind, t, h))`` at a fraction of its time; the hosts are
+        sorted by :func:`~densim.engine.stages.stable_order` (int32 keys, a radix sort: the same permutation). The
+        cache is keyed on the schedule's arrays by identity (they are never written in place) and on an equal copy
+        of the placement."""
+        s, e = self.sch.start_s, self.sch.end_s
+        c = getattr(self, "_events", None)  # None also on a Liveness built without __init__ (tests)
+        if (c is not None and c[0] is s and c[1] is e and c[2].shape == host_of_vm.shape
+                and np.array_equal(c[2], host_of_vm)):
+            return c[3:]
+        ok = np.flatnonzero((host_of_vm >= 0) & ~np.isnan(s))
+        h = np.r_[host_of_vm[ok], host_of_vm[ok]].astype(np.int64)
+        t = np.r_[np.where(np.isnan(e[ok]), np.inf, e[ok]), s[ok]]
+        order = np.argsort(t, kind="stable")
+        order = order[stable_order(h[order])]
+        h = h[order]
+        starts = np.flatnonzero(np.r_[True, h[1:] != h[:-1]]) if h.size else np.zeros(0, np.int64)
+        seg = np.repeat(np.arange(starts.size), np.diff(np.r_[starts, h.size]))
+        self._events = (s, e, np.array(host_of_vm, copy=True), ok, order, h, starts, seg)
+        return ok, order, h, starts, seg
+
     def active_ids(self, t_lo: float, t_hi: float, host_of_vm: np.ndarray) -> np.ndarray:
         """The VMs alive at some time in ``[t_lo, t_hi)``, in host order (stable): a chunk steps only these."""
         s, e = self.sch.start_s, self.sch.end_s
         ids = np.flatnonzero((s < t_hi) & (e > t_lo))  # NaN (never started) compares False
-        return ids[np.argsort(host_of_vm[ids], kind="stable")]
+        return ids[stable_order(host_of_vm[ids])]
 
     def chunk_steps(self, n_steps: int, step_s: float, elements: int) -> int:
         """Steps per chunk so that (VMs alive in a chunk) x steps stays near ``elements``, and so that the

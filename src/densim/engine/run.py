@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from densim.engine.preload import preload
-from densim.engine.stages import load_plugins, ordered_entries, step_sums
+from densim.engine.stages import load_plugins, ordered_entries, stable_order, step_sums
 from densim.engine.state import build_context
 from densim.engine.window import WindowState, host_loads  # host_loads: re-exported (densim.engine.run.host_loads)
 from densim.models.cpu import CPU_CONTENTION
@@ -264,7 +264,7 @@ def _column_sums(a: np.ndarray, want_max: bool) -> tuple[np.ndarray, np.ndarray 
 
 def _host_segments(host_of_vm: np.ndarray):
     placed = np.flatnonzero(host_of_vm >= 0)
-    perm = placed[np.argsort(host_of_vm[placed], kind="stable")]
+    perm = placed[stable_order(host_of_vm[placed])]
     sorted_hosts = host_of_vm[perm]
     if perm.size == 0:
         return perm, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
