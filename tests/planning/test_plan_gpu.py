@@ -79,6 +79,24 @@ def test_mig_layout_and_inference_hosts():
     assert inf["capacity_tokens_per_s"] >= 20_000
 
 
+def test_an_llm_service_on_an_older_engine_reads_the_kv_cache_per_query_head():
+    # gpu.inference[].kv_read as densim gpu size --kv-read: the service's answer is the sizing tool's, and Llama 3.1
+    # 70B (64 query heads, 8 KV heads) read per query head needs at least as many GPUs at lower capacity per GPU
+    from densim.cli.commands.gpu import run_gpu_size
+
+    svc = {"name": "chat", "model": "llama-3.1-70b", "precision": "fp8", "tokens_in": 128, "tokens_out": 1024,
+           "tokens_per_s": 20_000, "ttft": "10 s", "tpot": "200 ms"}
+    cand = [_cand("hgx", {"model": "nvidia-h100-sxm", "count": 8}, price=250_000)]
+    new = _plan({"inference": [svc]}, cand).results[0].gpu["inference"][0]
+    old = _plan({"inference": [svc | {"kv_read": "per-query-head"}]}, cand).results[0].gpu["inference"][0]
+    tool = run_gpu_size(model="llama-3.1-70b", gpu="nvidia-h100-sxm", tokens_in=128, tokens_out=1024,
+                        tokens_per_s=20_000.0, ttft="10 s", tpot="200 ms", gpus_per_host=8, precision="fp8",
+                        kv_precision=None, bw_efficiency=None, compute_efficiency=None, kv_read="per-query-head")
+    assert (old["tp"], old["batch"], old["gpus"]) == (tool["tp"], tool["batch"], tool["gpus"])
+    assert old["gpus"] >= new["gpus"]
+    assert old["capacity_tokens_per_s"] / old["gpus"] < new["capacity_tokens_per_s"] / new["gpus"]
+
+
 def test_gpu_demand_without_gpus_or_with_a_profile_the_card_lacks_is_infeasible_with_the_reason():
     gpu = {"requests": [{"vms": "vdi-*", "gpu": {"mode": "mig", "profile": "1g.10gb"}}]}
     res = _plan(gpu, [_cand("no gpu"), _cand("l4", {"model": "nvidia-l4", "count": 2})])

@@ -114,6 +114,10 @@ class PlanInference(BaseModel):
     tokens_per_s: float = Field(gt=0, description="target output tokens per second")
     ttft_s: PosSeconds = Field(default=2.0, alias="ttft", description="bound on the p95 time to first token, e.g. '2 s'")
     tpot_s: PosSeconds = Field(default=0.2, alias="tpot", description="bound on the time per output token, e.g. '200 ms'")
+    kv_read: Literal["per-kv-head", "per-query-head"] = Field(
+        default="per-kv-head", description="how the serving engine's decode kernel reads a grouped-query-attention "
+        "model's KV cache: per-kv-head (GQA-aware kernels, e.g. TensorRT-LLM's XQA from v0.8) or per-query-head (one "
+        "thread block per query head: older engines read it query heads / KV heads times)")
 
 
 class PlanGpu(BaseModel):

@@ -119,7 +119,8 @@ def gpu_hosts(spec, c, names: np.ndarray, cpu_hosts: int, *, vcpus=None, mem_byt
             raise InputError(None, f"gpu.inference[{i}].model", str(exc.args[0]).strip("'\"")) from None
         if s.precision == "fp8" and gpu.fp8_tflops is None:
             return out | {"reason": f"gpu.inference[{i}] ({s.name}) asks for fp8; {gpu.name} has no FP8 tensor unit"}
-        a = size(llm, gpu, Workload(tokens_in=s.tokens_in, tokens_out=s.tokens_out, precision=s.precision),
+        a = size(llm, gpu, Workload(tokens_in=s.tokens_in, tokens_out=s.tokens_out, precision=s.precision,
+                                     kv_read=s.kv_read),
                  tokens_per_s=s.tokens_per_s, gpus_per_host=per_host, ttft_s=s.ttft_s, tpot_s=s.tpot_s)
         if not a["feasible"]:
             return out | {"reason": f"inference {s.name}: " + "; ".join(a["reasons"])}
