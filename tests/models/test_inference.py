@@ -310,6 +310,9 @@ def test_kv_read_per_query_head_needs_the_query_heads():
         replica(LLM, GPU, wl, 1)
     with pytest.raises(ValueError, match="not a multiple of kv_heads"):
         kv_read_factor(LLM.model_copy(update={"attention_heads": 12}), wl)
+    # the sizing search raises it first, not as an infeasible width
+    with pytest.raises(ValueError, match="has no attention_heads"):
+        size(LLM, GPU, wl, tokens_per_s=1000, gpus_per_host=1, ttft_s=10.0, tpot_s=1.0)
 
 
 def test_catalog_llama_2_70b_read_per_query_head_is_slower_and_says_so():

@@ -270,7 +270,9 @@ def batches(b_max: int) -> np.ndarray:
 def size(llm: LlmSpec, gpu: GpuSpec, wl: Workload, *, tokens_per_s: float, gpus_per_host: int,
          ttft_s: float, tpot_s: float, max_replicas: int = 100_000) -> dict:
     """The fewest GPUs (then hosts) that give ``tokens_per_s`` output tokens/s with p95 TTFT <= ``ttft_s``
-    and TPOT <= ``tpot_s``; ``feasible`` False with the reason when no tensor-parallel width and batch can."""
+    and TPOT <= ``tpot_s``; ``feasible`` False with the reason when no tensor-parallel width and batch can.
+    ValueError when ``wl.kv_read`` needs the model's query heads and it has none (:func:`kv_read_factor`)."""
+    read_factor = kv_read_factor(llm, wl)  # a model/workload mismatch, not a width that does not fit: raise first
     lam = tokens_per_s / wl.tokens_out
     best, reasons = None, []
     for tp in TP_WIDTHS:
@@ -324,7 +326,7 @@ def size(llm: LlmSpec, gpu: GpuSpec, wl: Workload, *, tokens_per_s: float, gpus_
             "tokens_out": wl.tokens_out, "target_tokens_per_s": tokens_per_s, "requests_per_s": lam,
             "ttft_p95_bound_s": ttft_s, "tpot_bound_s": tpot_s, "gpus_per_host": gpus_per_host,
             "efficiencies": {"bandwidth": wl.bw_efficiency, "compute": wl.compute_efficiency, "memory_util": wl.mem_util},
-            "kv_read": wl.kv_read, "kv_read_factor": kv_read_factor(llm, wl)}
+            "kv_read": wl.kv_read, "kv_read_factor": read_factor}
     if best is None:
         return base | {"feasible": False, "reasons": reasons}
     r, ab, i = best.pop("r"), best.pop("ab"), best.pop("i")

@@ -26,6 +26,10 @@ memory alone: 1,024 sequences of up to 256 tokens of Llama 2 13B need 215 GB of 
 than the 141 GB card, and 107 GB in FP8 (assumption, not stated in the source). "llama_13b"/"llama_70b"
 are taken to be Llama 2 (the blog's date, November 2023).
 
+Since session 17 the engine (v0.5.0, before the XQA kernel) reads a GQA model's KV cache once per query head
+(``Workload.kv_read = "per-query-head"``: 8 times the stored bytes for Llama 2 70B, 1 for 13B); why, and which
+rows moved, is in ``val-gpu-trtllm``'s docstring.
+
 Model: :func:`densim.models.inference.at_batch` at the published batch and TP (a static batch: ``B``
 prefills then ``n_out`` decode steps, the same round as continuous batching): output tokens/s = ``B n_out /
 (n_out t_d(B) + B t_p)``.
@@ -81,12 +85,13 @@ TP_NOTE = "all-reduce term added in session 13 after the miss was seen; its inpu
 ENGINE_KV_READ = "per-query-head"
 #: the note every GQA row (Llama 2 70B) carries in its source text (session 17)
 GQA_NOTE = ("KV read once per query head (TensorRT-LLM before XQA, v0.8) added in session 17 after the 70B rows were "
-            "seen missing; its factor (64 / 8 query over KV heads) is the model's config, nothing tuned")
+            "seen missing; its factor (query over KV heads) is the model's config, nothing tuned")
 
 
-def source_text(source: str, model: str, tp: int) -> str:
-    """A row's source with the notes of the mechanisms added after misses were seen (all-reduce, GQA KV reads)."""
-    notes = ([TP_NOTE] if tp > 1 else []) + ([GQA_NOTE] if model.endswith("70b") else [])
+def source_text(source: str, p: dict[str, Any], tp: int) -> str:
+    """A row's source with the notes of the mechanisms added after misses were seen: the all-reduce (tp > 1) and the
+    GQA KV reads (the prediction ``p`` read its model's KV cache more than once a step)."""
+    notes = ([TP_NOTE] if tp > 1 else []) + ([GQA_NOTE] if p["kv_read_factor"] > 1 else [])
     return "; ".join([source, *notes])
 
 
@@ -127,7 +132,7 @@ def run(out_dir: Path, seed: int) -> dict[str, Any]:
         # the 70B 128/128 row's result was estimated by hand (about +30 %) before the tolerance was written: not blind
         seen = (model, batch, tp, n_in, n_out) == ("llama-2-70b", 512, 1, 128, 128)
         heads.append(headline(f"H200 FP8 {label}: output tokens/s", measured, p["tokens_per_s"], tolerance=TOLERANCE,
-                              relative=True, source=source_text(SOURCE, model, tp), unit="tokens/s", role="arithmetic" if seen else "prediction",
+                              relative=True, source=source_text(SOURCE, p, tp), unit="tokens/s", role="arithmetic" if seen else "prediction",
                               why=("the roofline's figure for this row was estimated by hand (about +30 %) before the "
                                    "+/-40 % tolerance was written") if seen else None, rests_on=[label]))
     xs = [f"{m.split('-')[-1]} tp{t} b{b} {i}/{o}" for m, b, t, i, o, _ in MEASURED]

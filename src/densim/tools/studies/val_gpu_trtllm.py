@@ -151,7 +151,7 @@ def run(out_dir: Path, seed: int) -> dict[str, Any]:
         what = "output tokens/s per GPU" if per_gpu else "output tokens/s"
         seen = (card, model, batch, tp, n_in, n_out) in HAND_ESTIMATED
         heads.append(headline(f"{label} ({precision}): {what}", measured, value, tolerance=TOLERANCE, relative=True,
-                              source=source_text(SOURCE, model, tp), unit="tokens/s",
+                              source=source_text(SOURCE, p, tp), unit="tokens/s",
                               role="arithmetic" if seen else "prediction",
                               why=("the figure of this row with the GQA KV-read mechanism was worked out by hand before "
                                    "the mechanism was coded and run (session 17)") if seen else None,
