@@ -16,9 +16,8 @@ Pure, vectorised functions with the unit in every name. Sources and assumptions:
 from __future__ import annotations
 
 import numpy as np
-from densim._lazy import lazy
+from densim._distributions import binom_pmf
 
-stats = lazy("scipy.stats")
 
 
 def turbo_frequency_mhz(active_cores, cores: int, base_mhz: float, max_turbo_mhz: float | None, all_core_turbo_mhz: float | None = None):
@@ -50,7 +49,7 @@ def expected_turbo_frequency_mhz(core_busy_fraction, cores: int, base_mhz: float
     u = np.atleast_1d(np.clip(np.asarray(core_busy_fraction, dtype=float), 1e-9, 1.0))
     k = np.arange(1, cores + 1, dtype=float)
     f = np.asarray(turbo_frequency_mhz(k, cores, base_mhz, max_turbo_mhz, all_core_turbo_mhz), dtype=float)
-    pmf = stats.binom.pmf(k[None, :], cores, u[:, None])
+    pmf = binom_pmf(k[None, :], cores, u[:, None])
     out = (pmf * k * f).sum(axis=1) / (pmf * k).sum(axis=1)
     return out[0] if np.ndim(core_busy_fraction) == 0 else out
 
@@ -109,7 +108,7 @@ def expected_package_power_w(core_busy_fraction, cores: int, *, base_mhz: float,
     f = turbo_frequency_mhz(k, cores, base_mhz, max_turbo_mhz if turbo else None, all_core_turbo_mhz)
     p_k = package_power_w(k, cores, f, base_mhz=base_mhz, uncore_w=uncore_w, core_dynamic_w_at_base=core_dynamic_w_at_base,
                           core_leakage_w=core_leakage_w, gated_core_w=gated_core_w, power_gating=power_gating)
-    pmf = stats.binom.pmf(k[None, :], cores, u[:, None])
+    pmf = binom_pmf(k[None, :], cores, u[:, None])
     out = (pmf * p_k).sum(axis=1)
     return out[0] if np.ndim(core_busy_fraction) == 0 else out
 

@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
-from densim._lazy import lazy
+from densim._distributions import binom_sf
 
-stats = lazy("scipy.stats")
 
 
 class NumaSpec(BaseModel):
@@ -83,7 +82,7 @@ def costop_probability(width: int, logical_cpus: int, other_vcpus: int, other_bu
     if width > logical_cpus:
         return 1.0
     threshold = logical_cpus - width  # co-stop when K > C - w
-    return float(stats.binom.sf(threshold, other_vcpus, other_busy_fraction))
+    return float(binom_sf(threshold, other_vcpus, other_busy_fraction))
 
 
 def costop_stretch(width: int, logical_cpus: int, other_vcpus: int, other_busy_fraction: float) -> float:

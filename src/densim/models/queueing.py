@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from densim._distributions import binom_pmf
 from densim._lazy import lazy
 
 special = lazy("scipy.special")
@@ -134,10 +135,8 @@ def expected_excess(mean, var, threshold):
 
 def binomial_expected_excess(n: int, p: float, c: int) -> float:
     """Exact ``E[(K - c)^+]`` for ``K ~ Binomial(n, p)`` (for tests and small hosts)."""
-    from scipy import stats
-
     k = np.arange(int(c) + 1, int(n) + 1)
-    return float(np.sum((k - c) * stats.binom.pmf(k, n, p)))
+    return float(np.sum((k - c) * binom_pmf(k, n, p)))
 
 
 def harmonic(n: int) -> float:

@@ -22,9 +22,8 @@ CPU's own clocks.
 from __future__ import annotations
 
 import numpy as np
-from densim._lazy import lazy
+from densim._distributions import binom_pmf
 
-stats = lazy("scipy.stats")
 
 from typing import TypedDict
 
@@ -78,7 +77,7 @@ class VirtualizationStage(BaseStage):
                 f_k = turbo_frequency_mhz(k, cores, cpu.base_mhz, cpu.turbo_mhz, all_core)
             else:
                 f_k = np.full_like(k, cpu.base_mhz)
-            pmf = stats.binom.pmf(k[None, :], cores, np.clip(U_GRID, 1e-6, 1.0)[:, None])
+            pmf = binom_pmf(k[None, :], cores, np.clip(U_GRID, 1e-6, 1.0)[:, None])
             f_eff = (pmf * k * f_k).sum(axis=1) / np.maximum((pmf * k).sum(axis=1), 1e-12)
             scale = f_eff / cpu.base_mhz
             if not v.power.smt and cpu.threads_per_core > 1:

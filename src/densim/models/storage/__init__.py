@@ -56,9 +56,8 @@ from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-from densim._lazy import lazy
+from densim._distributions import gamma_ppf
 
-stats = lazy("scipy.stats")
 
 from densim.errors import PartError
 from densim.models.devices import REF_BLOCK_BYTES, DeviceSpec, block_service, device_power_w
@@ -554,7 +553,7 @@ def _p99(visits, resp, var_resp, q=0.99) -> float:
     if tot_var <= 0 or mean <= 0:
         return mean
     shape = mean * mean / tot_var
-    return float(stats.gamma.ppf(q, shape, scale=tot_var / mean))
+    return float(gamma_ppf(q, shape, scale=tot_var / mean))
 
 
 def solve_open(stations: list[Station], iops: float, pattern: IoPattern = IoPattern()) -> IoResult:

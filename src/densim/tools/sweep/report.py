@@ -93,9 +93,9 @@ HIGHER_IS_BETTER = frozenset({"vms_placed", "totals.cpu_delivered_mhz_s"})
 def t95(df: int) -> float:
     """Two-sided 95 % Student t quantile for ``df`` degrees of freedom (``scipy.stats.t.ppf(0.975, df)``:
     2.021 at df 40, not the normal 1.96 a hand-typed table falls back to)."""
-    from scipy.stats import t
+    from densim._distributions import t_ppf
 
-    return float(t.ppf(0.975, df))
+    return float(t_ppf(0.975, df))
 
 
 def mean_ci(values: list[float]) -> tuple[float, float, int]:

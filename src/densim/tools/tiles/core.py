@@ -21,9 +21,8 @@ from typing import Any
 import numpy as np
 import yaml
 from pydantic import BaseModel, ConfigDict
-from densim._lazy import lazy
+from densim._distributions import binom_pmf
 
-stats = lazy("scipy.stats")
 
 import densim
 from densim.errors import InputError, PartError
@@ -184,7 +183,7 @@ class Bench:
         """Work-weighted clock with each core busy with probability ``u_core`` (per socket)."""
         u = np.clip(np.atleast_1d(np.asarray(u_core, dtype=float)), 1e-6, 1.0)
         k = np.arange(0, self.cores + 1)
-        pmf = stats.binom.pmf(k[None, :], self.cores, u[:, None])
+        pmf = binom_pmf(k[None, :], self.cores, u[:, None])
         return (pmf * k * self.freq_by_busy_cores).sum(axis=1) / np.maximum((pmf * k).sum(axis=1), 1e-12)
 
     def package_power_w(self, u_core) -> float:
@@ -194,7 +193,7 @@ class Bench:
         p_k = package_power_w(k, self.cores, self.freq_by_busy_cores, base_mhz=self.cpu.base_mhz, uncore_w=pw.uncore_w,
                               core_dynamic_w_at_base=pw.core_dynamic_w_at_base, core_leakage_w=pw.core_leakage_w,
                               gated_core_w=pw.gated_core_w, power_gating=self.v.power.power_gating)
-        pmf = stats.binom.pmf(k, self.cores, float(np.clip(u_core, 0.0, 1.0)))
+        pmf = binom_pmf(k, self.cores, float(np.clip(u_core, 0.0, 1.0)))
         return float(np.sum(pmf * p_k))
 
     def vm_names(self, n_tiles: int) -> list[str]:
