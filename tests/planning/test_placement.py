@@ -157,3 +157,33 @@ def test_full_resolution_ready_agrees_with_the_engines_binomial_model():
     # a host with no more vCPUs than cores never waits
     small = host_metrics(np.zeros(2, dtype=np.int64), 1, host, np.array([8.0, 8.0]), np.full((3, 2), 16000.0), None)
     assert small.ready_pct_worst[0] == 0.0
+
+
+@settings(max_examples=60)
+@given(seed=st.integers(0, 2**31), n=st.integers(1, 40), n_hosts=st.integers(1, 8), steps=st.integers(1, 30))
+def test_host_metrics_per_host_equals_each_host_alone(seed, n, n_hosts, steps):
+    # a host's figures depend only on its own VMs: the metrics of the whole placement, host by host,
+    # equal those of each host's VMs measured alone (the worst VM per host and step, its 99th
+    # percentile over steps, each VM's worst ready %, peak memory); hosts without VMs read 0
+    rng = np.random.default_rng(seed)
+    host = HostType("h", 1, 8, 2, 2000.0, 64 * GIB)
+    host_of = rng.integers(0, n_hosts, n)
+    vcpus = rng.integers(1, 9, n).astype(float)
+    cpu = rng.uniform(0, 1.2, (steps, n)) * vcpus * 2000.0
+    mem = rng.uniform(0, 8, (steps, n)) * GIB
+    m = host_metrics(host_of, n_hosts, host, vcpus, cpu, mem, chunk=7)
+    for h in range(n_hosts):
+        mine = host_of == h
+        if not mine.any():
+            assert m.ready_pct_worst[h] == 0 and m.ready_pct_p99[h] == 0 and m.mem_used_peak_frac[h] == 0
+            continue
+        one = host_metrics(np.zeros(mine.sum(), int), 1, host, vcpus[mine], cpu[:, mine], mem[:, mine], chunk=7)
+        assert m.ready_pct_worst[h] == pytest.approx(one.ready_pct_worst[0], rel=1e-12, abs=1e-12)
+        assert m.ready_pct_p99[h] == pytest.approx(one.ready_pct_p99[0], rel=1e-12, abs=1e-12)
+        assert m.mem_used_peak_frac[h] == pytest.approx(one.mem_used_peak_frac[0], rel=1e-12)
+        assert m.vm_ready_pct_max[mine] == pytest.approx(one.vm_ready_pct_max, rel=1e-12, abs=1e-12)
+
+
+def test_host_metrics_refuses_an_unplaced_vm():
+    with pytest.raises(ValueError, match="every VM placed"):
+        host_metrics(np.array([0, -1]), 2, HOST, np.ones(2), np.ones((3, 2)), None)

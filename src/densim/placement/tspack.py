@@ -89,9 +89,16 @@ def host_metrics(host_of: np.ndarray, n_hosts: int, host: HostType, vcpus: np.nd
     mem_peak = np.zeros(n_hosts)
     vm_ready = np.zeros(n)
     capped = 0
+    if n and (host_of.min() < 0 or host_of.max() >= n_hosts):
+        raise ValueError("host_metrics needs every VM placed on one of the n_hosts hosts")
     onehot = np.zeros((n, n_hosts))
     onehot[np.arange(n), host_of] = 1.0
     host_vcpus = v @ onehot  # (H,)
+    # each host's VMs side by side: the worst VM per host and step is one maximum.reduceat over them
+    # (np.maximum.at over the VMs gave the same maxima about 10x slower)
+    by_host = np.argsort(host_of, kind="stable")
+    seg_start = np.flatnonzero(np.r_[True, host_of[by_host][1:] != host_of[by_host][:-1]]) if n else np.zeros(0, np.int64)
+    seg_host = host_of[by_host][seg_start]
     for t0 in range(0, t_total, chunk):
         c = cpu_mhz[t0:t0 + chunk].astype(np.float64)
         capped += int((c > v[None, :] * host.core_mhz * (1 + 1e-9)).sum())
@@ -106,7 +113,8 @@ def host_metrics(host_of: np.ndarray, n_hosts: int, host: HostType, vcpus: np.nd
         vm_r = u * share[:, host_of]  # (t, N)
         vm_ready = np.maximum(vm_ready, vm_r.max(axis=0))
         worst = np.zeros((vm_r.shape[0], n_hosts))
-        np.maximum.at(worst.T, host_of, vm_r.T)
+        if n:
+            worst[:, seg_host] = np.maximum(np.maximum.reduceat(vm_r[:, by_host], seg_start, axis=1), 0.0)
         ready_worst = np.maximum(ready_worst, worst.max(axis=0))
         ready_steps.append(worst)
         if mem_used_bytes is not None:
