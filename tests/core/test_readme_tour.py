@@ -51,20 +51,23 @@ def _summary(out_dir) -> dict:
     return json.loads((out_dir / "summary.json").read_text())
 
 
+def _vms_on_hosts(pattern: str, comment: str, summary: dict, vms_key: str) -> None:
+    """A comment's "N ... VMs ... on M hosts" against the run's summary."""
+    m = re.search(pattern, comment)
+    assert m, f"the tour's comment no longer says {pattern!r}: {comment!r}"
+    assert (summary[vms_key], summary["hosts_total"]) == (_number(m.group(1)), _number(m.group(2)))
+
+
 def check_claims(cmd: str, comment: str, output: str, outs: dict) -> None:
     """The figures the tour's comment states, against what the command gave."""
     if "examples/bitbrains-small.yaml" in cmd:
-        m = re.search(r"([\d,]+) Bitbrains VMs .* on ([\d,]+) hosts", comment)
-        s = _summary(outs["bb"])
-        assert (s["vms_total"], s["hosts_total"]) == (_number(m.group(1)), _number(m.group(2)))
+        _vms_on_hosts(r"([\d,]+) Bitbrains VMs .* on ([\d,]+) hosts", comment, _summary(outs["bb"]), "vms_total")
     elif "examples/opendc/surf-week.yaml" in cmd:
         m = re.search(r"([\d,]+) tasks arrive", comment)
         sched = _summary(outs["surf"])["scheduling"]
         assert sched["tasks_total"] == sched["completed"] == _number(m.group(1))
     elif "examples/planetlab.yaml" in cmd and cmd.startswith("densim run"):
-        m = re.search(r"([\d,]+) PlanetLab VMs on ([\d,]+) hosts", comment)
-        s = _summary(outs["pl"])
-        assert (s["vms_placed"], s["hosts_total"]) == (_number(m.group(1)), _number(m.group(2)))
+        _vms_on_hosts(r"([\d,]+) PlanetLab VMs on ([\d,]+) hosts", comment, _summary(outs["pl"]), "vms_placed")
     elif "candidates-hci.yaml" in cmd:
         m = re.search(r"(\d+) hosts, storage-bound \(compute alone needs (\d+)\)", comment)
         ans = _summary(outs["plan-hci"])["answer"]
