@@ -219,3 +219,13 @@ def test_unknown_format(tmp_path):
     with pytest.raises(InputError, match="unknown workload-format 'swf'"):
         open_trace("swf", tmp_path)
     assert pa is not None
+
+
+@given(st.binary(max_size=60).map(lambda b: bytes(b";\t0a\n"[x % 5] for x in b).replace(b"a", b"\t")))
+def test_bitbrains_tab_after_separator_is_dropped_as_replace_does(data):
+    # the fast path (delete every tab when each one follows ';') equals data.replace(b";\t", b";"),
+    # including ";\t\t", a leading tab and tabs elsewhere (which take the replace itself)
+    from densim.workloads.readers.bitbrains import _drop_tab_after_separator
+
+    assert _drop_tab_after_separator(data) == data.replace(b";\t", b";")
+    assert _drop_tab_after_separator(b";\t;\t\t1\t") == b";;\t1\t" and _drop_tab_after_separator(b"\t;") == b"\t;"

@@ -46,6 +46,18 @@ def _vm_sort_key(p: Path):
     return (0, int(stem), "") if stem.isdigit() else (1, 0, p.name)
 
 
+def _drop_tab_after_separator(data: bytes) -> bytes:
+    """``data.replace(b";\\t", b";")``: GWA-T-12 writes ";\\t" between fields. When every tab follows a ';'
+    (one numpy pass finds them) deleting all tabs is the same and twice as fast as the replace."""
+    a = np.frombuffer(data, dtype=np.uint8)
+    tabs = np.flatnonzero(a == 9)
+    if tabs.size == 0:
+        return data
+    if tabs[0] > 0 and bool(np.all(a[tabs - 1] == 59)):
+        return data.translate(None, b"\t")
+    return data.replace(b";\t", b";")
+
+
 def read_vm_csv(path: Path) -> dict[str, np.ndarray]:
     """One VM's samples as arrays (timestamps de-duplicated and sorted), validated.
 
@@ -54,7 +66,9 @@ def read_vm_csv(path: Path) -> dict[str, np.ndarray]:
     lines are skipped (rows keep their line numbers in messages).
     """
     raw = maybe_gunzip(read_bytes(path, "Bitbrains trace file"), path)
-    data = text_of(raw, path, "Bitbrains CSV file").encode("utf-8").replace(b";\t", b";")
+    # plain ASCII without NUL bytes (every GWA-T-12 file) is its own UTF-8: no decode and encode again
+    data = raw if raw.isascii() and b"\x00" not in raw else text_of(raw, path, "Bitbrains CSV file").encode("utf-8")
+    data = _drop_tab_after_separator(data)
     first_nl = data.find(b"\n")
     header = [h.strip() for h in (data if first_nl < 0 else data[:first_nl]).decode("utf-8", "replace").split(";")]
     if not data.strip():
