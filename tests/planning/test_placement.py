@@ -187,3 +187,22 @@ def test_host_metrics_per_host_equals_each_host_alone(seed, n, n_hosts, steps):
 def test_host_metrics_refuses_an_unplaced_vm():
     with pytest.raises(ValueError, match="every VM placed"):
         host_metrics(np.array([0, -1]), 2, HOST, np.ones(2), np.ones((3, 2)), None)
+
+
+@settings(max_examples=80)
+@given(seed=st.integers(0, 2**31), hosts_on_rows=st.booleans())
+def test_ready_pct_worst_evaluates_only_hosts_that_can_wait_with_the_same_values(seed, hosts_on_rows):
+    # where a host's vCPUs n <= C nothing ever waits (0); elsewhere the normal approximation, unchanged
+    # by evaluating it only there: equal, bit for bit, to evaluating everywhere and masking
+    from densim.models.queueing import expected_excess
+
+    rng = np.random.default_rng(seed)
+    h, w = rng.integers(1, 12), rng.integers(1, 12)
+    mean, var, umax = rng.uniform(0, 80, (h, w)), rng.uniform(0, 30, (h, w)), rng.uniform(0, 1, (h, w))
+    if hosts_on_rows:  # placement's filter: capacity a scalar, vCPUs per host a column
+        cap, n = 48.0, rng.integers(10, 100, (h, 1)).astype(float)
+    else:  # the ready check: capacity and vCPUs per host along the columns
+        cap, n = rng.uniform(20, 80, (1, w)), rng.integers(10, 100, (1, w)).astype(float)
+    ee = np.where(n > cap, expected_excess(mean, var, cap), 0.0)
+    expected = 100.0 * umax * np.where(mean > 0, ee / np.maximum(mean, 1e-12), 0.0)
+    assert np.array_equal(ready_pct_worst(mean, var, umax, cap, n), expected)

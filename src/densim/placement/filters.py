@@ -64,9 +64,15 @@ def ready_pct_worst(mean_k, var_k, umax, logical_capacity, n_vcpus=None) -> np.n
     ../shared/reference/modelling-guide.md §3.2). ``K`` cannot exceed the host's vCPU count
     ``n_vcpus``: where ``n_vcpus <= C`` nothing ever waits (as in the engine's ``binomial`` model).
     """
-    ee = expected_excess(mean_k, var_k, logical_capacity)
-    if n_vcpus is not None:
-        ee = np.where(np.asarray(n_vcpus) > logical_capacity, ee, 0.0)
+    if n_vcpus is None:
+        ee = expected_excess(mean_k, var_k, logical_capacity)
+    else:  # evaluated only where the host can have more runnable vCPUs than C (elementwise: the same values)
+        mean_b, var_b, c_b, n_b = np.broadcast_arrays(np.asarray(mean_k, dtype=np.float64), np.asarray(var_k, dtype=np.float64),
+                                                      np.asarray(logical_capacity, dtype=np.float64), np.asarray(n_vcpus))
+        over = n_b > c_b
+        ee = np.zeros(mean_b.shape)
+        if over.any():
+            ee[over] = expected_excess(mean_b[over], var_b[over], c_b[over])
     with np.errstate(invalid="ignore", divide="ignore"):
         share = np.where(mean_k > 0, ee / np.maximum(mean_k, 1e-12), 0.0)
     return 100.0 * umax * share
