@@ -296,7 +296,8 @@ def status(label: str, *, quiet: bool = False, no_progress: bool = False) -> Ite
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console(stderr=True),
                   transient=True) as prog:
         task = prog.add_task(label, total=None)
-        yield lambda text: prog.update(task, description=f"{label}: {text}")
+        # drawn at once (refresh=True): a phase shorter than the 0.1 s auto-refresh would otherwise never be shown
+        yield lambda text: prog.update(task, description=f"{label}: {text}", refresh=True)
 
 
 @contextmanager
