@@ -19,7 +19,6 @@ import numpy as np
 from densim._distributions import binom_pmf
 
 
-
 def turbo_frequency_mhz(active_cores, cores: int, base_mhz: float, max_turbo_mhz: float | None, all_core_turbo_mhz: float | None = None):
     """Clock of each busy core when ``active_cores`` of ``cores`` are busy.
 

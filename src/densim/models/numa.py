@@ -21,7 +21,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from densim._distributions import binom_sf
 
 
-
 class NumaSpec(BaseModel):
     """Memory latencies of a host's NUMA topology (one node per socket)."""
 

@@ -97,8 +97,9 @@ def host_metrics(host_of: np.ndarray, n_hosts: int, host: HostType, vcpus: np.nd
     # each host's VMs side by side: the worst VM per host and step is one maximum.reduceat over them
     # (np.maximum.at over the VMs gave the same maxima about 10x slower)
     by_host = np.argsort(host_of, kind="stable")
-    seg_start = np.flatnonzero(np.r_[True, host_of[by_host][1:] != host_of[by_host][:-1]]) if n else np.zeros(0, np.int64)
-    seg_host = host_of[by_host][seg_start]
+    sorted_hosts = host_of[by_host]
+    seg_start = np.flatnonzero(np.r_[True, sorted_hosts[1:] != sorted_hosts[:-1]]) if n else np.zeros(0, np.int64)
+    seg_host = sorted_hosts[seg_start]
     for t0 in range(0, t_total, chunk):
         c = cpu_mhz[t0:t0 + chunk].astype(np.float64)
         capped += int((c > v[None, :] * host.core_mhz * (1 + 1e-9)).sum())

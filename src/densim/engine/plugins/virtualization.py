@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import numpy as np
 from densim._distributions import binom_pmf
-
-
 from typing import TypedDict
 
 from densim.engine.stages import STAGES, BaseStage

@@ -57,8 +57,6 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from densim._distributions import gamma_ppf
-
-
 from densim.errors import PartError
 from densim.models.devices import REF_BLOCK_BYTES, DeviceSpec, block_service, device_power_w
 from densim.models.queueing import erlang_c, ggc_wait_s, max_iid_factors, mva

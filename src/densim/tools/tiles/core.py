@@ -23,7 +23,6 @@ import yaml
 from pydantic import BaseModel, ConfigDict
 from densim._distributions import binom_pmf
 
-
 import densim
 from densim.errors import InputError, PartError
 from densim.models.cpu_power import package_power_w, power_limited_frequency_mhz, turbo_frequency_mhz
